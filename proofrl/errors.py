@@ -1,0 +1,59 @@
+"""Exceptions of proofrl. A wrong proof is a result (:class:`~proofrl.provers.base.Verdict`); these are for
+things that are broken or misused.
+
+* ProofrlError
+  + ProverError                 the prover process misbehaved
+    - ProverCrashed             it died or spoke garbage (``stderr`` attached)
+    - ProverTimeout             it did not answer within ``seconds`` (its process group was killed)
+    - ProtocolError             an answer we could not parse
+  + StatementError              the theorem statement itself does not elaborate (``messages`` attached)
+  + BackendUnavailable          the backend is not installed here (``why`` says what is missing)
+  + ConfigError                 a bad setting or an unknown registered name
+"""
+
+from __future__ import annotations
+
+
+class ProofrlError(Exception):
+    """Base of every proofrl exception."""
+
+
+class ProverError(ProofrlError):
+    """The prover process misbehaved (as opposed to rejecting a proof)."""
+
+
+class ProverCrashed(ProverError):
+    def __init__(self, message: str, *, stderr: str = "", returncode: int | None = None):
+        super().__init__(message + (f"\n--- stderr ---\n{stderr[-2000:]}" if stderr else ""))
+        self.stderr = stderr
+        self.returncode = returncode
+
+
+class ProverTimeout(ProverError):
+    def __init__(self, seconds: float, command: str = ""):
+        super().__init__(f"no answer within {seconds:.1f}s" + (f" to {command[:200]!r}" if command else ""))
+        self.seconds = seconds
+        self.command = command
+
+
+class ProtocolError(ProverError):
+    def __init__(self, message: str, *, raw: str = ""):
+        super().__init__(message + (f": {raw[:500]!r}" if raw else ""))
+        self.raw = raw
+
+
+class StatementError(ProofrlError):
+    def __init__(self, message: str, *, messages: tuple = ()):
+        super().__init__(message)
+        self.messages = messages
+
+
+class BackendUnavailable(ProofrlError):
+    def __init__(self, backend: str, why: str):
+        super().__init__(f"{backend} backend unavailable: {why}")
+        self.backend = backend
+        self.why = why
+
+
+class ConfigError(ProofrlError):
+    """A bad setting or an unknown registered name."""
