@@ -1,0 +1,1 @@
+"""Rewards: functions from samples (and their verdicts) to scalars. One module per reward."""

@@ -1,0 +1,1 @@
+"""Training: GRPO maths shared by every trainer (:mod:`proofrl.train.grpo`)."""
