@@ -27,6 +27,13 @@ from ..errors import ProverCrashed, ProverTimeout
 _STDERR_TAIL = 64 * 1024
 
 
+def _read_or_eof(fd: int) -> bytes:
+    try:
+        return os.read(fd, 4096)
+    except OSError:
+        return b""
+
+
 def _limits(memory_mb: int | None) -> Callable[[], None]:
     def apply() -> None:
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -112,7 +119,8 @@ class ProverProcess:
 
     def _drain_stderr(self) -> None:
         assert self.proc.stderr is not None
-        for chunk in iter(lambda: self.proc.stderr.read1(4096), b""):  # type: ignore[union-attr]
+        fd = self.proc.stderr.fileno()
+        for chunk in iter(lambda: _read_or_eof(fd), b""):
             self._stderr.append(chunk)
             self._stderr_size += len(chunk)
             while self._stderr_size > _STDERR_TAIL and len(self._stderr) > 1:
@@ -162,3 +170,29 @@ class ProverProcess:
     def __del__(self) -> None:  # last resort against orphans; normal paths call kill()
         if getattr(self, "proc", None) is not None and self.proc.poll() is None:
             self._signal(signal.SIGKILL)
+
+
+class RunResult:
+    __slots__ = ("returncode", "stdout", "stderr", "timed_out")
+
+    def __init__(self, returncode: int | None, stdout: str, stderr: str, timed_out: bool):
+        self.returncode, self.stdout, self.stderr, self.timed_out = returncode, stdout, stderr, timed_out
+
+
+def run_once(argv: Sequence[str], *, timeout: float, memory_mb: int | None = None, cwd: str | None = None) -> RunResult:
+    """Run a command to completion under the same guards; on timeout its whole process group is killed."""
+    proc = subprocess.Popen(
+        list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, cwd=cwd,
+        start_new_session=True, preexec_fn=_limits(memory_mb),
+    )
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        out, err = proc.communicate()
+        timed_out = True
+    return RunResult(proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), timed_out)

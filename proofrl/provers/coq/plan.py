@@ -1,0 +1,76 @@
+"""Turn untrusted proof text into a checked plan: the statement we add ourselves, then tactic sentences.
+
+Rejections that need no prover happen here (bad bytes, unbalanced comments, commands inside the proof,
+``Admitted``, a restated statement that differs from the problem's), so they cost microseconds.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..base import Message, Status, Theorem, Verdict
+from .rules import forbidden_reason
+from .sentences import Sentence, SplitError, position, split_sentences
+
+_DECL = re.compile(r"^\s*(?:Local\s+|Global\s+)?(?:Theorem|Lemma|Fact|Remark|Corollary|Proposition|Example)\s+([\w'.]+)")
+_END = {"Qed.", "Defined."}
+
+
+@dataclass(frozen=True)
+class Plan:
+    statement: str
+    name: str
+    tactics: tuple[Sentence, ...]  # offsets into ``source``
+    source: str
+
+
+def theorem_name(theorem: Theorem) -> str:
+    m = _DECL.match(theorem.statement)
+    return m.group(1) if m else theorem.name
+
+
+def _norm(s: str) -> str:
+    return " ".join(s.split())
+
+
+def plan_proof(theorem: Theorem, proof: str, *, max_chars: int, forbidden_tactics: tuple[str, ...]) -> Plan | Verdict:
+    """A :class:`Plan`, or the :class:`Verdict` that rejects the text without running Coq."""
+
+    def no(status: Status, reason: str, message: str = "", offset: int | None = None) -> Verdict:
+        pos = position(proof, offset) if offset is not None else None
+        return Verdict(status, (reason,), (Message("error", message or reason, pos),) if message or pos else ())
+
+    try:
+        proof.encode("utf-8")
+    except UnicodeEncodeError as e:
+        return no(Status.ERROR, "not UTF-8", f"the proof holds bytes that are not UTF-8 at character {e.start}", e.start)
+    if "\x00" in proof:
+        return no(Status.ERROR, "NUL byte in proof", offset=proof.index("\x00"))
+    if len(proof) > max_chars:
+        return no(Status.ERROR, "proof too long", f"{len(proof)} characters > limit {max_chars}")
+    try:
+        (stmt,) = split_sentences(theorem.statement)
+    except (SplitError, ValueError):
+        return Verdict(Status.ERROR, ("statement is not one sentence",))
+    try:
+        sentences = split_sentences(proof)
+    except SplitError as e:
+        return no(Status.ERROR, f"parse_error: {e}", str(e), e.offset)
+
+    if sentences and _DECL.match(sentences[0].text):  # the model restated the theorem
+        if _norm(sentences[0].text) != _norm(stmt.text):
+            return no(Status.REJECTED, "statement changed", "the proof restates the theorem differently", sentences[0].start)
+        sentences = sentences[1:]
+    if sentences and sentences[-1].text in _END:
+        sentences = sentences[:-1]
+    elif sentences and sentences[-1].text == "Admitted.":
+        return no(Status.REJECTED, "admitted", "the proof ends with Admitted", sentences[-1].start)
+    if sentences and re.match(r"Proof\b", sentences[0].text):
+        head, sentences = [sentences[0]], sentences[1:]
+    else:
+        head = []
+    for s in sentences:
+        if why := forbidden_reason(s.text, forbidden_tactics):
+            return no(Status.REJECTED, why, f"{why} (only tactics may appear in a proof)", s.start)
+    return Plan(stmt.text, theorem_name(theorem), tuple(head + sentences), proof)

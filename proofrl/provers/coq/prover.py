@@ -1,0 +1,302 @@
+"""The Coq backend of the prover interface, over one ``coqidetop`` session (``final_check`` uses ``coqc``).
+
+``check`` runs: statement (ours) -> tactic sentences (each under ``Timeout``) -> no goal in any of the four
+lists -> ``Qed`` (the kernel re-checks) -> ``Print Assumptions`` within the allowlist. Only then ``valid``.
+
+``step`` works on a linear STM document: moving back to a state discards every later one, so a state is
+named by its tactic path and re-reached by replaying from the longest live prefix (never an ``Anomaly``
+from an expired state id).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ...errors import ProverCrashed, ProverTimeout, StatementError
+from ..base import FailureKind, Message, ProofState, Status, StepFailure, StepResult, Theorem, Verdict
+from ..process import run_once
+from . import xml
+from .plan import Plan, plan_proof, theorem_name
+from .rules import DEFAULT_AXIOM_ALLOWLIST, FORBIDDEN_TACTICS, assumption_reasons, forbidden_reason, parse_assumptions
+from .sentences import Sentence, SplitError, byte_to_char, position, split_sentences
+from .session import CoqFailure, CoqSession
+
+GRACE = 2.0  # seconds past Coq's own Timeout before the process-level deadline fires
+_session_ids = iter(range(1, 1 << 62))
+
+
+@dataclass
+class CoqConfig:
+    timeout: float = 30.0
+    """default seconds for a whole proof; a tactic step gets ``step_timeout``"""
+    step_timeout: float = 10.0
+    memory_mb: int = 4096
+    """RLIMIT_AS of each coqidetop/coqc process"""
+    axiom_allowlist: tuple[str, ...] = DEFAULT_AXIOM_ALLOWLIST
+    forbidden_tactics: tuple[str, ...] = FORBIDDEN_TACTICS
+    max_proof_chars: int = 256 * 1024
+    """longer proofs are refused unread (a 1 MB proof would take minutes of Add calls)"""
+
+
+def coq_version() -> str:
+    try:
+        out = subprocess.run(["coqc", "--print-version"], capture_output=True, text=True, timeout=30).stdout
+        return "coq " + out.split()[0]
+    except (OSError, subprocess.TimeoutExpired, IndexError):
+        return "coq (unknown version)"
+
+
+def _timed(sentence: str, seconds: float) -> str:
+    """Coq's ``Timeout`` prefix; bullets and braces cannot take it (they do no work)."""
+    if Sentence(sentence, 0, 0).is_bullet or sentence in "{}" or sentence.endswith("{") or re.match(r"Proof\b", sentence):
+        return sentence
+    return f"Timeout {max(1, math.ceil(seconds))} {sentence}"
+
+
+class CoqProver:
+    backend = "coq"
+
+    def __init__(self, header: str = "", config: CoqConfig | None = None):
+        self.header = header
+        self.config = config or CoqConfig()
+        self.version = coq_version()
+        self._session: CoqSession | None = None
+        self._uses = 0
+        self._live: list[tuple[str, int]] = []  # the live path: (statement, sid), then (tactic, sid)...
+        self._live_theorem: Theorem | None = None
+        self.session_id = 0
+        self._ensure()
+
+    # -- process management -----------------------------------------------------------------------------
+    def _ensure(self) -> CoqSession:
+        if self._session is None or not self._session.alive:
+            self._session = CoqSession(self.header, memory_mb=self.config.memory_mb)
+            self.session_id = next(_session_ids)
+            self._live, self._live_theorem = [], None
+        return self._session
+
+    @property
+    def alive(self) -> bool:
+        return self._session is not None and self._session.alive
+
+    @property
+    def uses(self) -> int:
+        return self._uses
+
+    @property
+    def pid(self) -> int | None:
+        return self._session.process.pid if self._session else None
+
+    def rss_bytes(self) -> int:
+        return self._session.process.rss_bytes() if self._session else 0
+
+    def kill(self) -> None:
+        if self._session:
+            self._session.process.kill()
+
+    def close(self) -> None:
+        self.kill()
+
+    # -- whole proofs -------------------------------------------------------------------------------------
+    def check(self, theorem: Theorem, proof: str, *, timeout: float | None = None) -> Verdict:
+        timeout = self.config.timeout if timeout is None else timeout
+        t0 = time.monotonic()
+        self._uses += 1
+        plan = plan_proof(theorem, proof, max_chars=self.config.max_proof_chars, forbidden_tactics=self.config.forbidden_tactics)
+        if isinstance(plan, Verdict):
+            return self._done(plan, t0)
+        s = self._ensure()
+        self._live, self._live_theorem = [], None
+        try:
+            return self._done(self._check(s, plan, t0 + timeout), t0)
+        except ProverTimeout:
+            return self._done(Verdict(Status.TIMEOUT, (f"timeout after {timeout:g}s",)), t0)
+        finally:
+            if s.alive:
+                try:
+                    s.edit_at(s.base)
+                except (CoqFailure, ProverTimeout, ProverCrashed):
+                    s.close()
+
+    def _done(self, v: Verdict, t0: float) -> Verdict:
+        return Verdict(v.status, v.reasons, v.messages, v.axioms, time.monotonic() - t0, self.version)
+
+    def _check(self, s: CoqSession, plan: Plan, deadline: float) -> Verdict:
+        s.edit_at(s.base)
+        try:
+            sid = s.add(plan.statement, s.base)
+            s.run(timeout=max(1.0, deadline - time.monotonic()))
+        except CoqFailure as e:
+            return Verdict(Status.ERROR, ("statement does not elaborate",), (Message("error", e.message),))
+        owner: dict[int, tuple[Sentence, int]] = {}  # state id -> (sentence, bytes of Timeout prefix)
+        for sent in plan.tactics:
+            text = _timed(sent.text, deadline - time.monotonic())
+            try:
+                sid = s.add(text, sid)
+            except CoqFailure as e:
+                return self._failed(e, plan, sent, len(text.encode()) - len(sent.text.encode()))
+            owner[sid] = (sent, len(text.encode()) - len(sent.text.encode()))
+        try:
+            s.run(timeout=max(0.1, deadline - time.monotonic()) + GRACE)
+        except CoqFailure as e:
+            sent, prefix = owner.get(e.state_id, (None, 0)) if e.state_id is not None else (None, 0)
+            return self._failed(e, plan, sent, prefix)
+        goals = s.goals()
+        if goals is not None and (goals.foreground or goals.background or goals.shelved or goals.given_up):
+            reasons = ["admitted"] if goals.given_up else []
+            left = f"{len(goals.foreground)} focused, {goals.background} unfocused, {goals.shelved} shelved, {goals.given_up} given up"
+            msgs = tuple(Message("info", str(g)) for g in goals.foreground[:3])
+            return Verdict(Status.REJECTED, (*reasons, f"incomplete: {left}"), msgs)
+        try:
+            s.add("Qed.", sid)
+            s.run(timeout=max(0.1, deadline - time.monotonic()) + GRACE)
+        except CoqFailure as e:
+            reason = "admitted" if "given up" in e.message else "kernel rejected the proof"
+            return Verdict(Status.REJECTED, (reason,), (Message("error", e.message),))
+        return self._assumptions(s.query(f"Print Assumptions {plan.name}.", s.tip), plan.name)
+
+    def _assumptions(self, feedback: list[xml.Feedback], name: str) -> Verdict:
+        text = "\n".join(f.text for f in feedback if f.level in ("notice", "info") and not f.text.startswith("Fetching"))
+        a = parse_assumptions(text)
+        reasons = assumption_reasons(a, name, self.config.axiom_allowlist)
+        return Verdict(Status.REJECTED if reasons else Status.VALID, tuple(reasons), axioms=a.axioms)
+
+    def _failed(self, e: CoqFailure, plan: Plan, sent: Sentence | None, prefix_bytes: int) -> Verdict:
+        pos = end = None
+        if sent is not None:
+            lo, hi = e.loc if e.loc else (prefix_bytes, prefix_bytes + len(sent.text.encode()))
+            timed = _timed(sent.text, 1) if prefix_bytes else sent.text
+            lo_c = max(0, byte_to_char(timed, lo) - (len(timed) - len(sent.text)))
+            hi_c = max(lo_c, byte_to_char(timed, hi) - (len(timed) - len(sent.text)))
+            pos, end = position(plan.source, sent.start + lo_c), position(plan.source, sent.start + min(hi_c, len(sent.text)))
+        msg = (Message("error", e.message, pos, end),)
+        if e.message.startswith("Timeout!") or "Timeout!" in e.message[:40]:
+            return Verdict(Status.TIMEOUT, ("timeout",), msg)
+        if "Out of memory" in e.message or "Stack overflow" in e.message:
+            return Verdict(Status.REJECTED, (e.message.strip(".").lower(),), msg)
+        return Verdict(Status.ERROR, (_first_line(e.message),), msg)
+
+    # -- tactic by tactic ---------------------------------------------------------------------------------
+    def start(self, theorem: Theorem, *, timeout: float | None = None) -> ProofState:
+        s = self._ensure()
+        plan = plan_proof(theorem, "", max_chars=self.config.max_proof_chars, forbidden_tactics=self.config.forbidden_tactics)
+        if isinstance(plan, Verdict):
+            raise StatementError(f"bad statement: {', '.join(plan.reasons)}")
+        s.edit_at(s.base)
+        try:
+            sid = s.add(plan.statement, s.base)
+            goals = s.goals(timeout=timeout or self.config.step_timeout)
+        except CoqFailure as e:
+            s.edit_at(s.base)
+            raise StatementError(f"statement does not elaborate: {e.message}", messages=(Message("error", e.message),)) from e
+        self._live, self._live_theorem = [(plan.statement, sid)], theorem
+        return self._state(theorem, (), goals, sid)
+
+    def _state(self, theorem: Theorem, tactics: tuple[str, ...], goals: xml.Goals | None, sid: int) -> ProofState:
+        if goals is None:
+            return ProofState(theorem, tactics, (), handle=sid, session=self.session_id)
+        return ProofState(theorem, tactics, goals.foreground, goals.background, goals.shelved, goals.given_up, sid, self.session_id)
+
+    def step(self, state: ProofState, tactic: str, *, timeout: float | None = None) -> StepResult:
+        timeout = self.config.step_timeout if timeout is None else timeout
+        t0 = time.monotonic()
+        fail = lambda kind, msg="", p=None, e=None: StepResult(tactic, failure=StepFailure(kind, msg, p, e), seconds=time.monotonic() - t0)  # noqa: E731
+        try:
+            (sent,) = split_sentences(tactic)
+        except SplitError as e:
+            return fail(FailureKind.PARSE_ERROR, str(e))
+        except ValueError:
+            return fail(FailureKind.PARSE_ERROR, "a step must be exactly one sentence")
+        if re.match(r"(Proof|Qed|Defined)\b", sent.text):
+            return fail(FailureKind.FORBIDDEN, "forbidden: proof commands are managed by the prover")
+        if why := forbidden_reason(sent.text, self.config.forbidden_tactics):
+            return fail(FailureKind.FORBIDDEN, why)
+        try:
+            s = self._ensure()
+            sid = self._goto(state)
+            text = _timed(sent.text, timeout)
+            try:
+                new = s.add(text, sid)
+                goals = s.goals(timeout=timeout + GRACE)
+            except CoqFailure as e:
+                s.edit_at(sid)
+                prefix = len(text) - len(sent.text)
+                p = q = None
+                if e.loc:
+                    p = position(sent.text, max(0, byte_to_char(text, e.loc[0]) - prefix))
+                    q = position(sent.text, max(0, byte_to_char(text, e.loc[1]) - prefix))
+                kind = FailureKind.TIMEOUT if "Timeout!" in e.message else FailureKind.ERROR
+                return fail(kind, e.message, p, q)
+            self._live.append((sent.text, new))
+            tactics = (*state.tactics, sent.text)
+            return StepResult(tactic, self._state(state.theorem, tactics, goals, new), seconds=time.monotonic() - t0)
+        except ProverTimeout:
+            return fail(FailureKind.TIMEOUT, f"no answer within {timeout:g}s; process restarted")
+        except ProverCrashed as e:
+            return fail(FailureKind.CRASH, str(e))
+
+    def _goto(self, state: ProofState) -> int:
+        """Make ``state`` the tip: Edit_at the longest live prefix of its path, replay the rest."""
+        s = self._ensure()
+        if self._live_theorem != state.theorem or not self._live:
+            self.start(state.theorem)
+        k = 0
+        live = [t for t, _ in self._live[1:]]
+        while k < len(live) and k < len(state.tactics) and live[k] == state.tactics[k]:
+            k += 1
+        sid = self._live[k][1]
+        if k + 1 < len(self._live) or s.tip != sid:
+            s.edit_at(sid)
+            del self._live[k + 1 :]
+        for tac in state.tactics[k:]:
+            try:
+                sid = s.add(_timed(tac, self.config.step_timeout), sid)
+                s.goals(timeout=self.config.step_timeout + GRACE)
+            except CoqFailure as e:
+                raise ProverCrashed(f"replay of a recorded tactic failed: {e.message}") from e
+            self._live.append((tac, sid))
+        return sid
+
+    # -- the trusted judge --------------------------------------------------------------------------------
+    def final_check(self, theorem: Theorem, tactics: list[str] | tuple[str, ...], *, timeout: float | None = None) -> Verdict:
+        """Replay in a fresh ``coqc`` (no session state), then ``Print Assumptions``."""
+        return coqc_check(theorem, "\n".join(tactics), self.config, timeout=timeout, version=self.version)
+
+
+def _first_line(message: str) -> str:
+    line = message.strip().splitlines()[0] if message.strip() else "error"
+    return line[:200]
+
+
+def coqc_check(theorem: Theorem, proof: str, config: CoqConfig, *, timeout: float | None = None, version: str = "") -> Verdict:
+    """Whole file through a fresh ``coqc``: header + statement + ``Proof.`` tactics ``Qed.`` + assumptions."""
+    t0 = time.monotonic()
+    timeout = config.timeout if timeout is None else timeout
+    plan = plan_proof(theorem, proof, max_chars=config.max_proof_chars, forbidden_tactics=config.forbidden_tactics)
+    if isinstance(plan, Verdict):
+        return Verdict(plan.status, plan.reasons, plan.messages, seconds=time.monotonic() - t0, prover=version)
+    body = [s.text for s in plan.tactics]
+    if not (body and re.match(r"Proof\b", body[0])):
+        body.insert(0, "Proof.")
+    text = f"{theorem.header}\n{plan.statement}\n" + "\n".join(body) + f"\nQed.\nPrint Assumptions {plan.name}.\n"
+    with tempfile.TemporaryDirectory(prefix="proofrl-coqc-") as d:
+        path = Path(d) / "Check.v"
+        path.write_text(text, encoding="utf-8")
+        res = run_once(["coqc", "-q", str(path.name)], timeout=timeout, memory_mb=config.memory_mb, cwd=d)
+    seconds = time.monotonic() - t0
+    if res.timed_out:
+        return Verdict(Status.TIMEOUT, (f"timeout after {timeout:g}s",), seconds=seconds, prover=version)
+    if res.returncode != 0:
+        err = res.stderr.strip() or res.stdout.strip()
+        reason = "admitted" if "given up" in err else _first_line(err.split("Error:", 1)[-1]) if "Error:" in err else f"coqc exit {res.returncode}"
+        status = Status.REJECTED if reason == "admitted" or "incomplete" in err or "pending" in err else Status.ERROR
+        return Verdict(status, (reason,), (Message("error", err[-2000:]),), seconds=seconds, prover=version)
+    a = parse_assumptions(res.stdout)
+    reasons = assumption_reasons(a, plan.name, config.axiom_allowlist)
+    return Verdict(Status.REJECTED if reasons else Status.VALID, tuple(reasons), axioms=a.axioms, seconds=seconds, prover=version)

@@ -1,0 +1,135 @@
+"""One ``coqidetop`` process: the XML calls, one request one reply, each with a deadline.
+
+The prelude (``Require Import ...``) is run once at start and its state id kept as ``base``; every job
+returns there with ``Edit_at(base)``. On a missed deadline the process group gets SIGINT (Coq answers
+``User interrupt.`` and lives on); if it stays silent it is killed and the session is dead.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from dataclasses import dataclass
+
+from ...errors import BackendUnavailable, ProverCrashed, ProverTimeout, StatementError
+from ..base import Message
+from ..process import ProverProcess
+from . import xml
+from .sentences import SplitError, split_sentences
+
+INTERRUPT_GRACE = 3.0  # seconds Coq gets to answer a SIGINT before the kill
+
+
+def coqidetop_path() -> str:
+    for name in ("coqidetop.opt", "coqidetop"):
+        if path := shutil.which(name):
+            return path
+    raise BackendUnavailable("coq", "coqidetop not found on PATH (Debian: apt-get install coq)")
+
+
+@dataclass
+class CoqFailure(Exception):
+    """Coq rejected a sentence (at parse time in ``Add``, or when it ran)."""
+
+    message: str
+    state_id: int | None = None  # the failing sentence's state, when Coq says
+    loc: tuple[int, int] | None = None  # byte offsets inside that sentence
+    last_good: int | None = None
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class CoqSession:
+    def __init__(self, prelude: str = "", *, memory_mb: int | None = 4096, options: tuple[str, ...] = ()):
+        self.process = ProverProcess(
+            [coqidetop_path(), "-main-channel", "stdfds", "-async-proofs", "off", *options], memory_mb=memory_mb
+        )
+        reply = self.call(xml.init(), timeout=30)
+        self.base = int(reply.value.find("state_id").get("val"))
+        self.tip = self.base
+        for line in ("Set Printing Width 100.",):
+            self.base = self.add(line, self.base)
+        self._load_prelude(prelude)
+
+    def _load_prelude(self, prelude: str) -> None:
+        try:
+            sentences = split_sentences(prelude)
+        except SplitError as e:
+            self.close()
+            raise StatementError(f"header: {e}", messages=(Message("error", str(e)),)) from e
+        try:
+            for s in sentences:
+                self.base = self.add(s.text, self.base)
+            self.run(timeout=120)
+        except CoqFailure as e:
+            self.close()
+            raise StatementError(f"header failed: {e.message}", messages=(Message("error", e.message),)) from e
+        self.tip = self.base
+
+    # -- calls ------------------------------------------------------------------------------------------
+    def call(self, request: bytes, timeout: float | None) -> xml.Reply:
+        """Send one call and read its reply. On timeout: interrupt, then kill; raises ProverTimeout."""
+        self.process.write(request)
+        try:
+            frame = self.process.read_until(xml.find_end, timeout, command=request[:200].decode("utf-8", "replace"))
+        except ProverTimeout:
+            self._interrupt_or_kill()
+            raise
+        return xml.parse_reply(frame)
+
+    def _interrupt_or_kill(self) -> None:
+        self.process.interrupt()
+        try:
+            self.process.read_until(xml.find_end, INTERRUPT_GRACE)  # the interrupted call's reply
+            self.edit_at(self.base, timeout=INTERRUPT_GRACE)
+        except (ProverTimeout, ProverCrashed, CoqFailure):
+            self.process.kill()
+
+    def add(self, sentence: str, state_id: int, timeout: float | None = 30) -> int:
+        """Parse one sentence after ``state_id``; returns its new state id (it runs later, on Goal/Status)."""
+        r = self.call(xml.add(sentence, state_id), timeout)
+        if not r.good:
+            raise CoqFailure(r.fail_message, None, r.fail_loc, r.fail_state)
+        self.tip = xml.state_id_of_add(r)
+        return self.tip
+
+    def run(self, timeout: float | None) -> list[xml.Feedback]:
+        """Execute everything added up to the tip (``Status true``); raises CoqFailure at the first error."""
+        return self._checked(xml.status(True), timeout).feedback
+
+    def goals(self, timeout: float | None = 30) -> xml.Goals | None:
+        return xml.parse_goals(self._checked(xml.goal(), timeout))
+
+    def edit_at(self, state_id: int, timeout: float | None = 30) -> None:
+        r = self.call(xml.edit_at(state_id), timeout)
+        if not r.good:
+            raise CoqFailure(r.fail_message or "Edit_at failed", state_id, None, r.fail_state)
+        self.tip = state_id
+
+    def query(self, text: str, state_id: int, timeout: float | None = 60) -> list[xml.Feedback]:
+        return self._checked(xml.query(text, state_id), timeout).feedback
+
+    def _checked(self, request: bytes, timeout: float | None) -> xml.Reply:
+        r = self.call(request, timeout)
+        if r.good:
+            return r
+        # The runtime error also arrives as feedback naming the failing state and its location.
+        err = next((f for f in r.feedback if f.level == "error"), None)
+        message = r.fail_message or (err.text if err else "error")
+        failure = CoqFailure(message, err.state_id if err else None, (err.loc if err else None) or r.fail_loc, r.fail_state)
+        if r.fail_state is not None:  # the tip stays on the failed state: go back to the last good one
+            self.edit_at(r.fail_state)
+        raise failure
+
+    # -- lifecycle --------------------------------------------------------------------------------------
+    @property
+    def alive(self) -> bool:
+        return self.process.alive
+
+    def close(self) -> None:
+        self.process.kill()
+
+
+def wait_time(deadline: float) -> float:
+    return max(0.05, deadline - time.monotonic())

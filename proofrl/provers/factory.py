@@ -1,0 +1,30 @@
+"""Build provers and pools by backend name, so callers (CLI, server, trainer) never import a backend."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..errors import ConfigError
+from .base import Prover
+from .pool import PoolConfig, ProverPool
+
+BACKENDS = ("coq", "lean")
+
+
+def prover_factory(backend: str, **options: object) -> Callable[[str], Prover]:
+    """``factory(header) -> started prover``; ``options`` go to the backend's config dataclass."""
+    if backend == "coq":
+        from .coq import CoqConfig, CoqProver
+
+        cfg = CoqConfig(**options)  # type: ignore[arg-type]
+        return lambda header: CoqProver(header, cfg)
+    if backend == "lean":
+        from .lean import LeanConfig, LeanProver  # type: ignore[attr-defined]
+
+        cfg = LeanConfig(**options)  # type: ignore[arg-type]
+        return lambda header: LeanProver(header, cfg)
+    raise ConfigError(f"unknown backend {backend!r}; choose one of {list(BACKENDS)}")
+
+
+def make_pool(backend: str = "coq", *, pool: PoolConfig | None = None, **options: object) -> ProverPool:
+    return ProverPool(prover_factory(backend, **options), pool or PoolConfig())
