@@ -1,0 +1,346 @@
+"""The Lean backend of :class:`~proofrl.provers.base.Prover`, over one REPL process per header.
+
+* The header (imports, options, opens) runs once when the prover starts and becomes ``env 0``; every body
+  is sent with ``"env": 0`` (an empty header sends bodies with no ``env``, i.e. a fresh prelude each time).
+* ``check`` screens the text (forbidden words, statement unchanged), elaborates it, then asks
+  ``#print axioms`` in the environment the proof produced. The rules are in :mod:`.rules`.
+* ``start``/``step`` use tactic mode: ``start`` elaborates ``statement sorry`` and takes the sorry's proof
+  state; ``step`` sends ``{"tactic", "proofState"}``.
+* ``final_check`` replays tactics as one command in a *fresh* process (tactic mode has had false positives,
+  repl#44, and a long-lived process carries state).
+
+Positions in verdict messages are the user's: lines of the proof text (or, for a whole file, of that file;
+its import lines are blanked rather than removed so nothing moves).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ...errors import ProverCrashed, ProverTimeout, StatementError
+from ..base import FailureKind, Message, Position, ProofState, Prover, Status, StepFailure, StepResult, Theorem, Verdict
+from .config import LeanConfig
+from .header import blank_comments_and_strings, normalise_header, split_header
+from .models import CommandResponse, ReplError, ReplMessage, parse_goal
+from .rules import (
+    declaration_name,
+    find_statement,
+    forbidden_words,
+    judge_axioms,
+    judge_command,
+    judge_step,
+    meaning_changers,
+    parse_axioms,
+)
+from .session import LeanSession
+
+INDENT = "  "
+EXAMPLE_NAME = "proofrl_example_"  # ``example`` has no name to ask ``#print axioms`` about; we give it one
+_DECL = ("theorem", "lemma", "example")
+
+
+@dataclass(frozen=True)
+class Assembled:
+    """The code to elaborate, the declaration to audit, and how body lines map back to the user's text."""
+
+    code: str
+    name: str
+    line_shift: int = 0  # user line = body line - line_shift
+    column_shift: int = 0  # user column = body column - column_shift (on shifted lines)
+
+
+def assemble(theorem: Theorem, proof: str, header: str, config: LeanConfig) -> Assembled | Verdict:
+    """Build the body for ``theorem`` and ``proof``, or the verdict that rejects it before Lean runs.
+
+    ``proof`` is either the text after the statement (tactics, or a term), which is indented under it, or a
+    whole file that contains the statement itself (what many provers emit); see :mod:`.rules` for what the
+    whole-file form must satisfy.
+    """
+    bad = forbidden_words(proof, config.forbidden_tactics, config.forbid_search_tactics)
+    if bad:
+        return Verdict(Status.REJECTED, tuple(f"forbidden: {w}" for w in bad), prover="lean")
+    statement = theorem.statement.rstrip()
+    keyword, name = declaration_name(statement)
+    if not keyword:
+        return Verdict(Status.ERROR, ("statement is not a theorem, lemma or example",), prover="lean")
+    blanked = blank_comments_and_strings(proof).split()
+    if not any(w in _DECL for w in blanked):
+        body = "\n".join(INDENT + line if line.strip() else line for line in proof.strip("\n").split("\n"))
+        code = f"{statement}\n{body}"
+        shift = statement.count("\n") + 1
+        return _named(Assembled(code, name, shift, len(INDENT)), keyword, 0)
+
+    split = split_header(proof)
+    allowed = set(split_header(normalise_header(header, collapse_mathlib=config.collapse_mathlib_imports)).header_lines)
+    theirs = split_header(normalise_header("\n".join(split.header_lines), collapse_mathlib=config.collapse_mathlib_imports))
+    extra = [line for line in theirs.header_lines if line not in allowed]
+    if extra:
+        return Verdict(Status.REJECTED, (f"header changed: {extra[0]}",), prover="lean")
+    code = "\n" * split.line_count + split.body  # blank the header lines so positions stay the user's
+    span = find_statement(code, statement)
+    if span is None:
+        return Verdict(Status.REJECTED, ("statement changed",), prover="lean")
+    changers = meaning_changers(code[: span[0]])
+    if changers:
+        return Verdict(Status.REJECTED, (f"statement changed: `{changers[0]}` before it",), prover="lean")
+    return _named(Assembled(code, name), keyword, span[0])
+
+
+def _named(a: Assembled, keyword: str, at: int) -> Assembled:
+    """Give an ``example`` a name so its axioms can be printed (the keyword starts at ``at``)."""
+    if keyword != "example":
+        return a
+    i = a.code.index("example", at)
+    code = a.code[:i] + "theorem " + EXAMPLE_NAME + a.code[i + len("example") :]
+    return Assembled(code, EXAMPLE_NAME, a.line_shift, a.column_shift)
+
+
+def to_message(m: ReplMessage, line_shift: int = 0, column_shift: int = 0) -> Message:
+    """A REPL message in the user's coordinates; positions outside the user's text (or 0:0) are dropped."""
+
+    def pos(p):  # noqa: ANN001, ANN202
+        if p is None or p.line - line_shift < 1:
+            return None
+        col = p.column - column_shift if line_shift else p.column
+        return Position(p.line - line_shift, max(col, 0))
+
+    sev = "info" if m.severity == "trace" else m.severity
+    return Message(sev, m.data, pos(m.pos), pos(m.end_pos))  # type: ignore[arg-type]
+
+
+class LeanProver:
+    """One REPL process loaded with one header; restarts itself after a timeout or crash."""
+
+    backend = "lean"
+
+    def __init__(self, config: LeanConfig, header: str = ""):
+        self.config = config
+        self.header = normalise_header(header, collapse_mathlib=config.collapse_mathlib_imports)
+        self._uses = 0
+        self._session: LeanSession | None = None
+        self._env: int | None = None
+        self._start()
+
+    # -- process ----------------------------------------------------------------------------------------
+    def _start(self) -> LeanSession:
+        session = LeanSession(self.config)
+        env = None
+        if self.header:
+            try:
+                resp = session.command(self.header, timeout=self.config.header_timeout)
+            except BaseException:
+                session.kill()
+                raise
+            if isinstance(resp, ReplError) or resp.errors:
+                session.close()
+                msgs = (Message("error", resp.message),) if isinstance(resp, ReplError) else tuple(
+                    to_message(m) for m in resp.errors)
+                raise StatementError("Lean header failed to load", messages=msgs)
+            env = resp.env
+        self._session, self._env = session, env
+        return session
+
+    def _live(self) -> LeanSession:
+        if self._session is None or not self._session.alive:
+            return self._start()
+        return self._session
+
+    @property
+    def session_id(self) -> int | None:
+        return self._session.session_id if self._session is not None else None
+
+    @property
+    def pid(self) -> int | None:
+        return self._session.pid if self._session is not None else None
+
+    @property
+    def alive(self) -> bool:
+        return self._session is not None and self._session.alive
+
+    @property
+    def uses(self) -> int:
+        return self._uses
+
+    def rss_bytes(self) -> int:
+        return self._session.rss_bytes() if self._session is not None else 0
+
+    def kill(self) -> None:
+        if self._session is not None:
+            self._session.kill()
+
+    def close(self) -> None:
+        if self._session is not None:
+            self._session.close()
+
+    # -- whole proofs -----------------------------------------------------------------------------------
+    def check(self, theorem: Theorem, proof: str, *, timeout: float | None = None) -> Verdict:
+        t0 = time.monotonic()
+        timeout = self.config.timeout if timeout is None else timeout
+        self._uses += 1
+        plan = assemble(theorem, proof, self.header, self.config)
+        if isinstance(plan, Verdict):
+            return plan
+        session = self._live()
+        try:
+            resp = session.command(plan.code, env=self._env, timeout=timeout)
+            judged = judge_command(resp)
+            msgs = () if isinstance(resp, ReplError) else tuple(
+                to_message(m, plan.line_shift, plan.column_shift) for m in resp.messages)
+            if isinstance(resp, ReplError):
+                msgs = (Message("error", resp.message),)
+            if judged.status is not Status.VALID:
+                return Verdict(judged.status, judged.reasons, msgs, seconds=time.monotonic() - t0, prover="lean")
+            assert isinstance(resp, CommandResponse)
+            left = max(timeout - (time.monotonic() - t0), 1.0)
+            audit = session.command(f"#print axioms {plan.name}", env=resp.env, timeout=left)
+        except ProverTimeout as e:
+            return Verdict(Status.TIMEOUT, (f"timeout: {e.seconds:.1f}s",), seconds=time.monotonic() - t0, prover="lean")
+        axioms = None
+        if isinstance(audit, CommandResponse) and not audit.errors:
+            axioms = next((a for m in audit.messages if (a := parse_axioms(m.data)) is not None), None)
+        elif isinstance(audit, CommandResponse):
+            return Verdict(Status.REJECTED, ("theorem not declared",), msgs, seconds=time.monotonic() - t0, prover="lean")
+        judged = judge_axioms(axioms, self.config.allowed_axioms)
+        return Verdict(judged.status, judged.reasons, msgs, axioms or (), time.monotonic() - t0, "lean")
+
+    def final_check(self, theorem: Theorem, tactics: list[str] | tuple[str, ...], *, timeout: float | None = None) -> Verdict:
+        """Replay ``tactics`` as one proof in a fresh process (retried once if that process crashes)."""
+        proof = "\n".join(tactics)
+        last: ProverCrashed | None = None
+        for _ in range(2):
+            try:
+                fresh = LeanProver(self.config, self.header)
+            except StatementError as e:
+                return Verdict(Status.ERROR, ("header failed to load",), tuple(e.messages), prover="lean")
+            except ProverCrashed as e:
+                last = e
+                continue
+            try:
+                return fresh.check(theorem, proof, timeout=timeout)
+            except ProverCrashed as e:
+                last = e
+            finally:
+                fresh.close()
+        return Verdict(Status.CRASH, ("crash: prover died twice",), (Message("error", str(last)[-2000:]),), prover="lean")
+
+    # -- tactic mode --------------------------------------------------------------------------------------
+    def start(self, theorem: Theorem, *, timeout: float | None = None) -> ProofState:
+        """Elaborate ``statement sorry`` and open the sorry's goal. Raises :class:`StatementError` if the
+        statement does not elaborate to exactly one goal."""
+        self._uses += 1
+        timeout = self.config.timeout if timeout is None else timeout
+        session = self._live()
+        plan = assemble(theorem, "sorry", self.header, self.config.with_overrides(forbidden_tactics=()))
+        if isinstance(plan, Verdict):
+            raise StatementError(f"cannot open {theorem.name}: {plan}")
+        resp = session.command(plan.code, env=self._env, timeout=timeout)
+        if isinstance(resp, ReplError):
+            raise StatementError(f"cannot open {theorem.name}: {resp.message}", messages=(Message("error", resp.message),))
+        if resp.errors or len(resp.sorries) != 1 or resp.sorries[0].proof_state is None:
+            raise StatementError(
+                f"{theorem.name} does not elaborate to one goal",
+                messages=tuple(to_message(m, plan.line_shift, plan.column_shift) for m in resp.messages),
+            )
+        s = resp.sorries[0]
+        return ProofState(theorem, (), (parse_goal(s.goal),), handle=s.proof_state, session=session.session_id)
+
+    def step(self, state: ProofState, tactic: str, *, timeout: float | None = None) -> StepResult:
+        t0 = time.monotonic()
+        timeout = self.config.timeout if timeout is None else timeout
+        self._uses += 1
+        bad = forbidden_words(tactic, self.config.forbidden_tactics, self.config.forbid_search_tactics)
+        if bad:
+            return StepResult(tactic, failure=StepFailure(FailureKind.FORBIDDEN, f"forbidden: {bad[0]}"))
+        try:
+            if state.session != self.session_id or not self.alive:
+                state = self._reach(state, timeout)
+            assert self._session is not None
+            resp = self._session.tactic(state.handle, tactic, timeout=timeout)
+        except ProverTimeout as e:
+            return StepResult(tactic, failure=StepFailure(FailureKind.TIMEOUT, str(e)), seconds=time.monotonic() - t0)
+        except ProverCrashed as e:
+            return StepResult(tactic, failure=StepFailure(FailureKind.CRASH, str(e)[-2000:]), seconds=time.monotonic() - t0)
+        j = judge_step(resp)
+        if not j.ok:
+            m = j.message_obj
+            start = to_message(m).start if m is not None else None
+            end = to_message(m).end if m is not None else None
+            return StepResult(tactic, failure=StepFailure(j.kind, j.message, start, end),  # type: ignore[arg-type]
+                              seconds=time.monotonic() - t0)
+        goals = tuple(parse_goal(g) for g in resp.goals)  # type: ignore[union-attr]
+        new = ProofState(state.theorem, state.tactics + (tactic,), goals,
+                         handle=resp.proof_state, session=self.session_id)  # type: ignore[union-attr]
+        return StepResult(tactic, state=new, seconds=time.monotonic() - t0)
+
+    def _reach(self, state: ProofState, timeout: float) -> ProofState:
+        """Re-reach ``state`` in this process by replaying its tactic path (its handle belongs elsewhere)."""
+        here = self.start(state.theorem, timeout=timeout)
+        for t in state.tactics:
+            r = self.step(here, t, timeout=timeout)
+            if r.state is None:
+                raise ProverCrashed(f"could not replay {t!r} to re-reach a state: {r.failure}")
+            here = r.state
+        return here
+
+
+# -- pool glue -------------------------------------------------------------------------------------------
+def lean_factory(config: LeanConfig) -> Callable[[str], Prover]:
+    """``factory(header)`` for :class:`~proofrl.provers.pool.ProverPool`."""
+    return lambda header: LeanProver(config, header)
+
+
+class WarmSpares:
+    """Wrap a factory so a replacement is already loaded when the pool needs one.
+
+    Each call hands out a spare started earlier for that header (or starts one now) and starts the next spare
+    in the background, so a timeout or recycle in a batch costs a swap, not a Mathlib import. Costs one extra
+    process per header in use.
+    """
+
+    def __init__(self, factory: Callable[[str], Prover], spares: int = 1):
+        self.factory = factory
+        self.spares = spares
+        self._ready: dict[str, list[Prover]] = {}
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        self._closed = False
+
+    def __call__(self, header: str) -> Prover:
+        with self._lock:
+            pool = self._ready.get(header, [])
+            prover = pool.pop(0) if pool else None
+        if prover is None or not prover.alive:
+            prover = self.factory(header)
+        self._refill(header)
+        return prover
+
+    def _refill(self, header: str) -> None:
+        def warm() -> None:
+            with contextlib.suppress(Exception):
+                p = self.factory(header)
+                with self._lock:
+                    if self._closed or len(self._ready.setdefault(header, [])) >= self.spares:
+                        p.close()
+                    else:
+                        self._ready[header].append(p)
+
+        t = threading.Thread(target=warm, daemon=True, name="lean-prewarm")
+        self._threads.append(t)
+        t.start()
+
+    def wait(self, timeout: float | None = None) -> None:
+        """Block until background warm-ups finish (tests, shutdown)."""
+        for t in list(self._threads):
+            t.join(timeout)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            spares = [p for ps in self._ready.values() for p in ps]
+            self._ready.clear()
+        for p in spares:
+            p.close()
