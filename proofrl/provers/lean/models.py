@@ -291,3 +291,10 @@ def parse_goal(text: str) -> Goal:
     if conclusion is None:
         raise ProtocolError("goal text without ⊢", raw=text)
     return Goal(tuple(hyps), conclusion, name)
+
+
+def parse_goals_text(text: str) -> tuple[Goal, ...]:
+    """Goals printed as one string (``allTactics`` entries): blank-line separated, or ``no goals``."""
+    if text.strip() == "no goals":
+        return ()
+    return tuple(parse_goal(g) for g in text.split("\n\n") if g.strip())

@@ -234,16 +234,14 @@ class LeanProver:
         self._uses += 1
         timeout = self.config.timeout if timeout is None else timeout
         session = self._live()
-        plan = assemble(theorem, "sorry", self.header, self.config.with_overrides(forbidden_tactics=()))
-        if isinstance(plan, Verdict):
-            raise StatementError(f"cannot open {theorem.name}: {plan}")
-        resp = session.command(plan.code, env=self._env, timeout=timeout)
+        code = f"{theorem.statement.rstrip()} sorry"  # one line added, so body positions are the statement's
+        resp = session.command(code, env=self._env, timeout=timeout)
         if isinstance(resp, ReplError):
             raise StatementError(f"cannot open {theorem.name}: {resp.message}", messages=(Message("error", resp.message),))
         if resp.errors or len(resp.sorries) != 1 or resp.sorries[0].proof_state is None:
             raise StatementError(
                 f"{theorem.name} does not elaborate to one goal",
-                messages=tuple(to_message(m, plan.line_shift, plan.column_shift) for m in resp.messages),
+                messages=tuple(to_message(m) for m in resp.messages),
             )
         s = resp.sorries[0]
         return ProofState(theorem, (), (parse_goal(s.goal),), handle=s.proof_state, session=session.session_id)

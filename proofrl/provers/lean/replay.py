@@ -11,6 +11,7 @@ and prints the i-th block of ``X.expected.out`` followed by a blank line, as the
 * ``--crash-at N``: on the N-th request (1-based) print ``uncaught exception`` to stderr and exit 1 unanswered;
 * ``--hang-at N``: on the N-th request, never answer (sleep until killed);
 * ``--garbage-at N``: on the N-th request, answer with a frame that is not JSON;
+* ``--start K``: skip the first K-1 recorded exchanges (play a transcript from its middle);
 * ``--expected FILE``: read responses from FILE instead of the sibling ``.expected.out``.
 """
 
@@ -69,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m proofrl.provers.lean.replay", description=__doc__.split("\n")[0])
     ap.add_argument("transcript", type=Path, help="the recorded X.in")
     ap.add_argument("--expected", type=Path, help="responses (default: X.expected.out beside X.in)")
+    ap.add_argument("--start", type=int, default=1, help="begin at this recorded request (1-based)")
     ap.add_argument("--crash-at", type=int, default=0, help="exit unanswered on this request (1-based)")
     ap.add_argument("--hang-at", type=int, default=0, help="never answer this request (1-based)")
     ap.add_argument("--garbage-at", type=int, default=0, help="answer this request with non-JSON (1-based)")
@@ -77,6 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     expected = args.expected or args.transcript.with_name(args.transcript.name[: -len(".in")] + ".expected.out")
     wanted = requests_of(args.transcript.read_text(encoding="utf-8"))
     answers = split_blocks(expected.read_text(encoding="utf-8"))
+    wanted, answers = wanted[args.start - 1 :], answers[args.start - 1 :]
     sys.stdin.reconfigure(encoding="utf-8")
     sys.stdout.reconfigure(encoding="utf-8", newline="\n")
     stdin = sys.stdin

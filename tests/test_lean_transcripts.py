@@ -1,0 +1,152 @@
+"""Every recorded real-Lean transcript pair, replayed through :class:`LeanSession` over real pipes.
+
+For each pair: the replay process checks every request we send equals the recorded one, every response is
+parsed into its typed model (strict: unknown keys fail), and the verdict/step outcome of every response is
+asserted against the table below. Codes: for a command, ``ok`` (no error, no sorry) or the ``+``-joined
+reasons (``sorry``, ``incomplete``, ``kernel``, ``lean``); for a tactic, ``solved``, ``openN`` (N goals) or
+``fail:`` + ``error``/``sorry``/``meta``/``kernel``; ``repl`` for ``{"message": ...}``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from lean_replay_support import TRANSCRIPTS, needs_transcripts, pairs, replay_config
+
+from proofrl.provers.lean import LeanSession
+from proofrl.provers.lean.models import CommandResponse, ProofStepResponse, ReplError, parse_goal, parse_goals_text
+from proofrl.provers.lean.replay import requests_of
+from proofrl.provers.lean.rules import judge_command, judge_step
+
+pytestmark = needs_transcripts
+
+EXPECTED = {
+    "Mathlib/test/20240209": "sorry fail:error",
+    "Mathlib/test/H20231020": "ok ok ok ok",
+    "Mathlib/test/H20231110": "ok ok",
+    "Mathlib/test/H20231115": "ok sorry open2",
+    "Mathlib/test/H20231115_2": "ok sorry",
+    "Mathlib/test/H20231115_3": "ok incomplete",
+    "Mathlib/test/H20231215": "ok ok",
+    "Mathlib/test/H20231215_2": "ok sorry",
+    "Mathlib/test/exact": "ok sorry solved sorry repl",
+    "Mathlib/test/file_env": "ok sorry ok",
+    "Mathlib/test/induction": "ok sorry open2 open1 fail:sorry",
+    "Mathlib/test/line_breaks": "ok sorry",
+    "Mathlib/test/on_goal": "ok sorry fail:sorry",
+    "Mathlib/test/pickle": "ok sorry open1",
+    "Mathlib/test/pickle_2": "open1 open1",
+    "Mathlib/test/placeholder_synthesis": "ok lean sorry open1 fail:meta",
+    "all_tactics-20250622": "ok solved",
+    "all_tactics": "ok",
+    "app_type_mismatch": "kernel sorry open2 open1 fail:meta",
+    "app_type_mismatch2": "kernel sorry open2 open1 fail:kernel fail:sorry repl",
+    "assumption_proof": "sorry solved",
+    "by_cases": "sorry open2 open1 fail:sorry",
+    "calc": "sorry",
+    "def_eval": "ok ok",
+    "dup_msg": "ok ok lean",
+    "dup_sorries": "sorry sorry",
+    "file": "ok",
+    "file2": "ok",
+    "file_env": "ok ok ok",
+    "have_by_sorry": "incomplete+sorry sorry fail:sorry",
+    "import_lean": "ok",
+    "incomplete": "incomplete incomplete",
+    "infotree": "ok",
+    "infotree_theorem": "ok",
+    "invalid_line_break": "lean lean",
+    "invalid_tactic": "sorry fail:error",
+    "line_breaks": "incomplete+lean sorry ok",
+    "name_generator": "sorry fail:sorry fail:meta fail:meta fail:meta fail:meta fail:meta fail:error fail:error",
+    "no_goal_sorry": "lean+lean",
+    "no_goal_sorry_2": "lean+sorry",
+    "options": "ok ok ok",
+    "pickle_environment": "ok ok ok ok",
+    "pickle_environment_with_imports": "ok ok ok ok ok",
+    "pickle_open": "ok ok ok ok",
+    "pickle_open_2": "ok ok",
+    "pickle_open_scoped": "ok ok sorry ok",
+    "pickle_open_scoped_2": "ok sorry",
+    "pickle_proof_state_1": "ok sorry open1 open1 open1 open1 open1 solved",
+    "pickle_proof_state_2": "open1 solved",
+    "pickle_proof_state_env": "ok sorry open1 open1 open1 open1 open1 solved",
+    "proof_branching": "sorry open2 open1 open1 solved",
+    "proof_branching2": "sorry open1 open1 open1 open2 open1 solved",
+    "proof_step": "sorry open1 open1 solved",
+    "proof_transitivity": "sorry solved sorry solved",
+    "readme": "sorry open1 solved",
+    "root_goals": "sorry solved solved",
+    "self_proof_apply_check": "lean sorry fail:kernel",
+    "self_proof_check": "lean sorry repl sorry repl sorry repl sorry repl",
+    "self_proof_exact_check": "lean sorry fail:kernel",
+    "self_proof_rw": "lean sorry fail:kernel",
+    "sorry_hypotheses": "sorry fail:sorry",
+    "synthesize_placeholder": "lean",
+    "tactic_mode_sorry": "sorry fail:sorry",
+    "tactic_sorry": "sorry",
+    "term_sorry": "sorry",
+    "trace_simp": "ok ok ok ok sorry open1 solved ok",
+    "unfinished_tactic_block": "incomplete",
+    "unknown_environment": "repl",
+    "unknown_proof_state": "sorry repl",
+    "unknown_tactic": "sorry repl",
+    "variables": "ok ok sorry",
+}
+
+_STEP_REQUESTS = ("tactic", "pickleTo+proofState", "unpickleProofStateFrom")
+
+
+def outcome(resp: CommandResponse | ProofStepResponse | ReplError) -> str:
+    if isinstance(resp, ReplError):
+        return "repl"
+    if isinstance(resp, CommandResponse):
+        j = judge_command(resp)
+        return "ok" if j.status.value == "valid" else "+".join(r.split(":")[0].split(" ")[0] for r in j.reasons)
+    j = judge_step(resp)
+    if j.solved:
+        return "solved"
+    if j.ok:
+        return f"open{len(resp.goals)}"
+    m = j.message
+    kind = "kernel" if m.startswith("Error: kernel") else "meta" if "metavariable" in m else "sorry" if "sorry" in m else "error"
+    return f"fail:{kind}"
+
+
+def expects_step(request: dict) -> bool:
+    return "tactic" in request or "unpickleProofStateFrom" in request or ("pickleTo" in request and "proofState" in request)
+
+
+def test_every_pair_is_in_the_table() -> None:
+    names = {p.relative_to(TRANSCRIPTS).as_posix()[: -len(".in")] for p in pairs()}
+    assert len(names) == 71
+    assert names == set(EXPECTED)
+
+
+@pytest.mark.parametrize("inp", pairs(), ids=lambda p: p.relative_to(TRANSCRIPTS).as_posix()[: -len(".in")])
+def test_transcript_replays_parses_and_judges(inp) -> None:
+    name = inp.relative_to(TRANSCRIPTS).as_posix()[: -len(".in")]
+    requests = [json.loads(q) for q in requests_of(inp.read_text(encoding="utf-8"))]
+    got = []
+    with LeanSession(replay_config(inp)) as session:
+        for req in requests:
+            resp = session.send(req, timeout=10)
+            kind = ProofStepResponse if expects_step(req) else CommandResponse
+            assert isinstance(resp, (kind, ReplError)), (req, resp)
+            for goal in _goal_texts(resp):
+                g = parse_goal(goal)
+                assert g.conclusion and goal.endswith(g.conclusion)
+            if isinstance(resp, CommandResponse):
+                for t in resp.tactics:
+                    assert all(g.conclusion for g in parse_goals_text(t.goals))
+            got.append(outcome(resp))
+        assert session.alive  # the replay agreed with every request we sent
+    assert " ".join(got) == EXPECTED[name]
+
+
+def _goal_texts(resp):  # noqa: ANN001, ANN202
+    if isinstance(resp, ProofStepResponse):
+        yield from resp.goals
+    if isinstance(resp, (ProofStepResponse, CommandResponse)):
+        yield from (s.goal for s in resp.sorries)
