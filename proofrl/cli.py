@@ -10,5 +10,35 @@ app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
 # -- commands --
 
 
+@app.command()
+def toy(
+    out: str = typer.Option("toy_out", "--out", "-o", help="folder for results.jsonl, the PNG plots and report.md"),
+    seeds: int = typer.Option(5, help="independent runs per variant"),
+    steps: int = typer.Option(200, help="GRPO steps per run (Appendix A: 200)"),
+    variants: str = typer.Option(
+        "all", help="comma-separated: grpo-default, grpo-unlikeliness-1, grpo-unlikeliness-2, grpo-epochs-2, grpo-epochs-3"
+    ),
+    threads: int = typer.Option(1, help="torch threads"),
+) -> None:
+    """Reproduce the rank-bias toy experiment of "Rewarding the Unlikely" (arXiv:2506.02355, Appendix A)."""
+    from pathlib import Path as _Path
+
+    from rich.console import Console
+
+    from .toy.experiment import ToyConfig
+    from .toy.run import run_experiment
+
+    chosen = None if variants == "all" else [v.strip() for v in variants.split(",") if v.strip()]
+    try:
+        run = run_experiment(ToyConfig(seeds=seeds, steps=steps), chosen, _Path(out), threads=threads)
+    except ValueError as e:
+        raise typer.BadParameter(str(e)) from e
+    t = run.timings
+    Console().print(
+        f"[bold]toy done in {run.wall_s:.1f}s[/] ({t.steps} variant-steps; sampling {t.sampling:.1f}s, reward "
+        f"{t.reward:.1f}s, update {t.update:.1f}s, eval {t.eval:.1f}s)\nreport: {run.report}\nrecords: {run.results}"
+    )
+
+
 if __name__ == "__main__":
     app()
