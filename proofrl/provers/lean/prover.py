@@ -51,6 +51,7 @@ class Assembled:
     name: str
     line_shift: int = 0  # user line = body line - line_shift
     column_shift: int = 0  # user column = body column - column_shift (on shifted lines)
+    renamed: tuple[int, int, int] | None = None  # (body line, column, extra chars) where ``example`` was named
 
 
 def assemble(theorem: Theorem, proof: str, header: str, config: LeanConfig) -> Assembled | Verdict:
@@ -69,6 +70,10 @@ def assemble(theorem: Theorem, proof: str, header: str, config: LeanConfig) -> A
         return Verdict(Status.ERROR, ("statement is not a theorem, lemma or example",), prover="lean")
     blanked = blank_comments_and_strings(proof).split()
     if not any(w in _DECL for w in blanked):
+        text = proof.strip()
+        if "\n" not in text:  # one line: ``statement proof`` on the statement's last line
+            last = statement.rsplit("\n", 1)[-1]
+            return _named(Assembled(f"{statement} {text}", name, statement.count("\n"), len(last) + 1), keyword, 0)
         body = "\n".join(INDENT + line if line.strip() else line for line in proof.strip("\n").split("\n"))
         code = f"{statement}\n{body}"
         shift = statement.count("\n") + 1
@@ -95,17 +100,24 @@ def _named(a: Assembled, keyword: str, at: int) -> Assembled:
     if keyword != "example":
         return a
     i = a.code.index("example", at)
-    code = a.code[:i] + "theorem " + EXAMPLE_NAME + a.code[i + len("example") :]
-    return Assembled(code, EXAMPLE_NAME, a.line_shift, a.column_shift)
+    new = "theorem " + EXAMPLE_NAME
+    code = a.code[:i] + new + a.code[i + len("example") :]
+    line = a.code.count("\n", 0, i) + 1
+    col = i - (a.code.rfind("\n", 0, i) + 1)
+    return Assembled(code, EXAMPLE_NAME, a.line_shift, a.column_shift, (line, col, len(new) - len("example")))
 
 
-def to_message(m: ReplMessage, line_shift: int = 0, column_shift: int = 0) -> Message:
+def to_message(m: ReplMessage, line_shift: int = 0, column_shift: int = 0,
+               renamed: tuple[int, int, int] | None = None) -> Message:
     """A REPL message in the user's coordinates; positions outside the user's text (or 0:0) are dropped."""
 
     def pos(p):  # noqa: ANN001, ANN202
         if p is None or p.line - line_shift < 1:
             return None
-        col = p.column - column_shift if line_shift else p.column
+        col = p.column
+        if renamed and p.line == renamed[0] and col > renamed[1]:
+            col = max(col - renamed[2], renamed[1])
+        col = col - column_shift if line_shift else col
         return Position(p.line - line_shift, max(col, 0))
 
     sev = "info" if m.severity == "trace" else m.severity
@@ -189,7 +201,7 @@ class LeanProver:
             resp = session.command(plan.code, env=self._env, timeout=timeout)
             judged = judge_command(resp)
             msgs = () if isinstance(resp, ReplError) else tuple(
-                to_message(m, plan.line_shift, plan.column_shift) for m in resp.messages)
+                to_message(m, plan.line_shift, plan.column_shift, plan.renamed) for m in resp.messages)
             if isinstance(resp, ReplError):
                 msgs = (Message("error", resp.message),)
             if judged.status is not Status.VALID:
