@@ -11,6 +11,33 @@ app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
 
 
 @app.command()
+def doctor() -> None:
+    """Report which proof-assistant backends are usable here, and why not."""
+    import shutil
+    import subprocess
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from .provers.lean.config import diagnose as lean_diagnose
+
+    def coq() -> tuple[bool, str]:
+        idetop, coqc = shutil.which("coqidetop.opt") or shutil.which("coqidetop"), shutil.which("coqc")
+        if not (idetop and coqc):
+            return False, f"not on PATH: {', '.join(n for n, p in (('coqidetop.opt', idetop), ('coqc', coqc)) if not p)}"
+        try:
+            out = subprocess.run([coqc, "--version"], capture_output=True, text=True, timeout=20).stdout
+        except (OSError, subprocess.SubprocessError) as e:
+            return False, f"coqc --version failed: {e}"
+        return True, f"{out.strip().splitlines()[0] if out.strip() else 'coqc'} ({idetop})"
+
+    table = Table("backend", "usable", "why")
+    for name, (ok, why) in (("coq", coq()), ("lean", lean_diagnose())):
+        table.add_row(name, "[green]yes[/]" if ok else "[red]no[/]", why)
+    Console().print(table)
+
+
+@app.command()
 def toy(
     out: str = typer.Option("toy_out", "--out", "-o", help="folder for results.jsonl, the PNG plots and report.md"),
     seeds: int = typer.Option(5, help="independent runs per variant"),
