@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
+
+
+@app.callback()
+def main() -> None:
+    """proofrl: train and evaluate LLM theorem provers, judged by a real proof assistant."""
 
 # Commands are registered below, one block each; implementations live in their packages.
 # -- commands --
@@ -65,6 +72,47 @@ def toy(
         f"[bold]toy done in {run.wall_s:.1f}s[/] ({t.steps} variant-steps; sampling {t.sampling:.1f}s, reward "
         f"{t.reward:.1f}s, update {t.update:.1f}s, eval {t.eval:.1f}s)\nreport: {run.report}\nrecords: {run.results}"
     )
+
+
+@app.command()
+def check(
+    problems: Path = typer.Argument(None, help="JSONL with name, header, formal_statement, proof; default: the bundled Coq sample"),
+    out: Path = typer.Option(None, "--out", "-o", help="write one verdict per line here (JSONL)"),
+    backend: str = typer.Option("coq", help="coq or lean"),
+    workers: int = typer.Option(2, "--workers", "-k", help="prover processes"),
+    timeout: float = typer.Option(30.0, help="seconds per proof"),
+    stdlib: int = typer.Option(0, help="also check this many human proofs read from Coq's installed standard library"),
+    show: int = typer.Option(60, help="rows of the summary table to print (0: none)"),
+) -> None:
+    """Check proofs and print a verdict table; exits 1 if any record's `expected` verdict is not met."""
+    from rich.console import Console
+
+    from .check import bundled_sample, check_records, read_jsonl, summary_table
+
+    records = read_jsonl(problems) if problems else bundled_sample()
+    if stdlib:
+        from .data.coq_stdlib import load_stdlib
+
+        picked = load_stdlib()[:: max(1, 4727 // stdlib)][:stdlib]
+        records += [{**r, "expected": "valid"} for r in picked]
+    console = Console()
+    with open(out, "w", encoding="utf-8") if out else _null() as f:
+        verdicts, summary = check_records(records, backend=backend, workers=workers, timeout=timeout, out=f)
+    if show:
+        console.print(summary_table(records[:show], verdicts[:show], summary))
+    counts = ", ".join(f"{k}: {v}" for k, v in sorted(summary.by_status.items()))
+    console.print(f"[bold]{summary.total} checked in {summary.seconds:.1f}s[/] ({counts})")
+    if summary.expected_ok or summary.expected_bad:
+        console.print(f"as expected: {summary.expected_ok}/{summary.expected_ok + len(summary.expected_bad)}")
+        if summary.expected_bad:
+            console.print(f"[red]not as expected:[/] {', '.join(summary.expected_bad)}")
+            raise typer.Exit(1)
+
+
+def _null():
+    import contextlib
+
+    return contextlib.nullcontext(None)
 
 
 if __name__ == "__main__":

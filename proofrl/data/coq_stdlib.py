@@ -23,6 +23,10 @@ _DECL = re.compile(r"^(?:#\[[^\]]*\]\s*)?(Theorem|Lemma|Fact|Remark|Corollary|Pr
 _OPEN = re.compile(r"^(?:#\[[^\]]*\]\s*)?(?:Local\s+|Global\s+)?Open\s+Scope\s+([\w]+)\s*\.$")
 _BLOCK_OPEN = re.compile(r"^(?:#\[[^\]]*\]\s*)?(Section|Module(?!\s+Type)|Module\s+Type)\s+([\w']+)")
 _BLOCK_END = re.compile(r"^End\s+([\w']+)\s*\.$")
+# Top-level sentences that shape how later statements and proofs read; replayed in the header.
+_CONTEXT = re.compile(
+    r"^(?:#\[[^\]]*\]\s*)?(?:(?:From\s+\S+\s+)?Require\b|Import\b|Export\b|(?:Local\s+)?(?:Set|Unset)\s+(?:Implicit|Strict|Asymmetric|Contextual|Maximal|Reversible)|Implicit\s+Types?\b|Local\s+(?:Notation|Infix)\b)"
+)
 
 
 def coq_lib_dir() -> Path:
@@ -42,7 +46,7 @@ def theorems_in_file(lib: Path, file: Path) -> Iterator[dict]:
     except (UnicodeDecodeError, SplitError):
         return
     module = module_path(lib, file)
-    scopes: list[str] = []
+    context: list[str] = []
     depth = 0
     i = 0
     while i < len(sentences):
@@ -53,7 +57,9 @@ def theorems_in_file(lib: Path, file: Path) -> Iterator[dict]:
             depth = max(0, depth - 1)
         elif m := _OPEN.match(s):
             if depth == 0:
-                scopes.append(m.group(1))
+                context.append(f"Open Scope {m.group(1)}.")
+        elif depth == 0 and _CONTEXT.match(s):
+            context.append(s)
         elif (m := _DECL.match(s)) and depth == 0:
             j = i + 1
             body: list[str] = []
@@ -65,7 +71,7 @@ def theorems_in_file(lib: Path, file: Path) -> Iterator[dict]:
             clean = end in ("Qed.", "Defined.") and tactics and not any(forbidden_reason(t) for t in tactics)
             if clean:
                 statement = re.sub(r"^#\[[^\]]*\]\s*", "", s)
-                header = f"Require Import {module}.\n" + "".join(f"Open Scope {sc}.\n" for sc in dict.fromkeys(scopes))
+                header = _module_first(list(dict.fromkeys(context)), module)
                 yield {
                     "name": m.group(2),
                     "module": module,
@@ -78,6 +84,14 @@ def theorems_in_file(lib: Path, file: Path) -> Iterator[dict]:
             i = j + 1
             continue
         i += 1
+
+
+def _module_first(lines: list[str], module: str) -> str:
+    """The file's own ``Require`` lines, then the module itself, then scopes, options and local notations."""
+    req = [l for l in lines if re.match(r"(?:#\[[^\]]*\]\s*)?(?:From\s+\S+\s+)?Require\b", l)]
+    rest = [l for l in lines if l not in req]
+    own = f"Require Import {module}."
+    return "\n".join([*(l for l in req if l != own), own, *rest]) + "\n"
 
 
 def load_stdlib(lib: Path | None = None, *, prefix: str = "Coq.", limit: int | None = None) -> list[dict]:

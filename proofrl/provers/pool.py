@@ -79,7 +79,7 @@ class ProverPool:
         """A process loaded with ``header``, exclusively yours inside the ``with`` (search uses this)."""
         slot = self._acquire(header)
         try:
-            if slot.prover is None or not slot.prover.alive:
+            if slot.prover is None or not slot.prover.alive or slot.header != header:
                 self._replace(slot, header)
             assert slot.prover is not None
             yield slot.prover

@@ -270,8 +270,13 @@ class CoqProver:
 
 
 def _first_line(message: str) -> str:
-    line = message.strip().splitlines()[0] if message.strip() else "error"
-    return line[:200]
+    """A one-line reason from a Coq error: the context block of ``In environment`` is skipped."""
+    lines = [l for l in message.strip().splitlines() if l.strip()] or ["error"]
+    if lines[0] == "In environment":
+        lines = lines[1:]
+        while len(lines) > 1 and re.match(r"^[\w', ]+ :", lines[0]):
+            lines = lines[1:]
+    return " ".join(" ".join(lines).split())[:200]
 
 
 def coqc_check(theorem: Theorem, proof: str, config: CoqConfig, *, timeout: float | None = None, version: str = "") -> Verdict:

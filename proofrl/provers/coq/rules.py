@@ -98,11 +98,18 @@ def parse_assumptions(text: str) -> Assumptions:
     return Assumptions(tuple(axioms), tuple(dict.fromkeys(unsafe)))
 
 
+def allowed(axiom: str, allowlist: tuple[str, ...]) -> bool:
+    """Coq prints the shortest unambiguous name (``sig_forall_dec`` once ``ClassicalDedekindReals`` is
+    imported), so a printed name matches an allowlisted one when it is a dotted suffix of it. Proof text
+    cannot declare axioms (commands are refused), so a short name can only come from the header's imports."""
+    return any(axiom == a or a.endswith("." + axiom) for a in allowlist)
+
+
 def assumption_reasons(a: Assumptions, theorem_name: str, allowlist: tuple[str, ...]) -> list[str]:
     reasons = [f"unsafe: {u}" for u in a.unsafe]
     for ax in a.axioms:
         if ax == theorem_name or ax.endswith("." + theorem_name):
             reasons.append("admitted")
-        elif ax not in allowlist:
+        elif not allowed(ax, allowlist):
             reasons.append(f"axiom: {ax}")
     return reasons
