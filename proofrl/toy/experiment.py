@@ -17,7 +17,6 @@ import json
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any, TextIO
 
 import torch
