@@ -177,3 +177,18 @@ def test_axiom_lines() -> None:
         "propext", "Classical.choice", "Quot.sound")
     assert parse_axioms("'t' does not depend on any axioms") == ()
     assert parse_axioms("t : 1 = 1") is None
+
+
+@needs_transcripts
+@pytest.mark.parametrize("spelling", ["declaration uses `sorry`", "declaration uses 'sorry'"])
+def test_sorry_warning_alone_rejects_in_both_spellings(spelling) -> None:
+    # what `admit` looks like to a client (kimina#75): the warning without a `sorries` entry
+    from proofrl.provers.base import Status
+    from proofrl.provers.lean.rules import judge_command
+
+    _, block = recorded("readme", 1)
+    d = json.loads(block)
+    del d["sorries"]
+    d["messages"][0]["data"] = spelling
+    j = judge_command(parse_response(d))
+    assert (j.status, j.reasons) == (Status.REJECTED, ("sorry",))
