@@ -117,6 +117,11 @@ class CoqProver:
             return self._done(self._check(s, plan, t0 + timeout), t0)
         except ProverTimeout:
             return self._done(Verdict(Status.TIMEOUT, (f"timeout after {timeout:g}s",)), t0)
+        except ProverCrashed as e:
+            # Out of memory under RLIMIT_AS is the proof's doing, not bad luck: retrying would repeat it.
+            if "out of memory" in e.stderr.lower():
+                return self._done(Verdict(Status.REJECTED, ("out of memory",), (Message("error", e.stderr.strip()[-500:]),)), t0)
+            raise
         finally:
             if s.alive:
                 try:
@@ -170,11 +175,11 @@ class CoqProver:
     def _failed(self, e: CoqFailure, plan: Plan, sent: Sentence | None, prefix_bytes: int) -> Verdict:
         pos = end = None
         if sent is not None:
+            # Coq's offsets are bytes into what we sent: the ASCII ``Timeout n `` prefix, then the sentence
             lo, hi = e.loc if e.loc else (prefix_bytes, prefix_bytes + len(sent.text.encode()))
-            timed = _timed(sent.text, 1) if prefix_bytes else sent.text
-            lo_c = max(0, byte_to_char(timed, lo) - (len(timed) - len(sent.text)))
-            hi_c = max(lo_c, byte_to_char(timed, hi) - (len(timed) - len(sent.text)))
-            pos, end = position(plan.source, sent.start + lo_c), position(plan.source, sent.start + min(hi_c, len(sent.text)))
+            lo_c = byte_to_char(sent.text, max(0, lo - prefix_bytes))
+            hi_c = max(lo_c, byte_to_char(sent.text, max(0, hi - prefix_bytes)))
+            pos, end = position(plan.source, sent.start + lo_c), position(plan.source, sent.start + hi_c)
         msg = (Message("error", e.message, pos, end),)
         if e.message.startswith("Timeout!") or "Timeout!" in e.message[:40]:
             return Verdict(Status.TIMEOUT, ("timeout",), msg)

@@ -8,6 +8,7 @@ returns there with ``Edit_at(base)``. On a missed deadline the process group get
 from __future__ import annotations
 
 import shutil
+import tempfile
 import time
 from dataclasses import dataclass
 
@@ -42,8 +43,12 @@ class CoqFailure(Exception):
 
 class CoqSession:
     def __init__(self, prelude: str = "", *, memory_mb: int | None = 4096, options: tuple[str, ...] = ()):
+        # A scratch directory per process: tactics such as lia write caches into the working directory.
+        self.scratch = tempfile.TemporaryDirectory(prefix="proofrl-coq-")
         self.process = ProverProcess(
-            [coqidetop_path(), "-main-channel", "stdfds", "-async-proofs", "off", *options], memory_mb=memory_mb
+            [coqidetop_path(), "-main-channel", "stdfds", "-async-proofs", "off", *options],
+            memory_mb=memory_mb,
+            cwd=self.scratch.name,
         )
         reply = self.call(xml.init(), timeout=30)
         self.base = int(reply.value.find("state_id").get("val"))
@@ -129,6 +134,7 @@ class CoqSession:
 
     def close(self) -> None:
         self.process.kill()
+        self.scratch.cleanup()
 
 
 def wait_time(deadline: float) -> float:

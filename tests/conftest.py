@@ -1,0 +1,19 @@
+import shutil
+
+import pytest
+
+requires_coq = pytest.mark.skipif(shutil.which("coqidetop.opt") is None and shutil.which("coqidetop") is None, reason="Coq not installed")
+
+NAT = "Require Import Arith Lia."
+
+
+@pytest.fixture(scope="session")
+def coq():
+    """One warm Coq prover for the tests that only need a session (loaded with Arith + Lia)."""
+    if shutil.which("coqidetop.opt") is None and shutil.which("coqidetop") is None:
+        pytest.skip("Coq not installed")
+    from proofrl.provers.coq import CoqProver
+
+    p = CoqProver(NAT)
+    yield p
+    p.close()
