@@ -18,6 +18,32 @@ def main() -> None:
 
 
 @app.command()
+def serve(
+    backend: str = typer.Option(None, help="coq or lean (default coq, or the config's first backend)"),
+    host: str = typer.Option(None, help="address to bind (default 127.0.0.1)"),
+    port: int = typer.Option(None, help="port (default 8000)"),
+    workers: int = typer.Option(None, help="prover processes per backend"),
+    timeout: float = typer.Option(None, help="default seconds per item"),
+    api_key: str = typer.Option(None, envvar="PROOFRL_API_KEY", help="require Authorization: Bearer KEY"),
+    config: Path = typer.Option(None, exists=True, dir_okay=False, help="YAML file (see docs/server.md)"),
+) -> None:
+    """Serve kimina-lean-server's HTTP API (/api/check, /verify) over proofrl's prover pools."""
+    import uvicorn
+
+    from .provers.factory import make_pool
+    from .server import create_app
+    from .server.config import load_serve_config
+
+    cfg = load_serve_config(config, backend=backend, host=host, port=port, workers=workers, timeout=timeout, api_key=api_key)
+    pools = {b: make_pool(b, pool=cfg.pool, **(cfg.prover if b == cfg.backends[0] else {})) for b in cfg.backends}
+    try:
+        uvicorn.run(create_app(pools, cfg.server), host=cfg.host, port=cfg.port, log_level="warning", timeout_graceful_shutdown=10)
+    finally:
+        for pool in pools.values():
+            pool.close()
+
+
+@app.command()
 def doctor() -> None:
     """Report which proof-assistant backends are usable here, and why not."""
     import shutil

@@ -1,0 +1,313 @@
+"""The verification service: kimina-lean-server's HTTP API over proofrl's prover pools.
+
+Every item of a batch gets its own result, whatever happens to the others; the response is 200 whenever
+the request itself was acceptable. What is refused is refused up front and explicitly:
+
+=====  ==========================================================================================
+400    malformed JSON, or a ``backend`` this server does not serve
+401    missing or wrong ``Authorization: Bearer`` key (when the server has one)
+413    body larger than ``max_body_bytes``, or more items than ``max_batch``
+422    well-formed JSON that does not fit the schema (wrong types, unknown fields, empty batch, ...)
+429    admitting the batch would put more than ``max_inflight`` items in flight (``Retry-After`` set)
+=====  ==========================================================================================
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, PlainTextResponse
+
+from ..provers.base import Status, Verdict
+from ..provers.pool import ProverPool
+from .schemas import (
+    CheckRequest,
+    CheckResponse,
+    CheckResult,
+    ProofrlVerdict,
+    VerifyRequest,
+    VerifyResponse,
+    VerifyResult,
+)
+from .snippets import Job, kimina_fields, make_job
+
+LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
+
+
+@dataclass
+class ServerConfig:
+    backend: str = "coq"
+    """backend of requests that name none"""
+    max_inflight: int = 256
+    """items admitted and not yet judged, across all requests; beyond it: 429"""
+    max_batch: int = 1024
+    """items in one request; beyond it: 413"""
+    max_body_bytes: int = 8 * 2**20
+    max_timeout: float = 300.0
+    """cap on a request's ``timeout`` (seconds per item); ``timeout: 0`` means the pool's default"""
+    retry_after: int = 1
+    """seconds suggested to a client turned away with 429"""
+    api_key: str | None = None
+
+
+@dataclass
+class Metrics:
+    verdicts: Counter = field(default_factory=Counter)  # (backend, status) -> n
+    responses: Counter = field(default_factory=Counter)  # (path, code) -> n
+    buckets: list[int] = field(default_factory=lambda: [0] * len(LATENCY_BUCKETS))
+    latency_sum: float = 0.0
+    latency_count: int = 0
+    rejected_busy: int = 0
+
+    def observe(self, backend: str, verdict: Verdict, seconds: float) -> None:
+        self.verdicts[backend, verdict.status.value] += 1
+        self.latency_sum += seconds
+        self.latency_count += 1
+        for i, bound in enumerate(LATENCY_BUCKETS):
+            if seconds <= bound:
+                self.buckets[i] += 1
+
+
+@dataclass
+class Judged:
+    verdict: Verdict
+    job: Job | None
+    seconds: float
+    timeout: float
+
+
+class Service:
+    """The state behind the routes: pools, admission count, metrics."""
+
+    def __init__(self, pools: Mapping[str, ProverPool], config: ServerConfig):
+        if config.backend not in pools:
+            raise ValueError(f"default backend {config.backend!r} has no pool")
+        self.pools = dict(pools)
+        self.config = config
+        self.inflight = 0
+        self.metrics = Metrics()
+
+    def admit(self, n: int) -> None:
+        """Count ``n`` items in, or refuse the whole request (the event loop is single-threaded, no lock)."""
+        if n > self.config.max_batch:
+            raise HTTPException(413, f"batch of {n} items exceeds the limit of {self.config.max_batch}")
+        if self.inflight + n > self.config.max_inflight:
+            self.metrics.rejected_busy += 1
+            raise HTTPException(
+                429,
+                f"server busy: {self.inflight} items in flight, limit {self.config.max_inflight}",
+                headers={"Retry-After": str(self.config.retry_after)},
+            )
+        self.inflight += n
+
+    def pool_for(self, backend: str | None) -> tuple[str, ProverPool]:
+        name = backend or self.config.backend
+        if name not in self.pools:
+            raise HTTPException(400, f"backend {name!r} is not served here; served: {sorted(self.pools)}")
+        return name, self.pools[name]
+
+    def item_timeout(self, pool: ProverPool, requested: int) -> float:
+        return min(float(requested) if requested > 0 else pool.config.timeout, self.config.max_timeout)
+
+    async def judge(self, backend: str | None, codes: list[str | None], requested_timeout: int) -> list[Judged]:
+        name, pool = self.pool_for(backend)
+        timeout = self.item_timeout(pool, requested_timeout)
+        self.admit(len(codes))
+        try:
+            return list(await asyncio.gather(*(self._one(name, pool, c, timeout) for c in codes)))
+        finally:
+            self.inflight -= len(codes)
+
+    async def _one(self, backend: str, pool: ProverPool, code: str | None, timeout: float) -> Judged:
+        t0 = time.monotonic()
+        job: Job | None = None
+        try:
+            if code is None:
+                verdict = Verdict(Status.ERROR, ("no proof or code given",), prover=backend)
+            else:
+                made = make_job(code, backend)
+                if isinstance(made, Verdict):
+                    verdict = made
+                else:
+                    job = made
+                    verdict = await pool.acheck(job.theorem, job.proof, timeout=timeout)
+        except Exception as e:  # noqa: BLE001 - one item never sinks a batch
+            verdict = Verdict(Status.ERROR, (f"internal error: {type(e).__name__}: {e}",), prover=backend)
+        seconds = time.monotonic() - t0
+        self.metrics.observe(backend, verdict, seconds)
+        return Judged(verdict, job, seconds, timeout)
+
+    def metrics_text(self) -> str:
+        m = self.metrics
+        lines = [
+            "# HELP proofrl_inflight_items Items admitted and not yet judged.",
+            "# TYPE proofrl_inflight_items gauge",
+            f"proofrl_inflight_items {self.inflight}",
+            "# HELP proofrl_rejected_busy_total Requests refused with 429.",
+            "# TYPE proofrl_rejected_busy_total counter",
+            f"proofrl_rejected_busy_total {m.rejected_busy}",
+        ]
+        gauges = {
+            "proofrl_queue_depth": ("Items waiting for a prover process.", lambda p: p.stats.waiting),
+            "proofrl_busy_processes": ("Prover processes working on an item.", lambda p: p.busy),
+            "proofrl_idle_processes": ("Prover slots not working on an item.", lambda p: p.config.workers - p.busy),
+            "proofrl_processes_started_total": ("Prover processes started.", lambda p: p.stats.started),
+            "proofrl_processes_recycled_total": ("Prover processes retired after use or memory.", lambda p: p.stats.recycled),
+            "proofrl_process_crashes_total": ("Prover processes that died under a job.", lambda p: p.stats.crashes),
+        }
+        for metric, (help_text, get) in gauges.items():
+            kind = "counter" if metric.endswith("_total") else "gauge"
+            lines += [f"# HELP {metric} {help_text}", f"# TYPE {metric} {kind}"]
+            lines += [f'{metric}{{backend="{b}"}} {get(p)}' for b, p in sorted(self.pools.items())]
+        lines += ["# HELP proofrl_verdicts_total Verdicts given, by status.", "# TYPE proofrl_verdicts_total counter"]
+        for b in sorted(self.pools):
+            for s in Status:
+                lines.append(f'proofrl_verdicts_total{{backend="{b}",status="{s.value}"}} {m.verdicts[b, s.value]}')
+        lines += ["# HELP proofrl_responses_total HTTP responses, by path and code.", "# TYPE proofrl_responses_total counter"]
+        for (path, code), n in sorted(m.responses.items()):
+            lines.append(f'proofrl_responses_total{{path="{path}",code="{code}"}} {n}')
+        lines += ["# HELP proofrl_item_seconds Time to judge one item.", "# TYPE proofrl_item_seconds histogram"]
+        lines += [f'proofrl_item_seconds_bucket{{le="{b}"}} {n}' for b, n in zip(LATENCY_BUCKETS, m.buckets)]
+        lines += [
+            f'proofrl_item_seconds_bucket{{le="+Inf"}} {m.latency_count}',
+            f"proofrl_item_seconds_sum {m.latency_sum:.6f}",
+            f"proofrl_item_seconds_count {m.latency_count}",
+        ]
+        return "\n".join(lines) + "\n"
+
+
+def _verdict_model(v: Verdict, backend: str) -> ProofrlVerdict:
+    d = v.to_json()
+    return ProofrlVerdict(backend=backend, **{k: d[k] for k in ("status", "reasons", "messages", "axioms", "seconds", "prover")})
+
+
+class BodyLimit:
+    """ASGI middleware: 413 for a body above ``limit`` bytes, by its Content-Length or, when chunked, as it
+    arrives (the body is buffered, at most ``limit`` bytes, then replayed to the app)."""
+
+    def __init__(self, app: Any, limit: int):
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] in ("GET", "HEAD"):
+            return await self.app(scope, receive, send)
+        length = dict(scope["headers"]).get(b"content-length")
+        if length is not None and (not length.isdigit() or int(length) > self.limit):
+            return await self._refuse(scope, receive, send)
+        chunks, size, more = [], 0, True
+        while more:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            more = message.get("more_body", False)
+            if size > self.limit:
+                return await self._refuse(scope, receive, send)
+        body, replayed = b"".join(chunks), False
+
+        async def replay() -> dict:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        return await self.app(scope, replay, send)
+
+    async def _refuse(self, scope: dict, receive: Any, send: Any) -> None:
+        response = JSONResponse({"detail": f"request body exceeds {self.limit} bytes"}, status_code=413)
+        await response(scope, receive, send)
+
+
+def create_app(pools: ProverPool | Mapping[str, ProverPool], config: ServerConfig | None = None) -> FastAPI:
+    """The app over ``pools`` (one pool, for ``config.backend``, or one per backend name). The app owns the
+    pools: its shutdown closes them, so no prover process outlives the server."""
+    config = config or ServerConfig()
+    service = Service({config.backend: pools} if isinstance(pools, ProverPool) else pools, config)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            for pool in service.pools.values():
+                await asyncio.to_thread(pool.close)
+
+    app = FastAPI(title="proofrl verification service", lifespan=lifespan)
+    app.state.service = service
+
+    def authorise(request: Request) -> None:
+        if config.api_key is None:
+            return
+        given = request.headers.get("authorization", "")
+        scheme, _, key = given.partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(key.strip().encode(), config.api_key.encode()):
+            raise HTTPException(401, "missing or invalid API key", headers={"WWW-Authenticate": "Bearer"})
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = exc.errors()
+        if any(e.get("type") == "json_invalid" for e in errors):
+            return JSONResponse({"detail": "malformed JSON"}, status_code=400)
+        slim = [{"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")} for e in errors]
+        return JSONResponse({"detail": slim}, status_code=422)
+
+    @app.middleware("http")
+    async def count_responses(request: Request, call_next: Any) -> Any:
+        response = await call_next(request)
+        path = request.url.path if request.url.path in _PATHS else "other"
+        service.metrics.responses[path, response.status_code] += 1
+        return response
+
+    @app.get("/health")
+    async def health() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/metrics", response_class=PlainTextResponse)
+    async def metrics() -> str:
+        return service.metrics_text()
+
+    @app.post("/api/check", dependencies=[Depends(authorise)], response_model_exclude_none=True)
+    async def check(body: CheckRequest) -> CheckResponse:
+        judged = await service.judge(body.backend, [s.code for s in body.snippets], body.timeout)
+        backend = body.backend or config.backend
+        results = []
+        for snippet, j in zip(body.snippets, judged):
+            error, response = kimina_fields(j.verdict, j.job, backend, j.timeout)
+            results.append(
+                CheckResult(
+                    id=snippet.id, time=round(j.seconds, 6), error=error, response=response,
+                    diagnostics={} if body.debug else None, proofrl=_verdict_model(j.verdict, backend),
+                )
+            )
+        return CheckResponse(results=results)
+
+    async def verify(body: VerifyRequest) -> VerifyResponse:
+        judged = await service.judge(body.backend, [c.content for c in body.codes], body.timeout)
+        backend = body.backend or config.backend
+        results = []
+        for code, j in zip(body.codes, judged):
+            error, response = kimina_fields(j.verdict, j.job, backend, j.timeout)
+            if response is not None:
+                response.time = round(j.seconds, 6)
+            results.append(VerifyResult(custom_id=code.custom_id, error=error, response=response, proofrl=_verdict_model(j.verdict, backend)))
+        return VerifyResponse(results=results)
+
+    for path in ("/verify", "/one_pass_verify_batch"):
+        app.post(path, dependencies=[Depends(authorise)], response_model_exclude_none=True)(verify)
+
+    app.add_middleware(BodyLimit, limit=config.max_body_bytes)
+    return app
+
+
+_PATHS = {"/api/check", "/verify", "/one_pass_verify_batch", "/health", "/metrics"}

@@ -1,0 +1,105 @@
+"""From a kimina snippet (one whole source text) to a proofrl job, and from a verdict back to kimina's shape.
+
+A kimina snippet is the whole file: header, statement and proof. Coq text is cut at sentence boundaries
+(:func:`~proofrl.provers.coq.sentences.split_sentences`): the first ``Theorem``/``Lemma``/... sentence is the
+statement, what precedes it the header, the rest the proof. Lean text is handed over whole: the Lean backend
+accepts a whole file as the proof and checks that it contains the statement unchanged, so the statement is
+taken as the first declaration up to its ``:=``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..provers.base import Message, Position, Status, Theorem, Verdict
+from .schemas import CommandResponse, Pos, ReplMessage
+
+_COQ_STATEMENT = re.compile(r"(Theorem|Lemma|Fact|Remark|Corollary|Proposition|Example)\s+([A-Za-z_][\w']*)")
+_LEAN_DECL = re.compile(r"(?m)^\s*(?:@\[[^\]]*\]\s*)?(?:private\s+|protected\s+)?(theorem|lemma|example)\b")
+
+
+@dataclass(frozen=True)
+class Job:
+    theorem: Theorem
+    proof: str
+    proof_at: Position = Position(1, 0)
+    """where the proof starts in the snippet (to move message positions back into the snippet)"""
+
+
+def coq_job(code: str) -> Job | Verdict:
+    from ..provers.coq.sentences import SplitError, split_sentences
+
+    try:
+        sentences = split_sentences(code)
+    except SplitError as e:
+        return Verdict(Status.ERROR, (f"syntax: {e}",), (Message("error", str(e), _position(code, e.offset)),), prover="coq")
+    for s in sentences:
+        m = _COQ_STATEMENT.match(s.text)
+        if m:
+            theorem = Theorem(name=m.group(2), statement=s.text, header=code[: s.start].strip(), backend="coq")
+            return Job(theorem, code[s.end :], _position(code, s.end))
+    return Verdict(Status.ERROR, ("no Theorem or Lemma in the snippet",), prover="coq")
+
+
+def lean_job(code: str) -> Job | Verdict:
+    from ..provers.lean.header import blank_comments_and_strings, split_header
+
+    split = split_header(code)
+    blanked = blank_comments_and_strings(code)
+    m = _LEAN_DECL.search(blanked, sum(len(x) + 1 for x in code.split("\n")[: split.line_count]))
+    if not m:
+        return Verdict(Status.ERROR, ("no theorem, lemma or example in the snippet",), prover="lean")
+    end = blanked.find(":=", m.end())
+    if end < 0:
+        return Verdict(Status.ERROR, ("the declaration has no `:=`",), prover="lean")
+    statement = code[m.start(1) : end + 2]
+    name = (statement.split()[1:2] or [""])[0] if m.group(1) != "example" else ""
+    header = "\n".join(split.header_lines)
+    return Job(Theorem(name=name, statement=statement, header=header, backend="lean"), code)
+
+
+def make_job(code: str, backend: str) -> Job | Verdict:
+    return coq_job(code) if backend == "coq" else lean_job(code)
+
+
+def _position(text: str, offset: int) -> Position:
+    before = text[:offset]
+    return Position(before.count("\n") + 1, offset - (before.rfind("\n") + 1))
+
+
+def _shift(p: Position | None, at: Position) -> Pos:
+    if p is None:
+        return Pos(line=at.line, column=at.column)
+    if p.line == 1:
+        return Pos(line=at.line, column=at.column + p.column)
+    return Pos(line=at.line + p.line - 1, column=p.column)
+
+
+def timeout_error(backend: str, seconds: float) -> str:
+    """kimina-client's ``analyze`` files any error containing "timed out" under ``timeout_error``."""
+    return f"{backend} command timed out in {seconds:g} seconds"
+
+
+def kimina_fields(verdict: Verdict, job: Job | None, backend: str, timeout: float) -> tuple[str | None, CommandResponse | None]:
+    """``(error, response)`` for a verdict, exactly one of them set.
+
+    The mapping keeps kimina-client's own ``analyze()`` in step with our verdict: ``valid`` only for a
+    valid verdict; every other judged verdict carries at least one error-severity message (a rejection
+    such as ``admitted`` gets a synthetic ``proofrl: ...`` message, since Coq may say nothing about it),
+    so kimina reads it as ``lean_error``; timeouts and crashes are ``error`` strings (``timeout_error``,
+    ``server_error``).
+    """
+    if verdict.status is Status.TIMEOUT:
+        return timeout_error(backend, timeout), None
+    if verdict.status is Status.CRASH:
+        return f"prover crashed: {'; '.join(verdict.reasons) or 'unknown'}", None
+    at = job.proof_at if job else Position(1, 0)
+    messages = [
+        ReplMessage(severity=m.severity, pos=_shift(m.start, at), endPos=_shift(m.end, at) if m.end else None, data=m.text)
+        for m in verdict.messages
+    ]
+    if verdict.status is not Status.VALID and not any(m.severity == "error" for m in messages):
+        text = f"proofrl: {verdict.status.value}: {'; '.join(verdict.reasons) or 'not accepted'}"
+        messages.append(ReplMessage(severity="error", pos=Pos(line=at.line, column=at.column), data=text))
+    return None, CommandResponse(env=0, messages=messages or None)

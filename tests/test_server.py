@@ -1,0 +1,333 @@
+"""The verification service over real Coq, real uvicorn on loopback and real HTTP (httpx, kimina-client)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import httpx
+import pytest
+
+from proofrl.provers.factory import make_pool
+from proofrl.provers.pool import PoolConfig
+from proofrl.server import ServerConfig, create_app
+from proofrl.server.snippets import make_job
+
+from conftest import requires_coq
+
+pytestmark = requires_coq
+
+KEY = "s3cret-test-key"
+H = "Require Import Arith Lia.\n"
+VALID = H + "Theorem add_zero : forall n : nat, n + 0 = n.\nProof. intros. lia. Qed."
+WRONG = H + "Theorem add_zero : forall n : nat, n + 0 = n.\nProof. intros. reflexivity. Qed."
+ADMITTED = H + "Theorem add_zero : forall n : nat, n + 0 = n.\nProof. Admitted."
+LOOPING = H + "Theorem loops : True.\nProof. repeat (assert True by exact I). Qed."
+SWAP = H + "Lemma swap : forall a b : nat, a + b = b + a.\nProof. intros. lia. Qed."
+SWAP_BAD = H + "Lemma swap : forall a b : nat, a + b = b + a.\nProof. intros. simpl. reflexivity. Qed."
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_healthy(url: str, proc: subprocess.Popen | None = None, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"server exited: {proc.stderr.read() if proc.stderr else ''}")
+        try:
+            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    raise TimeoutError(url)
+
+
+class InProcess:
+    """uvicorn in a thread, so a test can reach the pool (its pids) while real HTTP goes over loopback."""
+
+    def __init__(self, workers: int = 2, **server_options):
+        import uvicorn
+
+        self.pool = make_pool("coq", pool=PoolConfig(workers=workers, timeout=5))
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        app = create_app(self.pool, ServerConfig(**server_options))
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> InProcess:
+        self.thread.start()
+        wait_healthy(self.url)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(20)
+        assert not self.pool.pids(), "the app's shutdown closes its pool"
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """``proofrl serve`` as a subprocess, with an API key and a 64 KiB body limit from a YAML file."""
+    port = free_port()
+    cfg = tmp_path_factory.mktemp("serve") / "serve.yaml"
+    cfg.write_text("pool: {max_uses: 200}\nserver: {max_body_bytes: 65536, max_batch: 50}\n")
+    cmd = [sys.executable, "-c", "from proofrl.cli import app; app()", "serve", "--backend", "coq",
+           "--port", str(port), "--workers", "2", "--timeout", "10", "--config", str(cfg)]
+    proc = subprocess.Popen(cmd, env={**os.environ, "PROOFRL_API_KEY": KEY}, stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(url, proc)
+        yield url, proc
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait(20)
+
+
+def post(url: str, path: str, body, *, key: str | None = KEY, **kw) -> httpx.Response:
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    if isinstance(body, (bytes, str)):
+        return httpx.post(url + path, content=body, headers={**headers, "content-type": "application/json"}, timeout=30, **kw)
+    return httpx.post(url + path, json=body, headers=headers, timeout=30, **kw)
+
+
+# -- kimina-client, unchanged, against proofrl serve -----------------------------------------------------
+def _kimina():
+    import typing
+
+    import typing_extensions
+
+    typing.TypedDict = typing_extensions.TypedDict  # kimina-client needs this on Python < 3.12 (see notes)
+    import kimina_client
+
+    return kimina_client
+
+
+def test_kimina_client_checks_valid_and_invalid_proofs(served):
+    url, _ = served
+    kc = _kimina()
+    client = kc.KiminaClient(api_url=url, api_key=KEY, n_retries=1)
+    snippets = [kc.Snippet(id="ok", code=VALID), kc.Snippet(id="wrong", code=WRONG), kc.Snippet(id="admitted", code=ADMITTED)]
+    out = client.check(snippets, timeout=10, show_progress=False)
+    by_id = {r.id: r for r in out.results}
+    assert {i: r.analyze().status.value for i, r in by_id.items()} == {"ok": "valid", "wrong": "lean_error", "admitted": "lean_error"}
+    assert client.health() == {"status": "ok"}
+    # the extra field is ours; the raw response still carries it
+    raw = post(url, "/api/check", {"snippets": [{"id": "a", "code": ADMITTED}]}).json()["results"][0]
+    assert raw["proofrl"]["status"] == "rejected" and raw["proofrl"]["reasons"] == ["admitted"]
+    assert set(raw) == {"id", "time", "response", "proofrl"}  # exclude_none: no error, no diagnostics
+
+
+def test_kimina_timeout_reads_as_timeout_error(served):
+    url, _ = served
+    kc = _kimina()
+    out = kc.KiminaClient(api_url=url, api_key=KEY, n_retries=1).check([kc.Snippet(id="loop", code=LOOPING)], timeout=1, show_progress=False)
+    assert out.results[0].analyze().status.value == "timeout_error"
+    assert out.results[0].error == "coq command timed out in 1 seconds"
+
+
+def test_legacy_verify(served):
+    url, _ = served
+    r = post(url, "/verify", {"codes": [{"custom_id": 7, "proof": VALID}, {"custom_id": "x", "code": WRONG}, {"custom_id": "none"}]})
+    assert r.status_code == 200
+    res = r.json()["results"]
+    assert [x["custom_id"] for x in res] == [7, "x", "none"]
+    assert [x["proofrl"]["status"] for x in res] == ["valid", "error", "error"]
+    assert "time" in res[0]["response"] and "error" not in res[0]
+
+
+# -- security and hostile input ----------------------------------------------------------------------------
+def test_api_key(served):
+    url, _ = served
+    body = {"snippets": [{"id": "a", "code": VALID}]}
+    for key in (None, "wrong"):
+        r = post(url, "/api/check", body, key=key)
+        assert r.status_code == 401
+        assert r.json() == {"detail": "missing or invalid API key"}
+        assert r.headers["www-authenticate"] == "Bearer"
+    assert httpx.get(url + "/health").json() == {"status": "ok"}
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "detail"),
+    [
+        (b'{"snippets": [', 400, "malformed JSON"),
+        (b"\xff\xfe not json", 400, "There was an error parsing the body"),  # not UTF-8: FastAPI's own 400
+        ({"snippets": "abc"}, 422, [{"loc": ["body", "snippets"], "msg": "Input should be a valid list", "type": "list_type"}]),
+        ({"snippets": [{"id": 1, "code": VALID}]}, 422, [{"loc": ["body", "snippets", 0, "id"], "msg": "Input should be a valid string", "type": "string_type"}]),
+        ({"snippets": [{"id": "a", "code": VALID}], "timeout": "soon"}, 422,
+         [{"loc": ["body", "timeout"], "msg": "Input should be a valid integer, unable to parse string as an integer", "type": "int_parsing"}]),
+        ({"snippets": [{"id": "a", "code": VALID}], "disallow_sorry": True}, 422,
+         [{"loc": ["body", "disallow_sorry"], "msg": "Extra inputs are not permitted", "type": "extra_forbidden"}]),
+        ({"snippets": []}, 422, [{"loc": ["body"], "msg": "Value error, `snippets` must be non empty", "type": "value_error"}]),
+        ({"snippets": [{"id": "a", "code": "x"}, {"id": "a", "code": "y"}]}, 422,
+         [{"loc": ["body"], "msg": "Value error, `snippets` must have unique ids", "type": "value_error"}]),
+        ([1, 2], 422, [{"loc": ["body"], "msg": "Input should be a valid dictionary or object to extract fields from", "type": "model_attributes_type"}]),
+        ({"snippets": [{"id": "a", "code": VALID}], "backend": "isabelle"}, 422,
+         [{"loc": ["body", "backend"], "msg": "Input should be 'coq' or 'lean'", "type": "literal_error"}]),
+        ({"snippets": [{"id": "a", "code": VALID}], "backend": "lean"}, 400, "backend 'lean' is not served here; served: ['coq']"),
+        ({"snippets": [{"id": str(i), "code": "x"} for i in range(51)]}, 413, "batch of 51 items exceeds the limit of 50"),
+    ],
+)
+def test_hostile_input_gets_exact_4xx(served, body, status, detail):
+    url, _ = served
+    r = post(url, "/api/check", body)
+    assert r.status_code == status
+    assert r.json() == {"detail": detail}
+
+
+def test_huge_body_is_413_by_length_and_when_chunked(served):
+    url, _ = served
+    huge = json.dumps({"snippets": [{"id": "a", "code": "(*" + "x" * 100_000 + "*)" + VALID}]}).encode()
+    r = post(url, "/api/check", huge)
+    assert (r.status_code, r.json()) == (413, {"detail": "request body exceeds 65536 bytes"})
+
+    def chunks():
+        for i in range(0, len(huge), 8192):
+            yield huge[i : i + 8192]
+
+    r = httpx.post(url + "/api/check", content=chunks(), headers={"Authorization": f"Bearer {KEY}", "content-type": "application/json"})
+    assert (r.status_code, r.json()) == (413, {"detail": "request body exceeds 65536 bytes"})
+
+
+def test_bad_items_never_sink_the_batch(served):
+    url, _ = served
+    items = [VALID, "Definition x := 1.", "Theorem t : True. Proof (* never closed", "\x00\ud7ff" * 10, WRONG]
+    r = post(url, "/api/check", {"snippets": [{"id": str(i), "code": c} for i, c in enumerate(items)], "timeout": 5})
+    assert r.status_code == 200
+    assert [x["proofrl"]["status"] for x in r.json()["results"]] == ["valid", "error", "error", "error", "error"]
+
+
+# -- backpressure, load, faults, shutdown ------------------------------------------------------------------
+def test_full_queue_answers_429_with_retry_after():
+    with InProcess(workers=1, max_inflight=2, retry_after=3) as s:
+        body = {"snippets": [{"id": "1", "code": LOOPING}, {"id": "2", "code": LOOPING}], "timeout": 1}
+        first: list[httpx.Response] = []
+        t = threading.Thread(target=lambda: first.append(httpx.post(s.url + "/api/check", json=body, timeout=30)))
+        t.start()
+        deadline = time.monotonic() + 5
+        while "proofrl_inflight_items 2" not in httpx.get(s.url + "/metrics").text:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        t0 = time.monotonic()
+        r = httpx.post(s.url + "/api/check", json={"snippets": [{"id": "x", "code": VALID}]}, timeout=30)
+        assert time.monotonic() - t0 < 1, "refused at once, never queued"
+        assert (r.status_code, r.headers["retry-after"]) == (429, "3")
+        assert r.json() == {"detail": "server busy: 2 items in flight, limit 2"}
+        t.join(30)
+        assert first[0].status_code == 200
+        assert [x["proofrl"]["status"] for x in first[0].json()["results"]] == ["timeout", "timeout"]
+        assert "proofrl_rejected_busy_total 1" in httpx.get(s.url + "/metrics").text
+
+
+MIX = [VALID, WRONG, ADMITTED, SWAP, SWAP_BAD, LOOPING]
+
+
+async def _hammer(url: str, clients: int, seconds: float, seed: int) -> list[tuple[int, list[tuple[str, str]]]]:
+    """``clients`` concurrent clients posting random small batches of MIX for ``seconds``; returns
+    ``(http status, [(code, verdict status)])`` per request."""
+    out: list[tuple[int, list[tuple[str, str]]]] = []
+    stop = time.monotonic() + seconds
+
+    async def client(i: int) -> None:
+        rng = random.Random(seed + i)
+        async with httpx.AsyncClient(base_url=url, timeout=60) as c:
+            while time.monotonic() < stop:
+                codes = [rng.choice(MIX) for _ in range(rng.randint(1, 3))]
+                r = await c.post("/api/check", json={"snippets": [{"id": str(k), "code": x} for k, x in enumerate(codes)], "timeout": 1})
+                got = [x["proofrl"]["status"] for x in r.json()["results"]] if r.status_code == 200 else []
+                out.append((r.status_code, list(zip(codes, got))))
+
+    await asyncio.gather(*(client(i) for i in range(clients)))
+    return out
+
+
+def _direct(pool) -> dict[str, str]:
+    jobs = {c: make_job(c, "coq") for c in MIX}
+    return {c: pool.check(j.theorem, j.proof, timeout=1).status.value for c, j in jobs.items()}
+
+
+def test_load_mixed_proofs_verdicts_equal_direct_pool_calls():
+    with InProcess(workers=2) as s:
+        expected = _direct(s.pool)
+        assert expected[VALID] == "valid" and expected[LOOPING] == "timeout"
+        results = asyncio.run(_hammer(s.url, clients=12, seconds=8, seed=1))
+        statuses = Counter(code for code, _ in results)
+        assert set(statuses) == {200}, statuses
+        items = [item for _, got in results for item in got]
+        assert len(items) > 30
+        assert [(c, v) for c, v in items if v != expected[c]] == []
+
+
+def test_killing_provers_during_load_still_gives_every_item_a_verdict():
+    with InProcess(workers=2) as s:
+        expected = _direct(s.pool)
+        killed: list[int] = []
+        done = threading.Event()
+
+        def killer() -> None:
+            rng = random.Random(7)
+            while not done.wait(0.7):
+                pids = s.pool.pids()
+                if pids:
+                    pid = rng.choice(pids)
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                        killed.append(pid)
+                    except ProcessLookupError:
+                        pass
+
+        k = threading.Thread(target=killer)
+        k.start()
+        try:
+            results = asyncio.run(_hammer(s.url, clients=8, seconds=6, seed=2))
+        finally:
+            done.set()
+            k.join()
+        assert len(killed) >= 4
+        assert {code for code, _ in results} == {200}
+        items = [item for _, got in results for item in got]
+        assert all(v in ("valid", "rejected", "error", "timeout", "crash") for _, v in items)
+        # a killed job is retried on a fresh process; only a job whose retry is killed too may differ
+        differing = [(c, v) for c, v in items if v != expected[c]]
+        assert all(v == "crash" for _, v in differing), differing
+        assert len(differing) <= len(killed)
+
+
+def test_sigterm_leaves_no_prover_process(tmp_path):
+    import psutil
+
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from proofrl.cli import app; app()", "serve", "--port", str(port), "--workers", "2"],
+        stderr=subprocess.PIPE, text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(url, proc)
+        r = httpx.post(url + "/api/check", json={"snippets": [{"id": "a", "code": VALID}, {"id": "b", "code": SWAP}]}, timeout=30)
+        assert [x["proofrl"]["status"] for x in r.json()["results"]] == ["valid", "valid"]
+        children = psutil.Process(proc.pid).children(recursive=True)
+        assert children, "provers are running"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(20) in (0, -signal.SIGTERM)  # uvicorn re-raises the signal after a clean shutdown
+        gone, alive = psutil.wait_procs(children, timeout=5)
+        assert alive == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
