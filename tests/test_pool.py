@@ -118,3 +118,16 @@ def test_close_leaves_no_prover_process(pool):
     for pid in pids:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+def test_header_queues_keep_workers_on_their_header_and_split_the_largest_last():
+    from proofrl.provers.pool import _HeaderQueues
+
+    jobs = [(Theorem(f"a{i}", "", "A"), "") for i in range(6)] + [(Theorem(f"b{i}", "", "B"), "") for i in range(2)]
+    q = _HeaderQueues(jobs)
+    w1 = q.take(None)
+    w2 = q.take(None)
+    assert (w1, w2) == (("A", 0), ("B", 6))  # largest unclaimed header first, input order within it
+    assert q.take("B") == ("B", 7)
+    assert q.take("B") == ("A", 1)  # B is done and nothing is unclaimed: join A, the largest in progress
+    assert [q.take("A") for _ in range(5)] == [("A", 2), ("A", 3), ("A", 4), ("A", 5), None]

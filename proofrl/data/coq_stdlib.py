@@ -29,6 +29,10 @@ _CONTEXT = re.compile(
 )
 
 
+CORE_PREFIXES = ("Coq.Arith.", "Coq.Bool.", "Coq.Lists.", "Coq.NArith.", "Coq.ZArith.", "Coq.PArith.", "Coq.Logic.", "Coq.QArith.")
+"""Modules whose theorems need few libraries: the default sample for checks and benchmarks."""
+
+
 def coq_lib_dir() -> Path:
     out = subprocess.run(["coqc", "-where"], capture_output=True, text=True, check=True).stdout.strip()
     return Path(out)
@@ -107,3 +111,9 @@ def load_stdlib(lib: Path | None = None, *, prefix: str = "Coq.", limit: int | N
             if limit is not None and len(out) >= limit:
                 return out
     return out
+
+
+def stdlib_sample(n: int, prefixes: tuple[str, ...] = CORE_PREFIXES) -> list[dict]:
+    """``n`` theorems spread evenly over the modules under ``prefixes`` (deterministic)."""
+    pool = [r for p in prefixes for r in load_stdlib(prefix=p)]
+    return pool[:: max(1, len(pool) // n)][:n] if n else []

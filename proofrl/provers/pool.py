@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from ..errors import ProverCrashed, ProverError, StatementError
+from ..errors import ProverCrashed, ProverError, ProverTimeout, StatementError
 from .base import Message, Prover, Status, Theorem, Verdict
 
 ProverFactory = Callable[[str], Prover]
@@ -72,6 +72,7 @@ class ProverPool:
         self._executor = ThreadPoolExecutor(max_workers=self.config.workers, thread_name_prefix="prover")
         self.stats = PoolStats()
         self._closed = False
+        self._mine = threading.local()  # the slot this thread used last: reused first when no header matches
 
     # -- leasing a process ---------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -95,10 +96,12 @@ class ProverPool:
                         raise RuntimeError("pool is closed")
                     idle = [s for s in self._slots if not s.busy]
                     if idle:
-                        # same header first, then an empty slot, then evict another header
-                        idle.sort(key=lambda s: (s.header != header, s.prover is not None))
+                        # same header first, then this thread's own slot, then an empty one, then evict
+                        mine = getattr(self._mine, "index", None)
+                        idle.sort(key=lambda s: (s.header != header, s.index != mine, s.prover is not None))
                         slot = idle[0]
                         slot.busy = True
+                        self._mine.index = slot.index
                         return slot
                     self._cond.wait()
             finally:
@@ -145,7 +148,10 @@ class ProverPool:
             except StatementError as e:  # the header itself does not load
                 v = Verdict(Status.ERROR, ("header failed to load",), tuple(e.messages), seconds=time.monotonic() - t0)
                 break
-            except ProverError as e:
+            except ProverTimeout as e:  # e.g. a slow header (Mathlib) while starting a process
+                v = Verdict(Status.TIMEOUT, (f"prover start: {e}",), seconds=time.monotonic() - t0)
+                break
+            except ProverError as e:  # a reply we could not read (ProtocolError): not retried, reported
                 v = Verdict(Status.CRASH, (f"prover error: {e}",), seconds=time.monotonic() - t0)
                 break
             except Exception as e:  # noqa: BLE001 - one item never sinks a batch
@@ -177,10 +183,19 @@ class ProverPool:
                 on_done(i, v)
             return v
 
-        # Grouping by header keeps processes on their prelude; results are put back in order.
-        order = sorted(range(len(jobs)), key=lambda i: jobs[i][0].header)
-        futures = {i: self._executor.submit(one, i) for i in order}
-        return [futures[i].result() for i in range(len(jobs))]
+        queues = _HeaderQueues(jobs)
+        results: list[Verdict | None] = [None] * len(jobs)
+
+        def worker() -> None:
+            header = None
+            while (item := queues.take(header)) is not None:
+                header, i = item
+                results[i] = one(i)
+
+        futures = [self._executor.submit(worker) for _ in range(min(self.config.workers, len(jobs)))]
+        for f in futures:
+            f.result()
+        return results  # type: ignore[return-value]
 
     async def acheck(self, theorem: Theorem, proof: str, *, timeout: float | None = None) -> Verdict:
         loop = asyncio.get_running_loop()
@@ -196,7 +211,7 @@ class ProverPool:
 
     def pids(self) -> list[int]:
         """Process ids of live provers (tests kill these to inject faults)."""
-        return [pid for s in self._slots if s.prover is not None and (pid := getattr(s.prover, "pid", None))]
+        return [pid for s in self._slots if s.prover is not None and (pid := s.prover.pid)]
 
     def close(self) -> None:
         with self._cond:
@@ -211,3 +226,31 @@ class ProverPool:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class _HeaderQueues:
+    """Jobs grouped by header, claimed so that each header is loaded by as few processes as possible: a
+    worker stays on its header while it has jobs, then takes the largest header nobody works on, and only
+    when none is left joins the largest one in progress (so one big group still ends in parallel)."""
+
+    def __init__(self, jobs: Sequence[tuple[Theorem, str]]):
+        self._lock = threading.Lock()
+        self._todo: dict[str, list[int]] = {}
+        for i, (theorem, _) in enumerate(jobs):
+            self._todo.setdefault(theorem.header, []).append(i)
+        for q in self._todo.values():
+            q.reverse()  # pop() from the end keeps input order within a header
+        self._workers: Counter = Counter()
+
+    def take(self, current: str | None) -> tuple[str, int] | None:
+        with self._lock:
+            if current is not None and self._todo.get(current):
+                return current, self._todo[current].pop()
+            left = [h for h, q in self._todo.items() if q]
+            if not left:
+                return None
+            h = min(left, key=lambda h: (self._workers[h] > 0, -len(self._todo[h])))
+            self._workers[h] += 1
+            if current is not None:
+                self._workers[current] -= 1
+            return h, self._todo[h].pop()
