@@ -116,6 +116,7 @@ def check(
     from .check import bundled_sample, check_records, read_jsonl, summary_table
 
     records = read_jsonl(problems) if problems else bundled_sample()
+    first_stdlib = len(records)
     if stdlib:
         from .data.coq_stdlib import stdlib_sample
 
@@ -128,9 +129,9 @@ def check(
     counts = ", ".join(f"{k}: {v}" for k, v in sorted(summary.by_status.items()))
     console.print(f"[bold]{summary.total} checked in {summary.seconds:.1f}s[/] ({counts})")
     if stdlib:
-        human = verdicts[len(records) - stdlib :]
+        human = verdicts[first_stdlib:]
         console.print(f"stdlib human proofs: {sum(v.valid for v in human)}/{len(human)} valid")
-        for r, v in zip(records[len(records) - stdlib :], human):
+        for r, v in zip(records[first_stdlib:], human):
             if not v.valid:
                 console.print(f"  {r['module']}.{r['name']}: {v}")
     if summary.expected_ok or summary.expected_bad:

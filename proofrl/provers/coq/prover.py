@@ -22,7 +22,7 @@ from ...errors import ProverCrashed, ProverTimeout, StatementError
 from ..base import FailureKind, Message, ProofState, Status, StepFailure, StepResult, Theorem, Verdict
 from ..process import run_once
 from . import xml
-from .plan import Plan, plan_proof, theorem_name
+from .plan import Plan, plan_proof
 from .rules import DEFAULT_AXIOM_ALLOWLIST, FORBIDDEN_TACTICS, assumption_reasons, forbidden_reason, parse_assumptions
 from .sentences import Sentence, SplitError, byte_to_char, position, split_sentences
 from .session import CoqFailure, CoqSession
@@ -304,7 +304,12 @@ def coqc_check(theorem: Theorem, proof: str, config: CoqConfig, *, timeout: floa
         return Verdict(Status.TIMEOUT, (f"timeout after {timeout:g}s",), seconds=seconds, prover=version)
     if res.returncode != 0:
         err = res.stderr.strip() or res.stdout.strip()
-        reason = "admitted" if "given up" in err else _first_line(err.split("Error:", 1)[-1]) if "Error:" in err else f"coqc exit {res.returncode}"
+        if "given up" in err:
+            reason = "admitted"
+        elif "Error:" in err:
+            reason = _first_line(err.split("Error:", 1)[-1])
+        else:
+            reason = f"coqc exit {res.returncode}"
         status = Status.REJECTED if reason == "admitted" or "incomplete" in err or "pending" in err else Status.ERROR
         return Verdict(status, (reason,), (Message("error", err[-2000:]),), seconds=seconds, prover=version)
     a = parse_assumptions(res.stdout)

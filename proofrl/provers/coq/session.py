@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-import time
 from dataclasses import dataclass
 
 from ...errors import BackendUnavailable, ProverCrashed, ProverTimeout, StatementError
@@ -120,7 +119,7 @@ class CoqSession:
         if r.good:
             return r
         # The runtime error also arrives as feedback naming the failing state and its location.
-        err = next((f for f in r.feedback if f.level == "error"), None)
+        err = next(iter(r.errors()), None)
         message = r.fail_message or (err.text if err else "error")
         failure = CoqFailure(message, err.state_id if err else None, (err.loc if err else None) or r.fail_loc, r.fail_state)
         if r.fail_state is not None:  # the tip stays on the failed state: go back to the last good one
@@ -136,6 +135,3 @@ class CoqSession:
         self.process.kill()
         self.scratch.cleanup()
 
-
-def wait_time(deadline: float) -> float:
-    return max(0.05, deadline - time.monotonic())

@@ -86,9 +86,6 @@ class Reply:
     def errors(self) -> list[Feedback]:
         return [f for f in self.feedback if f.level == "error"]
 
-    def messages(self, *levels: str) -> list[str]:
-        return [f.text for f in self.feedback if not levels or f.level in levels]
-
 
 def richpp_text(el: ET.Element | None) -> str:
     return "" if el is None else "".join(el.itertext()).replace("\xa0", " ")
