@@ -424,10 +424,13 @@ class GroupBuffer(Generic[T]):
         self.kept_groups = 0
         self.dropped_groups = 0
 
-    def add(self, raw_rewards: Sequence[float] | torch.Tensor, item: T) -> bool:
-        """Offer one group (its verifier rewards, unshaped). Returns whether it was kept."""
+    def add(self, raw_rewards: Sequence[float] | torch.Tensor, item: T, *, keep_uninformative: bool = False) -> bool:
+        """Offer one group (its verifier rewards, unshaped). Returns whether it was kept.
+
+        ``keep_uninformative`` keeps all-equal groups too (plain GRPO without the skip rule); they still
+        contribute zero advantage, but count towards ``target_samples``."""
         r = torch.as_tensor(raw_rewards, dtype=torch.float32)
-        if r.numel() == 0 or not bool(informative_groups(r.reshape(1, -1))[0]):
+        if r.numel() == 0 or not (keep_uninformative or bool(informative_groups(r.reshape(1, -1))[0])):
             self.dropped_groups += 1
             return False
         self._items.append(item)
