@@ -1,0 +1,124 @@
+"""Rewards composed from a recipe's ``reward:`` section.
+
+Two stages, because they need different inputs:
+
+1. :func:`base_rewards` — per sample, from its text and verdict: R = valid × (format ok), the format factor
+   only when format rules are set (kimina-prover-rl: ``proof_valid × (format_error == NONE)``).
+2. :func:`shape_group` — per group of the G samples of one prompt, once the policy's log-probs are known:
+   the unlikeliness reward of "Rewarding the Unlikely" (arXiv:2506.02355, eq. 3) when configured.
+
+A recipe's section reads::
+
+    reward:
+      format: {}                      # kimina's rules with their defaults; a mapping overrides fields; null: off
+      unlikeliness: {beta_rank: 0.25} # null or absent: off
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import Any, Literal
+
+import torch
+
+from ..data.problems import Problem
+from ..errors import ConfigError
+from ..provers.base import Verdict
+from .format import FormatRules, format_reward
+from .unlikeliness import Convention, sequence_logprob, unlikeliness_reward
+
+
+@dataclass(frozen=True)
+class UnlikelinessConfig:
+    """The rank penalty of "Rewarding the Unlikely" (defaults: the paper's, §4 and its official code)."""
+
+    beta_rank: float = 0.25
+    """β_rank, the largest penalty (paper: 0.25)"""
+    convention: Convention = "paper"
+    """"paper" (ranks from the most likely, penalties β/G…β) or "official" (the released code's, 0…β(G−1)/G)"""
+    reduction: Literal["mean", "sum"] = "mean"
+    """sequence log-prob from token log-probs: mean (official code) or sum (its analysis scripts)"""
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.beta_rank <= 1.0:
+            raise ConfigError(f"unlikeliness.beta_rank must be in [0, 1], got {self.beta_rank}")
+        if self.convention not in ("paper", "official"):
+            raise ConfigError(f"unknown unlikeliness.convention {self.convention!r}; valid choices: ['official', 'paper']")
+        if self.reduction not in ("mean", "sum"):
+            raise ConfigError(f"unknown unlikeliness.reduction {self.reduction!r}; valid choices: ['mean', 'sum']")
+
+
+@dataclass(frozen=True)
+class RewardConfig:
+    format: FormatRules | None = None
+    """kimina's format reward multiplied in; None: no format reward (the kimina recipe sets it)"""
+    unlikeliness: UnlikelinessConfig | None = None
+    """the unlikeliness shaping of each group; None: rewards are left as they are"""
+
+
+def base_rewards(
+    completions: Sequence[str], problems: Sequence[Problem], verdicts: Sequence[Verdict], cfg: RewardConfig
+) -> list[float]:
+    """R_i = 1[verdict_i valid] × 1[format ok] (the second factor only when ``cfg.format`` is set). ``(N,) -> (N,)``."""
+    if not len(completions) == len(problems) == len(verdicts):
+        raise ValueError(f"lengths differ: {len(completions)} completions, {len(problems)} problems, {len(verdicts)} verdicts")
+    out = []
+    for text, problem, verdict in zip(completions, problems, verdicts):
+        r = 1.0 if verdict.valid else 0.0
+        if r and cfg.format is not None:
+            r *= format_reward(text, problem, cfg.format)
+        out.append(r)
+    return out
+
+
+def shape_group(rewards: torch.Tensor, token_logps: torch.Tensor, mask: torch.Tensor, cfg: RewardConfig) -> torch.Tensor:
+    """The group's rewards after shaping. ``rewards (G,)``, ``token_logps (G, T)`` of the generating policy,
+    ``mask (G, T)`` (1 on completion tokens) ``-> (G,)`` float32.
+
+    With ``cfg.unlikeliness``: r_i = R_i · (1 − β_rank · (G − rank_i) / G), ranks by sequence log-prob
+    (:mod:`proofrl.rewards.unlikeliness`). The paper drops all-correct and all-wrong groups *before* this
+    (they carry no signal, and the penalty would invent one); that is the buffer's job, not done here.
+    """
+    if rewards.dim() != 1 or token_logps.dim() != 2 or token_logps.shape != mask.shape or token_logps.shape[0] != rewards.shape[0]:
+        raise ValueError(f"expected rewards (G,), token_logps and mask (G, T); got {tuple(rewards.shape)}, "
+                         f"{tuple(token_logps.shape)}, {tuple(mask.shape)}")
+    if cfg.unlikeliness is None:
+        return rewards.to(torch.float32)
+    u = cfg.unlikeliness
+    seq = sequence_logprob(token_logps.detach().float(), mask, u.reduction)  # (G,)
+    return unlikeliness_reward(rewards, seq, beta_rank=u.beta_rank, convention=u.convention)
+
+
+def reward_config_from_dict(d: Mapping[str, Any] | None) -> RewardConfig:
+    """A :class:`RewardConfig` from a recipe's ``reward:`` mapping. Each part may be absent/None/False (off),
+    True or ``{}`` (on, defaults) or a mapping of field overrides; unknown keys are a :class:`ConfigError`."""
+    if d is None:
+        return RewardConfig()
+    if not isinstance(d, Mapping):
+        raise ConfigError(f"reward: expected a mapping, got {type(d).__name__}")
+    known = {f.name for f in fields(RewardConfig)}
+    unknown = sorted(set(d) - known)
+    if unknown:
+        raise ConfigError(f"unknown keys in reward: {unknown}; known: {sorted(known)}")
+    fmt = _part(d.get("format"), FormatRules, "reward.format")
+    unl = _part(d.get("unlikeliness"), UnlikelinessConfig, "reward.unlikeliness")
+    return RewardConfig(format=fmt, unlikeliness=unl)
+
+
+def _part(value: Any, cls: type, where: str) -> Any:
+    if value is None or value is False:
+        return None
+    if value is True:
+        return cls()
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{where}: expected a mapping, true/false or null, got {value!r}")
+    known = {f.name for f in fields(cls)}
+    unknown = sorted(set(value) - known)
+    if unknown:
+        raise ConfigError(f"unknown keys in {where}: {unknown}; known: {sorted(known)}")
+    values = {k: tuple(v) if isinstance(v, list) else v for k, v in value.items()}  # YAML lists -> tuple fields
+    try:
+        return cls(**values)
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"{where}: {e}") from e
