@@ -5,8 +5,8 @@ Two kinds:
 * **completion** formats (DeepSeek-Prover-V1.5, arXiv:2408.08152 §2.1, and "coq", "coq-cot"): the prompt
   opens a code block and ends inside the theorem; the model continues the code and closes the block. The proof
   is the statement (plus ``Proof.`` for Coq) followed by the completion cut at the first stop string
-  (`````), and for Coq also just after the first ``Qed.``/``Defined.``/``Admitted.`` (anything a model adds
-  after the proof would be refused as a command).
+  (`````), and for Coq also just after the first ``Qed.``/``Defined.``/``Admitted.`` outside comments and
+  strings (anything a model adds after the proof would be refused as a command).
 * **chat** formats (Kimina-Prover, kimina-prover-rl's ``recipe/kimina_prover_rl``): system + user messages;
   the model thinks in ``<think>…</think>`` and then writes the whole theorem in a fenced block. The proof is
   the last ```` ```lean4 ```` (``coq``) block after ``</think>`` (anywhere when there is no ``</think>``: the
@@ -42,6 +42,30 @@ def informal_text(problem: Problem) -> str:
     raw = problem.informal_prefix.strip() or str(problem.extra.get("informal", "")).strip()
     m = _DOC.match(raw)
     return (m.group(1) if m else raw).strip()
+
+
+def _coq_code_mask(text: str) -> list[bool]:
+    """True at each character of ``text`` that is Coq code (not inside a nested comment or a string)."""
+    mask, depth, in_string, i = [True] * len(text), 0, False, 0
+    while i < len(text):
+        two = text[i : i + 2]
+        if not in_string and two == "(*":
+            depth, mask[i : i + 2], i = depth + 1, [False, False], i + 2
+            continue
+        if not in_string and depth and two == "*)":
+            depth, mask[i : i + 2], i = depth - 1, [False, False], i + 2
+            continue
+        if not depth and text[i] == '"':
+            in_string = not in_string  # Coq escapes a quote by doubling it: two toggles, same result
+        mask[i] = not depth and not in_string and text[i] != '"'
+        i += 1
+    return mask
+
+
+def _coq_proof_end(body: str) -> int | None:
+    """Offset just after the first ``Qed.``/``Defined.``/``Admitted.`` that is code, if any."""
+    mask = _coq_code_mask(body)
+    return next((m.end() for m in _COQ_END.finditer(body) if mask[m.start()]), None)
 
 
 def _block(text: str, lang: str) -> str | None:
@@ -118,8 +142,8 @@ class PromptFormat:
         for s in self.stop:
             body = body.split(s, 1)[0]
         if self.backend == "coq":
-            if m := _COQ_END.search(body):
-                body = body[: m.end()]
+            if (end := _coq_proof_end(body)) is not None:
+                body = body[:end]
             return problem.formal_statement.rstrip() + "\nProof.\n" + body if body.strip() else None
         return problem.formal_statement + body if body.strip() else None
 
@@ -138,7 +162,7 @@ class PromptFormat:
         self._check(problem)
         if self.backend == "coq":
             tactics = re.sub(r"^\s*Proof\.\s*", "", proof.strip())
-            if not _COQ_END.search(tactics):
+            if _coq_proof_end(tactics) is None:
                 tactics += "\nQed."
             if not self.chat:
                 return f"{tactics}\n{FENCE}"
