@@ -31,6 +31,7 @@ def test_overrides_are_parsed_as_yaml_and_reach_nested_sections():
     cfg = load_recipe("demo", ["rollout.group_size=4", "eval.ks=[1, 2]", "algorithm.ppo.kl_coef=0", "out=x/y"])
     assert cfg.rollout.group_size == 4 and cfg.eval.ks == (1, 2) and cfg.out == "x/y"
     assert cfg.algorithm.ppo.kl_coef == 0.0 and isinstance(cfg.algorithm.ppo.kl_coef, float)
+    assert load_recipe("demo", ["optim.lr=1e-3"]).optim.lr == 1e-3  # YAML 1.1 reads this as a string
 
 
 @pytest.mark.parametrize(

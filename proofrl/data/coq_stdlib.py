@@ -19,7 +19,7 @@ from pathlib import Path
 from ..provers.coq.rules import forbidden_reason
 from ..provers.coq.sentences import SplitError, split_sentences
 
-_DECL = re.compile(r"^(?:#\[[^\]]*\]\s*)?(Theorem|Lemma|Fact|Remark|Corollary|Proposition)\s+([\w']+)\b", re.S)
+_DECL = re.compile(r"^(?:#\[[^\]]*\]\s*)?(Theorem|Lemma|Fact|Remark|Corollary|Proposition)\s+([\w']+)(?![\w'])", re.S)
 _OPEN = re.compile(r"^(?:#\[[^\]]*\]\s*)?(?:Local\s+|Global\s+)?Open\s+Scope\s+([\w]+)\s*\.$")
 _BLOCK_OPEN = re.compile(r"^(?:#\[[^\]]*\]\s*)?(Section|Module(?!\s+Type)|Module\s+Type)\s+([\w']+)")
 _BLOCK_END = re.compile(r"^End\s+([\w']+)\s*\.$")

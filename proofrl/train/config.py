@@ -198,6 +198,13 @@ def _convert(tp: Any, value: Any, where: str) -> Any:
     if tp in (int, float, str):
         if tp is float and isinstance(value, int) and not isinstance(value, bool):
             return float(value)
+        if tp is str and value is None:  # `--set data.eval=` clears a path
+            return ""
+        if tp is float and isinstance(value, str):  # PyYAML reads 1e-3 (no dot) as a string
+            try:
+                return float(value)
+            except ValueError:
+                pass
         if not isinstance(value, tp) or isinstance(value, bool):
             raise ConfigError(f"{where}: expected {tp.__name__}, got {value!r}")
         return value

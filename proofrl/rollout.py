@@ -1,0 +1,137 @@
+"""Sample whole proofs and have the prover judge them: the step shared by the trainer and ``proofrl eval``.
+
+Prompts are generated in chunks; each chunk's proofs go to the verifier (a background thread over the prover
+pool or a server) while the next chunk is generated, so verification hides behind generation. The timings
+say how much did: ``hidden = 1 − wait / verify_busy``, where ``wait`` is how long the caller still waited for
+verdicts after the last chunk was generated.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+from .data.problems import Problem
+from .policy.generation import Completion, Generator, SamplingParams
+from .policy.prompts import PromptFormat
+from .provers.base import Verdict
+from .rewards.verifier import Verifier
+
+
+@dataclass(frozen=True)
+class PromptItem:
+    """One prompt to sample a group from: a problem's first turn, or an error-correction second turn."""
+
+    problem: Problem
+    prompt: str
+    """the text given to the generator (chat formats already rendered)"""
+    turn: int = 1
+    messages: Any = None
+    """the chat messages or plain first prompt this text was rendered from (the error-correction turn extends it)"""
+
+
+@dataclass
+class Group:
+    """G samples for one prompt, with their proofs, verdicts and (filled by the caller) rewards."""
+
+    item: PromptItem
+    completions: list[Completion]
+    proofs: list[str | None]
+    verdicts: list[Verdict] = field(default_factory=list)
+    rewards: list[float] = field(default_factory=list)
+
+    @property
+    def correct(self) -> list[bool]:
+        return [v.valid for v in self.verdicts]
+
+
+@dataclass
+class RolloutTimings:
+    generate_s: float = 0.0
+    verify_busy_s: float = 0.0
+    """summed wall time the verifier spent on this step's chunks"""
+    verify_wait_s: float = 0.0
+    """time spent waiting for verdicts after generation ended"""
+    tokens: int = 0
+    samples: int = 0
+
+    @property
+    def hidden_fraction(self) -> float:
+        """Share of verification that overlapped generation (1 = fully hidden)."""
+        if self.verify_busy_s <= 0:
+            return 1.0
+        return max(0.0, min(1.0, 1.0 - self.verify_wait_s / self.verify_busy_s))
+
+    def to_json(self) -> dict[str, float]:
+        return {
+            "time/generate_s": self.generate_s,
+            "time/verify_busy_s": self.verify_busy_s,
+            "time/verify_wait_s": self.verify_wait_s,
+            "time/verify_hidden": self.hidden_fraction,
+            "gen/tokens": self.tokens,
+            "gen/tokens_per_s": self.tokens / self.generate_s if self.generate_s > 0 else 0.0,
+        }
+
+
+def first_turn(problem: Problem, fmt: PromptFormat, tokenizer: Any = None) -> PromptItem:
+    messages = fmt.messages(problem) if fmt.chat else None
+    text = fmt.prompt(problem, tokenizer)
+    return PromptItem(problem, text, 1, messages if messages is not None else text)
+
+
+def sample_and_verify(
+    generator: Generator,
+    items: Sequence[PromptItem],
+    params: SamplingParams,
+    fmt: PromptFormat,
+    verifier: Verifier,
+    *,
+    chunk_prompts: int = 4,
+    on_chunk: Callable[[int], None] | None = None,
+) -> tuple[list[Group], RolloutTimings]:
+    """Generate ``params.n`` completions per item, extract proofs and verify them, overlapping the two."""
+    timings = RolloutTimings()
+    groups: list[Group] = []
+    pending: list[tuple[list[Group], Future[list[Verdict]], float]] = []
+    busy: list[float] = []
+
+    chunk = max(1, chunk_prompts)
+    for start in range(0, len(items), chunk):
+        part = items[start : start + chunk]
+        t0 = time.perf_counter()
+        outs = generator.generate([it.prompt for it in part], params)
+        timings.generate_s += time.perf_counter() - t0
+        new: list[Group] = []
+        for it, comps in zip(part, outs, strict=True):
+            proofs = [fmt.extract(it.problem, c.text) for c in comps]
+            new.append(Group(it, list(comps), proofs))
+            timings.tokens += sum(len(c.token_ids) for c in comps)
+            timings.samples += len(comps)
+        submitted = time.perf_counter()
+        future = verifier.submit([(g.item.problem, p) for g in new for p in g.proofs])
+        future.add_done_callback(lambda _: busy.append(time.perf_counter()))
+        pending.append((new, future, submitted))
+        groups.extend(new)
+        if on_chunk:
+            on_chunk(len(part))
+    gen_end = time.perf_counter()
+    for new, future, _ in pending:
+        verdicts = future.result()
+        it = iter(verdicts)
+        for g in new:
+            g.verdicts = [next(it) for _ in g.proofs]
+    timings.verify_wait_s = time.perf_counter() - gen_end
+    # The verifier runs chunks one after another; its busy time is from the first submission to the last
+    # completion, minus stretches where it had nothing queued (approximated by chunk submission gaps).
+    if pending:
+        first_submit = pending[0][2]
+        last_done = max(busy) if busy else gen_end
+        idle = 0.0
+        done_sorted = sorted(busy)
+        for (_, _, submitted), prev_done in zip(pending[1:], done_sorted[:-1]):
+            idle += max(0.0, submitted - prev_done)
+        timings.verify_busy_s = max(0.0, last_done - first_submit - idle)
+    return groups, timings

@@ -1,0 +1,100 @@
+"""Wire a :class:`~proofrl.train.config.TrainConfig` into running parts: problems, policy, generator, verifier."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..data.problems import Problem
+from .config import TrainConfig
+
+STDLIB_PREFIX = "coq-stdlib:"
+
+
+def resolve_problems(spec: str, *, split: str = "", limit: int | None = None, max_proof_chars: int | None = None,
+                     seed: int = 0) -> list[Problem]:  # fmt: skip
+    """Problems from a JSONL path, or ``coq-stdlib:train`` / ``coq-stdlib:held-out`` (split by module)."""
+    if spec.startswith(STDLIB_PREFIX):
+        from ..data.splits import coq_stdlib_problems, split_by_module
+
+        side = spec[len(STDLIB_PREFIX) :]
+        if side not in ("train", "held-out"):
+            raise ValueError(f"{spec!r}: expected {STDLIB_PREFIX}train or {STDLIB_PREFIX}held-out")
+        train, held = split_by_module(coq_stdlib_problems(max_proof_chars=max_proof_chars), seed=seed)
+        probs = train if side == "train" else held
+    else:
+        from ..data.problems import load_problems
+
+        probs = load_problems(spec, split=split or None)
+    return probs[:limit] if limit else probs
+
+
+def make_verifier(cfg: TrainConfig) -> Any:
+    from ..provers.factory import make_pool
+    from ..provers.pool import PoolConfig
+    from ..rewards.verifier import Verifier
+
+    v = cfg.verify
+    if v.server_url:
+        return Verifier(server_url=v.server_url, api_key=v.api_key or None, timeout=v.timeout, backend=v.backend)
+    pool = make_pool(v.backend, pool=PoolConfig(workers=v.workers, timeout=v.timeout))
+    return Verifier(pool, timeout=v.timeout, backend=v.backend)
+
+
+def make_policy(cfg: TrainConfig) -> tuple[Any, Any]:
+    import torch
+
+    from ..policy.model import LoraSpec, load_policy
+
+    m = cfg.model
+    if not m.path:
+        raise ValueError("model.path is empty: give a local Hugging Face model directory (--set model.path=DIR); "
+                         "`proofrl demo` builds a tiny one")  # fmt: skip
+    dtypes = {"auto": None, "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+    if m.dtype not in dtypes:
+        raise ValueError(f"model.dtype {m.dtype!r}; valid: {sorted(dtypes)}")
+    lora = LoraSpec(m.lora.r, m.lora.alpha, m.lora.dropout, tuple(m.lora.target_modules)) if m.lora else None
+    return load_policy(m.path, dtype=dtypes[m.dtype], lora=lora)
+
+
+def make_generator(cfg: TrainConfig, model: Any, tokenizer: Any) -> tuple[Any, Any]:
+    """The rollout generator and, for vLLM, the hook that pushes trained weights into its engine."""
+    from ..policy.generation import HFGenerator, OpenAIGenerator, VLLMGenerator
+
+    r = cfg.rollout
+    if r.generator == "hf":
+        return HFGenerator(model, tokenizer, batch_size=max(1, cfg.micro_batch * 4)), None
+    if r.generator == "vllm":
+        gen = VLLMGenerator(cfg.model.path)
+        return gen, gen.sync_weights
+    if r.generator == "openai":
+        if not r.base_url:
+            raise ValueError("rollout.generator=openai needs rollout.base_url")
+        return OpenAIGenerator(r.base_url, cfg.model.path), None
+    raise ValueError(f"rollout.generator {r.generator!r}; valid: hf, vllm, openai")
+
+
+def build_trainer(cfg: TrainConfig, *, extra_eval: Sequence[Problem] | None = None) -> Any:
+    """A ready :class:`~proofrl.train.trainer.Trainer` (with periodic pass@N when ``data.eval`` is set)."""
+    from ..eval.evaluate import evaluate
+    from .trainer import Trainer
+
+    d = cfg.data
+    if not d.train:
+        raise ValueError("data.train is empty: a JSONL problem file or coq-stdlib:train")
+    train = resolve_problems(d.train, split=d.split, limit=d.limit, max_proof_chars=d.max_proof_chars, seed=cfg.seed)
+    held = list(extra_eval or [])
+    if d.eval and not held:
+        held = resolve_problems(d.eval, split=d.split, limit=d.eval_limit, max_proof_chars=d.max_proof_chars, seed=cfg.seed)
+    model, tok = make_policy(cfg)
+    gen, sync = make_generator(cfg, model, tok)
+    verifier = make_verifier(cfg)
+
+    def eval_fn(trainer: Trainer, step: int) -> dict[str, float]:
+        e = cfg.eval
+        res = evaluate(gen, held, trainer.fmt, verifier, n=e.samples, ks=e.ks, temperature=e.temperature,
+                       top_p=e.top_p, max_tokens=e.max_tokens, seed=cfg.seed + step, tokenizer=tok,
+                       label=f"step{step}", samples_path=trainer.out / f"eval-step{step:06d}.jsonl")  # fmt: skip
+        return {f"eval/pass@{k}": v["unbiased"] for k, v in res.table().items()}
+
+    return Trainer(cfg, model, tok, gen, verifier, train, eval_fn=eval_fn if held else None, sync_weights=sync)

@@ -1,0 +1,414 @@
+"""The whole-proof GRPO trainer (``proofrl train --recipe …``).
+
+One step, as in DeepSeek-Prover-V1.5-RL, "Rewarding the Unlikely" (arXiv:2506.02355 §5) and kimina-prover-rl:
+
+1. draw ``problems_per_step`` problems (and, with error correction, second-turn prompts from the cache);
+2. sample G completions per prompt; extract proofs; verify them with the prover while the next chunk is
+   generated (:func:`proofrl.rollout.sample_and_verify`);
+3. R = verifier reward × format reward (when the recipe sets one); groups whose R are all equal are
+   dropped before shaping (the paper's buffer rule);
+4. π_old log-probs are recomputed exactly right before the update (the official code does the same);
+   the unlikeliness reward reranks correct samples by their mean token log-prob;
+5. group advantages (GRPO or Dr.GRPO), then K PPO-clip epochs with KL to a frozen reference
+   (:func:`proofrl.train.grpo.ppo_update`, the same code the toy experiment runs).
+
+Everything is logged to ``out/metrics.jsonl`` and TensorBoard (``out/tb``); checkpoints hold the weights,
+the optimiser, the RNG states, the problem sampler and the buffer, so a killed run resumes exactly.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import random
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..data.problems import Problem
+from ..policy.generation import SamplingParams, encode_prompts
+from ..policy.logprobs import response_logprobs
+from ..policy.prompts import PromptFormat, get_format
+from ..rewards.compose import RewardConfig, base_rewards, reward_config_from_dict, shape_group
+from ..rewards.verifier import Verifier
+from ..rollout import Group, PromptItem, RolloutTimings, first_turn, sample_and_verify
+from .config import TrainConfig, save_config
+from .grpo import ADV_ESTIMATORS, GroupBuffer, RolloutBatch, UpdateStats, ppo_update
+
+log = logging.getLogger(__name__)
+
+
+def pad_rows(rows: Sequence[Sequence[float]] | torch.Tensor, width: int, value: float = 0.0) -> torch.Tensor:
+    """Right-pad a (B, t) tensor to (B, width)."""
+    t = torch.as_tensor(rows)
+    if t.shape[-1] >= width:
+        return t[..., :width]
+    return torch.nn.functional.pad(t, (0, width - t.shape[-1]), value=value)
+
+
+class ProblemSampler:
+    """Epoch-wise shuffled problems; its state is two ints, so resuming draws the same sequence."""
+
+    def __init__(self, n: int, seed: int):
+        if n < 1:
+            raise ValueError("no training problems")
+        self.n, self.seed, self.epoch, self.pos = n, seed, 0, 0
+        self._order = self._shuffle()
+
+    def _shuffle(self) -> list[int]:
+        g = torch.Generator().manual_seed(self.seed * 100_003 + self.epoch)
+        return torch.randperm(self.n, generator=g).tolist()
+
+    def take(self, k: int) -> list[int]:
+        out = []
+        for _ in range(k):
+            if self.pos == self.n:
+                self.epoch, self.pos = self.epoch + 1, 0
+                self._order = self._shuffle()
+            out.append(self._order[self.pos])
+            self.pos += 1
+        return out
+
+    def state_dict(self) -> dict[str, int]:
+        return {"epoch": self.epoch, "pos": self.pos}
+
+    def load_state_dict(self, d: dict[str, int]) -> None:
+        self.epoch, self.pos = d["epoch"], d["pos"]
+        self._order = self._shuffle()
+
+
+@dataclass
+class StepRecord:
+    step: int
+    metrics: dict[str, float]
+
+
+class Trainer:
+    """GRPO over whole proofs. Build with a config, a model and tokenizer, a generator and a verifier."""
+
+    def __init__(
+        self,
+        cfg: TrainConfig,
+        model: Any,
+        tokenizer: Any,
+        generator: Any,
+        verifier: Verifier,
+        train_problems: Sequence[Problem],
+        *,
+        eval_fn: Callable[[Trainer, int], dict[str, float]] | None = None,
+        sync_weights: Callable[[Any], None] | None = None,
+    ):
+        self.cfg = cfg
+        self.model, self.tokenizer, self.generator, self.verifier = model, tokenizer, generator, verifier
+        self.problems = list(train_problems)
+        self.fmt: PromptFormat = get_format(cfg.rollout.prompt_format)
+        self.reward_cfg: RewardConfig = reward_config_from_dict(
+            {k: v for k, v in (("format", cfg.reward.format), ("unlikeliness", cfg.reward.unlikeliness)) if v is not None}
+        )
+        self.adv_fn = ADV_ESTIMATORS.get(cfg.algorithm.advantage)
+        self.eval_fn, self.sync_weights = eval_fn, sync_weights
+        self.out = Path(cfg.out)
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.sampler = ProblemSampler(len(self.problems), cfg.seed)
+        self.buffer: GroupBuffer[Group] = GroupBuffer(max(1, cfg.algorithm.buffer_samples))
+        ecfg = cfg.rollout.error_correction
+        self.cache = None
+        if ecfg.enabled:
+            from . import error_correction as ec
+
+            self.cache = ec.CorrectionCache(ecfg.cache_size, ecfg.rate, seed=cfg.seed)
+        self.step = 0
+        self.rng = random.Random(cfg.seed)
+        params = [p for p in model.parameters() if p.requires_grad]
+        if not params:
+            raise ValueError("the model has no trainable parameters")
+        self.optimizer = torch.optim.AdamW(params, lr=cfg.optim.lr, weight_decay=cfg.optim.weight_decay,
+                                           betas=tuple(cfg.optim.betas))  # fmt: skip
+        self.ref_model = self._reference() if cfg.algorithm.ppo.kl_coef > 0 else None
+        self._writer = None
+
+    # ------------------------------------------------------------------------------------------ set-up
+
+    def _reference(self) -> Any:
+        """The frozen π_ref: the adapter switched off for LoRA models, else a copy of the starting weights."""
+        if hasattr(self.model, "disable_adapter"):
+            return "adapter-off"
+        ref = copy.deepcopy(self.model).eval()
+        for p in ref.parameters():
+            p.requires_grad_(False)
+        return ref
+
+    @property
+    def writer(self) -> Any:
+        if self._writer is None:
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+
+                self._writer = SummaryWriter(str(self.out / "tb"))
+            except ImportError:  # tensorboard is a dependency, but a broken install should not stop training
+                log.warning("tensorboard is not importable; logging to metrics.jsonl only")
+                self._writer = False
+        return self._writer
+
+    # ---------------------------------------------------------------------------------------- rollouts
+
+    def _prompt_items(self) -> list[PromptItem]:
+        fresh = [first_turn(self.problems[i], self.fmt, self.tokenizer)
+                 for i in self.sampler.take(self.cfg.rollout.problems_per_step)]  # fmt: skip
+        if self.cache is None or not len(self.cache):
+            return fresh
+        return self.cache.mix(fresh, len(fresh))
+
+    def _sampling(self, n: int, temperature: float, top_p: float, max_tokens: int, seed: int) -> SamplingParams:
+        return SamplingParams(n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens,
+                              stop=self.fmt.stop, seed=seed)  # fmt: skip
+
+    def rollout(self) -> tuple[list[Group], RolloutTimings]:
+        r = self.cfg.rollout
+        params = self._sampling(r.group_size, r.temperature, r.top_p, r.max_tokens, self.cfg.seed * 1_000_003 + self.step)
+        self.model.eval()
+        groups, timings = sample_and_verify(self.generator, self._prompt_items(), params, self.fmt, self.verifier,
+                                            chunk_prompts=r.chunk_prompts)  # fmt: skip
+        for g in groups:
+            texts = [c.text for c in g.completions]
+            g.rewards = base_rewards(texts, [g.item.problem] * len(texts), g.verdicts, self.reward_cfg)
+        return groups, timings
+
+    def _feed_corrections(self, groups: Sequence[Group]) -> int:
+        """Failed first-turn samples become second-turn prompts (kimina's error-correction turn)."""
+        if self.cache is None:
+            return 0
+        from . import error_correction as ec
+
+        ecfg = self.cfg.rollout.error_correction
+        added = 0
+        for g in groups:
+            if g.item.turn != 1:
+                continue
+            for comp, proof, verdict in zip(g.completions, g.proofs, g.verdicts, strict=True):
+                if verdict.valid or proof is None:
+                    continue
+                feedback = ec.build_feedback(proof, verdict, max_errors=ecfg.max_errors, max_chars=ecfg.max_feedback_chars,
+                                             backend=g.item.problem.backend)
+                if feedback is None:
+                    continue
+                messages = ec.second_turn_prompt(g.item.messages, comp.text, feedback)
+                text = self._render(messages)
+                if not ec.prompt_tokens_ok(text, self.tokenizer, ecfg.max_prompt_tokens):
+                    continue
+                self.cache.add(PromptItem(g.item.problem, text, 2, messages))
+                added += 1
+        return added
+
+    def _render(self, messages: Any) -> str:
+        if isinstance(messages, str):
+            return messages
+        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+    # ------------------------------------------------------------------------------------------ update
+
+    def _encode_prompts(self, groups: Sequence[Group]) -> list[list[int]]:
+        encoded = encode_prompts(self.tokenizer, [g.item.prompt for g in groups])
+        return [p for g, p in zip(groups, encoded, strict=True) for _ in g.completions]
+
+    def _logps(self, model: Any, prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]], width: int) -> torch.Tensor:
+        lp, _ = response_logprobs(model, prompts, responses, pad_id=self.tokenizer.pad_token_id,
+                                  micro_batch=self.cfg.micro_batch)  # fmt: skip
+        return pad_rows(lp, width)
+
+    def update(self, groups: Sequence[Group]) -> dict[str, float]:
+        """Shape rewards, compute advantages and run K PPO epochs on these groups."""
+        prompts = self._encode_prompts(groups)
+        responses: list[Sequence[int]] = [c.token_ids for g in groups for c in g.completions]
+        width = max(1, max(len(r) for r in responses))
+        lengths = torch.tensor([len(r) for r in responses])
+        mask = (torch.arange(width)[None, :] < lengths[:, None]).float()
+        self.model.eval()  # no dropout: π_old and π_θ must agree at the first epoch (ρ = 1)
+        with torch.no_grad():
+            old = self._logps(self.model, prompts, responses, width)
+            mask = mask.to(old.device)
+            ref = None
+            if self.ref_model == "adapter-off":
+                with self.model.disable_adapter():
+                    ref = self._logps(self.model, prompts, responses, width)
+            elif self.ref_model is not None:
+                ref = self._logps(self.ref_model, prompts, responses, width)
+        shaped, gids, start = [], [], 0
+        for gi, g in enumerate(groups):
+            n = len(g.completions)
+            r = torch.tensor(g.rewards, dtype=torch.float32, device=old.device)
+            shaped.append(shape_group(r, old[start : start + n], mask[start : start + n], self.reward_cfg))
+            gids += [gi] * n
+            start += n
+        rewards = torch.cat(shaped)
+        adv = self.adv_fn(rewards, torch.tensor(gids, device=rewards.device))
+        batch = RolloutBatch(old_logps=old, advantages=adv, mask=mask, ref_logps=ref)
+
+        def logp_fn(rows: torch.Tensor) -> torch.Tensor:
+            idx = rows.tolist()
+            return self._logps(self.model, [prompts[i] for i in idx], [responses[i] for i in idx], width)
+
+        stats: UpdateStats = ppo_update(logp_fn, batch, self.optimizer, self.cfg.algorithm.ppo,
+                                        generator=torch.Generator().manual_seed(self.cfg.seed + self.step))  # fmt: skip
+        if self.sync_weights is not None:
+            self.sync_weights(self.model)
+        raw = [r for g in groups for r in g.rewards]
+        return {**stats.to_json(), "update/rows": float(len(responses)), "reward/update_raw_mean": sum(raw) / len(raw),
+                "reward/update_shaped_mean": float(rewards.mean())}  # fmt: skip
+
+    # -------------------------------------------------------------------------------------------- loop
+
+    def train_step(self) -> dict[str, float]:
+        t0 = time.perf_counter()
+        groups, timings = self.rollout()
+        m: dict[str, float] = dict(timings.to_json())
+        first = [g for g in groups if g.item.turn == 1]
+        second = [g for g in groups if g.item.turn == 2]
+        all_r = [r for g in groups for r in g.rewards]
+        m["reward/mean"] = sum(all_r) / max(1, len(all_r))
+        for name, gs in (("turn1", first), ("turn2", second)):
+            if gs:
+                ok = [v.valid for g in gs for v in g.verdicts]
+                m[f"valid/{name}"] = sum(ok) / len(ok)
+                m[f"solved/{name}"] = sum(any(g.correct) for g in gs) / len(gs)
+        statuses: dict[str, int] = {}
+        for g in groups:
+            for v in g.verdicts:
+                statuses[v.status.value] = statuses.get(v.status.value, 0) + 1
+        m.update({f"verdicts/{k}": float(c) for k, c in statuses.items()})
+        m["correction/added"] = float(self._feed_corrections(groups))
+        if self.cache is not None:
+            m["correction/cache"] = float(len(self.cache))
+        keep_all = not self.cfg.algorithm.skip_uninformative
+        kept = sum(self.buffer.add(g.rewards, g, keep_uninformative=keep_all) for g in groups)
+        m["buffer/kept_groups"], m["buffer/samples"] = float(kept), float(self.buffer.num_samples)
+        due = self.buffer.ready if self.cfg.algorithm.buffer_samples > 0 else len(self.buffer) > 0
+        t1 = time.perf_counter()
+        if due:
+            m.update(self.update(self.buffer.take()))
+            m["time/update_s"] = time.perf_counter() - t1
+        m["time/step_s"] = time.perf_counter() - t0
+        return m
+
+    def log(self, step: int, metrics: dict[str, float]) -> None:
+        with open(self.out / "metrics.jsonl", "a") as f:
+            f.write(json.dumps({"step": step, **metrics}) + "\n")
+        if self.writer:
+            for k, v in metrics.items():
+                self.writer.add_scalar(k, v, step)
+            self.writer.flush()
+
+    def fit(self, *, progress: Callable[[int, dict[str, float]], None] | None = None) -> list[StepRecord]:
+        """Train until ``cfg.steps``, resuming from the newest checkpoint in ``out`` when there is one."""
+        self.resume()
+        save_config(self.cfg, self.out / "config.yaml")
+        records = []
+        while self.step < self.cfg.steps:
+            metrics = self.train_step()
+            self.step += 1
+            every = self.cfg.eval.every
+            if self.eval_fn is not None and ((every and self.step % every == 0) or self.step == self.cfg.steps):
+                metrics.update(self.eval_fn(self, self.step))
+            self.log(self.step, metrics)
+            records.append(StepRecord(self.step, metrics))
+            if progress:
+                progress(self.step, metrics)
+            if self.step % self.cfg.checkpoint_every == 0 or self.step == self.cfg.steps:
+                self.save_checkpoint()
+        return records
+
+    # ------------------------------------------------------------------------------------- checkpoints
+
+    @property
+    def checkpoint_dir(self) -> Path:
+        return self.out / "checkpoints"
+
+    def latest_checkpoint(self) -> Path | None:
+        done = sorted(p for p in self.checkpoint_dir.glob("step_*") if (p / "trainer_state.pt").exists())
+        return done[-1] if done else None
+
+    def save_checkpoint(self) -> Path:
+        """Weights (or the LoRA adapter) + tokenizer + optimiser/RNG/sampler/buffer state, written atomically."""
+        final = self.checkpoint_dir / f"step_{self.step:06d}"
+        tmp = final.with_name(final.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        self.model.save_pretrained(tmp)
+        self.tokenizer.save_pretrained(tmp)
+        state = {
+            "step": self.step,
+            "optimizer": self.optimizer.state_dict(),
+            "sampler": self.sampler.state_dict(),
+            "buffer": (self.buffer._items, self.buffer.num_samples),  # noqa: SLF001
+            "cache": self.cache.state_dict() if self.cache is not None else None,
+            "rng": {"torch": torch.get_rng_state(), "python": self.rng.getstate(), "random": random.getstate()},
+            "ref": self.ref_model.state_dict() if isinstance(self.ref_model, torch.nn.Module) else None,
+        }
+        torch.save(state, tmp / "trainer_state.pt")
+        shutil.rmtree(final, ignore_errors=True)
+        tmp.rename(final)
+        for old in sorted(self.checkpoint_dir.glob("step_*"))[: -self.cfg.keep_checkpoints]:
+            if not old.name.endswith(".tmp"):
+                shutil.rmtree(old, ignore_errors=True)
+        return final
+
+    def resume(self) -> int:
+        """Load the newest complete checkpoint (if any); returns the step it resumes from."""
+        ckpt = self.latest_checkpoint()
+        if ckpt is None:
+            return 0
+        load_weights(self.model, ckpt)
+        state = torch.load(ckpt / "trainer_state.pt", weights_only=False)
+        self.step = state["step"]
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.sampler.load_state_dict(state["sampler"])
+        self.buffer._items, self.buffer.num_samples = state["buffer"]  # noqa: SLF001
+        if self.cache is not None and state["cache"] is not None:
+            self.cache.load_state_dict(state["cache"])
+        torch.set_rng_state(state["rng"]["torch"])
+        self.rng.setstate(state["rng"]["python"])
+        random.setstate(state["rng"]["random"])
+        if isinstance(self.ref_model, torch.nn.Module) and state["ref"] is not None:
+            self.ref_model.load_state_dict(state["ref"])
+        _truncate_log(self.out / "metrics.jsonl", self.step)
+        if self.sync_weights is not None:
+            self.sync_weights(self.model)
+        log.info("resumed from %s (step %d)", ckpt, self.step)
+        return self.step
+
+
+def load_weights(model: Any, ckpt: Path) -> None:
+    """Load a checkpoint written by ``save_pretrained`` into ``model`` in place (full weights or a LoRA adapter)."""
+    if hasattr(model, "load_adapter") and (ckpt / "adapter_config.json").exists():
+        from peft import set_peft_model_state_dict
+        from peft.utils import load_peft_weights
+
+        set_peft_model_state_dict(model, load_peft_weights(str(ckpt)))
+        return
+    from safetensors.torch import load_file
+
+    files = sorted(ckpt.glob("*.safetensors"))
+    if not files:
+        raise FileNotFoundError(f"{ckpt}: no *.safetensors weights")
+    state: dict[str, torch.Tensor] = {}
+    for f in files:
+        state.update(load_file(str(f)))
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    # Tied embeddings are saved once; anything else missing means a different architecture.
+    missing = [k for k in missing if not k.endswith("lm_head.weight")]
+    if missing or unexpected:
+        raise ValueError(f"{ckpt}: weights do not fit the model (missing {missing[:3]}, unexpected {unexpected[:3]})")
+
+
+def _truncate_log(path: Path, step: int) -> None:
+    """Drop metric lines written after the checkpoint we resume from, so a resumed run logs each step once."""
+    if not path.exists():
+        return
+    keep = [line for line in path.read_text().splitlines() if line.strip() and json.loads(line).get("step", 0) <= step]
+    path.write_text("".join(line + "\n" for line in keep))
