@@ -29,7 +29,7 @@ from proofrl.policy import (
     make_generator,
     response_logprobs,
 )
-from proofrl.policy.generation import _StopStrings
+from proofrl.policy.generation import _StopStrings, merged_weights
 from proofrl.policy.tiny import sample_corpus
 
 # The taught model answers each prompt with its own proof: alpha and beta close the code block, gamma ends
@@ -204,6 +204,28 @@ def test_sampling_params_are_checked():
     for bad in (dict(n=0), dict(max_tokens=0), dict(temperature=0), dict(top_p=0), dict(top_p=1.5), dict(stop="```"), dict(stop=("",))):
         with pytest.raises(ValueError):
             SamplingParams(**bad)
+
+
+def test_merged_weights_are_the_lora_models_function_in_base_names(tiny_path):
+    """What sync_weights hands an engine: base names, adapters merged, the model unchanged afterwards."""
+    base, tok = load_policy(tiny_path)
+    model, _ = load_policy(tiny_path, lora=LoraSpec(r=4, alpha=8, dropout=0.0))
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            if "lora_B" in n:
+                p.normal_(0, 0.2)
+    ids = torch.tensor([tok("Theorem t : True.")["input_ids"]])
+    with torch.no_grad():
+        want = model(ids).logits
+        with merged_weights(model) as weights:
+            assert [n for n, _ in weights] == list(base.state_dict())
+            base.load_state_dict(dict(weights))
+            assert torch.allclose(base(ids).logits, want, atol=1e-4)
+        assert torch.allclose(model(ids).logits, want, atol=1e-5)  # unmerged again
+        q = model.get_base_model().model.layers[0].self_attn.q_proj.base_layer.weight
+        assert not torch.allclose(q, base.model.layers[0].self_attn.q_proj.weight)
+    with merged_weights(base) as plain:
+        assert [n for n, _ in plain] == list(base.state_dict())
 
 
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vLLM is installed here")

@@ -252,8 +252,13 @@ class VLLMGenerator:
                 "machine, or use the 'hf' or 'openai' backend"
             ) from e
         self._vllm = vllm
-        engine_kwargs.setdefault("logprobs_mode", "raw_logprobs")
-        self.llm = vllm.LLM(model=str(path), dtype=dtype, gpu_memory_utilization=gpu_memory_utilization, **engine_kwargs)
+        kw = {"model": str(path), "dtype": dtype, "gpu_memory_utilization": gpu_memory_utilization, **engine_kwargs}
+        try:
+            self.llm = vllm.LLM(**{"logprobs_mode": "raw_logprobs", **kw})
+        except TypeError as e:  # vLLM < 0.10 has no logprobs_mode (V1 engines returned raw log-probs anyway)
+            if "logprobs_mode" not in str(e) or "logprobs_mode" in engine_kwargs:
+                raise
+            self.llm = vllm.LLM(**kw)
         self.tokenizer = self.llm.get_tokenizer()
         self.tokens_generated = 0
 
@@ -276,39 +281,49 @@ class VLLMGenerator:
         return result
 
     def sync_weights(self, model: Any) -> None:
-        """Load the trainer's weights into the engine (best effort: the attribute path to the model moved
-        between vLLM versions; with multiprocessing engines set ``VLLM_ENABLE_V1_MULTIPROCESSING=0``).
-        LoRA adapters are merged for the copy and unmerged again. Raises if no known path exists."""
-        weights = list(_hf_state_items(model))
-        engine = self.llm.llm_engine
-        for path in ("model_executor.driver_worker.model_runner.model",
-                     "model_executor.driver_worker.worker.model_runner.model"):
-            target: Any = engine
-            try:
-                for part in path.split("."):
-                    target = getattr(target, part)
-            except AttributeError:
-                continue
-            target.load_weights(weights)
-            with contextlib.suppress(AttributeError):
-                self.llm.reset_prefix_cache()
-            return
-        raise NotImplementedError(f"cannot reach the model inside this vLLM ({self._vllm.__version__}) to load weights")
+        """Load the trainer's weights into the engine. Best effort, not run here (no GPU): the attribute path
+        to the model moved between vLLM versions, so the known in-process paths are tried first (set
+        ``VLLM_ENABLE_V1_MULTIPROCESSING=0``), then ``LLM.apply_model``. LoRA adapters are merged for the
+        copy and unmerged again. Raises ``NotImplementedError`` when nothing fits."""
+        with merged_weights(model) as weights:
+            for path in _VLLM_MODEL_PATHS:
+                target: Any = self.llm.llm_engine
+                try:
+                    for part in path.split("."):
+                        target = getattr(target, part)
+                except AttributeError:
+                    continue
+                target.load_weights(weights)
+                break
+            else:
+                if not hasattr(self.llm, "apply_model"):
+                    raise NotImplementedError(f"cannot reach the model inside vLLM {self._vllm.__version__} to load weights")
+                self.llm.apply_model(lambda m: m.load_weights(weights))  # pickles the weights to each worker
+        with contextlib.suppress(AttributeError):
+            self.llm.reset_prefix_cache()  # cached prefixes hold the old weights' keys and values
 
 
-def _hf_state_items(model: Any) -> Iterator[tuple[str, torch.Tensor]]:
-    """(name, tensor) in the base model's names; a peft model's adapters merged for the duration."""
-    merged = hasattr(model, "merge_adapter")
-    if merged:
+# Where the torch model sits inside ``LLM.llm_engine``: V0 engines, then V1 with multiprocessing off.
+_VLLM_MODEL_PATHS = (
+    "model_executor.driver_worker.model_runner.model",
+    "model_executor.driver_worker.worker.model_runner.model",
+    "engine_core.engine_core.model_executor.driver_worker.worker.model_runner.model",
+)
+
+
+@contextlib.contextmanager
+def merged_weights(model: Any) -> Iterator[list[tuple[str, torch.Tensor]]]:
+    """(name, tensor) pairs in the base model's Hugging Face names, for engines that load HF checkpoints.
+    A peft model's adapters are merged into the base weights while the block runs and unmerged after it
+    (the tensors share storage with the model: use them inside the block)."""
+    peft = hasattr(model, "merge_adapter")
+    if peft:
         model.merge_adapter()
     try:
-        base = model.get_base_model() if merged else model
-        for name, t in base.state_dict().items():
-            if "lora_" in name:
-                continue
-            yield name.replace(".base_layer", ""), t.detach()
+        base = model.get_base_model() if peft else model
+        yield [(n.replace(".base_layer", ""), t.detach()) for n, t in base.state_dict().items() if "lora_" not in n]
     finally:
-        if merged:
+        if peft:
             model.unmerge_adapter()
 
 
