@@ -146,6 +146,14 @@ def test_completion_targets_extract_back(name):
         assert extracted.endswith(LEAN.formal_statement + "  norm_num [abs_of_nonneg]\n")
 
 
+def test_lean_targets_start_a_new_line_after_a_statement_without_one():
+    one_line = Problem("t", "theorem t : 1 + 1 = 2 := by", "", "lean")
+    for name in ("deepseek-v1.5", "kimina"):
+        fmt = get_format(name)
+        extracted = fmt.extract(one_line, fmt.completion(one_line, "norm_num"))
+        assert extracted == "theorem t : 1 + 1 = 2 := by\n  norm_num\n"
+
+
 # -- judged by the provers ------------------------------------------------------------------------------
 
 

@@ -169,9 +169,9 @@ class PromptFormat:
             code = f"{problem.formal_statement.rstrip()}\nProof.\n{tactics}\n"
         else:
             body = "\n".join("  " + line if line.strip() else line for line in proof.strip("\n").split("\n"))
-            if not self.chat:
-                return f"{body}\n{FENCE}"
-            code = f"{_nl(problem.header)}{problem.formal_statement}{body}\n"
+            if not self.chat:  # continues the prompt, which ends with the statement as the problem gives it
+                return ("" if problem.formal_statement.endswith("\n") else "\n") + f"{body}\n{FENCE}"
+            code = f"{_nl(problem.header)}{_nl(problem.formal_statement)}{body}\n"
         return f"<think>\n{reasoning}\n</think>\n```{self.lang}\n{code}```"
 
 
