@@ -189,6 +189,22 @@ def test_tokens_generated_counts_returned_tokens(taught):
     assert gen.tokens_generated == sum(len(c.token_ids) for c in flat(groups)) > 0
 
 
+def test_no_prompts_and_empty_prompts(untrained, tiny_path):
+    from tokenizers import processors
+    from transformers import AutoTokenizer
+
+    model, tok = untrained
+    gen = HFGenerator(model, tok)
+    assert gen.generate([], SamplingParams(n=4)) == []
+    (c,) = gen.generate([""], SamplingParams(max_tokens=2, seed=0))[0]  # BOS alone is a prompt
+    assert len(c.token_ids) == 2
+    no_bos = AutoTokenizer.from_pretrained(tiny_path)
+    no_bos.backend_tokenizer.post_processor = processors.ByteLevel()  # adds nothing, as Qwen's tokenizer
+    assert no_bos("")["input_ids"] == []
+    with pytest.raises(ValueError, match=r"prompts \[1\] encode to no tokens"):
+        HFGenerator(model, no_bos).generate(["x", ""], SamplingParams())
+
+
 def test_make_generator_by_path_and_bad_names(tiny_path):
     gen = make_generator("hf", path=tiny_path, batch_size=2)
     assert gen.batch_size == 2 and gen.model.dtype == torch.float32

@@ -199,7 +199,10 @@ class HFGenerator:
     def generate(self, prompts: Sequence[str], params: SamplingParams) -> list[list[Completion]]:
         if isinstance(prompts, str):
             raise TypeError("prompts must be a sequence of strings, not one string")
-        rows = [ids for ids in encode_prompts(self.tokenizer, prompts) for _ in range(params.n)]
+        encoded = encode_prompts(self.tokenizer, prompts)
+        if empty := [i for i, ids in enumerate(encoded) if not ids]:
+            raise ValueError(f"prompts {empty[:5]} encode to no tokens (this tokenizer adds no BOS): nothing to condition on")
+        rows = [ids for ids in encoded for _ in range(params.n)]
         was_training = self.model.training
         self.model.eval()
         flat: list[Completion] = []
