@@ -51,7 +51,7 @@ class DemoConfig:
     workers: int = 2
     overrides: tuple[str, ...] = ()
     """``key=value`` overrides of the ``demo`` recipe"""
-    model: dict[str, int] = field(default_factory=lambda: {"hidden": 192, "layers": 3, "heads": 4, "vocab_size": 1024})
+    model: dict[str, int] = field(default_factory=lambda: {"hidden": 128, "layers": 2, "heads": 4, "vocab_size": 1024})
 
 
 def demo_problems(cfg: DemoConfig) -> tuple[list[Problem], list[Problem]]:
@@ -128,6 +128,9 @@ def run_demo(cfg: DemoConfig, *, console: Any = None) -> dict[str, Any]:
     from .provers.pool import PoolConfig
     from .train.trainer import Trainer
 
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # our own bars say what is happening
     console = console or Console()
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -57,6 +57,8 @@ class RolloutTimings:
     """time spent waiting for verdicts after generation ended"""
     tokens: int = 0
     samples: int = 0
+    verified: int = 0
+    """distinct (problem, proof) pairs sent to the verifier (repeated samples are judged once)"""
 
     @property
     def hidden_fraction(self) -> float:
@@ -72,6 +74,7 @@ class RolloutTimings:
             "time/verify_wait_s": self.verify_wait_s,
             "time/verify_hidden": self.hidden_fraction,
             "gen/tokens": self.tokens,
+            "verify/distinct": self.verified,
             "gen/tokens_per_s": self.tokens / self.generate_s if self.generate_s > 0 else 0.0,
         }
 
@@ -95,7 +98,7 @@ def sample_and_verify(
     """Generate ``params.n`` completions per item, extract proofs and verify them, overlapping the two."""
     timings = RolloutTimings()
     groups: list[Group] = []
-    pending: list[tuple[list[Group], Future[list[Verdict]], float]] = []
+    pending: list[tuple[list[Group], Future[list[Verdict]], float, list[int]]] = []
     busy: list[float] = []
 
     chunk = max(1, chunk_prompts)
@@ -111,18 +114,30 @@ def sample_and_verify(
             timings.tokens += sum(len(c.token_ids) for c in comps)
             timings.samples += len(comps)
         submitted = time.perf_counter()
-        future = verifier.submit([(g.item.problem, p) for g in new for p in g.proofs])
+        # Sampled proofs repeat (a group of G often holds the same proof several times): judge each once.
+        index: dict[tuple[str, str | None], int] = {}
+        unique: list[tuple[Problem, str | None]] = []
+        where = []
+        for g in new:
+            for proof in g.proofs:
+                key = (g.item.problem.key, proof)
+                if key not in index:
+                    index[key] = len(unique)
+                    unique.append((g.item.problem, proof))
+                where.append(index[key])
+        future = verifier.submit(unique)
         future.add_done_callback(lambda _: busy.append(time.perf_counter()))
-        pending.append((new, future, submitted))
+        timings.verified += len(unique)
+        pending.append((new, future, submitted, where))
         groups.extend(new)
         if on_chunk:
             on_chunk(len(part))
     gen_end = time.perf_counter()
-    for new, future, _ in pending:
+    for new, future, _, where in pending:
         verdicts = future.result()
-        it = iter(verdicts)
+        it = iter(where)
         for g in new:
-            g.verdicts = [next(it) for _ in g.proofs]
+            g.verdicts = [verdicts[next(it)] for _ in g.proofs]
     timings.verify_wait_s = time.perf_counter() - gen_end
     # The verifier runs chunks one after another; its busy time is from the first submission to the last
     # completion, minus stretches where it had nothing queued (approximated by chunk submission gaps).
@@ -131,7 +146,7 @@ def sample_and_verify(
         last_done = max(busy) if busy else gen_end
         idle = 0.0
         done_sorted = sorted(busy)
-        for (_, _, submitted), prev_done in zip(pending[1:], done_sorted[:-1]):
+        for (_, _, submitted, _), prev_done in zip(pending[1:], done_sorted[:-1]):
             idle += max(0.0, submitted - prev_done)
         timings.verify_busy_s = max(0.0, last_done - first_submit - idle)
     return groups, timings
