@@ -26,15 +26,27 @@ def serve(
     timeout: float = typer.Option(None, help="default seconds per item"),
     api_key: str = typer.Option(None, envvar="PROOFRL_API_KEY", help="require Authorization: Bearer KEY"),
     config: Path = typer.Option(None, exists=True, dir_okay=False, help="YAML file (see docs/server.md)"),
+    sandbox: str = typer.Option(None, envvar="PROOFRL_SANDBOX", help="auto, bwrap, unshare or off (default auto)"),
 ) -> None:
     """Serve kimina-lean-server's HTTP API (/api/check, /verify) over proofrl's prover pools."""
+    import logging
+
     import uvicorn
 
+    from .errors import ConfigError
+    from .provers import sandbox as sandboxing
     from .provers.factory import make_pool
     from .server import create_app
     from .server.config import load_serve_config
 
-    cfg = load_serve_config(config, backend=backend, host=host, port=port, workers=workers, timeout=timeout, api_key=api_key)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        cfg = load_serve_config(config, backend=backend, host=host, port=port, workers=workers, timeout=timeout,
+                                api_key=api_key, sandbox=sandbox)  # fmt: skip
+        sb = sandboxing.configure(cfg.sandbox)  # before any prover starts; off is logged as a warning
+    except ConfigError as e:
+        raise typer.BadParameter(str(e)) from e
+    typer.echo(f"proofrl serve: prover sandbox {sb.mode} ({sb.reason})", err=True)
     pools = {b: make_pool(b, pool=cfg.pool, **(cfg.prover if b == cfg.backends[0] else {})) for b in cfg.backends}
     try:
         uvicorn.run(create_app(pools, cfg.server), host=cfg.host, port=cfg.port, log_level="warning", timeout_graceful_shutdown=10)

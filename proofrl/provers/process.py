@@ -1,30 +1,42 @@
 """A prover subprocess with the guarantees every backend needs.
 
+* started inside the process-wide :mod:`sandbox <proofrl.provers.sandbox>` (no network, writes only to
+  its own scratch directory, which is removed with it);
 * its own process group (``setsid``), so a timeout kills the prover *and* anything it spawned;
-* ``RLIMIT_AS`` so a memory bomb fails inside the prover instead of taking the machine;
+* ``RLIMIT_AS`` so a memory bomb fails inside the prover instead of taking the machine, ``RLIMIT_FSIZE``;
+* killed when the server dies (``PR_SET_PDEATHSIG``; children are forked from one long-lived thread, since
+  the signal fires when the forking *thread* ends);
 * reads with a deadline (``select``), so a silent prover can never hang the caller;
 * stderr drained on a thread into a bounded tail, attached to crash reports.
 
-What is not covered: this is not a security sandbox on its own (see ``docs/`` for the server's threat model).
+The threat model is in ``docs/server.md``.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
+import queue
 import resource
 import select
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from typing import Any
 
 import psutil
 
 from ..errors import ProverCrashed, ProverTimeout
+from .sandbox import Sandbox, current
 
 _STDERR_TAIL = 64 * 1024
+_PR_SET_PDEATHSIG = 1
+_libc = ctypes.CDLL(None, use_errno=True)
 
 
 def _read_or_eof(fd: int) -> bytes:
@@ -34,14 +46,68 @@ def _read_or_eof(fd: int) -> bytes:
         return b""
 
 
-def _limits(memory_mb: int | None) -> Callable[[], None]:
-    def apply() -> None:
+def _limits(memory_mb: int | None, max_file_mb: int) -> Callable[[], None]:
+    def apply() -> None:  # runs in the child between fork and exec
+        _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (max_file_mb * 2**20, max_file_mb * 2**20))
         if memory_mb:
             cap = memory_mb * 1024 * 1024
             resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 
     return apply
+
+
+class _Spawner:
+    """Forks every child from one daemon thread that lives as long as the server, so ``PR_SET_PDEATHSIG``
+    (and bwrap's ``--die-with-parent``) kill the child when the server dies, not when the thread that asked
+    for it ends (a pool or prewarm thread)."""
+
+    def __init__(self) -> None:
+        self._requests: queue.SimpleQueue[tuple[dict[str, Any], Future]] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def popen(self, **kwargs: Any) -> subprocess.Popen:
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._serve, daemon=True, name="proofrl-spawner")
+                self._thread.start()
+        done: Future = Future()
+        self._requests.put((kwargs, done))
+        return done.result()
+
+    def _serve(self) -> None:
+        while True:
+            kwargs, done = self._requests.get()
+            try:
+                done.set_result(subprocess.Popen(**kwargs))
+            except BaseException as e:  # noqa: BLE001 - handed to the caller
+                done.set_exception(e)
+
+
+_spawner = _Spawner()
+
+
+def _descendants(pid: int) -> list[psutil.Process]:
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        return []
+
+
+def _wait_dead(procs: list[psutil.Process], timeout: float) -> None:
+    """Until each is gone or a zombie: a sandbox's inner processes are reaped by whoever inherits them
+    (often the machine's init, on its own schedule), and a zombie holds nothing."""
+    deadline = time.monotonic() + timeout
+    for p in procs:
+        while time.monotonic() < deadline:
+            try:
+                if p.status() == psutil.STATUS_ZOMBIE:
+                    break
+            except psutil.Error:
+                break
+            time.sleep(0.005)
 
 
 class ProverProcess:
@@ -54,17 +120,25 @@ class ProverProcess:
         memory_mb: int | None = None,
         cwd: str | None = None,
         env: dict[str, str] | None = None,
+        readable: Sequence[str] = (),
+        sandbox: Sandbox | None = None,
     ):
+        """``cwd`` None: the scratch directory. ``readable``: paths the prover must read even where the
+        sandbox hides their parent (e.g. Coq's library)."""
         self.argv = list(argv)
-        self.proc = subprocess.Popen(
-            self.argv,
+        self.sandbox = sandbox or current()
+        self._scratch = tempfile.TemporaryDirectory(prefix="proofrl-scratch-")
+        self.scratch = self._scratch.name
+        cwd = cwd or self.scratch
+        self.proc = _spawner.popen(
+            args=self.sandbox.wrap(self.argv, scratch=self.scratch, cwd=cwd, readable=readable),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             cwd=cwd,
-            env=env,
+            env=self.sandbox.env(os.environ if env is None else env, self.scratch),
             start_new_session=True,
-            preexec_fn=_limits(memory_mb),
+            preexec_fn=_limits(memory_mb, self.sandbox.max_file_mb),
             bufsize=0,
         )
         self._buf = bytearray()
@@ -76,28 +150,54 @@ class ProverProcess:
     # -- lifecycle ---------------------------------------------------------------------------------
     @property
     def pid(self) -> int:
-        return self.proc.pid
+        """The prover's own process id (inside a sandbox, the process the wrapper started)."""
+        if not self.sandbox.has_monitor:
+            return self.proc.pid
+        try:
+            tree = _descendants(self.proc.pid)
+            parents = {q.ppid() for q in tree}
+        except psutil.Error:
+            return self.proc.pid
+        leaves = [p.pid for p in tree if p.pid not in parents]
+        return leaves[0] if len(leaves) == 1 else self.proc.pid  # before it starts, the wrapper stands for it
 
     @property
     def alive(self) -> bool:
         return self.proc.poll() is None
 
     def interrupt(self) -> None:
-        """SIGINT to the group: Coq answers ``User interrupt.`` and stays usable."""
-        self._signal(signal.SIGINT)
+        """SIGINT: Coq answers ``User interrupt.`` and stays usable. Inside a sandbox the signal goes to the
+        wrapper's descendants only (bwrap would die of it, killing the prover; a PID namespace's first
+        process ignores it)."""
+        if not self.sandbox.has_monitor:
+            self._signal(signal.SIGINT)
+            return
+        for p in _descendants(self.proc.pid):
+            try:
+                p.send_signal(signal.SIGINT)
+            except psutil.Error:
+                pass
 
     def kill(self) -> None:
-        """SIGKILL the whole process group and reap it. Idempotent."""
+        """SIGKILL the whole process group, reap it and remove the scratch directory. Idempotent."""
+        tree = _descendants(self.proc.pid)
         self._signal(signal.SIGKILL)
+        for p in tree:  # a descendant that left the group (setsid) is killed all the same
+            try:
+                p.kill()
+            except psutil.Error:
+                pass
         try:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:  # pragma: no cover - a zombie that will not die
             pass
+        _wait_dead(tree, 5.0)
         for f in (self.proc.stdin, self.proc.stdout):
             try:
                 f and f.close()
             except OSError:
                 pass
+        self._scratch.cleanup()
 
     def _signal(self, sig: int) -> None:
         try:
@@ -179,11 +279,22 @@ class RunResult:
         self.returncode, self.stdout, self.stderr, self.timed_out = returncode, stdout, stderr, timed_out
 
 
-def run_once(argv: Sequence[str], *, timeout: float, memory_mb: int | None = None, cwd: str | None = None) -> RunResult:
-    """Run a command to completion under the same guards; on timeout its whole process group is killed."""
-    proc = subprocess.Popen(
-        list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, cwd=cwd,
-        start_new_session=True, preexec_fn=_limits(memory_mb),
+def run_once(
+    argv: Sequence[str],
+    *,
+    timeout: float,
+    cwd: str,
+    memory_mb: int | None = None,
+    readable: Sequence[str] = (),
+    sandbox: Sandbox | None = None,
+) -> RunResult:
+    """Run a command to completion under the same guards, with ``cwd`` as its scratch directory (the only
+    place it may write); on timeout its whole process group is killed."""
+    sb = sandbox or current()
+    proc = _spawner.popen(
+        args=sb.wrap(list(argv), scratch=cwd, cwd=cwd, readable=readable), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, cwd=cwd, env=sb.env(os.environ, cwd),
+        start_new_session=True, preexec_fn=_limits(memory_mb, sb.max_file_mb),
     )
     try:
         out, err = proc.communicate(timeout=timeout)

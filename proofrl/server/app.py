@@ -27,6 +27,7 @@ from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse
 
+from ..provers import sandbox
 from ..provers.base import Status, Verdict
 from ..provers.pool import ProverPool
 from .schemas import (
@@ -148,7 +149,11 @@ class Service:
 
     def metrics_text(self) -> str:
         m = self.metrics
+        sb = sandbox.current()
         lines = [
+            "# HELP proofrl_sandbox Prover processes confined (1) or not (0), by mechanism.",
+            "# TYPE proofrl_sandbox gauge",
+            f'proofrl_sandbox{{mode="{sb.mode}"}} {int(sb.confined)}',
             "# HELP proofrl_inflight_items Items admitted and not yet judged.",
             "# TYPE proofrl_inflight_items gauge",
             f"proofrl_inflight_items {self.inflight}",
@@ -270,8 +275,10 @@ def create_app(pools: ProverPool | Mapping[str, ProverPool], config: ServerConfi
         return response
 
     @app.get("/health")
-    async def health() -> dict[str, str]:
-        return {"status": "ok"}
+    async def health() -> dict[str, Any]:
+        """kimina's ``{"status": "ok"}``, plus how prover processes are confined (``sandbox.mode`` ``off``
+        means they are not: see the server log's warning)."""
+        return {"status": "ok", "sandbox": sandbox.current().describe()}
 
     @app.get("/metrics", response_class=PlainTextResponse)
     async def metrics() -> str:

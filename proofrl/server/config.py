@@ -2,6 +2,7 @@
 
 ```yaml
 backends: [coq]            # pools to start; the first is the default for requests that name none
+sandbox: auto              # auto | bwrap | unshare | off: how prover processes are confined
 host: 127.0.0.1
 port: 8000
 pool: {workers: 2, timeout: 30, max_uses: 500, max_rss_mb: 2048}
@@ -21,12 +22,15 @@ import yaml
 from ..errors import ConfigError
 from ..provers.factory import BACKENDS
 from ..provers.pool import PoolConfig
+from ..provers.sandbox import MODES
 from .app import ServerConfig
 
 
 @dataclass
 class ServeConfig:
     backends: list[str] = field(default_factory=lambda: ["coq"])
+    sandbox: str = "auto"
+    """how prover processes are confined (:mod:`proofrl.provers.sandbox`): auto, bwrap, unshare or off"""
     host: str = "127.0.0.1"
     port: int = 8000
     pool: PoolConfig = field(default_factory=PoolConfig)
@@ -44,17 +48,18 @@ def _build(cls: type, values: dict[str, Any], where: str) -> Any:
 
 def load_serve_config(path: Path | None = None, **overrides: Any) -> ServeConfig:
     """Read ``path`` (if any), then apply ``overrides`` that are not None: ``backend``, ``host``, ``port``,
-    ``workers``, ``timeout``, ``api_key``."""
+    ``workers``, ``timeout``, ``api_key``, ``sandbox``."""
     raw: dict[str, Any] = {}
     if path is not None:
         raw = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
         if not isinstance(raw, dict):
             raise ConfigError(f"{path}: expected a mapping at the top level")
-    extra = sorted(set(raw) - {"backends", "host", "port", "pool", "server", "prover"})
+    extra = sorted(set(raw) - {"backends", "sandbox", "host", "port", "pool", "server", "prover"})
     if extra:
         raise ConfigError(f"{path}: unknown keys {extra}")
     cfg = ServeConfig(
         backends=list(raw.get("backends", ["coq"])),
+        sandbox=str(raw.get("sandbox", "auto")),
         host=raw.get("host", "127.0.0.1"),
         port=int(raw.get("port", 8000)),
         pool=_build(PoolConfig, raw.get("pool") or {}, "pool"),
@@ -69,6 +74,9 @@ def load_serve_config(path: Path | None = None, **overrides: Any) -> ServeConfig
     cfg.pool.workers = o.get("workers", cfg.pool.workers)
     cfg.pool.timeout = o.get("timeout", cfg.pool.timeout)
     cfg.server.api_key = o.get("api_key", cfg.server.api_key)
+    cfg.sandbox = o.get("sandbox", cfg.sandbox)
+    if cfg.sandbox not in MODES:
+        raise ConfigError(f"sandbox must be one of {list(MODES)}, got {cfg.sandbox!r}")
     bad = [b for b in cfg.backends if b not in BACKENDS]
     if bad or not cfg.backends:
         raise ConfigError(f"backends must be among {list(BACKENDS)}, got {cfg.backends}")

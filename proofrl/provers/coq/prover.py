@@ -25,7 +25,7 @@ from . import xml
 from .plan import Plan, plan_proof
 from .rules import DEFAULT_AXIOM_ALLOWLIST, FORBIDDEN_TACTICS, assumption_reasons, forbidden_reason, parse_assumptions
 from .sentences import Sentence, SplitError, byte_to_char, position, split_sentences
-from .session import CoqFailure, CoqSession
+from .session import CoqFailure, CoqSession, coq_library
 
 GRACE = 2.0  # seconds past Coq's own Timeout before the process-level deadline fires
 _session_ids = iter(range(1, 1 << 62))
@@ -298,7 +298,7 @@ def coqc_check(theorem: Theorem, proof: str, config: CoqConfig, *, timeout: floa
     with tempfile.TemporaryDirectory(prefix="proofrl-coqc-") as d:
         path = Path(d) / "Check.v"
         path.write_text(text, encoding="utf-8")
-        res = run_once(["coqc", "-q", str(path.name)], timeout=timeout, memory_mb=config.memory_mb, cwd=d)
+        res = run_once(["coqc", "-q", path.name], timeout=timeout, memory_mb=config.memory_mb, cwd=d, readable=coq_library())
     seconds = time.monotonic() - t0
     if res.timed_out:
         return Verdict(Status.TIMEOUT, (f"timeout after {timeout:g}s",), seconds=seconds, prover=version)

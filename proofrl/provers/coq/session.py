@@ -7,8 +7,10 @@ returns there with ``Edit_at(base)``. On a missed deadline the process group get
 
 from __future__ import annotations
 
+import functools
+import os
 import shutil
-import tempfile
+import subprocess
 from dataclasses import dataclass
 
 from ...errors import BackendUnavailable, ProverCrashed, ProverTimeout, StatementError
@@ -27,6 +29,17 @@ def coqidetop_path() -> str:
     raise BackendUnavailable("coq", "coqidetop not found on PATH (Debian: apt-get install coq)")
 
 
+@functools.lru_cache(maxsize=1)
+def coq_library() -> tuple[str, ...]:
+    """Where Coq reads its library (``coqc -where``, ``COQPATH``): kept readable inside the sandbox."""
+    paths = [p for p in os.environ.get("COQPATH", "").split(":") if p]
+    try:
+        where = subprocess.run(["coqc", "-where"], capture_output=True, text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        where = ""
+    return tuple(p for p in [where, *paths] if p and os.path.isdir(p))
+
+
 @dataclass
 class CoqFailure(Exception):
     """Coq rejected a sentence (at parse time in ``Add``, or when it ran)."""
@@ -42,12 +55,12 @@ class CoqFailure(Exception):
 
 class CoqSession:
     def __init__(self, prelude: str = "", *, memory_mb: int | None = 4096, options: tuple[str, ...] = ()):
-        # A scratch directory per process: tactics such as lia write caches into the working directory.
-        self.scratch = tempfile.TemporaryDirectory(prefix="proofrl-coq-")
+        # Runs in its scratch directory (tactics such as lia write caches into the working directory), the
+        # only place the sandbox lets it write.
         self.process = ProverProcess(
             [coqidetop_path(), "-main-channel", "stdfds", "-async-proofs", "off", *options],
             memory_mb=memory_mb,
-            cwd=self.scratch.name,
+            readable=coq_library(),
         )
         reply = self.call(xml.init(), timeout=30)
         self.base = int(reply.value.find("state_id").get("val"))
@@ -133,5 +146,4 @@ class CoqSession:
 
     def close(self) -> None:
         self.process.kill()
-        self.scratch.cleanup()
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 from typing import Any
 
 from ...errors import ProtocolError, ProverCrashed, ProverTimeout
@@ -49,7 +50,8 @@ class LeanSession:
         self.config = config
         self.session_id = next(_ids)
         self.requests = 0
-        self._proc = ProverProcess(config.command, memory_mb=config.memory_mb, cwd=config.cwd)
+        # the project directory (cwd) stays readable inside the sandbox; the scratch directory is for writes
+        self._proc = ProverProcess(config.command, memory_mb=config.memory_mb, cwd=config.cwd or os.getcwd())
         self._dead = False
 
     # -- lifecycle --------------------------------------------------------------------------------------
