@@ -120,14 +120,87 @@ def test_close_leaves_no_prover_process(pool):
             os.kill(pid, 0)
 
 
-def test_header_queues_keep_workers_on_their_header_and_split_the_largest_last():
-    from proofrl.provers.pool import _HeaderQueues
+# -- the shared backlog: header affinity for every caller ---------------------------------------------------------
+def _items(headers: str, t0: float = 0.0):
+    from proofrl.provers.pool import _Item
 
-    jobs = [(Theorem(f"a{i}", "", "A"), "") for i in range(6)] + [(Theorem(f"b{i}", "", "B"), "") for i in range(2)]
-    q = _HeaderQueues(jobs)
-    w1 = q.take(None)
-    w2 = q.take(None)
-    assert (w1, w2) == (("A", 0), ("B", 6))  # largest unclaimed header first, input order within it
-    assert q.take("B") == ("B", 7)
-    assert q.take("B") == ("A", 1)  # B is done and nothing is unclaimed: join A, the largest in progress
-    assert [q.take("A") for _ in range(5)] == [("A", 2), ("A", 3), ("A", 4), ("A", 5), None]
+    return [_Item(Theorem(f"j{i}", "", h), "", None, i, lambda i, v: None, t0 + i * 1e-3) for i, h in enumerate(headers)]
+
+
+def _taken(backlog, current):
+    it = backlog.take(current)
+    return None if it is None else (it.theorem.header, it.index)
+
+
+def test_backlog_keeps_workers_on_their_header_then_takes_the_unclaimed_one_waiting_longest():
+    from proofrl.provers.pool import _Backlog
+
+    b = _Backlog(workers=2, affinity_wait=10, clock=lambda: 1.0)
+    assert b.put(_items("ABABAAC")) == 2  # two workers to start, never more than the pool has
+    assert (_taken(b, None), _taken(b, None)) == (("A", 0), ("B", 1))  # different headers for the two
+    assert _taken(b, "A") == ("A", 2)  # stays on A although B's job 3 arrived earlier than A's job 4
+    assert _taken(b, "B") == ("B", 3)
+    assert _taken(b, "B") == ("C", 6)  # B is done: C, which nobody works on, before joining A
+    assert [_taken(b, "A"), _taken(b, "C")] == [("A", 4), ("A", 5)]  # C is done: join A
+    assert (_taken(b, "A"), _taken(b, "A")) == (None, None) and len(b) == 0
+    assert b.put(_items("A")) == 1  # both workers retired: the next job starts one again
+
+
+def test_backlog_never_starves_a_header_past_affinity_wait():
+    from proofrl.provers.pool import _Backlog
+
+    now = [0.0]
+    b = _Backlog(workers=1, affinity_wait=5, clock=lambda: now[0])
+    b.put(_items("AAAB"))
+    assert _taken(b, None) == ("A", 0)
+    now[0] = 4.0
+    assert _taken(b, "A") == ("A", 1)  # B has waited 4 s: affinity still wins
+    now[0] = 6.0
+    assert _taken(b, "A") == ("B", 3)  # B has waited 6 s > 5: served before A's last job
+    assert _taken(b, "B") == ("A", 2)
+
+
+def test_backlog_with_no_affinity_is_first_come_first_served():
+    from proofrl.provers.pool import _Backlog
+
+    b = _Backlog(workers=1, affinity_wait=0, clock=lambda: 1.0)
+    b.put(_items("ABAB"))
+    assert [_taken(b, h) for h in (None, "A", "B", "A")] == [("A", 0), ("B", 1), ("A", 2), ("B", 3)]
+
+
+HEADERS = ("Require Import Arith.", "Require Import Bool.", "Require Import List.")
+
+
+def _concurrent_mixed_headers(affinity_wait: float) -> tuple[list[Status], int]:
+    """18 jobs over 3 headers, interleaved, each its own ``acheck`` call (as the server makes them)."""
+    jobs = [(Theorem(f"t{i}", f"Theorem t{i} : True.", HEADERS[i % 3]), "Proof. exact I. Qed.") for i in range(18)]
+    with make_pool("coq", pool=PoolConfig(workers=2, timeout=10, affinity_wait=affinity_wait)) as p:
+
+        async def main():
+            return await asyncio.gather(*(p.acheck(t, proof) for t, proof in jobs))
+
+        verdicts = asyncio.run(main())
+        return [v.status for v in verdicts], p.stats.started
+
+
+def test_concurrent_callers_are_grouped_by_header():
+    grouped, grouped_starts = _concurrent_mixed_headers(affinity_wait=10)
+    naive, naive_starts = _concurrent_mixed_headers(affinity_wait=0)
+    assert grouped == naive == [Status.VALID] * 18
+    assert grouped_starts <= 4  # each header loaded once, plus one worker joining the last header
+    assert naive_starts >= grouped_starts + 4  # first come, first served reloads a header on most jobs
+
+
+def test_close_answers_every_queued_job():
+    p = make_pool("coq", pool=PoolConfig(workers=1, timeout=10))
+    out: list = []
+    t = threading.Thread(target=lambda: out.append(p.check_many([(T, LOOP)] * 6, timeout=2)))
+    t.start()
+    deadline = time.monotonic() + 20
+    while p.busy == 0:  # the first job is running; five are queued
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    p.close()
+    t.join(20)
+    (verdicts,) = out
+    assert len(verdicts) == 6 and [v.reasons for v in verdicts[1:]] == [("pool is closed",)] * 5

@@ -9,7 +9,9 @@
 * **A batch of N jobs yields N verdicts.** A crash is retried once on a fresh process, then reported as
   ``crash``; any other surprise becomes an ``error`` verdict for that item only.
 
-Sync (``check``, ``check_many``) and asyncio (``acheck``, ``acheck_many``) entry points share one scheduler.
+* **One queue for every caller.** ``check_many``, ``acheck`` and ``acheck_many`` (the server's concurrent
+  requests) all queue jobs in one backlog; free workers take jobs whose header their process already holds
+  (see :class:`_Backlog`), so mixed-header traffic does not reload headers over and over.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import asyncio
 import contextlib
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -42,6 +44,10 @@ class PoolConfig:
     """resident memory above which a process is recycled after its job"""
     retries: int = 1
     """fresh-process retries of a job whose process crashed"""
+    affinity_wait: float = 10.0
+    """seconds a header's queued jobs may go unserved while every worker stays on headers it holds; past
+    that the next free worker switches to them (bounds the wait header affinity adds; 0 = first come,
+    first served, for comparison)"""
 
 
 @dataclass
@@ -73,6 +79,7 @@ class ProverPool:
         self.stats = PoolStats()
         self._closed = False
         self._mine = threading.local()  # the slot this thread used last: reused first when no header matches
+        self._backlog = _Backlog(self.config.workers, self.config.affinity_wait)
 
     # -- leasing a process ---------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -175,34 +182,78 @@ class ProverPool:
         on_done: Callable[[int, Verdict], None] | None = None,
     ) -> list[Verdict]:
         """Judge ``jobs`` in parallel; the i-th verdict belongs to the i-th job. ``on_done(i, verdict)`` is
-        called as each finishes (progress bars, streaming JSONL)."""
-
-        def one(i: int) -> Verdict:
-            v = self.check(*jobs[i], timeout=timeout)
-            if on_done is not None:
-                on_done(i, v)
-            return v
-
-        queues = _HeaderQueues(jobs)
+        called as each finishes (progress bars, streaming JSONL); its first exception is raised at the end."""
+        if not jobs:
+            return []
         results: list[Verdict | None] = [None] * len(jobs)
+        left = len(jobs)
+        finished = threading.Event()
+        failures: list[BaseException] = []
+        lock = threading.Lock()
 
-        def worker() -> None:
-            header = None
-            while (item := queues.take(header)) is not None:
-                header, i = item
-                results[i] = one(i)
+        def done(i: int, v: Verdict) -> None:
+            nonlocal left
+            results[i] = v
+            try:
+                if on_done is not None:
+                    on_done(i, v)
+            except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread
+                failures.append(e)
+            with lock:
+                left -= 1
+                if left == 0:
+                    finished.set()
 
-        futures = [self._executor.submit(worker) for _ in range(min(self.config.workers, len(jobs)))]
-        for f in futures:
-            f.result()
+        self._submit(jobs, timeout, done)
+        finished.wait()
+        if failures:
+            raise failures[0]
         return results  # type: ignore[return-value]
 
     async def acheck(self, theorem: Theorem, proof: str, *, timeout: float | None = None) -> Verdict:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, lambda: self.check(theorem, proof, timeout=timeout))
+        return (await self.acheck_many([(theorem, proof)], timeout=timeout))[0]
 
     async def acheck_many(self, jobs: Sequence[tuple[Theorem, str]], *, timeout: float | None = None) -> list[Verdict]:
-        return list(await asyncio.gather(*(self.acheck(t, p, timeout=timeout) for t, p in jobs)))
+        """The asyncio entry point: the jobs join the same queue as every other caller's."""
+        loop = asyncio.get_running_loop()
+        futures = [loop.create_future() for _ in jobs]
+
+        def settle(f: asyncio.Future, v: Verdict) -> None:
+            if not f.done():
+                f.set_result(v)
+
+        self._submit(jobs, timeout, lambda i, v: loop.call_soon_threadsafe(settle, futures[i], v))
+        return list(await asyncio.gather(*futures))
+
+    def _submit(self, jobs: Sequence[tuple[Theorem, str]], timeout: float | None, done: Callable[[int, Verdict], None]) -> None:
+        now = time.monotonic()
+        items = [_Item(theorem, proof, timeout, i, done, now) for i, (theorem, proof) in enumerate(jobs)]
+        for _ in range(self._backlog.put(items)):
+            try:
+                self._executor.submit(self._drain)
+            except RuntimeError:  # the pool was closed meanwhile: close() answers what is queued
+                self._backlog.fail_all(self._closed_verdict)
+
+    def _drain(self) -> None:
+        """One worker: judge queued jobs, preferring those whose header this worker's process holds."""
+        header: str | None = None
+        while (item := self._backlog.take(header)) is not None:
+            header = item.theorem.header
+            try:
+                v = self.check(item.theorem, item.proof, timeout=item.timeout)
+            except BaseException as e:  # noqa: BLE001 - one item never sinks a batch
+                v = Verdict(Status.ERROR, (f"internal error: {type(e).__name__}: {e}",))
+            with contextlib.suppress(RuntimeError):  # the caller's event loop has closed: nobody to tell
+                item.done(item.index, v)
+
+    @property
+    def queued(self) -> int:
+        """Jobs waiting for a worker."""
+        return len(self._backlog)
+
+    @staticmethod
+    def _closed_verdict() -> Verdict:
+        return Verdict(Status.ERROR, ("pool is closed",))
 
     # -- introspection and shutdown ------------------------------------------------------------------
     @property
@@ -217,6 +268,7 @@ class ProverPool:
         with self._cond:
             self._closed = True
             self._cond.notify_all()
+        self._backlog.fail_all(self._closed_verdict)
         self._executor.shutdown(wait=False, cancel_futures=True)
         for s in self._slots:
             self._discard(s)
@@ -228,29 +280,80 @@ class ProverPool:
         self.close()
 
 
-class _HeaderQueues:
-    """Jobs grouped by header, claimed so that each header is loaded by as few processes as possible: a
-    worker stays on its header while it has jobs, then takes the largest header nobody works on, and only
-    when none is left joins the largest one in progress (so one big group still ends in parallel)."""
+@dataclass
+class _Item:
+    theorem: Theorem
+    proof: str
+    timeout: float | None
+    index: int
+    done: Callable[[int, Verdict], None]
+    queued_at: float
 
-    def __init__(self, jobs: Sequence[tuple[Theorem, str]]):
+
+class _Backlog:
+    """Every caller's queued jobs, by header, shared by at most ``workers`` draining threads.
+
+    ``take(header)`` is the scheduling rule: a worker stays on the header its process holds while that
+    header has jobs (a switch costs a header load: 0.4 s for Coq, 10+ s for Mathlib); a worker that must
+    switch takes the header nobody works on whose jobs have waited longest, else joins the longest-waiting
+    one (so one big group still ends in parallel). A header that has gone ``affinity_wait`` seconds without
+    service is taken next whatever the worker holds, so affinity never starves a header. Within a header,
+    jobs go in arrival order.
+    """
+
+    def __init__(self, workers: int, affinity_wait: float, clock: Callable[[], float] = time.monotonic):
         self._lock = threading.Lock()
-        self._todo: dict[str, list[int]] = {}
-        for i, (theorem, _) in enumerate(jobs):
-            self._todo.setdefault(theorem.header, []).append(i)
-        for q in self._todo.values():
-            q.reverse()  # pop() from the end keeps input order within a header
-        self._workers: Counter = Counter()
+        self._queues: dict[str, deque[_Item]] = {}
+        self._served: dict[str, float] = {}  # header -> when a job of it was last taken
+        self._on: Counter = Counter()  # header -> workers on it
+        self._workers, self._max_workers = 0, workers
+        self.affinity_wait, self._clock = affinity_wait, clock
 
-    def take(self, current: str | None) -> tuple[str, int] | None:
+    def __len__(self) -> int:
         with self._lock:
-            if current is not None and self._todo.get(current):
-                return current, self._todo[current].pop()
-            left = [h for h, q in self._todo.items() if q]
-            if not left:
+            return sum(len(q) for q in self._queues.values())
+
+    def put(self, items: Sequence[_Item]) -> int:
+        """Queue ``items``; returns how many new workers the caller must start."""
+        with self._lock:
+            for it in items:
+                self._queues.setdefault(it.theorem.header, deque()).append(it)
+            start = min(self._max_workers - self._workers, len(items))
+            self._workers += start
+            return start
+
+    def take(self, current: str | None) -> _Item | None:
+        """The next job for a worker whose process holds ``current``; None (and the worker retires) when
+        nothing is queued."""
+        with self._lock:
+            waiting = {h: q for h, q in self._queues.items() if q}
+            if not waiting:
+                self._on[current] -= current is not None
+                self._workers -= 1
                 return None
-            h = min(left, key=lambda h: (self._workers[h] > 0, -len(self._todo[h])))
-            self._workers[h] += 1
-            if current is not None:
-                self._workers[current] -= 1
-            return h, self._todo[h].pop()
+            h = self._choose(current, waiting, self._clock())
+            if h != current:
+                self._on[current] -= current is not None
+                self._on[h] += 1
+            self._served[h] = self._clock()
+            return waiting[h].popleft()
+
+    def _choose(self, current: str | None, waiting: dict[str, deque[_Item]], now: float) -> str:
+        if self.affinity_wait <= 0:  # first come, first served
+            return min(waiting, key=lambda h: waiting[h][0].queued_at)
+        unserved = {h: now - max(self._served.get(h, 0.0), q[0].queued_at) for h, q in waiting.items()}
+        starving = max(unserved, key=unserved.__getitem__)
+        if unserved[starving] > self.affinity_wait:
+            return starving
+        if current in waiting:
+            return current
+        idle = [h for h in waiting if self._on[h] <= 0] or list(waiting)
+        return max(idle, key=unserved.__getitem__)
+
+    def fail_all(self, verdict: Callable[[], Verdict]) -> None:
+        """Answer every queued job with ``verdict()`` (the pool is closing)."""
+        with self._lock:
+            items = [it for q in self._queues.values() for it in q]
+            self._queues.clear()
+        for it in items:
+            it.done(it.index, verdict())

@@ -162,7 +162,7 @@ class Service:
             f"proofrl_rejected_busy_total {m.rejected_busy}",
         ]
         gauges = {
-            "proofrl_queue_depth": ("Items waiting for a prover process.", lambda p: p.stats.waiting),
+            "proofrl_queue_depth": ("Items waiting for a prover process.", lambda p: p.queued + p.stats.waiting),
             "proofrl_busy_processes": ("Prover processes working on an item.", lambda p: p.busy),
             "proofrl_idle_processes": ("Prover slots not working on an item.", lambda p: p.config.workers - p.busy),
             "proofrl_processes_started_total": ("Prover processes started.", lambda p: p.stats.started),
