@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import random
@@ -18,12 +19,14 @@ from pathlib import Path
 import httpx
 import pytest
 
+from proofrl.provers import sandbox
 from proofrl.provers.factory import make_pool
-from proofrl.provers.pool import PoolConfig
+from proofrl.provers.pool import PoolConfig, ProverPool
 from proofrl.server import ServerConfig, create_app
 from proofrl.server.snippets import make_job
 
 from conftest import requires_coq
+from lean_replay_support import needs_transcripts
 
 pytestmark = requires_coq
 
@@ -59,10 +62,10 @@ def wait_healthy(url: str, proc: subprocess.Popen | None = None, seconds: float 
 class InProcess:
     """uvicorn in a thread, so a test can reach the pool (its pids) while real HTTP goes over loopback."""
 
-    def __init__(self, workers: int = 2, **server_options):
+    def __init__(self, workers: int = 2, pool: ProverPool | None = None, **server_options):
         import uvicorn
 
-        self.pool = make_pool("coq", pool=PoolConfig(workers=workers, timeout=5))
+        self.pool = pool or make_pool("coq", pool=PoolConfig(workers=workers, timeout=5))
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         app = create_app(self.pool, ServerConfig(**server_options))
@@ -213,6 +216,91 @@ def test_bad_items_never_sink_the_batch(served):
     assert [x["proofrl"]["status"] for x in r.json()["results"]] == ["valid", "error", "error", "error", "error"]
 
 
+# -- hostile Coq: commands that reach outside the prover ---------------------------------------------------------
+PROBE = "/var/tmp/proofrl-hostile-probe"  # no test may ever create it
+THM = "Theorem t : True.\nProof. exact I. Qed."
+
+
+@pytest.mark.parametrize(("code", "reason"), [
+    # in the header, which a kimina snippet lets the client write
+    ('Load "/etc/passwd".\n' + THM, "forbidden: Load"),
+    (H + f'Redirect "{PROBE}" Print nat.\n' + THM, "forbidden: Redirect"),
+    ('Cd "/var/tmp".\n' + THM, "forbidden: Cd"),
+    ('Fail Time Load "/etc/passwd".\n' + THM, "forbidden: Load"),  # under control prefixes
+    (f'#[local] Redirect "{PROBE}" Print nat.\n' + THM, "forbidden: Redirect"),
+    ('(* a comment *) Declare ML Module "coq-core.plugins.ltac".\n' + THM, "forbidden: Declare ML Module"),
+    ('Add LoadPath "/etc" as Etc.\n' + THM, "forbidden: Add LoadPath"),
+    (f'Extraction "{PROBE}" nat.\n' + THM, "forbidden: Extraction"),
+    # in the proof, where any command is refused
+    (f'Theorem t : True.\nProof. Redirect "{PROBE}" Print nat. exact I. Qed.', "forbidden: Redirect"),
+    ('Theorem t : True.\nProof. idtac. Load "/etc/passwd". exact I. Qed.', "forbidden: Load"),
+    (f'Theorem t : True.\nProof. exact I. Qed.\nRedirect "{PROBE}" Print t.', "forbidden: Qed"),
+])
+def test_file_commands_in_a_snippet_are_refused_and_say_so(served, code, reason):
+    url, _ = served
+    r = post(url, "/api/check", {"snippets": [{"id": "x", "code": code}], "timeout": 10})
+    (res,) = r.json()["results"]
+    assert (res["proofrl"]["status"], res["proofrl"]["reasons"]) == ("rejected", [reason])
+    assert reason in res["response"]["messages"][0]["data"]  # kimina clients see it as a lean_error
+    assert not any(os.path.exists(PROBE + ext) for ext in ("", ".out"))
+
+
+def test_health_reports_the_sandbox(served):
+    url, _ = served
+    mode = next((m for m in ("bwrap", "unshare") if sandbox.probe(m) is None), "off")
+    body = httpx.get(url + "/health").json()
+    assert body["status"] == "ok"
+    assert (body["sandbox"]["mode"], body["sandbox"]["network"], body["sandbox"]["filesystem"]) == (mode, mode != "off", mode != "off")
+    assert f'proofrl_sandbox{{mode="{mode}"}} {int(mode != "off")}' in httpx.get(url + "/metrics").text
+
+
+# -- Lean through the server (the transcript replay stands in for the REPL) -------------------------------------
+def _lean_server(tmp_path):
+    """A server whose default backend is Lean; each header's process replays its own transcript."""
+    from lean_replay_support import recorded, replay_config, synthetic_axioms, write_transcript
+
+    from proofrl.provers.lean import LeanProver
+    from proofrl.provers.lean.prover import EXAMPLE_NAME
+
+    header_req, header_ans = recorded("Mathlib/test/H20231020", 1)
+    lines = header_req["cmd"].count("\n") + 1
+    mathlib = [(header_req, header_ans)]
+    for i, env in ((2, 1), (3, 2)):  # mathd 188 and 403: the recorded answers, the body as a whole file sends it
+        req, ans = recorded("Mathlib/test/H20231020", i)
+        name = req["cmd"].split()[1]
+        mathlib += [({"cmd": "\n" * lines + req["cmd"], "env": 0}, ans),
+                    ({"cmd": f"#print axioms {name}", "env": env}, synthetic_axioms(name, ["propext"], env + 10))]
+    kernel_req, kernel_ans = recorded("app_type_mismatch2", 1)  # the recorded answer; the request names the example
+    renamed = {"cmd": kernel_req["cmd"].replace("example", f"theorem {EXAMPLE_NAME}", 1)}
+    transcripts = {
+        header_req["cmd"]: write_transcript(tmp_path, "mathlib", mathlib),
+        "": write_transcript(tmp_path, "kernel", [(renamed, kernel_ans)]),
+    }
+    pool = ProverPool(lambda h: LeanProver(replay_config(transcripts[h]), h), PoolConfig(workers=1, timeout=10))
+    return InProcess(pool=pool, backend="lean"), header_req["cmd"], kernel_req["cmd"]
+
+
+@needs_transcripts
+def test_lean_through_the_server_with_kimina_client(tmp_path):
+    server, header, kernel_code = _lean_server(tmp_path)
+    kc = _kimina()
+    with server as s:
+        t188 = header + "\ntheorem mathd_numbertheory_188 : Nat.gcd 180 168 = 12 := by norm_num"
+        t403 = header + "\ntheorem mathd_numbertheory_403 : ∑ k ∈ (Nat.properDivisors 198), k = 270 := by simp (config := {decide := true})"
+        cheat = header + "\ntheorem mathd_numbertheory_188 : Nat.gcd 180 168 = 12 := by sorry"
+        out = kc.KiminaClient(api_url=s.url, n_retries=1).check(
+            [kc.Snippet(id="188", code=t188), kc.Snippet(id="403", code=t403), kc.Snippet(id="cheat", code=cheat)],
+            timeout=10, show_progress=False,
+        )
+        assert {r.id: r.analyze().status.value for r in out.results} == {"188": "valid", "403": "valid", "cheat": "lean_error"}
+        raw = httpx.post(s.url + "/api/check", json={"snippets": [{"id": "c", "code": cheat}]}, timeout=30).json()["results"][0]
+        assert (raw["proofrl"]["backend"], raw["proofrl"]["reasons"]) == ("lean", ["forbidden: sorry"])  # never sent
+        r = httpx.post(s.url + "/api/check", json={"snippets": [{"id": "k", "code": kernel_code}], "backend": "lean"}, timeout=30)
+        (k,) = r.json()["results"]
+        assert (k["proofrl"]["status"], k["proofrl"]["reasons"]) == ("rejected", ["kernel: application type mismatch"])
+        assert s.pool.stats.started == 2  # one process per header, the Mathlib header run once for two proofs
+
+
 # -- backpressure, load, faults, shutdown ------------------------------------------------------------------
 def test_full_queue_answers_429_with_retry_after():
     with InProcess(workers=1, max_inflight=2, retry_after=3) as s:
@@ -235,78 +323,109 @@ def test_full_queue_answers_429_with_retry_after():
         assert "proofrl_rejected_busy_total 1" in httpx.get(s.url + "/metrics").text
 
 
-MIX = [VALID, WRONG, ADMITTED, SWAP, SWAP_BAD, LOOPING]
+ZH = "Require Import ZArith Lia.\n"
+Z_VALID = ZH + "Theorem zadd : forall x : Z, (x + 0 = x)%Z.\nProof. intros. lia. Qed."
+Z_WRONG = ZH + "Theorem zadd : forall x : Z, (x + 0 = x)%Z.\nProof. intros. reflexivity. Qed."
+MIX = [VALID, WRONG, ADMITTED, SWAP, SWAP_BAD, LOOPING, Z_VALID, Z_WRONG]  # two headers, so grouping matters
+LOAD_TIMEOUT = 2  # seconds per item: LOOPING times out, the others finish far sooner even on a busy machine
 
 
-async def _hammer(url: str, clients: int, seconds: float, seed: int) -> list[tuple[int, list[tuple[str, str]]]]:
-    """``clients`` concurrent clients posting random small batches of MIX for ``seconds``; returns
-    ``(http status, [(code, verdict status)])`` per request."""
-    out: list[tuple[int, list[tuple[str, str]]]] = []
+def _direct(codes: list[str], timeout: float) -> dict[str, str]:
+    """The verdict of each code from a pool called directly (no HTTP, no server)."""
+    jobs = {c: make_job(c, "coq") for c in codes}
+    with make_pool("coq", pool=PoolConfig(workers=2)) as pool:
+        return {c: pool.check(j.theorem, j.proof, timeout=timeout).status.value for c, j in jobs.items()}
+
+
+Sent = tuple[float, float, "int | str", list[tuple[str, str]]]
+
+
+async def _hammer(url: str, clients: int, seconds: float, seed: int) -> list[Sent]:
+    """``clients`` concurrent clients posting random batches of 1-2 MIX items for ``seconds``; returns
+    ``(time sent, time answered, http status or exception name, [(code, verdict status)])`` per request."""
+    out: list[Sent] = []
     stop = time.monotonic() + seconds
 
     async def client(i: int) -> None:
         rng = random.Random(seed + i)
-        async with httpx.AsyncClient(base_url=url, timeout=60) as c:
-            while time.monotonic() < stop:
-                codes = [rng.choice(MIX) for _ in range(rng.randint(1, 3))]
-                r = await c.post("/api/check", json={"snippets": [{"id": str(k), "code": x} for k, x in enumerate(codes)], "timeout": 1})
+        async with httpx.AsyncClient(base_url=url, timeout=120) as c:
+            while (sent := time.monotonic()) < stop:
+                codes = [rng.choice(MIX) for _ in range(rng.randint(1, 2))]
+                body = {"snippets": [{"id": str(k), "code": x} for k, x in enumerate(codes)], "timeout": LOAD_TIMEOUT}
+                try:
+                    r = await c.post("/api/check", json=body)
+                except httpx.HTTPError as e:  # recorded, never raised: every request must be answered
+                    out.append((sent, time.monotonic(), type(e).__name__, []))
+                    continue
                 got = [x["proofrl"]["status"] for x in r.json()["results"]] if r.status_code == 200 else []
-                out.append((r.status_code, list(zip(codes, got))))
+                assert len(got) == len(codes) or r.status_code != 200
+                out.append((sent, time.monotonic(), r.status_code, list(zip(codes, got))))
 
     await asyncio.gather(*(client(i) for i in range(clients)))
     return out
 
 
-def _direct(pool) -> dict[str, str]:
-    jobs = {c: make_job(c, "coq") for c in MIX}
-    return {c: pool.check(j.theorem, j.proof, timeout=1).status.value for c, j in jobs.items()}
+def _provers_of(server_pid: int) -> list[int]:
+    import psutil
+
+    try:
+        return [p.pid for p in psutil.Process(server_pid).children(recursive=True) if p.name().startswith("coqidetop")]
+    except psutil.Error:
+        return []
 
 
-def test_load_mixed_proofs_verdicts_equal_direct_pool_calls():
-    with InProcess(workers=2) as s:
-        expected = _direct(s.pool)
-        assert expected[VALID] == "valid" and expected[LOOPING] == "timeout"
-        results = asyncio.run(_hammer(s.url, clients=12, seconds=8, seed=1))
-        statuses = Counter(code for code, _ in results)
-        assert set(statuses) == {200}, statuses
-        items = [item for _, got in results for item in got]
-        assert len(items) > 30
-        assert [(c, v) for c, v in items if v != expected[c]] == []
-
-
-def test_killing_provers_during_load_still_gives_every_item_a_verdict():
-    with InProcess(workers=2) as s:
-        expected = _direct(s.pool)
-        killed: list[int] = []
-        done = threading.Event()
+@pytest.mark.slow
+def test_load_32_clients_60s_with_kills_matches_direct_pool_calls():
+    """``proofrl serve`` (a real subprocess, real uvicorn) under 32 concurrent clients for 60 s of mixed
+    valid, invalid, admitted and looping proofs over two headers. First half: no faults, every verdict
+    equals the direct pool's. Second half: a random prover process is SIGKILLed every 2 s; every item
+    still gets a verdict, and one differs only as ``crash`` (a job killed on its retry too)."""
+    expected = _direct(MIX, LOAD_TIMEOUT)
+    assert expected[VALID] == expected[Z_VALID] == "valid" and expected[LOOPING] == "timeout"
+    port = free_port()
+    cmd = [sys.executable, "-c", "from proofrl.cli import app; app()", "serve", "--port", str(port), "--workers", "2"]
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}"
+    killed: list[tuple[float, int]] = []
+    stop_killing = threading.Event()
+    try:
+        wait_healthy(url, proc)
+        t0 = time.monotonic()
+        half = t0 + 30
 
         def killer() -> None:
             rng = random.Random(7)
-            while not done.wait(0.7):
-                pids = s.pool.pids()
-                if pids:
+            while not stop_killing.wait(2.0) and time.monotonic() < t0 + 60:
+                pids = _provers_of(proc.pid)
+                if time.monotonic() >= half and pids:
                     pid = rng.choice(pids)
-                    try:
+                    with contextlib.suppress(ProcessLookupError):
                         os.kill(pid, signal.SIGKILL)
-                        killed.append(pid)
-                    except ProcessLookupError:
-                        pass
+                        killed.append((time.monotonic(), pid))
 
         k = threading.Thread(target=killer)
         k.start()
         try:
-            results = asyncio.run(_hammer(s.url, clients=8, seconds=6, seed=2))
+            results = asyncio.run(_hammer(url, clients=32, seconds=60, seed=1))
         finally:
-            done.set()
+            stop_killing.set()
             k.join()
-        assert len(killed) >= 4
-        assert {code for code, _ in results} == {200}
-        items = [item for _, got in results for item in got]
-        assert all(v in ("valid", "rejected", "error", "timeout", "crash") for _, v in items)
-        # a killed job is retried on a fresh process; only a job whose retry is killed too may differ
-        differing = [(c, v) for c, v in items if v != expected[c]]
-        assert all(v == "crash" for _, v in differing), differing
-        assert len(differing) <= len(killed)
+        assert proc.poll() is None, "the server survived"
+        metrics = httpx.get(url + "/metrics").text
+    finally:
+        proc.terminate()
+        proc.wait(20)
+    assert Counter(code for _, _, code, _ in results) == Counter({200: len(results)})  # no 5xx, no 4xx, no drops
+    first_kill = killed[0][0] if killed else half
+    calm = [item for _, answered, _, got in results if answered < first_kill for item in got]
+    stormy = [item for sent, _, _, got in results if sent >= half for item in got]
+    assert len(calm) > 60 and len(stormy) > 30 and len(killed) >= 8
+    print(f"{len(results)} requests, {len(calm)} items before the first kill, {len(stormy)} during kills, "
+          f"{len(killed)} kills, latency max {max(a - s for s, a, _, _ in results):.1f}s")
+    assert [(c, v) for c, v in calm if v != expected[c]] == []
+    differing = [(c, v) for c, v in stormy if v != expected[c]]
+    assert all(v == "crash" for _, v in differing) and len(differing) <= len(killed), differing
+    assert 'proofrl_process_crashes_total{backend="coq"} 0' not in metrics  # the kills were seen as crashes
 
 
 def test_sigterm_leaves_no_prover_process(tmp_path):

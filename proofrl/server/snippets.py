@@ -5,6 +5,11 @@ A kimina snippet is the whole file: header, statement and proof. Coq text is cut
 statement, what precedes it the header, the rest the proof. Lean text is handed over whole: the Lean backend
 accepts a whole file as the proof and checks that it contains the statement unchanged, so the statement is
 taken as the first declaration up to its ``:=``.
+
+Through the server the header is untrusted too (it comes from the client, not from a problem set), so a Coq
+header may not hold the commands that reach outside the prover (``HEADER_FORBIDDEN``: files, directories,
+plugins); the proof itself may hold no command at all (:mod:`proofrl.provers.coq.rules`). The sandbox is the
+second wall behind both.
 """
 
 from __future__ import annotations
@@ -15,6 +20,13 @@ from dataclasses import dataclass
 from ..provers.base import Message, Position, Status, Theorem, Verdict
 from .schemas import CommandResponse, Pos, ReplMessage
 
+HEADER_FORBIDDEN = (
+    "Load", "Cd", "Redirect", "Drop", "Declare ML Module", "Add LoadPath", "Add Rec LoadPath", "Add ML Path",
+    "Remove LoadPath", "Extraction", "Separate Extraction", "Recursive Extraction", "Set Extraction",
+)
+"""Coq commands that read or write files by path, change directory, load native plugins or leave the
+toplevel; ``Extraction`` with a file name writes that file."""
+_CONTROL = re.compile(r"^\s*(?:#\[[^\]]*\]\s*|(?:Time|Instructions|Fail|Succeed|Local|Global|Timeout\s+\d+)\s+)")
 _COQ_STATEMENT = re.compile(r"(Theorem|Lemma|Fact|Remark|Corollary|Proposition|Example)\s+([A-Za-z_][\w']*)")
 _LEAN_DECL = re.compile(r"(?m)^\s*(?:@\[[^\]]*\]\s*)?(?:private\s+|protected\s+)?(theorem|lemma|example)\b")
 
@@ -27,6 +39,17 @@ class Job:
     """where the proof starts in the snippet (to move message positions back into the snippet)"""
 
 
+def header_command(sentence: str) -> str | None:
+    """The ``HEADER_FORBIDDEN`` command a header sentence runs (under ``Time``, ``Fail``, attributes, ...)."""
+    from ..provers.coq.rules import strip_comments_and_strings
+
+    text = strip_comments_and_strings(sentence)
+    while (m := _CONTROL.match(text)) is not None:
+        text = text[m.end() :]
+    words = " ".join(text.replace(".", " ").split())
+    return next((c for c in sorted(HEADER_FORBIDDEN, key=len, reverse=True) if (words + " ").startswith(c + " ")), None)
+
+
 def coq_job(code: str) -> Job | Verdict:
     from ..provers.coq.sentences import SplitError, split_sentences
 
@@ -36,6 +59,10 @@ def coq_job(code: str) -> Job | Verdict:
         return Verdict(Status.ERROR, (f"syntax: {e}",), (Message("error", str(e), _position(code, e.offset)),), prover="coq")
     for s in sentences:
         m = _COQ_STATEMENT.match(s.text)
+        if not m and (command := header_command(s.text)):
+            why = f"forbidden: {command}"
+            text = f"{why} (a header may not read or write files, change directory or load plugins)"
+            return Verdict(Status.REJECTED, (why,), (Message("error", text, _position(code, s.start)),), prover="coq")
         if m:
             theorem = Theorem(name=m.group(2), statement=s.text, header=code[: s.start].strip(), backend="coq")
             return Job(theorem, code[s.end :], _position(code, s.end))
