@@ -1,27 +1,42 @@
-"""What the HTTP layer costs: proofs/second through ``/api/check`` versus direct ``pool.check_many`` calls,
-for the same proofs and the same number of prover processes.
+"""What the HTTP layer costs: proofs/second through ``/api/check`` versus direct pool calls, for the same
+proofs, the same number of prover processes and the same arrival pattern.
 
-    python benchmarks/server_overhead.py --n 500 --workers 2 --clients 8 --batch 4
+    python benchmarks/server_overhead.py --n 500 --workers 2 --clients 8 --batch 4 --repeat 2
 
-The direct run and the server run each use a fresh pool, warmed on one proof first. Proofs are Coq standard
-library theorems (``Coq.Arith.``), falling back to the bundled sample repeated.
+Three paths, each on a fresh pool warmed on one proof, run in turn ``--repeat`` times (so a change in the
+machine's load hits all of them alike):
+
+* ``direct``: ``clients`` threads, each calling ``pool.check_many`` on the next batch of ``batch`` proofs;
+* ``HTTP``: ``clients`` asyncio clients, each posting the next batch to ``/api/check`` (uvicorn on loopback,
+  in this process so the pool's counters can be read);
+* ``one call``: a single ``check_many`` of all proofs (the best case for header grouping; a reference, not
+  part of the ratio).
+
+Both compared paths queue their jobs in the pool's one backlog, so they get the same header grouping; the
+ratio is HTTP throughput / direct throughput. ``starts`` counts prover processes started (each loads a
+header), the work besides the proofs themselves: equal starts mean equal work. Latency is per request
+(one batch), as a client sees it. Proofs are Coq standard library theorems (``Coq.Arith.``), falling back
+to the bundled sample repeated, in file order sorted by header.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import socket
-from collections import Counter
 import threading
 import time
+from collections import Counter
+from dataclasses import dataclass
 
 import httpx
 import uvicorn
 
 from proofrl.check import bundled_sample
+from proofrl.provers import sandbox
 from proofrl.provers.factory import make_pool
-from proofrl.provers.pool import PoolConfig
+from proofrl.provers.pool import PoolConfig, ProverPool
 from proofrl.server import ServerConfig, create_app
 from proofrl.server.snippets import make_job
 
@@ -43,57 +58,110 @@ def pct(xs: list[float], q: float) -> float:
     return xs[min(len(xs) - 1, int(q * len(xs)))]
 
 
-def direct(codes: list[str], workers: int, timeout: float) -> tuple[float, list[float], list[str]]:
-    jobs = [(j.theorem, j.proof) for j in map(lambda c: make_job(c, "coq"), codes)]
-    with make_pool("coq", pool=PoolConfig(workers=workers, timeout=timeout)) as pool:
-        pool.check(*jobs[0])  # warm
-        t0 = time.monotonic()
-        verdicts = pool.check_many(jobs)
-        elapsed = time.monotonic() - t0
-    return elapsed, [v.seconds for v in verdicts], [v.status.value for v in verdicts]
+@dataclass
+class Run:
+    path: str
+    seconds: float
+    latencies: list[float]  # per request
+    statuses: list[str]  # per proof, in input order
+    starts: int  # prover processes started (header loads), the warm-up's included
+
+    def line(self, n: int) -> str:
+        lat = f"request p50 {pct(self.latencies, .5) * 1000:6.0f} ms  p99 {pct(self.latencies, .99) * 1000:6.0f} ms"
+        return f"{self.path:9s}: {n / self.seconds:6.1f} proofs/s ({self.seconds:5.1f} s)  {lat}  starts {self.starts}"
 
 
-def over_http(codes: list[str], workers: int, timeout: float, clients: int, batch: int) -> tuple[float, list[float], list[str]]:
+def fresh_pool(workers: int, timeout: float, first: str) -> ProverPool:
+    pool = make_pool("coq", pool=PoolConfig(workers=workers, timeout=timeout))
+    job = make_job(first, "coq")
+    pool.check(job.theorem, job.proof)  # warm one process
+    return pool
+
+
+def batches(codes: list[str], batch: int) -> list[list[tuple[int, str]]]:
+    numbered = list(enumerate(codes))
+    return [numbered[i : i + batch] for i in range(0, len(codes), batch)]
+
+
+def direct(codes: list[str], workers: int, timeout: float, clients: int, batch: int) -> Run:
+    pool = fresh_pool(workers, timeout, codes[0])
+    todo = batches(codes, batch)
+    lock = threading.Lock()
+    latencies: list[float] = []
+    statuses = [""] * len(codes)
+
+    def client() -> None:
+        while True:
+            with lock:
+                if not todo:
+                    return
+                b = todo.pop(0)
+            t = time.monotonic()
+            jobs = [make_job(code, "coq") for _, code in b]
+            verdicts = pool.check_many([(j.theorem, j.proof) for j in jobs], timeout=timeout)
+            with lock:
+                latencies.append(time.monotonic() - t)
+                for (i, _), v in zip(b, verdicts):
+                    statuses[i] = v.status.value
+
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    t0 = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.monotonic() - t0
+    pool.close()
+    return Run("direct", elapsed, latencies, statuses, pool.stats.started)
+
+
+def one_call(codes: list[str], workers: int, timeout: float) -> Run:
+    pool = fresh_pool(workers, timeout, codes[0])
+    jobs = [make_job(c, "coq") for c in codes]
+    t0 = time.monotonic()
+    verdicts = pool.check_many([(j.theorem, j.proof) for j in jobs], timeout=timeout)
+    elapsed = time.monotonic() - t0
+    pool.close()
+    return Run("one call", elapsed, [elapsed], [v.status.value for v in verdicts], pool.stats.started)
+
+
+def over_http(codes: list[str], workers: int, timeout: float, clients: int, batch: int) -> Run:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    pool = make_pool("coq", pool=PoolConfig(workers=workers, timeout=timeout))
-    server = uvicorn.Server(uvicorn.Config(create_app(pool, ServerConfig(max_inflight=4096)), host="127.0.0.1", port=port, log_level="warning"))
+    pool = fresh_pool(workers, timeout, codes[0])
+    config = uvicorn.Config(create_app(pool, ServerConfig(max_inflight=4096)), host="127.0.0.1", port=port, log_level="warning")
+    server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     while not server.started:
         time.sleep(0.05)
-    url = f"http://127.0.0.1:{port}"
-    batches = [list(enumerate(codes))[i : i + batch] for i in range(0, len(codes), batch)]
-    latencies: list[float] = []  # per request
-    statuses: list[str] = [""] * len(codes)
+    todo = batches(codes, batch)
+    latencies: list[float] = []
+    statuses = [""] * len(codes)
 
-    async def run() -> None:
-        queue: asyncio.Queue = asyncio.Queue()
-        for b in batches:
-            queue.put_nowait(b)
+    async def client() -> None:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=600) as c:
+            while todo:
+                b = todo.pop(0)
+                t = time.monotonic()
+                body = {"snippets": [{"id": str(i), "code": code} for i, code in b], "timeout": int(timeout)}
+                r = await c.post("/api/check", json=body)
+                latencies.append(time.monotonic() - t)
+                for (i, _), res in zip(b, r.json()["results"]):
+                    statuses[i] = res["proofrl"]["status"]
 
-        async def client() -> None:
-            async with httpx.AsyncClient(base_url=url, timeout=600) as c:
-                while not queue.empty():
-                    b = queue.get_nowait()
-                    t = time.monotonic()
-                    r = await c.post("/api/check", json={"snippets": [{"id": str(i), "code": code} for i, code in b], "timeout": int(timeout)})
-                    latencies.append(time.monotonic() - t)
-                    for (i, _), res in zip(b, r.json()["results"]):
-                        statuses[i] = res["proofrl"]["status"]
-
+    async def all_clients() -> None:
         await asyncio.gather(*(client() for _ in range(clients)))
 
     try:
-        httpx.post(url + "/api/check", json={"snippets": [{"id": "w", "code": codes[0]}]}, timeout=60)  # warm
         t0 = time.monotonic()
-        asyncio.run(run())
+        asyncio.run(all_clients())
         elapsed = time.monotonic() - t0
     finally:
         server.should_exit = True
         thread.join(30)
-    return elapsed, latencies, statuses
+    return Run("HTTP", elapsed, latencies, statuses, pool.stats.started)
 
 
 def main() -> None:
@@ -103,19 +171,24 @@ def main() -> None:
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--timeout", type=float, default=20)
-    ap.add_argument("--interleave", action="store_true", help="keep the file order (headers mixed across clients)")
+    ap.add_argument("--repeat", type=int, default=2)
     a = ap.parse_args()
     codes = snippets(a.n)
-    if not a.interleave:  # the order check_many uses (by header), so both paths load each header as rarely
-        codes.sort(key=lambda c: make_job(c, "coq").theorem.header)
-    d_s, d_lat, d_st = direct(codes, a.workers, a.timeout)
-    h_s, h_lat, h_st = over_http(codes, a.workers, a.timeout, a.clients, a.batch)
-    print(f"{a.n} proofs, {a.workers} workers, {a.clients} HTTP clients x batches of {a.batch}")
-    print(f"direct : {a.n / d_s:7.1f} proofs/s  ({d_s:.1f} s)  per-proof check p50 {pct(d_lat, .5)*1000:.0f} ms p99 {pct(d_lat, .99)*1000:.0f} ms")
-    print(f"HTTP   : {a.n / h_s:7.1f} proofs/s  ({h_s:.1f} s)  per-request p50 {pct(h_lat, .5)*1000:.0f} ms p99 {pct(h_lat, .99)*1000:.0f} ms")
-    print(f"ratio HTTP/direct throughput: {d_s / h_s:.3f}")
-    same = sum(x == y for x, y in zip(d_st, h_st))
-    print(f"verdicts equal: {same}/{a.n}; HTTP statuses {dict(Counter(h_st))}")
+    codes.sort(key=lambda c: make_job(c, "coq").theorem.header)  # stable: file order within a header
+    headers = len({make_job(c, "coq").theorem.header for c in codes})
+    sb = sandbox.current()
+    print(f"{a.n} proofs over {headers} headers, {a.workers} workers, {a.clients} clients x batches of {a.batch}, "
+          f"sandbox {sb.mode}, {os.cpu_count()} CPUs, load average at start {os.getloadavg()[0]:.2f}")
+    for r in range(1, a.repeat + 1):
+        d = direct(codes, a.workers, a.timeout, a.clients, a.batch)
+        h = over_http(codes, a.workers, a.timeout, a.clients, a.batch)
+        o = one_call(codes, a.workers, a.timeout)
+        print(f"-- run {r} (load average {os.getloadavg()[0]:.2f})")
+        for run in (d, h, o):
+            print("  " + run.line(a.n))
+        same = sum(x == y for x, y in zip(d.statuses, h.statuses))
+        print(f"  ratio HTTP/direct throughput: {d.seconds / h.seconds:.3f}; verdicts equal {same}/{a.n}; "
+              f"statuses {dict(Counter(h.statuses))}")
 
 
 if __name__ == "__main__":
