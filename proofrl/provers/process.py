@@ -130,17 +130,21 @@ class ProverProcess:
         self._scratch = tempfile.TemporaryDirectory(prefix="proofrl-scratch-")
         self.scratch = self._scratch.name
         cwd = cwd or self.scratch
-        self.proc = _spawner.popen(
-            args=self.sandbox.wrap(self.argv, scratch=self.scratch, cwd=cwd, readable=readable),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=cwd,
-            env=self.sandbox.env(os.environ if env is None else env, self.scratch),
-            start_new_session=True,
-            preexec_fn=_limits(memory_mb, self.sandbox.max_file_mb),
-            bufsize=0,
-        )
+        try:
+            self.proc = _spawner.popen(
+                args=self.sandbox.wrap(self.argv, scratch=self.scratch, cwd=cwd, readable=readable),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=cwd,
+                env=self.sandbox.env(os.environ if env is None else env, self.scratch),
+                start_new_session=True,
+                preexec_fn=_limits(memory_mb, self.sandbox.max_file_mb),
+                bufsize=0,
+            )
+        except BaseException:
+            self._scratch.cleanup()
+            raise
         self._buf = bytearray()
         self._stderr: deque[bytes] = deque()
         self._stderr_size = 0

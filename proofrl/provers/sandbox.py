@@ -173,8 +173,8 @@ def _unshare(argv: list[str], scratch: str, cwd: str, binds: list[str]) -> list[
     q = shlex.quote
     kept = [scratch, *binds]
     opens = "\n".join(f"exec {10 + i}<{q(p)}" for i, p in enumerate(kept))
-    rebinds = "\n".join(
-        f"mkdir -p {q(p)} && mount --no-canonicalize --bind /proc/self/fd/{10 + i} {q(p)} && exec {10 + i}<&-"
+    rebinds = "\n".join(  # separate lines, so set -e stops at any failure (an open fd must not survive)
+        f"mkdir -p {q(p)}\nmount --no-canonicalize --bind /proc/self/fd/{10 + i} {q(p)}\nexec {10 + i}<&-"
         for i, p in reversed(list(enumerate(kept)))  # scratch last: bound on top of any read-only parent
     )
     script = _UNSHARE_SCRIPT.format(
