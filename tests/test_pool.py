@@ -204,3 +204,4 @@ def test_close_answers_every_queued_job():
     t.join(20)
     (verdicts,) = out
     assert len(verdicts) == 6 and [v.reasons for v in verdicts[1:]] == [("pool is closed",)] * 5
+    assert [v.reasons for v in p.check_many([(T, GOOD)])] == [("pool is closed",)]  # at once, never hangs

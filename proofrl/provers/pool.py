@@ -228,11 +228,13 @@ class ProverPool:
     def _submit(self, jobs: Sequence[tuple[Theorem, str]], timeout: float | None, done: Callable[[int, Verdict], None]) -> None:
         now = time.monotonic()
         items = [_Item(theorem, proof, timeout, i, done, now) for i, (theorem, proof) in enumerate(jobs)]
-        for _ in range(self._backlog.put(items)):
-            try:
-                self._executor.submit(self._drain)
-            except RuntimeError:  # the pool was closed meanwhile: close() answers what is queued
-                self._backlog.fail_all(self._closed_verdict)
+        start = self._backlog.put(items)
+        if start is None:  # closed: nobody will drain the queue
+            for it in items:
+                it.done(it.index, self._closed_verdict())
+            return
+        for _ in range(start):
+            self._executor.submit(self._drain)
 
     def _drain(self) -> None:
         """One worker: judge queued jobs, preferring those whose header this worker's process holds."""
@@ -268,7 +270,7 @@ class ProverPool:
         with self._cond:
             self._closed = True
             self._cond.notify_all()
-        self._backlog.fail_all(self._closed_verdict)
+        self._backlog.close(self._closed_verdict)
         self._executor.shutdown(wait=False, cancel_futures=True)
         for s in self._slots:
             self._discard(s)
@@ -307,15 +309,18 @@ class _Backlog:
         self._served: dict[str, float] = {}  # header -> when a job of it was last taken
         self._on: Counter = Counter()  # header -> workers on it
         self._workers, self._max_workers = 0, workers
+        self._closed = False
         self.affinity_wait, self._clock = affinity_wait, clock
 
     def __len__(self) -> int:
         with self._lock:
             return sum(len(q) for q in self._queues.values())
 
-    def put(self, items: Sequence[_Item]) -> int:
-        """Queue ``items``; returns how many new workers the caller must start."""
+    def put(self, items: Sequence[_Item]) -> int | None:
+        """Queue ``items``; returns how many new workers the caller must start, or None once closed."""
         with self._lock:
+            if self._closed:
+                return None
             for it in items:
                 self._queues.setdefault(it.theorem.header, deque()).append(it)
             start = min(self._max_workers - self._workers, len(items))
@@ -350,9 +355,10 @@ class _Backlog:
         idle = [h for h in waiting if self._on[h] <= 0] or list(waiting)
         return max(idle, key=unserved.__getitem__)
 
-    def fail_all(self, verdict: Callable[[], Verdict]) -> None:
-        """Answer every queued job with ``verdict()`` (the pool is closing)."""
+    def close(self, verdict: Callable[[], Verdict]) -> None:
+        """Refuse new jobs and answer every queued one with ``verdict()``."""
         with self._lock:
+            self._closed = True
             items = [it for q in self._queues.values() for it in q]
             self._queues.clear()
         for it in items:
