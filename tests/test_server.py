@@ -375,7 +375,7 @@ def _provers_of(server_pid: int) -> list[int]:
 
 
 @pytest.mark.slow
-def test_load_32_clients_60s_with_kills_matches_direct_pool_calls():
+def test_load_32_clients_60s_with_kills_matches_direct_pool_calls(tmp_path):
     """``proofrl serve`` (a real subprocess, real uvicorn) under 32 concurrent clients for 60 s of mixed
     valid, invalid, admitted and looping proofs over two headers. First half: no faults, every verdict
     equals the direct pool's. Second half: a random prover process is SIGKILLed every 2 s; every item
@@ -384,7 +384,8 @@ def test_load_32_clients_60s_with_kills_matches_direct_pool_calls():
     assert expected[VALID] == expected[Z_VALID] == "valid" and expected[LOOPING] == "timeout"
     port = free_port()
     cmd = [sys.executable, "-c", "from proofrl.cli import app; app()", "serve", "--port", str(port), "--workers", "2"]
-    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+    log = open(tmp_path / "serve.log", "w")  # a file, not a pipe nobody reads for a minute
+    proc = subprocess.Popen(cmd, stderr=log, text=True)
     url = f"http://127.0.0.1:{port}"
     killed: list[tuple[float, int]] = []
     stop_killing = threading.Event()
@@ -415,6 +416,7 @@ def test_load_32_clients_60s_with_kills_matches_direct_pool_calls():
     finally:
         proc.terminate()
         proc.wait(20)
+        log.close()
     assert Counter(code for _, _, code, _ in results) == Counter({200: len(results)})  # no 5xx, no 4xx, no drops
     first_kill = killed[0][0] if killed else half
     calm = [item for _, answered, _, got in results if answered < first_kill for item in got]
