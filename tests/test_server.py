@@ -14,7 +14,6 @@ import sys
 import threading
 import time
 from collections import Counter
-from pathlib import Path
 
 import httpx
 import pytest
