@@ -17,6 +17,7 @@ import yaml
 from proofrl.data.problems import save_problems
 from proofrl.policy.generation import HFGenerator
 from proofrl.policy.model import load_policy
+from proofrl.policy.prompts import get_format
 from proofrl.provers.factory import make_pool
 from proofrl.provers.pool import PoolConfig
 from proofrl.rewards.verifier import Verifier
@@ -129,3 +130,20 @@ def test_killed_run_resumes_and_matches_an_uninterrupted_one(tmp_path, taught):
     b, _ = load_policy(tmp_path / "killed" / "checkpoints" / "step_000003", device="cpu")
     for (name, x), (_, y) in zip(a.state_dict().items(), b.state_dict().items(), strict=True):
         torch.testing.assert_close(x, y, msg=name)
+
+
+def test_error_correction_turn_feeds_failures_back(tmp_path, taught, verifier):
+    """kimina's second turn: failed proofs come back as prompts that quote Coq's error, mixed into batches."""
+    cfg = load_recipe("demo", [*SMALL, "steps=2", f"out={tmp_path}", "rollout.error_correction.enabled=true",
+                               "rollout.error_correction.rate=0.5"])  # fmt: skip
+    tr = _trainer(cfg, taught, verifier)
+    records = tr.fit()
+    first = records[0].metrics
+    assert first["correction/added"] > 0 and "valid/turn2" not in first
+    second = records[1].metrics
+    assert "valid/turn2" in second  # with 4 slots at rate 0.5, P(no second-turn slot) = 1/16 for this seed
+    item = tr.cache.state_dict()["items"][0]
+    assert item.turn == 2 and item.prompt == item.messages  # a completion format: the second turn is plain text
+    first_prompt = get_format("coq").prompt(item.problem, tr.tokenizer)
+    assert item.prompt.startswith(first_prompt) and len(item.prompt) > len(first_prompt)
+    assert "Error" in item.prompt[len(first_prompt) :]
