@@ -76,8 +76,13 @@ def doctor() -> None:
             return False, f"coqc --version failed: {e}"
         return True, f"{out.strip().splitlines()[0] if out.strip() else 'coqc'} ({idetop})"
 
+    import os
+
+    from .provers import sandbox
+
+    sb = sandbox.resolve(os.environ.get("PROOFRL_SANDBOX", "auto"))
     table = Table("backend", "usable", "why")
-    for name, (ok, why) in (("coq", coq()), ("lean", lean_diagnose())):
+    for name, (ok, why) in (("coq", coq()), ("lean", lean_diagnose()), ("sandbox", (sb.confined, f"{sb.mode}: {sb.reason}"))):
         table.add_row(name, "[green]yes[/]" if ok else "[red]no[/]", why)
     Console().print(table)
 
