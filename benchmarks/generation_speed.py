@@ -1,11 +1,13 @@
 """Tokens per second of the generation backends on the tiny model (CPU here), side by side.
 
-    python benchmarks/generation_speed.py --prompts 16 --n 4 --max-tokens 64 --batch-sizes 8,64
+    python benchmarks/generation_speed.py --prompts 16 --n 4 --max-tokens 64 --batch-sizes 8,64 --threads 1
 
 Backends measured: ``hf`` (transformers ``generate`` with the log-prob recorder) with and without a stop
 string (the per-step tail decode of the stop criterion), and ``openai`` — the same HF sampler behind an
 OpenAI-style ``/v1/completions`` server on loopback, so the difference is the HTTP layer. ``--openai-url``
 measures an external server instead. The tiny model is untrained, so completions run to ``--max-tokens``.
+On a machine shared with prover processes, ``--threads 1`` is the one to compare: two intra-op threads
+competing with other busy processes ran 10-15x slower than one in our runs.
 Each configuration is warmed once with the same shapes, then timed over ``--repeats`` calls (median and
 best reported: the machine is shared); tokens are those returned.
 """
@@ -81,7 +83,10 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--openai-url", default="")
     ap.add_argument("--openai-model", default="tiny")
+    ap.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0: torch's default)")
     args = ap.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
 
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()

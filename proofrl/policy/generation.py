@@ -113,13 +113,13 @@ class _SampledLogprobs(LogitsProcessor):
 
     def _take(self, sampled: torch.Tensor) -> None:
         if self._last is not None:
-            self.steps.append(self._last.gather(1, sampled.unsqueeze(1)).squeeze(1).cpu())
+            self.steps.append(self._last.gather(1, sampled.unsqueeze(1)).squeeze(1))  # stays on device: no sync
 
     def finish(self, sampled: torch.Tensor) -> torch.Tensor:
         """(rows, L) log-probs of the L generated columns, given the last column."""
         self._take(sampled)
         self._last = None
-        return torch.stack(self.steps, dim=1) if self.steps else torch.zeros((len(sampled), 0))
+        return torch.stack(self.steps, dim=1).cpu() if self.steps else torch.zeros((len(sampled), 0))
 
 
 class _StopStrings(StoppingCriteria):
