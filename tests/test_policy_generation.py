@@ -9,7 +9,6 @@ import socket
 import threading
 import time
 
-import httpx
 import pytest
 import torch
 
