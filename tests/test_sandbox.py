@@ -118,6 +118,22 @@ except OSError as e:
 
 
 @confined
+def test_a_path_on_the_command_line_reached_through_a_symlink_in_a_hidden_directory(mode, scratch, tmp_path):
+    """``/tmp/run/shared -> /elsewhere/shared`` (a checkout with its data linked beside it): the prover is
+    given the /tmp path, so that path must lead to the (read-only) target inside the sandbox too."""
+    target = os.path.dirname(os.path.abspath(__file__))  # a real directory outside the hidden ones, normally
+    link = tmp_path / "linked"
+    link.symlink_to(target)
+    given = str(link / os.path.basename(__file__))
+    argv = [sys.executable, "-I", "-c", "import sys; print(len(open(sys.argv[1]).read()) > 0)", given]
+    r = run_once(argv, timeout=20, cwd=str(scratch), sandbox=Sandbox(mode))
+    assert r.stdout.strip() == "True", r.stderr
+    w = run_once([sys.executable, "-I", "-c", f"open({str(link / 'new')!r}, 'w')"], timeout=20, cwd=str(scratch),
+                 sandbox=Sandbox(mode))  # fmt: skip
+    assert not (link / "new").exists() and w.returncode != 0
+
+
+@confined
 def test_no_other_process_is_visible_or_reachable(mode, scratch):
     r = py(mode, f"import os\ntry:\n os.kill({os.getpid()}, 0); print('reached')\nexcept OSError as e: print('alone', e.strerror)", scratch)
     assert r.stdout.startswith("alone"), r.stderr

@@ -109,7 +109,7 @@ def _prefix(exe: str) -> str:
     return os.path.dirname(d) if os.path.basename(d) == "bin" else d
 
 
-def _readable(argv: list[str], cwd: str, extra: Sequence[str], scratch: str) -> list[str]:
+def _readable(argv: list[str], cwd: str, extra: Sequence[str], scratch: str) -> list[tuple[str, str]]:
     """Paths under a hidden directory that the prover needs: its install prefix (before and after symlinks),
     the directories of absolute paths on its command line, its working directory and ``extra``."""
     wanted: list[str] = []
@@ -120,12 +120,19 @@ def _readable(argv: list[str], cwd: str, extra: Sequence[str], scratch: str) -> 
         if a.startswith("/") and os.path.exists(a):
             wanted.append(a if os.path.isdir(a) else os.path.dirname(a))
     wanted += [cwd, *extra]
-    out: list[str] = []
-    for p in sorted({os.path.realpath(p) for p in wanted if p and os.path.isdir(p)}, key=len):
-        if _under(p, scratch) or not any(_under(p, h) for h in HIDDEN_DIRS):
+    # Bind each directory at its real path and, when reached through a symlink that lies under a hidden
+    # directory (/tmp/x -> /data/x), at that path too: the prover opens the path it was given.
+    pairs = set()
+    for p in wanted:
+        if p and os.path.isdir(p):
+            real = os.path.realpath(p)
+            pairs |= {(real, real), (real, os.path.abspath(p))}
+    out: list[tuple[str, str]] = []
+    for src, dest in sorted(pairs, key=lambda sd: (len(sd[1]), sd)):
+        if _under(dest, scratch) or not any(_under(dest, h) for h in HIDDEN_DIRS):
             continue
-        if not any(_under(p, q) for q in out):  # a parent already bound covers it
-            out.append(p)
+        if not any(_under(dest, d) and src == os.path.join(s, os.path.relpath(dest, d)) for s, d in out):
+            out.append((src, dest))  # not covered by a parent already bound
     return out
 
 
@@ -134,7 +141,7 @@ def _hidden_dirs() -> list[str]:
 
 
 # -- the two mechanisms ---------------------------------------------------------------------------------------
-def _bwrap(argv: list[str], scratch: str, cwd: str, binds: list[str]) -> list[str]:
+def _bwrap(argv: list[str], scratch: str, cwd: str, binds: list[tuple[str, str]]) -> list[str]:
     hidden = _hidden_dirs()
     cmd = ["bwrap", "--unshare-all", "--die-with-parent", "--cap-drop", "ALL",
            "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
@@ -143,8 +150,8 @@ def _bwrap(argv: list[str], scratch: str, cwd: str, binds: list[str]) -> list[st
     for f in HIDDEN_FILES:
         if os.path.isfile(f):
             cmd += ["--ro-bind", "/dev/null", f]
-    for b in binds:
-        cmd += ["--ro-bind", b, b]
+    for src, dest in binds:
+        cmd += ["--ro-bind", src, dest]
     cmd += ["--bind", scratch, scratch]
     for h in [*hidden, "/dev"]:
         cmd += ["--remount-ro", h]
@@ -169,13 +176,13 @@ exec setpriv --bounding-set -all --inh-caps -all --no-new-privs -- "$@"
 """
 
 
-def _unshare(argv: list[str], scratch: str, cwd: str, binds: list[str]) -> list[str]:
+def _unshare(argv: list[str], scratch: str, cwd: str, binds: list[tuple[str, str]]) -> list[str]:
     q = shlex.quote
-    kept = [scratch, *binds]
-    opens = "\n".join(f"exec {10 + i}<{q(p)}" for i, p in enumerate(kept))
+    kept = [(scratch, scratch), *binds]
+    opens = "\n".join(f"exec {10 + i}<{q(src)}" for i, (src, _) in enumerate(kept))
     rebinds = "\n".join(  # separate lines, so set -e stops at any failure (an open fd must not survive)
-        f"mkdir -p {q(p)}\nmount --no-canonicalize --bind /proc/self/fd/{10 + i} {q(p)}\nexec {10 + i}<&-"
-        for i, p in reversed(list(enumerate(kept)))  # scratch last: bound on top of any read-only parent
+        f"mkdir -p {q(dest)}\nmount --no-canonicalize --bind /proc/self/fd/{10 + i} {q(dest)}\nexec {10 + i}<&-"
+        for i, (_, dest) in reversed(list(enumerate(kept)))  # scratch last: bound on top of any read-only parent
     )
     script = _UNSHARE_SCRIPT.format(
         opens=opens, hidden=" ".join(map(q, _hidden_dirs())),
