@@ -80,7 +80,7 @@ def main() -> None:
         tmpd = Path(tmp)
         model = args.model or taught_model(tmpd, args.sft_epochs)
         overlapped = run(model, args.steps, args.overrides, tmpd / "overlap")
-        serial = run(model, 1, [*args.overrides, "rollout.chunk_prompts=1000"], tmpd / "serial")
+        serial = run(model, args.steps, [*args.overrides, "rollout.chunk_prompts=1000"], tmpd / "serial")
     print(f"demo recipe, {args.steps} steps (median per step), torch threads {args.threads}, 2 Coq workers")
     summarise("overlapped (chunks of 4 prompts)", overlapped)
     summarise("serial (generate all, then verify)", serial)
