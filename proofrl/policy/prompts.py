@@ -80,6 +80,13 @@ def _chatml(messages: list[dict[str, str]]) -> str:
     return turns + f"{_IM_START}assistant\n"
 
 
+def render_messages(messages: list[dict[str, str]], tokenizer: Any = None) -> str:
+    """Chat messages as the text to sample from: ``tokenizer``'s chat template when it has one, else ChatML."""
+    if tokenizer is not None and getattr(tokenizer, "chat_template", None):
+        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    return _chatml(messages)
+
+
 @dataclass(frozen=True)
 class PromptFormat:
     name: str
@@ -122,10 +129,7 @@ class PromptFormat:
         self._check(problem)
         if not self.chat:
             return f"{self.instruction}\n\n```{self.lang}\n{self.code_prefix(problem)}"
-        msgs = self.messages(problem)
-        if tokenizer is not None and getattr(tokenizer, "chat_template", None):
-            return tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
-        return _chatml(msgs)  # type: ignore[arg-type]
+        return render_messages(self.messages(problem), tokenizer)  # type: ignore[arg-type]
 
     def extract(self, problem: Problem, completion: str) -> str | None:
         """The proof to pass to ``ProverPool.check(problem.theorem, proof)``; None if there is none."""

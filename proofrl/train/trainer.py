@@ -34,7 +34,7 @@ import torch
 from ..data.problems import Problem
 from ..policy.generation import SamplingParams, encode_prompts
 from ..policy.logprobs import response_logprobs
-from ..policy.prompts import PromptFormat, get_format
+from ..policy.prompts import PromptFormat, get_format, render_messages
 from ..rewards.compose import RewardConfig, base_rewards, reward_config_from_dict, shape_group
 from ..rewards.verifier import Verifier
 from ..rollout import Group, PromptItem, RolloutTimings, first_turn, sample_and_verify
@@ -109,7 +109,7 @@ class Trainer:
         self.problems = list(train_problems)
         self.fmt: PromptFormat = get_format(cfg.rollout.prompt_format)
         self.reward_cfg: RewardConfig = reward_config_from_dict(
-            {k: v for k, v in (("format", cfg.reward.format), ("unlikeliness", cfg.reward.unlikeliness)) if v is not None}
+            {"format": cfg.reward.format, "unlikeliness": cfg.reward.unlikeliness}
         )
         self.adv_fn = ADV_ESTIMATORS.get(cfg.algorithm.advantage)
         self.eval_fn, self.sync_weights = eval_fn, sync_weights
@@ -124,7 +124,6 @@ class Trainer:
 
             self.cache = ec.CorrectionCache(ecfg.cache_size, ecfg.rate, seed=cfg.seed)
         self.step = 0
-        self.rng = random.Random(cfg.seed)
         params = [p for p in model.parameters() if p.requires_grad]
         if not params:
             raise ValueError("the model has no trainable parameters")
@@ -199,17 +198,12 @@ class Trainer:
                 if feedback is None:
                     continue
                 messages = ec.second_turn_prompt(g.item.messages, comp.text, feedback)
-                text = self._render(messages)
+                text = messages if isinstance(messages, str) else render_messages(messages, self.tokenizer)
                 if not ec.prompt_tokens_ok(text, self.tokenizer, ecfg.max_prompt_tokens):
                     continue
                 self.cache.add(PromptItem(g.item.problem, text, 2, messages))
                 added += 1
         return added
-
-    def _render(self, messages: Any) -> str:
-        if isinstance(messages, str):
-            return messages
-        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
     # ------------------------------------------------------------------------------------------ update
 
@@ -347,7 +341,7 @@ class Trainer:
             "sampler": self.sampler.state_dict(),
             "buffer": (self.buffer._items, self.buffer.num_samples),  # noqa: SLF001
             "cache": self.cache.state_dict() if self.cache is not None else None,
-            "rng": {"torch": torch.get_rng_state(), "python": self.rng.getstate(), "random": random.getstate()},
+            "rng": {"torch": torch.get_rng_state(), "random": random.getstate()},
             "ref": self.ref_model.state_dict() if isinstance(self.ref_model, torch.nn.Module) else None,
         }
         torch.save(state, tmp / "trainer_state.pt")
@@ -372,7 +366,6 @@ class Trainer:
         if self.cache is not None and state["cache"] is not None:
             self.cache.load_state_dict(state["cache"])
         torch.set_rng_state(state["rng"]["torch"])
-        self.rng.setstate(state["rng"]["python"])
         random.setstate(state["rng"]["random"])
         if isinstance(self.ref_model, torch.nn.Module) and state["ref"] is not None:
             self.ref_model.load_state_dict(state["ref"])
