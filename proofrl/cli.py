@@ -256,15 +256,15 @@ def eval_(
     from .provers.factory import make_pool
     from .provers.pool import PoolConfig
     from .rewards.verifier import Verifier
-    from .train.run import resolve_problems
+    from .data.splits import problem_set
 
     if not 1 <= samples <= 512:
         raise typer.BadParameter("-n must be between 1 and 512")
     try:
         k_list = tuple(sorted({int(k) for k in ks.split(",") if k.strip()}))
         fmt = get_format(prompt_format)
-        probs = resolve_problems(problems, split=split, limit=limit)
-    except ValueError as e:
+        probs = problem_set(problems, split=split or None, limit=limit)
+    except (ValueError, FileNotFoundError) as e:
         raise typer.BadParameter(str(e)) from e
     if not probs:
         raise typer.BadParameter(f"no problems in {problems}")

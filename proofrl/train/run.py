@@ -8,26 +8,6 @@ from typing import Any
 from ..data.problems import Problem
 from .config import TrainConfig
 
-STDLIB_PREFIX = "coq-stdlib:"
-
-
-def resolve_problems(spec: str, *, split: str = "", limit: int | None = None, max_proof_chars: int | None = None,
-                     seed: int = 0) -> list[Problem]:  # fmt: skip
-    """Problems from a JSONL path, or ``coq-stdlib:train`` / ``coq-stdlib:held-out`` (split by module)."""
-    if spec.startswith(STDLIB_PREFIX):
-        from ..data.splits import coq_stdlib_problems, split_by_module
-
-        side = spec[len(STDLIB_PREFIX) :]
-        if side not in ("train", "held-out"):
-            raise ValueError(f"{spec!r}: expected {STDLIB_PREFIX}train or {STDLIB_PREFIX}held-out")
-        train, held = split_by_module(coq_stdlib_problems(max_proof_chars=max_proof_chars), seed=seed)
-        probs = train if side == "train" else held
-    else:
-        from ..data.problems import load_problems
-
-        probs = load_problems(spec, split=split or None)
-    return probs[:limit] if limit else probs
-
 
 def make_verifier(cfg: TrainConfig) -> Any:
     from ..provers.factory import make_pool
@@ -76,16 +56,18 @@ def make_generator(cfg: TrainConfig, model: Any, tokenizer: Any) -> tuple[Any, A
 
 def build_trainer(cfg: TrainConfig, *, extra_eval: Sequence[Problem] | None = None) -> Any:
     """A ready :class:`~proofrl.train.trainer.Trainer` (with periodic pass@N when ``data.eval`` is set)."""
+    from ..data.splits import problem_set
     from ..eval.evaluate import evaluate
     from .trainer import Trainer
 
     d = cfg.data
     if not d.train:
         raise ValueError("data.train is empty: a JSONL problem file or coq-stdlib:train")
-    train = resolve_problems(d.train, split=d.split, limit=d.limit, max_proof_chars=d.max_proof_chars, seed=cfg.seed)
+    train = problem_set(d.train, split=d.split or None, limit=d.limit, max_proof_chars=d.max_proof_chars, seed=cfg.seed)
     held = list(extra_eval or [])
     if d.eval and not held:
-        held = resolve_problems(d.eval, split=d.split, limit=d.eval_limit, max_proof_chars=d.max_proof_chars, seed=cfg.seed)
+        held = problem_set(d.eval, split=d.split or None, limit=d.eval_limit, max_proof_chars=d.max_proof_chars,
+                           seed=cfg.seed)  # fmt: skip
     model, tok = make_policy(cfg)
     gen, sync = make_generator(cfg, model, tok)
     verifier = make_verifier(cfg)
