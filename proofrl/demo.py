@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from .data.problems import Problem
-from .eval.evaluate import EvalResult, evaluate, markdown_table, plot_pass_at_k, plot_uplift, uplift_between
+from .eval.evaluate import EvalResult, evaluate, figure, markdown_table, plot_pass_at_k, plot_uplift, uplift_between
 from .eval.uplift import UpliftRate
 from .policy.generation import encode_prompts
 from .policy.logprobs import response_logprobs
@@ -98,21 +98,9 @@ def supervised_finetune(
 
 
 def _plot_rewards(runs: dict[str, list[dict[str, float]]], path: Path) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5.5, 4))
-    for label, rows in runs.items():
-        ax.plot([r["step"] for r in rows], [100 * r.get("valid/turn1", 0.0) for r in rows], marker=".", label=label)
-    ax.set_xlabel("GRPO step")
-    ax.set_ylabel("valid samples on training theorems (%)")
-    ax.grid(alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    with figure(path, "GRPO step", "valid samples on training theorems (%)") as ax:
+        for label, rows in runs.items():
+            ax.plot([r["step"] for r in rows], [100 * r.get("valid/turn1", 0.0) for r in rows], marker=".", label=label)
     return path
 
 
@@ -192,13 +180,12 @@ def run_demo(cfg: DemoConfig, *, console: Any = None) -> dict[str, Any]:
         timings["eval_before_s"] = time.perf_counter() - t
 
         # 5. GRPO, plain and with the unlikeliness reward, each from the SFT model
-        variants = {"grpo": {}, "grpo-unlikeliness": {"beta_rank": 0.25, "convention": "paper", "reduction": "mean"}}
+        variants = {"grpo": "null", "grpo-unlikeliness": "{beta_rank: 0.25, convention: paper, reduction: mean}"}
         for name, unlikely in variants.items():
             t = time.perf_counter()
             policy, _ = load_policy(sft_dir, device="cpu")
             rcfg: TrainConfig = load_recipe("demo", [f"steps={cfg.rl_steps}", f"seed={cfg.seed}", f"out={out / name}",
-                                                      *cfg.overrides])  # fmt: skip
-            rcfg = _with_unlikeliness(rcfg, unlikely or None)
+                                                      *cfg.overrides, f"reward.unlikeliness={unlikely}"])  # fmt: skip
             gen = HFGenerator(policy, tok, batch_size=64)
             trainer = Trainer(rcfg, policy, tok, gen, verifier, train)
             with progress() as bar:
@@ -239,12 +226,6 @@ def run_demo(cfg: DemoConfig, *, console: Any = None) -> dict[str, Any]:
     console.print(markdown_table(results))
     console.print(f"\nreport: {out / 'report.md'}  ({timings['total_s']:.0f} s in all)")
     return summary
-
-
-def _with_unlikeliness(cfg: TrainConfig, spec: dict[str, Any] | None) -> TrainConfig:
-    from dataclasses import replace
-
-    return replace(cfg, reward=replace(cfg.reward, unlikeliness=spec))
 
 
 def _report(summary: dict[str, Any], results: dict[str, EvalResult], uplifts: dict[str, UpliftRate]) -> str:

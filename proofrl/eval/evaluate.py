@@ -10,9 +10,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -111,8 +113,6 @@ def evaluate(
     on_chunk: Callable[[int], None] | None = None,
 ) -> EvalResult:
     """Sample ``n`` proofs per problem at ``temperature``, verify them all, and tabulate pass@k."""
-    import time
-
     t0 = time.perf_counter()
     items = [first_turn(p, fmt, tokenizer) for p in problems]
     params = SamplingParams(n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens, stop=fmt.stop, seed=seed)
@@ -152,49 +152,47 @@ def uplift_between(init_model: Any, new_model: Any, tokenizer: Any, groups: Sequ
 # -------------------------------------------------------------------------------------------- reporting
 
 
-def plot_pass_at_k(results: Mapping[str, EvalResult], path: Path, title: str = "pass@k") -> Path:
-    """pass@k curves (unbiased estimator; chunked std as error bars where available), log-2 k axis."""
+@contextlib.contextmanager
+def figure(path: Path, xlabel: str, ylabel: str, title: str = "") -> Iterator[Any]:
+    """One set of axes to draw on; labelled, gridded, given a legend and saved as a PNG at ``path`` on exit."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(5.5, 4))
-    for label, res in results.items():
-        tab = res.table()
-        ks = sorted(tab)
-        ys = [100 * tab[k]["unbiased"] for k in ks]
-        err = [100 * tab[k].get("chunked_std", 0.0) for k in ks]
-        ax.errorbar(ks, ys, yerr=err, marker="o", capsize=3, label=label)
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("k (samples)")
-    ax.set_ylabel("pass@k (%)")
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    try:
+        yield ax
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        if title:
+            ax.set_title(title)
+        ax.grid(alpha=0.3)
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(path, dpi=120)
+    finally:
+        plt.close(fig)
+
+
+def plot_pass_at_k(results: Mapping[str, EvalResult], path: Path, title: str = "pass@k") -> Path:
+    """pass@k curves (unbiased estimator; chunked std as error bars where available), log-2 k axis."""
+    with figure(path, "k (samples)", "pass@k (%)", title) as ax:
+        for label, res in results.items():
+            tab = res.table()
+            ks = sorted(tab)
+            ys = [100 * tab[k]["unbiased"] for k in ks]
+            err = [100 * tab[k].get("chunked_std", 0.0) for k in ks]
+            ax.errorbar(ks, ys, yerr=err, marker="o", capsize=3, label=label)
+        ax.set_xscale("log", base=2)
     return path
 
 
 def plot_uplift(rates: Mapping[str, UpliftRate], path: Path) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5.5, 4))
-    for label, u in rates.items():
-        ax.plot(range(len(u.rates)), u.rates, marker=".", label=label)
-    ax.set_xlabel("rank under the initial model (0 = most likely)")
-    ax.set_ylabel("uplift rate")
-    ax.set_ylim(-0.05, 1.05)
-    ax.grid(alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    with figure(path, "rank under the initial model (0 = most likely)", "uplift rate") as ax:
+        for label, u in rates.items():
+            ax.plot(range(len(u.rates)), u.rates, marker=".", label=label)
+        ax.set_ylim(-0.05, 1.05)
     return path
 
 
