@@ -99,7 +99,7 @@ def sample_and_verify(
     timings = RolloutTimings()
     groups: list[Group] = []
     pending: list[tuple[list[Group], Future[list[Verdict]], float, list[int]]] = []
-    busy: list[float] = []
+    done: dict[int, float] = {}  # chunk → when its verdicts were ready (set from the verifier's thread)
 
     chunk = max(1, chunk_prompts)
     for start in range(0, len(items), chunk):
@@ -126,27 +126,23 @@ def sample_and_verify(
                     unique.append((g.item.problem, proof))
                 where.append(index[key])
         future = verifier.submit(unique)
-        future.add_done_callback(lambda _: busy.append(time.perf_counter()))
+        future.add_done_callback(lambda _, i=len(pending): done.setdefault(i, time.perf_counter()))
         timings.verified += len(unique)
         pending.append((new, future, submitted, where))
         groups.extend(new)
         if on_chunk:
             on_chunk(len(part))
     gen_end = time.perf_counter()
-    for new, future, _, where in pending:
+    previous = 0.0
+    for i, (new, future, submitted, where) in enumerate(pending):
         verdicts = future.result()
+        finished = done.setdefault(i, time.perf_counter())  # the callback may not have run yet
+        # The verifier takes chunks one at a time: chunk i is worked on from its submission or the end of
+        # chunk i−1, whichever is later, until its verdicts are ready.
+        timings.verify_busy_s += max(0.0, finished - max(submitted, previous))
+        previous = finished
         it = iter(where)
         for g in new:
             g.verdicts = [verdicts[next(it)] for _ in g.proofs]
     timings.verify_wait_s = time.perf_counter() - gen_end
-    # The verifier runs chunks one after another; its busy time is from the first submission to the last
-    # completion, minus stretches where it had nothing queued (approximated by chunk submission gaps).
-    if pending:
-        first_submit = pending[0][2]
-        last_done = max(busy) if busy else gen_end
-        idle = 0.0
-        done_sorted = sorted(busy)
-        for (_, _, submitted, _), prev_done in zip(pending[1:], done_sorted[:-1]):
-            idle += max(0.0, submitted - prev_done)
-        timings.verify_busy_s = max(0.0, last_done - first_submit - idle)
     return groups, timings
