@@ -1,7 +1,7 @@
 """Turn untrusted proof text into a checked plan: the statement we add ourselves, then tactic sentences.
 
-Rejections that need no prover happen here (bad bytes, unbalanced comments, commands inside the proof,
-``Admitted``, a restated statement that differs from the problem's), so they cost microseconds.
+Rejections that need no prover happen here (bad bytes, unbalanced comments, any sentence not known to be a
+tactic, ``Admitted``, a restated statement that differs from the problem's), so they cost microseconds.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 
 from ..base import Message, Status, Theorem, Verdict
-from .rules import forbidden_reason
+from .rules import Outgoing, forbidden_reason, outgoing
 from .sentences import Sentence, SplitError, position, split_sentences
 
 _DECL = re.compile(r"^\s*(?:Local\s+|Global\s+)?(?:Theorem|Lemma|Fact|Remark|Corollary|Proposition|Example)\s+([\w'.]+)")
@@ -21,8 +21,14 @@ _END = {"Qed.", "Defined."}
 class Plan:
     statement: str
     name: str
-    tactics: tuple[Sentence, ...]  # offsets into ``source``
+    tactics: tuple[Sentence, ...]  # offsets into ``source``; the first may be ``Proof``
     source: str
+    name_span: tuple[int, int] | None = None
+    """where the theorem's name stands in ``statement`` (to elaborate the statement again under another)"""
+
+    def outgoing(self, i: int, timeout: float | None = None) -> Outgoing:
+        """Tactic ``i`` as Coq receives it (see :func:`~proofrl.provers.coq.rules.outgoing`)."""
+        return outgoing(self.tactics[i].text, timeout, first=i == 0)
 
 
 def theorem_name(theorem: Theorem) -> str:
@@ -41,6 +47,12 @@ def plan_proof(theorem: Theorem, proof: str, *, max_chars: int, forbidden_tactic
         pos = position(proof, offset) if offset is not None else None
         return Verdict(status, (reason,), (Message("error", message or reason, pos),) if message or pos else ())
 
+    for part, text in (("header", theorem.header), ("statement", theorem.statement)):
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as e:
+            message = f"the {part} holds a character that is not UTF-8 (a lone surrogate?) at character {e.start}"
+            return Verdict(Status.ERROR, (f"{part} is not UTF-8",), (Message("error", message),))
     try:
         proof.encode("utf-8")
     except UnicodeEncodeError as e:
@@ -66,11 +78,9 @@ def plan_proof(theorem: Theorem, proof: str, *, max_chars: int, forbidden_tactic
         sentences = sentences[:-1]
     elif sentences and sentences[-1].text == "Admitted.":
         return no(Status.REJECTED, "admitted", "the proof ends with Admitted", sentences[-1].start)
-    if sentences and re.match(r"Proof\b", sentences[0].text):
-        head, sentences = [sentences[0]], sentences[1:]
-    else:
-        head = []
-    for s in sentences:
-        if why := forbidden_reason(s.text, forbidden_tactics):
+    for i, s in enumerate(sentences):
+        if why := forbidden_reason(s.text, forbidden_tactics, first=i == 0):
             return no(Status.REJECTED, why, f"{why} (only tactics may appear in a proof)", s.start)
-    return Plan(stmt.text, theorem_name(theorem), tuple(head + sentences), proof)
+    m = _DECL.match(stmt.text)
+    span = m.span(1) if m else None
+    return Plan(stmt.text, theorem_name(theorem), tuple(sentences), proof, span)

@@ -23,9 +23,21 @@ from ..base import FailureKind, Message, ProofState, Status, StepFailure, StepRe
 from ..process import run_once
 from . import xml
 from .plan import Plan, plan_proof
-from .rules import DEFAULT_AXIOM_ALLOWLIST, FORBIDDEN_TACTICS, assumption_reasons, forbidden_reason, parse_assumptions
+from .rules import (
+    DEFAULT_AXIOM_ALLOWLIST,
+    FORBIDDEN_TACTICS,
+    REFERENCE_NAME,
+    Outgoing,
+    assumption_reasons,
+    forbidden_reason,
+    outgoing,
+    parse_assumptions,
+    printed_names,
+    reference_statement,
+    type_mismatch,
+)
 from .sentences import Sentence, SplitError, byte_to_char, position, split_sentences
-from .session import CoqFailure, CoqSession, coq_library
+from .session import CoqFailure, CoqSession, ProofStatus, coq_library
 
 GRACE = 2.0  # seconds past Coq's own Timeout before the process-level deadline fires
 _session_ids = iter(range(1, 1 << 62))
@@ -52,13 +64,6 @@ def coq_version() -> str:
         return "coq (unknown version)"
 
 
-def _timed(sentence: str, seconds: float) -> str:
-    """Coq's ``Timeout`` prefix; bullets and braces cannot take it (they do no work)."""
-    if Sentence(sentence, 0, 0).is_bullet or sentence in "{}" or sentence.endswith("{") or re.match(r"Proof\b", sentence):
-        return sentence
-    return f"Timeout {max(1, math.ceil(seconds))} {sentence}"
-
-
 class CoqProver:
     backend = "coq"
 
@@ -70,6 +75,7 @@ class CoqProver:
         self._uses = 0
         self._live: list[tuple[str, int]] = []  # the live path: (statement, sid), then (tactic, sid)...
         self._live_theorem: Theorem | None = None
+        self._live_proof = ""  # the name Coq gives the proof being stepped
         self.session_id = 0
         self._ensure()
 
@@ -133,52 +139,67 @@ class CoqProver:
         return Verdict(v.status, v.reasons, v.messages, v.axioms, time.monotonic() - t0, self.version)
 
     def _check(self, s: CoqSession, plan: Plan, deadline: float) -> Verdict:
+        left = lambda: max(0.1, deadline - time.monotonic()) + GRACE  # noqa: E731
         s.edit_at(s.base)
+        if plan.name_span is None:
+            return Verdict(Status.ERROR, ("statement is not a Theorem, Lemma, Fact, Remark, Corollary, Proposition or Example",))
         try:
             sid = s.add(plan.statement, s.base)
             s.run(timeout=max(1.0, deadline - time.monotonic()))
+            opened = s.proof_status(timeout=left())
         except CoqFailure as e:
             return Verdict(Status.ERROR, ("statement does not elaborate",), (Message("error", e.message),))
-        owner: dict[int, tuple[Sentence, int]] = {}  # state id -> (sentence, bytes of Timeout prefix)
-        for sent in plan.tactics:
-            text = _timed(sent.text, deadline - time.monotonic())
+        owner: dict[int, tuple[Sentence, Outgoing]] = {}  # state id -> (sentence, what Coq received)
+        for i, sent in enumerate(plan.tactics):
+            out = plan.outgoing(i, deadline - time.monotonic())
             try:
-                sid = s.add(text, sid)
+                sid = s.add(out.text, sid)
             except CoqFailure as e:
-                return self._failed(e, plan, sent, len(text.encode()) - len(sent.text.encode()))
-            owner[sid] = (sent, len(text.encode()) - len(sent.text.encode()))
+                return self._failed(e, plan, sent, out)
+            owner[sid] = (sent, out)
         try:
-            s.run(timeout=max(0.1, deadline - time.monotonic()) + GRACE)
+            s.run(timeout=left())
         except CoqFailure as e:
-            sent, prefix = owner.get(e.state_id, (None, 0)) if e.state_id is not None else (None, 0)
-            return self._failed(e, plan, sent, prefix)
+            sent, out = owner.get(e.state_id, (None, None)) if e.state_id is not None else (None, None)
+            return self._failed(e, plan, sent, out)
         goals = s.goals()
         if goals is not None and (goals.foreground or goals.background or goals.shelved or goals.given_up):
             reasons = ["admitted"] if goals.given_up else []
-            left = f"{len(goals.foreground)} focused, {goals.background} unfocused, {goals.shelved} shelved, {goals.given_up} given up"
+            left_ = f"{len(goals.foreground)} focused, {goals.background} unfocused, {goals.shelved} shelved, {goals.given_up} given up"
             msgs = tuple(Message("info", str(g)) for g in goals.foreground[:3])
-            return Verdict(Status.REJECTED, (*reasons, f"incomplete: {left}"), msgs)
+            return Verdict(Status.REJECTED, (*reasons, f"incomplete: {left_}"), msgs)
+        if why := _status_change(opened, s.proof_status(timeout=left()), proof_open=True):
+            return Verdict(Status.REJECTED, (why,))
         try:
             s.add("Qed.", sid)
-            s.run(timeout=max(0.1, deadline - time.monotonic()) + GRACE)
+            s.run(timeout=left())
         except CoqFailure as e:
             reason = "admitted" if "given up" in e.message else "kernel rejected the proof"
             return Verdict(Status.REJECTED, (reason,), (Message("error", e.message),))
-        return self._assumptions(s.query(f"Print Assumptions {plan.name}.", s.tip), plan.name)
+        if s.goals() is not None or (why := _status_change(opened, s.proof_status(timeout=left()), proof_open=False)):
+            return Verdict(Status.REJECTED, (why or "a proof is still open after Qed",))
+        after_qed = s.tip
+        assumptions = _notices(s.query(f"Print Assumptions {plan.name}.", after_qed, timeout=left()))
+        located = {a: _notices(s.query(f"Locate {a}.", after_qed, timeout=left())) for a in self.config.axiom_allowlist}
+        try:
+            ref = s.add(reference_statement(plan.statement, plan.name_span), after_qed)
+            ref = s.add("Admitted.", ref)
+            ref = s.add("Set Printing All.", ref)
+            s.run(timeout=left())
+            checked = _notices(s.query(f"Check @{plan.name}.", ref, timeout=left()))
+            reference = _notices(s.query(f"Check @{REFERENCE_NAME}.", ref, timeout=left()))
+        except CoqFailure as e:
+            return Verdict(Status.ERROR, ("statement check failed",), (Message("error", e.message),))
+        return judge_after_qed(plan.name, assumptions, located, checked, reference)
 
-    def _assumptions(self, feedback: list[xml.Feedback], name: str) -> Verdict:
-        text = "\n".join(f.text for f in feedback if f.level in ("notice", "info") and not f.text.startswith("Fetching"))
-        a = parse_assumptions(text)
-        reasons = assumption_reasons(a, name, self.config.axiom_allowlist)
-        return Verdict(Status.REJECTED if reasons else Status.VALID, tuple(reasons), axioms=a.axioms)
-
-    def _failed(self, e: CoqFailure, plan: Plan, sent: Sentence | None, prefix_bytes: int) -> Verdict:
+    def _failed(self, e: CoqFailure, plan: Plan, sent: Sentence | None, out: Outgoing | None) -> Verdict:
         pos = end = None
-        if sent is not None:
-            # Coq's offsets are bytes into what we sent: the ASCII ``Timeout n `` prefix, then the sentence
-            lo, hi = e.loc if e.loc else (prefix_bytes, prefix_bytes + len(sent.text.encode()))
-            lo_c = byte_to_char(sent.text, max(0, lo - prefix_bytes))
-            hi_c = max(lo_c, byte_to_char(sent.text, max(0, hi - prefix_bytes)))
+        if sent is not None and out is not None:
+            # Coq's offsets are bytes into what it received: our prefix and parentheses around the sentence
+            lo, hi = e.loc if e.loc else (0, len(out.text.encode()))
+            lo_c = out.source_offset(byte_to_char(out.text, lo))
+            hi_c = max(lo_c, out.source_offset(byte_to_char(out.text, hi)))
+            lo_c, hi_c = min(lo_c, len(sent.text)), min(hi_c, len(sent.text))
             pos, end = position(plan.source, sent.start + lo_c), position(plan.source, sent.start + hi_c)
         msg = (Message("error", e.message, pos, end),)
         if e.message.startswith("Timeout!") or "Timeout!" in e.message[:40]:
@@ -200,7 +221,7 @@ class CoqProver:
         except CoqFailure as e:
             s.edit_at(s.base)
             raise StatementError(f"statement does not elaborate: {e.message}", messages=(Message("error", e.message),)) from e
-        self._live, self._live_theorem = [(plan.statement, sid)], theorem
+        self._live, self._live_theorem, self._live_proof = [(plan.statement, sid)], theorem, plan.name.rsplit(".", 1)[-1]
         return self._state(theorem, (), goals, sid)
 
     def _state(self, theorem: Theorem, tactics: tuple[str, ...], goals: xml.Goals | None, sid: int) -> ProofState:
@@ -225,19 +246,22 @@ class CoqProver:
         try:
             s = self._ensure()
             sid = self._goto(state)
-            text = _timed(sent.text, timeout)
+            out = outgoing(sent.text, timeout)
             try:
-                new = s.add(text, sid)
+                new = s.add(out.text, sid)
                 goals = s.goals(timeout=timeout + GRACE)
             except CoqFailure as e:
                 s.edit_at(sid)
-                prefix = len(text) - len(sent.text)
                 p = q = None
                 if e.loc:
-                    p = position(sent.text, max(0, byte_to_char(text, e.loc[0]) - prefix))
-                    q = position(sent.text, max(0, byte_to_char(text, e.loc[1]) - prefix))
+                    p = position(sent.text, min(len(sent.text), out.source_offset(byte_to_char(out.text, e.loc[0]))))
+                    q = position(sent.text, min(len(sent.text), out.source_offset(byte_to_char(out.text, e.loc[1]))))
                 kind = FailureKind.TIMEOUT if "Timeout!" in e.message else FailureKind.ERROR
                 return fail(kind, e.message, p, q)
+            st = s.proof_status(timeout=timeout + GRACE)
+            if st.open_proofs != (self._live_proof,):  # wall 3 while stepping: Coq still edits our proof only
+                s.edit_at(sid)
+                return fail(FailureKind.FORBIDDEN, f"forbidden: the step changed which proofs are open ({', '.join(st.open_proofs) or 'none'})")
             self._live.append((sent.text, new))
             tactics = (*state.tactics, sent.text)
             return StepResult(tactic, self._state(state.theorem, tactics, goals, new), seconds=time.monotonic() - t0)
@@ -261,7 +285,7 @@ class CoqProver:
             del self._live[k + 1 :]
         for tac in state.tactics[k:]:
             try:
-                sid = s.add(_timed(tac, self.config.step_timeout), sid)
+                sid = s.add(outgoing(tac, self.config.step_timeout).text, sid)
                 s.goals(timeout=self.config.step_timeout + GRACE)
             except CoqFailure as e:
                 raise ProverCrashed(f"replay of a recorded tactic failed: {e.message}") from e
@@ -284,17 +308,56 @@ def _first_line(message: str) -> str:
     return " ".join(" ".join(lines).split())[:200]
 
 
+def _notices(feedback: list[xml.Feedback]) -> str:
+    return "\n".join(f.text for f in feedback if f.level in ("notice", "info") and not f.text.startswith("Fetching"))
+
+
+def _status_change(opened: ProofStatus, now: ProofStatus, *, proof_open: bool) -> str | None:
+    """Wall 3, from Coq's own ``Status``: the module/section path is the statement's, and the only open proof
+    is the statement's (``proof_open``) or none is left."""
+    if now.path != opened.path:
+        return f"forbidden: the proof changed the open sections or modules ({'.'.join(now.path)})"
+    want = opened.open_proofs if proof_open else ()
+    if now.open_proofs != want or (proof_open and now.proof != opened.proof):
+        return f"forbidden: the proof changed which proofs are open ({', '.join(now.open_proofs) or 'none'})"
+    return None
+
+
+def judge_after_qed(name: str, assumptions: str, located: dict[str, str], checked: str, reference: str) -> Verdict:
+    """The verdict after a successful ``Qed``: the kernel type of ``name`` is the statement's (``checked`` and
+    ``reference`` are ``Check @...`` under ``Set Printing All``), and every assumption is allowed by origin
+    (``located``: ``Locate FQN`` output per allowlisted name)."""
+    a = parse_assumptions(assumptions)
+    if why := type_mismatch(checked, reference):
+        return Verdict(Status.REJECTED, (why,), (Message("error", f"proved: {' '.join(checked.split())}; stated: {' '.join(reference.split())}"),), axioms=a.axioms)
+    reasons = assumption_reasons(a, name, printed_names(located))
+    return Verdict(Status.REJECTED if reasons else Status.VALID, tuple(reasons), axioms=a.axioms)
+
+
+_MARK = "proofrl_output_marker_"
+
+
 def coqc_check(theorem: Theorem, proof: str, config: CoqConfig, *, timeout: float | None = None, version: str = "") -> Verdict:
-    """Whole file through a fresh ``coqc``: header + statement + ``Proof.`` tactics ``Qed.`` + assumptions."""
+    """Whole file through a fresh ``coqc``: header + statement + ``Proof.`` tactics ``Qed.``, then the same
+    checks as a session (assumptions by origin, the kernel type of the constant against the statement's).
+    Outputs are told apart by ``Locate`` of marker names, which print ``No object of basename <marker>``."""
     t0 = time.monotonic()
     timeout = config.timeout if timeout is None else timeout
     plan = plan_proof(theorem, proof, max_chars=config.max_proof_chars, forbidden_tactics=config.forbidden_tactics)
     if isinstance(plan, Verdict):
         return Verdict(plan.status, plan.reasons, plan.messages, seconds=time.monotonic() - t0, prover=version)
-    body = [s.text for s in plan.tactics]
-    if not (body and re.match(r"Proof\b", body[0])):
+    if plan.name_span is None:
+        return Verdict(Status.ERROR, ("statement is not a Theorem, Lemma, Fact, Remark, Corollary, Proposition or Example",), seconds=time.monotonic() - t0, prover=version)
+    body = [plan.outgoing(i).text for i in range(len(plan.tactics))]
+    if not (plan.tactics and re.match(r"Proof\b", plan.tactics[0].text)):
         body.insert(0, "Proof.")
-    text = f"{theorem.header}\n{plan.statement}\n" + "\n".join(body) + f"\nQed.\nPrint Assumptions {plan.name}.\n"
+    allow = config.axiom_allowlist
+    checks = [f"Print Assumptions {plan.name}."]
+    for k, a in enumerate(allow):
+        checks += [f"Locate {_MARK}{k}.", f"Locate {a}."]
+    checks += [f"Locate {_MARK}{len(allow)}.", reference_statement(plan.statement, plan.name_span), "Admitted.", "Set Printing All.",
+               f"Check @{plan.name}.", f"Locate {_MARK}{len(allow) + 1}.", f"Check @{REFERENCE_NAME}."]
+    text = f"{theorem.header}\n{plan.statement}\n" + "\n".join(body) + "\nQed.\n" + "\n".join(checks) + "\n"
     with tempfile.TemporaryDirectory(prefix="proofrl-coqc-") as d:
         path = Path(d) / "Check.v"
         path.write_text(text, encoding="utf-8")
@@ -312,6 +375,9 @@ def coqc_check(theorem: Theorem, proof: str, config: CoqConfig, *, timeout: floa
             reason = f"coqc exit {res.returncode}"
         status = Status.REJECTED if reason == "admitted" or "incomplete" in err or "pending" in err else Status.ERROR
         return Verdict(status, (reason,), (Message("error", err[-2000:]),), seconds=seconds, prover=version)
-    a = parse_assumptions(res.stdout)
-    reasons = assumption_reasons(a, plan.name, config.axiom_allowlist)
-    return Verdict(Status.REJECTED if reasons else Status.VALID, tuple(reasons), axioms=a.axioms, seconds=seconds, prover=version)
+    parts = re.split(rf"No object of basename {_MARK}\d+\n?", res.stdout)
+    if len(parts) != len(allow) + 3:
+        return Verdict(Status.ERROR, ("final check output unreadable",), (Message("error", res.stdout[-2000:]),), seconds=seconds, prover=version)
+    located = dict(zip(allow, parts[1 : len(allow) + 1]))
+    v = judge_after_qed(plan.name, parts[0], located, parts[-2], parts[-1])
+    return Verdict(v.status, v.reasons, v.messages, v.axioms, seconds, version)

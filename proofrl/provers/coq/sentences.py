@@ -1,7 +1,7 @@
 """Split Coq text into sentences, the unit ``coqidetop``'s ``Add`` accepts (it silently drops anything after
 the first sentence, so the split must be ours and exact).
 
-A sentence ends at a ``.`` followed by whitespace or the end of text (``Nat.add`` and ``..`` do not end one),
+A sentence ends at a ``.`` followed by a blank (:data:`COQ_BLANKS`) or the end of text (``Nat.add`` and ``..`` do not end one),
 or is a bullet (``-``, ``+``, ``*``, repeated) or a brace (``{``, ``}``, also after a goal selector such as
 ``2: {`` or ``[x]: {``). Comments nest and may hold strings; strings escape ``"`` by doubling it.
 """
@@ -33,6 +33,9 @@ class Sentence:
         return bool(_BULLET.fullmatch(self.text))
 
 
+COQ_BLANKS = " \t\n\r\x0c\x1a"
+"""The characters Coq's lexer takes as blanks: only these end a sentence after a period (a no-break space
+or any other Unicode space does not, so ``exact I.\u00a0`` is not a complete sentence for Coq, nor for us)."""
 _BULLET = re.compile(r"-+|\++|\*+")
 _SELECTOR_BRACE = re.compile(r"(?:\d+|\[\s*[A-Za-z_][\w']*\s*\]|all)\s*:\s*\{")
 
@@ -71,7 +74,7 @@ def split_sentences(text: str) -> list[Sentence]:
         if c == '"':
             i = _skip_string(text, i)
             continue
-        if c == "." and (i + 1 == n or text[i + 1].isspace()) and not (i > 0 and text[i - 1] == "." and not text.startswith("...", i - 2)):
+        if c == "." and (i + 1 == n or text[i + 1] in COQ_BLANKS) and not (i > 0 and text[i - 1] == "." and not text.startswith("...", i - 2)):
             out.append(Sentence(text[start : i + 1], start, i + 1))
             start, i = None, i + 1
             continue

@@ -13,7 +13,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
-from ...errors import BackendUnavailable, ProverCrashed, ProverTimeout, StatementError
+from ...errors import BackendUnavailable, ProtocolError, ProverCrashed, ProverTimeout, StatementError
 from ..base import Message
 from ..process import ProverProcess
 from . import xml
@@ -51,6 +51,13 @@ class CoqFailure(Exception):
 
     def __str__(self) -> str:
         return self.message
+
+
+@dataclass(frozen=True)
+class ProofStatus:
+    path: tuple[str, ...]  # ("Top",) when no module or section is open
+    proof: str | None  # the proof being edited
+    open_proofs: tuple[str, ...]
 
 
 class CoqSession:
@@ -117,6 +124,16 @@ class CoqSession:
 
     def goals(self, timeout: float | None = 30) -> xml.Goals | None:
         return xml.parse_goals(self._checked(xml.goal(), timeout))
+
+    def proof_status(self, timeout: float | None = 30) -> ProofStatus:
+        """Coq's own account of what is open at the tip: the module/section path, the proof being edited and
+        every open proof (``Status``)."""
+        st = self._checked(xml.status(True), timeout).value.find("status")
+        if st is None or len(st) < 3:
+            raise ProtocolError("Status reply without a status")
+        path = tuple(e.text or "" for e in st[0].findall("string"))
+        name = st[1].find("string")
+        return ProofStatus(path, name.text if name is not None else None, tuple(e.text or "" for e in st[2].findall("string")))
 
     def edit_at(self, state_id: int, timeout: float | None = 30) -> None:
         r = self.call(xml.edit_at(state_id), timeout)
