@@ -6,10 +6,12 @@ statement, what precedes it the header, the rest the proof. Lean text is handed 
 accepts a whole file as the proof and checks that it contains the statement unchanged, so the statement is
 taken as the first declaration up to its ``:=``.
 
-Through the server the header is untrusted too (it comes from the client, not from a problem set), so a Coq
-header may not hold the commands that reach outside the prover (``HEADER_FORBIDDEN``: files, directories,
-plugins); the proof itself may hold no command at all (:mod:`proofrl.provers.coq.rules`). The sandbox is the
-second wall behind both.
+Through the server the header is untrusted too: it comes from the client, not from a problem set, and a header
+can change what an unchanged statement means (``Notation "'False'" := True.``, a coercion, an axiom named like
+an allowed one, a module named like a library). So a Coq snippet header may hold only what loads libraries,
+opens scopes and sets options (:func:`header_refusal`, an allowlist); any other sentence makes the snippet
+``rejected`` with its reason before Coq runs. The proof itself may hold only tactics
+(:mod:`proofrl.provers.coq.rules`). The sandbox is the wall behind both.
 """
 
 from __future__ import annotations
@@ -50,6 +52,40 @@ def header_command(sentence: str) -> str | None:
     return next((c for c in sorted(HEADER_FORBIDDEN, key=len, reverse=True) if (words + " ").startswith(c + " ")), None)
 
 
+_Q = r"[A-Za-z_][\w']*(?:\.[A-Za-z_][\w']*)*"
+HEADER_ALLOWED = (
+    re.compile(rf"(?:From {_Q} )?Require(?: Import| Export)?(?: {_Q})+ ?\."),
+    re.compile(rf"(?:Import|Export)(?: {_Q})+ ?\."),
+    re.compile(r"(?:Local |Global )?(?:Open|Close) Scope [A-Za-z_][\w']* ?\."),
+    re.compile(r"(?:Set|Unset)(?: [A-Z][\w']*)+(?: (?:\d+|\"[^\"]*\"|[A-Za-z_][\w']*))? ?\."),
+)
+"""What a snippet header may do: load libraries (``Require``, ``From .. Require``, ``Import``), open or
+close scopes, set options. Nothing that declares (notations, coercions, axioms, parameters, modules,
+definitions, admitted constants, hints, tactics)."""
+UNSAFE_OPTIONS = ("Guard Checking", "Positivity Checking", "Universe Checking", "Definitional UIP", "Nested Proofs Allowed")
+"""Options that switch a kernel check off or let a proof be nested in another: refused in a header."""
+
+
+def header_refusal(sentence: str) -> str | None:
+    """``None`` if a snippet header may hold the sentence, else the reason (``forbidden: Notation``)."""
+    from ..provers.coq.rules import strip_comments_and_strings
+
+    if command := header_command(sentence):
+        return f"forbidden: {command}"
+    text = " ".join(strip_comments_and_strings(sentence).split())
+    if any(p.fullmatch(text) for p in HEADER_ALLOWED):
+        option = next((o for o in UNSAFE_OPTIONS if re.fullmatch(rf"(?:Set|Unset) {o} ?\.", text)), None)
+        return f"forbidden: {text.split()[0]} {option}" if option else None
+    head = text
+    while (m := _CONTROL.match(head)) is not None and m.end() > 0:
+        head = head[m.end() :]
+    words = re.findall(r"[A-Za-z_][\w']*", head)[:2]
+    first = words[0] if words else (head[:20] or "?")
+    if first in ("Tactic", "Reserved", "Number", "String", "Declare", "Hint", "Existing", "Program") and len(words) > 1:
+        first = " ".join(words)
+    return f"forbidden: {first}"
+
+
 def coq_job(code: str) -> Job | Verdict:
     from ..provers.coq.sentences import SplitError, split_sentences
 
@@ -59,9 +95,9 @@ def coq_job(code: str) -> Job | Verdict:
         return Verdict(Status.ERROR, (f"syntax: {e}",), (Message("error", str(e), _position(code, e.offset)),), prover="coq")
     for s in sentences:
         m = _COQ_STATEMENT.match(s.text)
-        if not m and (command := header_command(s.text)):
-            why = f"forbidden: {command}"
-            text = f"{why} (a header may not read or write files, change directory or load plugins)"
+        if not m and (why := header_refusal(s.text)):
+            text = (f"{why} (a snippet header may only load libraries, open or close scopes and set options; send "
+                    "definitions and notations as part of a library problem)")
             return Verdict(Status.REJECTED, (why,), (Message("error", text, _position(code, s.start)),), prover="coq")
         if m:
             theorem = Theorem(name=m.group(2), statement=s.text, header=code[: s.start].strip(), backend="coq")
@@ -87,6 +123,10 @@ def lean_job(code: str) -> Job | Verdict:
 
 
 def make_job(code: str, backend: str) -> Job | Verdict:
+    try:
+        code.encode("utf-8")
+    except UnicodeEncodeError as e:
+        return Verdict(Status.ERROR, ("not UTF-8",), (Message("error", f"the code holds a character that is not UTF-8 (a lone surrogate?) at character {e.start}", _position(code, e.start)),), prover=backend)
     return coq_job(code) if backend == "coq" else lean_job(code)
 
 
