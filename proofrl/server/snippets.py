@@ -93,16 +93,18 @@ def coq_job(code: str) -> Job | Verdict:
         sentences = split_sentences(code)
     except SplitError as e:
         return Verdict(Status.ERROR, (f"syntax: {e}",), (Message("error", str(e), _position(code, e.offset)),), prover="coq")
-    for s in sentences:
-        m = _COQ_STATEMENT.match(s.text)
-        if not m and (why := header_refusal(s.text)):
+    at = next((i for i, s in enumerate(sentences) if _COQ_STATEMENT.match(s.text)), None)
+    if at is None:
+        return Verdict(Status.ERROR, ("no Theorem or Lemma in the snippet",), prover="coq")
+    for s in sentences[:at]:
+        if why := header_refusal(s.text):
             text = (f"{why} (a snippet header may only load libraries, open or close scopes and set options; send "
                     "definitions and notations as part of a library problem)")
             return Verdict(Status.REJECTED, (why,), (Message("error", text, _position(code, s.start)),), prover="coq")
-        if m:
-            theorem = Theorem(name=m.group(2), statement=s.text, header=code[: s.start].strip(), backend="coq")
-            return Job(theorem, code[s.end :], _position(code, s.end))
-    return Verdict(Status.ERROR, ("no Theorem or Lemma in the snippet",), prover="coq")
+    stmt = sentences[at]
+    m = _COQ_STATEMENT.match(stmt.text)
+    theorem = Theorem(name=m.group(2), statement=stmt.text, header=code[: stmt.start].strip(), backend="coq")
+    return Job(theorem, code[stmt.end :], _position(code, stmt.end))
 
 
 def lean_job(code: str) -> Job | Verdict:
