@@ -50,3 +50,9 @@ def test_malformed_text_is_a_precise_error(text, message, offset):
 def test_byte_offsets_become_character_offsets():
     s = "exact (λ x, αβγ)."
     assert byte_to_char(s, len("exact (λ x, ".encode())) == len("exact (λ x, ")
+
+
+def test_only_coqs_blanks_end_a_sentence_after_a_period():
+    # Coq's lexer does not take a no-break space (or any other Unicode space) as a blank after a period
+    assert [s.text for s in split_sentences("idtac.\u00a0exact I.")] == ["idtac.\u00a0exact I."]
+    assert [s.text for s in split_sentences("idtac.\u2003exact I.\tauto.\x0cdone.")] == ["idtac.\u2003exact I.", "auto.", "done."]
