@@ -201,3 +201,33 @@ def test_coqs_parser_rejects_every_dressed_command_in_its_wrapped_form():
         assert raw_parsed >= len(COMMANDS) // 2
     finally:
         s.close()
+
+
+# -- and no false rejections of ordinary proofs -------------------------------------------------------------------
+
+LEGIT = [
+    ("", "Theorem t (A : Type) (x : A) : x = x.", "reflexivity."),
+    ("Set Universe Polymorphism.", "Example t (A : Type) (x : A) : x = x.", "Proof. reflexivity. Qed."),
+    ("Require Import Arith.", "Theorem t : forall n, n + 0 = n.", "Proof using. intros n. (* c *) 1: auto with arith. Qed."),
+    ("", "Theorem t : True /\\ True.", "Proof with auto. split... Qed."),
+    ("", "Theorem t : exists n, n = 0.", "eexists. Show. Show Proof. Unshelve. 2: exact 0. reflexivity."),
+    ("From Coq Require Import ssreflect ssrbool.", "Lemma t (n : nat) : n + 0 = n.", "by case: n => [|n] //=; rewrite -plus_n_O."),
+]
+
+
+@pytest.mark.parametrize("header, statement, proof", LEGIT)
+def test_ordinary_proofs_stay_valid_in_check_and_final_check(header, statement, proof):
+    p = CoqProver(header)
+    try:
+        th = Theorem("t", statement, header)
+        assert p.check(th, proof).status is Status.VALID
+        assert p.final_check(th, [proof]).status is Status.VALID
+    finally:
+        p.close()
+
+
+def test_final_check_output_cannot_be_forged_by_what_the_proof_prints(prover):
+    th = Theorem("t", "Theorem t : True.", "")
+    fake = 'idtac "No object of basename proofrl_output_marker_1". idtac "Closed under the global context". exact I.'
+    assert prover.final_check(th, [fake]).status is Status.ERROR
+    assert prover.final_check(th, ['idtac "Closed under the global context". exact I.']).status is Status.VALID

@@ -352,11 +352,12 @@ def coqc_check(theorem: Theorem, proof: str, config: CoqConfig, *, timeout: floa
     if not (plan.tactics and re.match(r"Proof\b", plan.tactics[0].text)):
         body.insert(0, "Proof.")
     allow = config.axiom_allowlist
-    checks = [f"Print Assumptions {plan.name}."]
-    for k, a in enumerate(allow):
+    # what the proof printed comes before the first marker; a marker printed by the proof adds a part
+    checks = [f"Locate {_MARK}0.", f"Print Assumptions {plan.name}."]
+    for k, a in enumerate(allow, 1):
         checks += [f"Locate {_MARK}{k}.", f"Locate {a}."]
-    checks += [f"Locate {_MARK}{len(allow)}.", reference_statement(plan.statement, plan.name_span), "Admitted.", "Set Printing All.",
-               f"Check @{plan.name}.", f"Locate {_MARK}{len(allow) + 1}.", f"Check @{REFERENCE_NAME}."]
+    checks += [f"Locate {_MARK}{len(allow) + 1}.", reference_statement(plan.statement, plan.name_span), "Admitted.",
+               "Set Printing All.", f"Check @{plan.name}.", f"Locate {_MARK}{len(allow) + 2}.", f"Check @{REFERENCE_NAME}."]
     text = f"{theorem.header}\n{plan.statement}\n" + "\n".join(body) + "\nQed.\n" + "\n".join(checks) + "\n"
     with tempfile.TemporaryDirectory(prefix="proofrl-coqc-") as d:
         path = Path(d) / "Check.v"
@@ -376,8 +377,8 @@ def coqc_check(theorem: Theorem, proof: str, config: CoqConfig, *, timeout: floa
         status = Status.REJECTED if reason == "admitted" or "incomplete" in err or "pending" in err else Status.ERROR
         return Verdict(status, (reason,), (Message("error", err[-2000:]),), seconds=seconds, prover=version)
     parts = re.split(rf"No object of basename {_MARK}\d+\n?", res.stdout)
-    if len(parts) != len(allow) + 3:
+    if len(parts) != len(allow) + 4:
         return Verdict(Status.ERROR, ("final check output unreadable",), (Message("error", res.stdout[-2000:]),), seconds=seconds, prover=version)
-    located = dict(zip(allow, parts[1 : len(allow) + 1]))
-    v = judge_after_qed(plan.name, parts[0], located, parts[-2], parts[-1])
+    located = dict(zip(allow, parts[2 : len(allow) + 2]))
+    v = judge_after_qed(plan.name, parts[1], located, parts[-2], parts[-1])
     return Verdict(v.status, v.reasons, v.messages, v.axioms, seconds, version)

@@ -39,7 +39,7 @@ FORBIDDEN_TACTICS: tuple[str, ...] = ("admit", "give_up")
 _SELECTOR = re.compile(r"(?:\d+(?:\s*-\s*\d+)?(?:\s*,\s*\d+(?:\s*-\s*\d+)?)*|all|par|!|\[\s*[A-Za-z_][\w']*\s*\])\s*:(?!=)\s*")
 _SELECTOR_BRACE = re.compile(r"(?:\d+|\[\s*[A-Za-z_][\w']*\s*\]|all)\s*:\s*\{")
 _BULLET = re.compile(r"-+|\++|\*+")
-_PROOF_USING = re.compile(r"Proof\s+using\s[\w'\s,()*+-]*\.")
+_PROOF_USING = re.compile(r"Proof\s+using(?:\s[\w'\s,()*+-]*)?\.")
 _PROOF_WITH = re.compile(r"Proof\s+with\s")
 _SHOW = re.compile(r"Show(?:\s+[A-Za-z0-9_]+)*\s*\.")
 _TACTIC_START = re.compile(r"[a-z(\[]")
@@ -97,9 +97,10 @@ def forbidden_reason(sentence: str, forbidden_tactics: tuple[str, ...] = FORBIDD
     if _is_structural(sentence):
         return None
     code = strip_comments_and_strings(sentence).strip()
-    if first and (code == "Proof." or _PROOF_USING.fullmatch(code)):
+    # these are sent as they are, so they must match in full, with no comment or string inside
+    if first and (code == "Proof." or _PROOF_USING.fullmatch(sentence)):
         return None
-    if code == "Unshelve." or _SHOW.fullmatch(code):
+    if sentence == "Unshelve." or _SHOW.fullmatch(sentence):
         return None
     body = code
     if first and _PROOF_WITH.match(code):
@@ -141,15 +142,14 @@ def outgoing(sentence: str, timeout: float | None = None, *, first: bool = False
     parser accepts nothing but tactic syntax, under ``Timeout n`` when ``timeout`` is given (bullets, braces
     and ``Proof`` take neither)."""
     if _is_structural(sentence) or (first and re.match(r"Proof\b", sentence) and not _PROOF_WITH.match(sentence)):
-        return Outgoing(sentence)
+        return Outgoing(sentence)  # only ``Proof.`` (comments aside) and ``Proof using ...`` get here
     prefix = f"Timeout {max(1, -(-int(timeout * 1000) // 1000))} " if timeout is not None else ""
-    code = strip_comments_and_strings(sentence)
-    if code.strip() == "Unshelve." or _SHOW.fullmatch(code.strip()):
+    if sentence == "Unshelve." or _SHOW.fullmatch(sentence):
         return Outgoing(prefix + sentence, ((0, len(prefix)),) if prefix else ())
     head = 0
     if first and (m := _PROOF_WITH.match(sentence)):
         head, prefix = m.end(), ""  # Proof with takes no Timeout; its tactic runs later, under each step's
-    elif (m := _SELECTOR.match(code)) is not None:
+    elif (m := _SELECTOR.match(sentence)) is not None:  # on the text as written: a comment inside = no selector
         head = m.end()
     term = _terminator(sentence)
     body = sentence[head : len(sentence) - len(term)]
