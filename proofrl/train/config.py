@@ -37,6 +37,10 @@ class ModelConfig:
     lora: LoraConfig | None = None
     dtype: str = "auto"
     """auto (bf16 on CUDA, fp32 on CPU) | float32 | bfloat16 | float16"""
+    gradient_checkpointing: bool = False
+    """recompute activations in the backward pass (less memory, about a third more compute)"""
+    ref_device: str = "same"
+    """where the frozen KL reference lives: same (the policy's device) | cpu"""
 
 
 @dataclass(frozen=True)
@@ -104,6 +108,18 @@ class RewardSection:
 
 
 @dataclass(frozen=True)
+class PPOSection(PPOConfig):
+    """``algorithm.ppo``: :class:`~proofrl.train.grpo.PPOConfig` with the trainer's defaults and keys."""
+
+    clip_ratio_c: float = 3.0
+    """dual-clip bound (verl's ``clip_ratio_c``): for negative advantages the loss is capped at −A·c; > 1"""
+    max_grad_norm: float | None = 1.0
+    """clip the global gradient norm to this value (verl and the unlikeliness code: 1.0); None = no clipping"""
+    horizon: int | None = None
+    """constant H for ``seq-mean-token-sum-norm`` (Dr.GRPO); None = the rollout's ``max_tokens``"""
+
+
+@dataclass(frozen=True)
 class AlgorithmConfig:
     advantage: str = "grpo"
     """grpo | dr_grpo (a name in :data:`proofrl.train.grpo.ADV_ESTIMATORS`)"""
@@ -111,7 +127,7 @@ class AlgorithmConfig:
     """update once this many samples from informative groups are buffered (the paper: 256); 0 = every step"""
     skip_uninformative: bool = True
     """drop groups whose rewards are all equal before shaping (they carry no GRPO signal)"""
-    ppo: PPOConfig = field(default_factory=PPOConfig)
+    ppo: PPOSection = field(default_factory=PPOSection)
 
 
 @dataclass(frozen=True)
