@@ -2,11 +2,15 @@
 
 A reply is any number of ``<feedback>`` elements followed by exactly one ``<value>``; we frame on
 ``</value>`` (inside strings ``<`` is always escaped, so the tag cannot occur in content). The pretty-printer
-emits the HTML entity ``&nbsp;``, which is not XML; it is rewritten before parsing.
+emits the HTML entity ``&nbsp;``, which is not XML; it is rewritten before parsing. Coq also prints a
+message's characters as they are, control characters included (``idtac "\\x02"``), which XML 1.0 forbids even
+as character references: each becomes its Unicode control picture (U+2400 + code, so ``\\x02`` reads ``␂``),
+visible and one for one, before parsing.
 """
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from xml.sax.saxutils import escape
@@ -91,11 +95,41 @@ def richpp_text(el: ET.Element | None) -> str:
     return "" if el is None else "".join(el.itertext()).replace("\xa0", " ")
 
 
+_ILLEGAL_BYTE = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+"""C0 controls other than tab, newline and carriage return (never part of a multi-byte UTF-8 sequence)"""
+_CHAR_REF = re.compile(rb"&#(?:x([0-9a-fA-F]{1,8})|([0-9]{1,10}));")
+_ILLEGAL_CHAR = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _picture(code: int) -> str:
+    return chr(0x2400 + code) if code < 0x20 else "\ufffd"
+
+
+def _legal_ref(m: re.Match[bytes]) -> bytes:
+    code = int(m.group(1), 16) if m.group(1) else int(m.group(2))
+    legal = code in (0x9, 0xA, 0xD) or 0x20 <= code <= 0xD7FF or 0xE000 <= code <= 0xFFFD or 0x10000 <= code <= 0x10FFFF
+    return m.group(0) if legal else _picture(code).encode()
+
+
+def sanitise(frame: bytes) -> bytes:
+    """``frame`` with what XML 1.0 cannot carry made visible: control bytes and character references to
+    illegal characters become control pictures (``\\x02`` -> U+2402)."""
+    frame = frame.replace(b"&nbsp;", b"&#160;")
+    if b"&#" in frame:
+        frame = _CHAR_REF.sub(_legal_ref, frame)
+    return _ILLEGAL_BYTE.sub(lambda m: _picture(m.group(0)[0]).encode(), frame)
+
+
 def parse_reply(frame: bytes) -> Reply:
     try:
-        root = ET.fromstring(b"<r>" + frame.replace(b"&nbsp;", b"&#160;") + b"</r>")
-    except ET.ParseError as e:
-        raise ProtocolError(f"unreadable reply from coqidetop ({e})", raw=frame.decode("utf-8", "replace")) from e
+        root = ET.fromstring(b"<r>" + sanitise(frame) + b"</r>")
+    except ET.ParseError:
+        # not UTF-8, or U+FFFE/U+FFFF: decode with replacement and map every illegal character
+        text = _ILLEGAL_CHAR.sub(lambda m: _picture(ord(m.group(0))), sanitise(frame).decode("utf-8", "replace"))
+        try:
+            root = ET.fromstring("<r>" + text + "</r>")
+        except ET.ParseError as e:
+            raise ProtocolError(f"unreadable reply from coqidetop ({e})", raw=frame.decode("utf-8", "replace")) from e
     feedback: list[Feedback] = []
     value: ET.Element | None = None
     for el in root:
