@@ -3,14 +3,17 @@ processes, real uvicorn on loopback, raw sockets, ``proofrl serve`` as a subproc
 
 from __future__ import annotations
 
+import json
 import time
 
+import httpx
 import pytest
 
 from conftest import requires_coq
 from proofrl.provers.base import Status, Theorem
 from proofrl.provers.factory import make_pool
 from proofrl.provers.pool import PoolConfig
+from test_server import LOOPING, VALID, InProcess
 
 pytestmark = requires_coq
 
@@ -44,3 +47,35 @@ def test_illegal_xml_in_a_reply_is_made_visible_not_refused():
     for raw, text in [(b"x\x02y", "x\u2402y"), (b"x&#2;y&#x1F;z&#65;", "x\u2402y\u241fzA"), (b"bad \xff utf-8 \xef\xbf\xbe", "bad \ufffd utf-8 \ufffd")]:
         reply = xml.parse_reply(msg.encode().replace(b"{}", raw))
         assert reply.good and [f.text for f in reply.feedback] == [text]
+
+
+# -- 2, 3. request limits answered precisely and counted ---------------------------------------------------------
+def _metric(url: str, line: str) -> bool:
+    return line in httpx.get(url + "/metrics").text.splitlines()
+
+
+def test_a_huge_timeout_is_capped_not_a_500_and_counted():
+    with InProcess(workers=1, max_timeout=2) as s:
+        for path, items in (("/api/check", '"snippets": [{"id": "a", "code": %s}]'), ("/verify", '"codes": [{"custom_id": 1, "proof": %s}]')):
+            body = "{" + items % json.dumps(LOOPING) + ', "timeout": 1' + "0" * 400 + "}"
+            r = httpx.post(s.url + path, content=body, headers={"content-type": "application/json"}, timeout=30)
+            assert r.status_code == 200, r.text
+            (res,) = r.json()["results"]
+            assert res["proofrl"]["status"] == "timeout"
+            assert res["error"] == "coq command timed out in 2 seconds"  # capped at max_timeout
+            assert _metric(s.url, f'proofrl_responses_total{{path="{path}",code="200"}} 1')
+
+
+def test_a_batch_above_the_inflight_limit_is_413_at_once_not_429_forever():
+    with InProcess(workers=1, max_inflight=2, max_batch=10) as s:
+        big = {"snippets": [{"id": str(i), "code": VALID} for i in range(3)]}
+        for _ in range(2):  # an idle server: it would never fit, so it is not "busy"
+            r = httpx.post(s.url + "/api/check", json=big, timeout=30)
+            assert r.status_code == 413
+            assert r.json() == {"detail": "batch of 3 items exceeds the limit of 2 (max_inflight: items in flight at once); send at most 2 per request"}
+        r = httpx.post(s.url + "/api/check", json={"snippets": [{"id": str(i), "code": "x"} for i in range(11)]}, timeout=30)
+        assert (r.status_code, r.json()) == (413, {"detail": "batch of 11 items exceeds the limit of 10"})
+        r = httpx.post(s.url + "/api/check", json={"snippets": big["snippets"][:2]}, timeout=30)
+        assert r.status_code == 200 and [x["proofrl"]["status"] for x in r.json()["results"]] == ["valid", "valid"]
+        assert _metric(s.url, 'proofrl_responses_total{path="/api/check",code="413"} 3')
+        assert _metric(s.url, "proofrl_rejected_busy_total 0")

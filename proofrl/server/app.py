@@ -6,7 +6,7 @@ the request itself was acceptable. What is refused is refused up front and expli
 =====  ==========================================================================================
 400    malformed JSON, or a ``backend`` this server does not serve
 401    missing or wrong ``Authorization: Bearer`` key (when the server has one)
-413    body larger than ``max_body_bytes``, or more items than ``max_batch``
+413    body larger than ``max_body_bytes``, or more items than ``max_batch`` or ``max_inflight``
 422    well-formed JSON that does not fit the schema (wrong types, unknown fields, empty batch, ...)
 429    admitting the batch would put more than ``max_inflight`` items in flight (``Retry-After`` set)
 =====  ==========================================================================================
@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import logging
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Mapping
@@ -41,6 +42,8 @@ from .schemas import (
 )
 from .snippets import Job, kimina_fields, make_job
 
+log = logging.getLogger(__name__)
+
 LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 
 
@@ -49,9 +52,10 @@ class ServerConfig:
     backend: str = "coq"
     """backend of requests that name none"""
     max_inflight: int = 256
-    """items admitted and not yet judged, across all requests; beyond it: 429"""
+    """items admitted and not yet judged, across all requests; beyond it: 429 (a batch larger than this alone
+    could never be admitted: 413)"""
     max_batch: int = 1024
-    """items in one request; beyond it: 413"""
+    """items in one request; beyond it (or beyond ``max_inflight``): 413"""
     max_body_bytes: int = 8 * 2**20
     max_timeout: float = 300.0
     """cap on a request's ``timeout`` (seconds per item); ``timeout: 0`` means the pool's default"""
@@ -101,6 +105,9 @@ class Service:
         """Count ``n`` items in, or refuse the whole request (the event loop is single-threaded, no lock)."""
         if n > self.config.max_batch:
             raise HTTPException(413, f"batch of {n} items exceeds the limit of {self.config.max_batch}")
+        if n > self.config.max_inflight:  # could never be admitted, however long the client waits: not "busy"
+            m = self.config.max_inflight
+            raise HTTPException(413, f"batch of {n} items exceeds the limit of {m} (max_inflight: items in flight at once); send at most {m} per request")
         if self.inflight + n > self.config.max_inflight:
             self.metrics.rejected_busy += 1
             raise HTTPException(
@@ -117,7 +124,11 @@ class Service:
         return name, self.pools[name]
 
     def item_timeout(self, pool: ProverPool, requested: int) -> float:
-        return min(float(requested) if requested > 0 else pool.config.timeout, self.config.max_timeout)
+        """Seconds per item: ``requested`` (a JSON integer, so of any size) capped by ``max_timeout`` before it
+        becomes a float; ``0``: the pool's default."""
+        if requested <= 0:
+            return float(min(pool.config.timeout, self.config.max_timeout))
+        return float(min(requested, self.config.max_timeout))
 
     async def judge(self, backend: str | None, codes: list[str | None], requested_timeout: int) -> list[Judged]:
         name, pool = self.pool_for(backend)
@@ -269,8 +280,12 @@ def create_app(pools: ProverPool | Mapping[str, ProverPool], config: ServerConfi
 
     @app.middleware("http")
     async def count_responses(request: Request, call_next: Any) -> Any:
-        response = await call_next(request)
         path = request.url.path if request.url.path in _PATHS else "other"
+        try:
+            response = await call_next(request)
+        except Exception as e:  # noqa: BLE001 - a bug of ours: counted, logged once, answered in JSON
+            log.error("%s %s: %s: %s", request.method, path, type(e).__name__, e, exc_info=e)
+            response = JSONResponse({"detail": "internal server error"}, status_code=500)
         service.metrics.responses[path, response.status_code] += 1
         return response
 
