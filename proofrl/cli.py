@@ -255,7 +255,7 @@ def eval_(
     from .policy.prompts import get_format
     from .provers.factory import make_pool
     from .provers.pool import PoolConfig
-    from .rewards.verifier import Verifier
+    from .verification import Verifier
     from .data.splits import problem_set
 
     if not 1 <= samples <= 512:

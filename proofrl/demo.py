@@ -30,7 +30,7 @@ from .eval.uplift import UpliftRate
 from .policy.generation import encode_prompts
 from .policy.logprobs import response_logprobs
 from .policy.prompts import PromptFormat, get_format
-from .rewards.verifier import Verifier
+from .verification import Verifier
 from .train.config import TrainConfig, load_recipe
 
 

@@ -18,7 +18,7 @@ from .data.problems import Problem
 from .policy.generation import Completion, Generator, SamplingParams
 from .policy.prompts import PromptFormat
 from .provers.base import Verdict
-from .rewards.verifier import Verifier
+from .verification import Verifier
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from proofrl.provers import sandbox
 from proofrl.provers.factory import make_pool
 from proofrl.provers.pool import PoolConfig, ProverPool
 from proofrl.server import ServerConfig, create_app
-from proofrl.server.snippets import make_job
+from proofrl.provers.snippets import make_job
 
 from conftest import requires_coq
 from lean_replay_support import needs_transcripts

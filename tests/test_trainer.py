@@ -20,7 +20,7 @@ from proofrl.policy.model import load_policy
 from proofrl.policy.prompts import get_format
 from proofrl.provers.factory import make_pool
 from proofrl.provers.pool import PoolConfig
-from proofrl.rewards.verifier import Verifier
+from proofrl.verification import Verifier
 from proofrl.train.config import load_recipe
 from proofrl.train.trainer import ProblemSampler, Trainer, pad_rows
 

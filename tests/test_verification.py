@@ -1,4 +1,4 @@
-"""The verifier reward through a real Coq pool and through a real ``proofrl serve`` on loopback."""
+"""Verification (the one client behind every reward) through a real Coq pool and a real ``proofrl serve`` on loopback."""
 
 from __future__ import annotations
 
@@ -13,7 +13,9 @@ from proofrl.data.problems import Problem
 from proofrl.provers.base import Message, Position, Status, Verdict
 from proofrl.provers.factory import make_pool
 from proofrl.provers.pool import PoolConfig
-from proofrl.rewards.verifier import ServerUnavailable, Snippet, Verifier, snippet_for, verdict_from_result, verifier_reward
+from proofrl.provers.snippets import Snippet, snippet_for
+from proofrl.rewards import RewardConfig, base_rewards
+from proofrl.verification import ServerUnavailable, Verifier, verdict_from_result
 
 from conftest import requires_coq
 from test_server import InProcess, free_port, wait_healthy
@@ -77,7 +79,7 @@ def test_pool_verdicts_in_input_order(pool) -> None:
     assert verdicts[4].reasons[0].startswith("backend mismatch: problem l is lean")
     assert error_lines(verdicts[1]) == [3] and error_lines(verdicts[6]) == [5]
     assert verdicts[1].messages[0].start == Position(3, 10)  # `foo` in "  rewrite foo."
-    assert verifier_reward(verdicts) == [1.0, 0, 0, 0, 0, 1.0, 0]
+    assert base_rewards([""] * len(ITEMS), [p for p, _ in ITEMS], verdicts, RewardConfig()) == [1.0, 0, 0, 0, 0, 1.0, 0]
     assert not pool._closed  # a pool passed in stays the caller's
 
 
@@ -100,6 +102,27 @@ def test_no_items_and_non_text_proof(pool) -> None:
     assert ver.verify([]) == []
     (v,) = ver.verify([(ADD0, b"Proof. Qed.")])  # type: ignore[list-item]
     assert v.status is Status.ERROR and v.reasons == ("proof is bytes, not text",)
+    ver.close()
+
+
+def test_a_borrowed_pool_keeps_its_own_timeout(pool) -> None:
+    """No timeout given: the pool's configured one, never a silent default (the demo's 10 s became 60 s)."""
+    short = make_pool("coq", pool=PoolConfig(workers=1, timeout=2))
+    try:
+        with Verifier(short) as ver:
+            assert ver.timeout == 2
+            (v,) = ver.verify([(ADD0, "Proof. repeat (assert True by exact I). Qed.")])
+        assert v.status is Status.TIMEOUT and v.seconds < 10
+    finally:
+        short.close()
+    with Verifier(pool, timeout=7) as ver:
+        assert ver.timeout == 7
+
+
+@requires_coq
+def test_own_pool_is_built_with_the_one_timeout_and_closed_with_the_verifier() -> None:
+    ver = Verifier(timeout=10, workers=1)
+    assert ver.pool is not None and ver.pool.config.timeout == 10 and ver.pool.config.workers == 1
     ver.close()
 
 
@@ -198,3 +221,16 @@ def test_kimina_lean_result_shapes() -> None:
     assert verdict_from_result({"id": "0", "error": "REPL died"}, s, "lean").status is Status.CRASH
     with pytest.raises(ValueError, match="neither"):
         verdict_from_result({"id": "0"}, s, "lean")
+
+
+@requires_coq
+def test_the_trainers_verifier_owns_and_closes_its_pool() -> None:
+    from proofrl.train.config import load_recipe
+    from proofrl.train.run import make_verifier
+
+    ver = make_verifier(load_recipe("demo", ["verify.workers=1", "verify.timeout=7"]))
+    assert ver.timeout == 7 and ver.pool is not None and ver.pool.config.timeout == 7
+    assert [v.status for v in ver.verify(ITEMS[:1])] == EXPECTED[:1]
+    assert ver.pool.pids()
+    ver.close()
+    assert ver.pool.pids() == []

@@ -26,7 +26,7 @@ from ..policy.generation import Generator, SamplingParams, encode_prompts
 from ..policy.logprobs import response_logprobs
 from ..policy.prompts import PromptFormat
 from ..rewards.unlikeliness import sequence_logprob
-from ..rewards.verifier import Verifier
+from ..verification import Verifier
 from ..rollout import Group, first_turn, sample_and_verify
 from .passk import pass_at_k_chunked, pass_at_k_unbiased
 from .uplift import UpliftRate, uplift_rate

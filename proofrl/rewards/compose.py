@@ -25,8 +25,8 @@ import torch
 from ..data.problems import Problem
 from ..errors import ConfigError
 from ..provers.base import Verdict
-from .format import FormatRules, format_reward
-from .unlikeliness import Convention, sequence_logprob, unlikeliness_reward
+from .format import FormatRules
+from .unlikeliness import Convention
 
 
 @dataclass(frozen=True)
@@ -58,36 +58,25 @@ class RewardConfig:
 
 
 def base_rewards(
-    completions: Sequence[str], problems: Sequence[Problem], verdicts: Sequence[Verdict], cfg: RewardConfig
+    completions: Sequence[str], problems: Sequence[Problem], verdicts: Sequence[Verdict], cfg: RewardConfig,
+    proofs: Sequence[str | None] | None = None,
 ) -> list[float]:
-    """R_i = 1[verdict_i valid] × 1[format ok] (the second factor only when ``cfg.format`` is set). ``(N,) -> (N,)``."""
-    if not len(completions) == len(problems) == len(verdicts):
+    """The sample terms of :class:`~proofrl.rewards.combine.RewardFn`: R_i = 1[verdict_i valid] × 1[format ok]
+    (the second factor only when ``cfg.format`` is set). ``(N,) -> (N,)``."""
+    if not len(completions) == len(problems) == len(verdicts) or (proofs is not None and len(proofs) != len(verdicts)):
         raise ValueError(f"lengths differ: {len(completions)} completions, {len(problems)} problems, {len(verdicts)} verdicts")
-    out = []
-    for text, problem, verdict in zip(completions, problems, verdicts):
-        r = 1.0 if verdict.valid else 0.0
-        if r and cfg.format is not None:
-            r *= format_reward(text, problem, cfg.format)
-        out.append(r)
-    return out
+    from .combine import RewardFn, Sample
+
+    ps = proofs if proofs is not None else [None] * len(verdicts)
+    return RewardFn(cfg).samples([Sample(p, t, v, q) for t, p, v, q in zip(completions, problems, verdicts, ps)])
 
 
 def shape_group(rewards: torch.Tensor, token_logps: torch.Tensor, mask: torch.Tensor, cfg: RewardConfig) -> torch.Tensor:
-    """The group's rewards after shaping. ``rewards (G,)``, ``token_logps (G, T)`` of the generating policy,
-    ``mask (G, T)`` (1 on completion tokens) ``-> (G,)`` float32.
+    """The group shapers of :class:`~proofrl.rewards.combine.RewardFn` (with ``cfg.unlikeliness``: the rank
+    penalty of "Rewarding the Unlikely"). ``rewards (G,)``, ``token_logps (G, T)``, ``mask (G, T)`` ``-> (G,)``."""
+    from .combine import RewardFn
 
-    With ``cfg.unlikeliness``: r_i = R_i · (1 − β_rank · (G − rank_i) / G), ranks by sequence log-prob
-    (:mod:`proofrl.rewards.unlikeliness`). The paper drops all-correct and all-wrong groups *before* this
-    (they carry no signal, and the penalty would invent one); that is the buffer's job, not done here.
-    """
-    if rewards.dim() != 1 or token_logps.dim() != 2 or token_logps.shape != mask.shape or token_logps.shape[0] != rewards.shape[0]:
-        raise ValueError(f"expected rewards (G,), token_logps and mask (G, T); got {tuple(rewards.shape)}, "
-                         f"{tuple(token_logps.shape)}, {tuple(mask.shape)}")
-    if cfg.unlikeliness is None:
-        return rewards.to(torch.float32)
-    u = cfg.unlikeliness
-    seq = sequence_logprob(token_logps.detach().float(), mask, u.reduction)  # (G,)
-    return unlikeliness_reward(rewards, seq, beta_rank=u.beta_rank, convention=u.convention)
+    return RewardFn(cfg).shape_group(rewards, token_logps, mask)
 
 
 def reward_config_from_dict(d: Mapping[str, Any] | None) -> RewardConfig:

@@ -10,15 +10,14 @@ from .config import TrainConfig
 
 
 def make_verifier(cfg: TrainConfig) -> Any:
-    from ..provers.factory import make_pool
-    from ..provers.pool import PoolConfig
-    from ..rewards.verifier import Verifier
+    """A :class:`~proofrl.verification.Verifier` that owns what it builds (its pool, closed with it), with the
+    recipe's one ``verify.timeout``."""
+    from ..verification import Verifier
 
     v = cfg.verify
     if v.server_url:
         return Verifier(server_url=v.server_url, api_key=v.api_key or None, timeout=v.timeout, backend=v.backend)
-    pool = make_pool(v.backend, pool=PoolConfig(workers=v.workers, timeout=v.timeout))
-    return Verifier(pool, timeout=v.timeout, backend=v.backend)
+    return Verifier(timeout=v.timeout, backend=v.backend, workers=v.workers)
 
 
 def make_policy(cfg: TrainConfig) -> tuple[Any, Any]:

@@ -36,7 +36,7 @@ from ..policy.generation import SamplingParams, encode_prompts
 from ..policy.logprobs import response_logprobs
 from ..policy.prompts import PromptFormat, get_format, render_messages
 from ..rewards.compose import RewardConfig, base_rewards, reward_config_from_dict, shape_group
-from ..rewards.verifier import Verifier
+from ..verification import Verifier
 from ..rollout import Group, PromptItem, RolloutTimings, first_turn, sample_and_verify
 from .config import TrainConfig, save_config
 from .grpo import ADV_ESTIMATORS, GroupBuffer, RolloutBatch, UpdateStats, ppo_update
@@ -176,7 +176,7 @@ class Trainer:
                                             chunk_prompts=r.chunk_prompts)  # fmt: skip
         for g in groups:
             texts = [c.text for c in g.completions]
-            g.rewards = base_rewards(texts, [g.item.problem] * len(texts), g.verdicts, self.reward_cfg)
+            g.rewards = base_rewards(texts, [g.item.problem] * len(texts), g.verdicts, self.reward_cfg, g.proofs)
         return groups, timings
 
     def _feed_corrections(self, groups: Sequence[Group]) -> int:
