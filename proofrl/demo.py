@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,9 +26,8 @@ import torch
 from .data.problems import Problem
 from .eval.evaluate import EvalResult, evaluate, figure, markdown_table, plot_pass_at_k, plot_uplift, uplift_between
 from .eval.uplift import UpliftRate
-from .policy.generation import encode_prompts
-from .policy.logprobs import response_logprobs
 from .policy.prompts import PromptFormat, get_format
+from .policy.sft import supervised_finetune
 from .verification import Verifier
 from .train.config import TrainConfig, load_recipe
 
@@ -64,37 +62,6 @@ def demo_problems(cfg: DemoConfig) -> tuple[list[Problem], list[Problem]]:
     g = torch.Generator().manual_seed(cfg.seed)
     pick = torch.randperm(len(held), generator=g)[: cfg.eval_problems].tolist()
     return train, [held[i] for i in sorted(pick)]
-
-
-def supervised_finetune(
-    model: Any, tokenizer: Any, pairs: Sequence[tuple[str, str]], *, epochs: int, lr: float, batch: int, seed: int,
-    on_epoch: Callable[[int, float], None] | None = None,
-) -> list[float]:
-    """Teacher forcing on (prompt, completion) pairs: minimise −mean log π(completion tokens | prompt)."""
-    prompts = encode_prompts(tokenizer, [p for p, _ in pairs])
-    targets = [tokenizer(c, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id] for _, c in pairs]
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
-    g = torch.Generator().manual_seed(seed)
-    losses = []
-    model.train()
-    for epoch in range(epochs):
-        order = torch.randperm(len(pairs), generator=g).tolist()
-        total, count = 0.0, 0
-        for start in range(0, len(order), batch):
-            idx = order[start : start + batch]
-            lp, mask = response_logprobs(model, [prompts[i] for i in idx], [targets[i] for i in idx],
-                                         pad_id=tokenizer.pad_token_id, micro_batch=batch)  # fmt: skip
-            loss = -(lp * mask).sum() / mask.sum()
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
-            total, count = total + float(loss.detach()) * len(idx), count + len(idx)
-        losses.append(total / count)
-        if on_epoch:
-            on_epoch(epoch, losses[-1])
-    model.eval()
-    return losses
 
 
 def _plot_rewards(runs: dict[str, list[dict[str, float]]], path: Path) -> Path:
