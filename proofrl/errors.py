@@ -6,6 +6,7 @@ things that are broken or misused.
     - ProverCrashed             it died or spoke garbage (``stderr`` attached)
     - ProverTimeout             it did not answer within ``seconds`` (its process group was killed)
     - ProtocolError             an answer we could not parse
+    - OutputTooLarge            one answer longer than the reader keeps (the process is killed)
   + StatementError              the theorem statement itself does not elaborate (``messages`` attached)
   + BackendUnavailable          the backend is not installed here (``why`` says what is missing)
   + ConfigError                 a bad setting or an unknown registered name
@@ -42,6 +43,16 @@ class ProtocolError(ProverError):
         self.raw = raw
 
 
+class OutputTooLarge(ProverError):
+    """One reply grew past ``limit`` bytes (a proof printing without end): the caller kills the process and the
+    job is rejected, since the flood is the proof's doing."""
+
+    def __init__(self, limit: int, command: str = ""):
+        super().__init__(f"reply longer than {limit >> 20} MiB" + (f" to {command[:200]!r}" if command else ""))
+        self.limit = limit
+        self.command = command
+
+
 class StatementError(ProofrlError):
     def __init__(self, message: str, *, messages: tuple = ()):
         super().__init__(message)
@@ -55,5 +66,6 @@ class BackendUnavailable(ProofrlError):
         self.why = why
 
 
-class ConfigError(ProofrlError):
-    """A bad setting or an unknown registered name."""
+class ConfigError(ProofrlError, ValueError):
+    """A bad setting or an unknown registered name: one line naming the key and what it accepts. The CLI prints
+    it as is and exits with status 2. (A ``ValueError`` too, as the trainer's own config error was.)"""

@@ -16,44 +16,57 @@ A recipe's section reads::
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
-from typing import Any, Literal
+from collections.abc import Callable, Mapping, Sequence
+from typing import Annotated, Any, Literal
 
 import torch
 
 from ..data.problems import Problem
+from pydantic import BaseModel, BeforeValidator, Field
+from pydantic_core import PydanticCustomError
+
 from ..errors import ConfigError
 from ..provers.base import Verdict
+from ..schema import Section, validate
 from .format import FormatRules
 from .unlikeliness import Convention
 
 
-@dataclass(frozen=True)
-class UnlikelinessConfig:
+class UnlikelinessConfig(Section):
     """The rank penalty of "Rewarding the Unlikely" (defaults: the paper's, §4 and its official code)."""
 
-    beta_rank: float = 0.25
-    """β_rank, the largest penalty (paper: 0.25)"""
+    beta_rank: Annotated[float, Field(ge=0.0, le=1.0)] = 0.25
+    """β_rank, the largest penalty (paper: 0.25), in [0, 1]"""
     convention: Convention = "paper"
     """"paper" (ranks from the most likely, penalties β/G…β) or "official" (the released code's, 0…β(G−1)/G)"""
     reduction: Literal["mean", "sum"] = "mean"
     """sequence log-prob from token log-probs: mean (official code) or sum (its analysis scripts)"""
 
-    def __post_init__(self) -> None:
-        if not 0.0 <= self.beta_rank <= 1.0:
-            raise ConfigError(f"unlikeliness.beta_rank must be in [0, 1], got {self.beta_rank}")
-        if self.convention not in ("paper", "official"):
-            raise ConfigError(f"unknown unlikeliness.convention {self.convention!r}; valid choices: ['official', 'paper']")
-        if self.reduction not in ("mean", "sum"):
-            raise ConfigError(f"unknown unlikeliness.reduction {self.reduction!r}; valid choices: ['mean', 'sum']")
+
+def _switch(default: Callable[[], Any]) -> BeforeValidator:
+    """A part of the section: absent/None/False is off, True or ``{}`` is on with defaults, a mapping overrides
+    fields (YAML lists become the dataclass's tuples)."""
+
+    def read(value: Any) -> Any:
+        if value is None or value is False:
+            return None
+        if value is True:
+            return default()
+        if isinstance(value, Mapping):
+            return {k: tuple(v) if isinstance(v, list) else v for k, v in value.items()}
+        if isinstance(value, (BaseModel, FormatRules)):
+            return value
+        raise PydanticCustomError("part_type", "expected a mapping, true/false or null")
+
+    return BeforeValidator(read)
 
 
-@dataclass(frozen=True)
-class RewardConfig:
-    format: FormatRules | None = None
+class RewardConfig(Section):
+    """A recipe's ``reward:`` section; each field that is set names a part of :mod:`proofrl.rewards.combine`."""
+
+    format: Annotated[FormatRules | None, _switch(FormatRules)] = None
     """kimina's format reward multiplied in; None: no format reward (the kimina recipe sets it)"""
-    unlikeliness: UnlikelinessConfig | None = None
+    unlikeliness: Annotated[UnlikelinessConfig | None, _switch(UnlikelinessConfig)] = None
     """the unlikeliness shaping of each group; None: rewards are left as they are"""
 
 
@@ -81,33 +94,10 @@ def shape_group(rewards: torch.Tensor, token_logps: torch.Tensor, mask: torch.Te
 
 def reward_config_from_dict(d: Mapping[str, Any] | None) -> RewardConfig:
     """A :class:`RewardConfig` from a recipe's ``reward:`` mapping. Each part may be absent/None/False (off),
-    True or ``{}`` (on, defaults) or a mapping of field overrides; unknown keys are a :class:`ConfigError`."""
+    True or ``{}`` (on, defaults) or a mapping of field overrides; any mistake is a one-line :class:`ConfigError`
+    naming the key (``reward.unlikeliness.beta_rank must be in [0, 1], got 2``)."""
     if d is None:
         return RewardConfig()
-    if not isinstance(d, Mapping):
-        raise ConfigError(f"reward: expected a mapping, got {type(d).__name__}")
-    known = {f.name for f in fields(RewardConfig)}
-    unknown = sorted(set(d) - known)
-    if unknown:
-        raise ConfigError(f"unknown keys in reward: {unknown}; known: {sorted(known)}")
-    fmt = _part(d.get("format"), FormatRules, "reward.format")
-    unl = _part(d.get("unlikeliness"), UnlikelinessConfig, "reward.unlikeliness")
-    return RewardConfig(format=fmt, unlikeliness=unl)
-
-
-def _part(value: Any, cls: type, where: str) -> Any:
-    if value is None or value is False:
-        return None
-    if value is True:
-        return cls()
-    if not isinstance(value, Mapping):
-        raise ConfigError(f"{where}: expected a mapping, true/false or null, got {value!r}")
-    known = {f.name for f in fields(cls)}
-    unknown = sorted(set(value) - known)
-    if unknown:
-        raise ConfigError(f"unknown keys in {where}: {unknown}; known: {sorted(known)}")
-    values = {k: tuple(v) if isinstance(v, list) else v for k, v in value.items()}  # YAML lists -> tuple fields
-    try:
-        return cls(**values)
-    except (TypeError, ValueError) as e:
-        raise ConfigError(f"{where}: {e}") from e
+    if isinstance(d, RewardConfig):
+        return d
+    return validate(RewardConfig, d, "reward")

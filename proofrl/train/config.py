@@ -1,241 +1,223 @@
 """Typed configuration of the whole-proof RL trainer, loaded from YAML recipes and overridden from the CLI.
 
-A recipe (``proofrl/recipes/*.yaml``) is a nested mapping whose sections mirror the dataclasses below;
-``--set rollout.group_size=8`` overrides one leaf. Unknown keys are errors, so a typo never silently falls
-back to a default.
+A recipe (``proofrl/recipes/*.yaml``) is a nested mapping whose sections mirror the sections below
+(pydantic models, :mod:`proofrl.schema`); ``--set rollout.group_size=8`` overrides one leaf. Everything is
+checked when the recipe loads: unknown keys are errors, so a typo never silently falls back to a default; every
+enumeration is a ``Literal`` or a name in its live registry (advantage estimators, KL estimators, aggregation
+modes, generators, prompt formats, backends); every range is a constraint. A mistake is one
+:class:`~proofrl.errors.ConfigError` line naming the dotted key and what it accepts.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import types
-import typing
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import yaml
+from pydantic import Field, model_validator
 
-from ..train.grpo import PPOConfig
+from ..errors import ConfigError
+from ..rewards.compose import RewardConfig
+from ..schema import Section, one_of, validate
+from .grpo import ADV_ESTIMATORS, AGG_MODES, KL_ESTIMATORS, PPOConfig
+
+__all__ = [
+    "AlgorithmConfig", "ConfigError", "DataConfig", "ErrorCorrectionConfig", "EvalConfig", "LoraConfig",
+    "ModelConfig", "OptimConfig", "PPOSection", "RolloutConfig", "TrainConfig", "VerifyConfig", "load_recipe",
+    "recipe_names", "save_config",
+]
 
 RECIPES_DIR = Path(__file__).resolve().parent.parent / "recipes"
 
+Probability = Annotated[float, Field(ge=0.0, le=1.0)]
+PositiveInt = Annotated[int, Field(ge=1)]
+Count = Annotated[int, Field(ge=0)]
 
-@dataclass(frozen=True)
-class LoraConfig:
-    r: int = 16
-    alpha: int = 32
-    dropout: float = 0.05
+
+def _generators() -> list[str]:
+    from ..policy.generation import GENERATORS  # imported when checked: it pulls in transformers
+
+    return list(GENERATORS)
+
+
+def _prompt_formats() -> list[str]:
+    from ..policy.prompts import FORMATS
+
+    return list(FORMATS)
+
+
+def _backends() -> list[str]:
+    from ..provers.factory import BACKENDS
+
+    return list(BACKENDS)
+
+
+class LoraConfig(Section):
+    r: PositiveInt = 16
+    alpha: Annotated[float, Field(gt=0)] = 32
+    dropout: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.05
     target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
 
 
-@dataclass(frozen=True)
-class ModelConfig:
+class ModelConfig(Section):
     path: str = ""
     """a local Hugging Face model directory; empty = the tiny model built by ``proofrl demo``"""
     lora: LoraConfig | None = None
-    dtype: str = "auto"
+    dtype: Literal["auto", "bfloat16", "float32", "float16"] = "auto"
     """auto (bf16 on CUDA, fp32 on CPU) | float32 | bfloat16 | float16"""
     gradient_checkpointing: bool = False
     """recompute activations in the backward pass (less memory, about a third more compute)"""
-    ref_device: str = "same"
+    ref_device: Literal["same", "cpu"] = "same"
     """where the frozen KL reference lives: same (the policy's device) | cpu"""
 
 
-@dataclass(frozen=True)
-class DataConfig:
+class DataConfig(Section):
     train: str = ""
     """JSONL problem file (miniF2F-style) or ``coq-stdlib:train`` / ``coq-stdlib:held-out``"""
     eval: str = ""
     """problems for periodic pass@N; empty = no periodic evaluation"""
     split: str = ""
     """keep only records of this split (miniF2F's ``valid``/``test``); empty = all"""
-    max_proof_chars: int | None = None
+    max_proof_chars: PositiveInt | None = None
     """for ``coq-stdlib:*``: keep theorems whose human proof is at most this long"""
-    limit: int | None = None
+    limit: PositiveInt | None = None
     """at most this many training problems"""
-    eval_limit: int | None = None
+    eval_limit: PositiveInt | None = None
 
 
-@dataclass(frozen=True)
-class ErrorCorrectionConfig:
+class ErrorCorrectionConfig(Section):
     """kimina-prover-rl's second turn (rl-anchors.md §2)."""
 
     enabled: bool = False
-    rate: float = 0.5
+    rate: Probability = 0.5
     """probability that a prompt slot is drawn from the correction cache"""
-    cache_size: int = 5000
-    max_feedback_chars: int = 3000
-    max_prompt_tokens: int = 8192
-    max_errors: int = 3
+    cache_size: PositiveInt = 5000
+    max_feedback_chars: PositiveInt = 3000
+    max_prompt_tokens: PositiveInt = 8192
+    max_errors: PositiveInt = 3
 
 
-@dataclass(frozen=True)
-class RolloutConfig:
-    generator: str = "hf"
-    """hf | vllm | openai"""
+class RolloutConfig(Section):
+    generator: Annotated[str, one_of(_generators)] = "hf"
+    """hf | vllm | openai (:data:`proofrl.policy.generation.GENERATORS`)"""
     base_url: str = ""
     """for ``openai``: the endpoint serving the policy"""
-    prompt_format: str = "coq"
-    problems_per_step: int = 16
-    group_size: int = 32
+    prompt_format: Annotated[str, one_of(_prompt_formats)] = "coq"
+    """a name in :data:`proofrl.policy.prompts.FORMATS`"""
+    problems_per_step: PositiveInt = 16
+    group_size: PositiveInt = 32
     """G, samples per prompt"""
-    temperature: float = 1.0
-    top_p: float = 1.0
-    max_tokens: int = 512
-    chunk_prompts: int = 4
+    temperature: Annotated[float, Field(gt=0.0)] = 1.0
+    top_p: Annotated[float, Field(gt=0.0, le=1.0)] = 1.0
+    max_tokens: PositiveInt = 512
+    chunk_prompts: PositiveInt = 4
     """prompts generated per call; each chunk's verification starts while the next chunk is generated"""
-    error_correction: ErrorCorrectionConfig = field(default_factory=ErrorCorrectionConfig)
+    error_correction: ErrorCorrectionConfig = Field(default_factory=ErrorCorrectionConfig)
+
+    @model_validator(mode="after")
+    def _openai_needs_url(self) -> RolloutConfig:
+        if self.generator == "openai" and not self.base_url:
+            raise ValueError("generator=openai needs base_url (the OpenAI-compatible endpoint serving the policy)")
+        return self
 
 
-@dataclass(frozen=True)
-class VerifyConfig:
-    backend: str = "coq"
-    workers: int = 2
-    timeout: float = 60.0
+class VerifyConfig(Section):
+    backend: Annotated[str, one_of(_backends)] = "coq"
+    workers: PositiveInt = 2
+    timeout: Annotated[float, Field(gt=0.0)] = 60.0
+    """seconds per proof: the pool's and the verifier's (one timeout)"""
     server_url: str = ""
     """verify through a running proofrl/kimina server instead of a local pool"""
     api_key: str = ""
 
 
-@dataclass(frozen=True)
-class RewardSection:
-    """Mirrors :class:`proofrl.rewards.compose.RewardConfig`; converted there (kept as plain data here)."""
+class PPOSection(Section):
+    """``algorithm.ppo``: the fields of :class:`~proofrl.train.grpo.PPOConfig`, checked, with the trainer's
+    defaults and keys; :meth:`to_ppo_config` gives the dataclass :func:`~proofrl.train.grpo.ppo_update` takes."""
 
-    format: dict[str, Any] | None = None
-    unlikeliness: dict[str, Any] | None = None
-
-
-@dataclass(frozen=True)
-class PPOSection(PPOConfig):
-    """``algorithm.ppo``: :class:`~proofrl.train.grpo.PPOConfig` with the trainer's defaults and keys."""
-
-    clip_ratio_c: float = 3.0
-    """dual-clip bound (verl's ``clip_ratio_c``): for negative advantages the loss is capped at −A·c; > 1"""
-    max_grad_norm: float | None = 1.0
+    epochs: PositiveInt = 1
+    """K: passes over the same batch (verl ``ppo_epochs``; "Rewarding the Unlikely" uses 2)"""
+    minibatch_rows: PositiveInt | None = None
+    """rows per gradient step; None = the whole batch in one step per epoch"""
+    clip_ratio_low: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.2
+    """ε_low: ρ is clipped below at 1 − ε_low"""
+    clip_ratio_high: Annotated[float, Field(ge=0.0)] = 0.2
+    """ε_high: ρ is clipped above at 1 + ε_high (DAPO's clip-higher sets this above ε_low)"""
+    clip_ratio_c: Annotated[float, Field(gt=1.0)] = 3.0
+    """dual-clip bound (verl's ``clip_ratio_c``): for negative advantages the loss is capped at −A·c"""
+    agg_mode: Annotated[str, one_of(AGG_MODES.names)] = "token-mean"
+    """loss aggregation, a name in :data:`~proofrl.train.grpo.AGG_MODES`"""
+    kl_coef: Annotated[float, Field(ge=0.0)] = 0.0
+    """β_KL; 0 disables the penalty and the reference model"""
+    kl_kind: Annotated[str, one_of(KL_ESTIMATORS.names)] = "low_var_kl"
+    """KL estimator, a name in :data:`~proofrl.train.grpo.KL_ESTIMATORS`"""
+    max_grad_norm: Annotated[float, Field(gt=0.0)] | None = 1.0
     """clip the global gradient norm to this value (verl and the unlikeliness code: 1.0); None = no clipping"""
-    horizon: int | None = None
+    skip_grad_norm: Annotated[float, Field(gt=0.0)] | None = None
+    """skip the optimiser step when the gradient norm is >= this (the official code uses 20); None = never"""
+    horizon: PositiveInt | None = None
     """constant H for ``seq-mean-token-sum-norm`` (Dr.GRPO); None = the rollout's ``max_tokens``"""
+    shuffle: bool = True
+    """shuffle rows into mini-batches each epoch"""
+
+    def to_ppo_config(self, **changes: Any) -> PPOConfig:
+        """The :class:`~proofrl.train.grpo.PPOConfig` of these settings (fields it lacks are left out)."""
+        names = {f.name for f in dataclasses.fields(PPOConfig)}
+        return PPOConfig(**{k: v for k, v in {**dict(self), **changes}.items() if k in names})
 
 
-@dataclass(frozen=True)
-class AlgorithmConfig:
-    advantage: str = "grpo"
+class AlgorithmConfig(Section):
+    advantage: Annotated[str, one_of(ADV_ESTIMATORS.names)] = "grpo"
     """grpo | dr_grpo (a name in :data:`proofrl.train.grpo.ADV_ESTIMATORS`)"""
-    buffer_samples: int = 0
+    buffer_samples: Count = 0
     """update once this many samples from informative groups are buffered (the paper: 256); 0 = every step"""
     skip_uninformative: bool = True
     """drop groups whose rewards are all equal before shaping (they carry no GRPO signal)"""
-    ppo: PPOSection = field(default_factory=PPOSection)
+    ppo: PPOSection = Field(default_factory=PPOSection)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _ppo_dataclass(cls, data: Any) -> Any:  # AlgorithmConfig(ppo=PPOConfig(...)) reads the dataclass's fields
+        if isinstance(data, dict) and isinstance(data.get("ppo"), PPOConfig):
+            data = {**data, "ppo": dataclasses.asdict(data["ppo"])}
+        return data
 
 
-@dataclass(frozen=True)
-class OptimConfig:
-    lr: float = 1e-6
-    weight_decay: float = 0.01
-    betas: tuple[float, float] = (0.9, 0.999)
+class OptimConfig(Section):
+    lr: Annotated[float, Field(gt=0.0)] = 1e-6
+    weight_decay: Annotated[float, Field(ge=0.0)] = 0.01
+    betas: tuple[Annotated[float, Field(ge=0.0, lt=1.0)], Annotated[float, Field(ge=0.0, lt=1.0)]] = (0.9, 0.999)
 
 
-@dataclass(frozen=True)
-class EvalConfig:
-    every: int = 0
+class EvalConfig(Section):
+    every: Count = 0
     """run pass@N on ``data.eval`` every this many steps (0 = only at the end, when ``data.eval`` is set)"""
-    samples: int = 32
-    ks: tuple[int, ...] = (1, 8, 32)
-    temperature: float = 1.0
-    top_p: float = 1.0
-    max_tokens: int = 512
+    samples: PositiveInt = 32
+    ks: tuple[PositiveInt, ...] = (1, 8, 32)
+    temperature: Annotated[float, Field(gt=0.0)] = 1.0
+    top_p: Annotated[float, Field(gt=0.0, le=1.0)] = 1.0
+    max_tokens: PositiveInt = 512
 
 
-@dataclass(frozen=True)
-class TrainConfig:
+class TrainConfig(Section):
     name: str = "custom"
-    steps: int = 100
+    steps: Count = 100
     seed: int = 0
     out: str = "runs/train"
-    checkpoint_every: int = 10
-    keep_checkpoints: int = 2
-    micro_batch: int = 16
+    checkpoint_every: PositiveInt = 10
+    keep_checkpoints: PositiveInt = 2
+    micro_batch: PositiveInt = 16
     """rows per forward pass when computing log-probs"""
-    model: ModelConfig = field(default_factory=ModelConfig)
-    data: DataConfig = field(default_factory=DataConfig)
-    rollout: RolloutConfig = field(default_factory=RolloutConfig)
-    verify: VerifyConfig = field(default_factory=VerifyConfig)
-    reward: RewardSection = field(default_factory=RewardSection)
-    algorithm: AlgorithmConfig = field(default_factory=AlgorithmConfig)
-    optim: OptimConfig = field(default_factory=OptimConfig)
-    eval: EvalConfig = field(default_factory=EvalConfig)
-
-    def to_dict(self) -> dict[str, Any]:
-        return _plain(dataclasses.asdict(self))
-
-
-class ConfigError(ValueError):
-    """A recipe or override that does not fit the config (unknown key, wrong type)."""
-
-
-def _plain(x: Any) -> Any:
-    if isinstance(x, dict):
-        return {k: _plain(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_plain(v) for v in x]
-    return x
-
-
-def _convert(tp: Any, value: Any, where: str) -> Any:
-    origin = typing.get_origin(tp)
-    if origin in (typing.Union, types.UnionType):
-        args = typing.get_args(tp)
-        if value is None and type(None) in args:
-            return None
-        inner = [a for a in args if a is not type(None)]
-        return _convert(inner[0], value, where)
-    if dataclasses.is_dataclass(tp):
-        if isinstance(value, tp):
-            return value
-        if not isinstance(value, Mapping):
-            raise ConfigError(f"{where}: expected a mapping, got {value!r}")
-        return build(tp, value, where)
-    if origin is tuple:
-        if not isinstance(value, Sequence) or isinstance(value, str):
-            raise ConfigError(f"{where}: expected a list, got {value!r}")
-        args = typing.get_args(tp)
-        item = args[0] if args and (len(args) == 2 and args[1] is Ellipsis) else None
-        if item is None:
-            return tuple(_convert(a, v, f"{where}[{i}]") for i, (a, v) in enumerate(zip(args, value, strict=True)))
-        return tuple(_convert(item, v, f"{where}[{i}]") for i, v in enumerate(value))
-    if origin is dict or tp is Any:
-        return value
-    if tp is bool:
-        if not isinstance(value, bool):
-            raise ConfigError(f"{where}: expected true/false, got {value!r}")
-        return value
-    if tp in (int, float, str):
-        if tp is float and isinstance(value, int) and not isinstance(value, bool):
-            return float(value)
-        if tp is str and value is None:  # `--set data.eval=` clears a path
-            return ""
-        if tp is float and isinstance(value, str):  # PyYAML reads 1e-3 (no dot) as a string
-            try:
-                return float(value)
-            except ValueError:
-                pass
-        if not isinstance(value, tp) or isinstance(value, bool):
-            raise ConfigError(f"{where}: expected {tp.__name__}, got {value!r}")
-        return value
-    return value
-
-
-def build(cls: type, data: Mapping[str, Any], where: str = "") -> Any:
-    """``cls(**data)`` recursively, with a clear error for unknown keys and wrong types."""
-    hints = typing.get_type_hints(cls)
-    names = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - names)
-    if unknown:
-        raise ConfigError(f"{where or cls.__name__}: unknown key(s) {unknown}; valid: {sorted(names)}")
-    kwargs = {k: _convert(hints[k], v, f"{where}.{k}" if where else k) for k, v in data.items()}
-    return cls(**kwargs)
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    data: DataConfig = Field(default_factory=DataConfig)
+    rollout: RolloutConfig = Field(default_factory=RolloutConfig)
+    verify: VerifyConfig = Field(default_factory=VerifyConfig)
+    reward: RewardConfig = Field(default_factory=RewardConfig)
+    algorithm: AlgorithmConfig = Field(default_factory=AlgorithmConfig)
+    optim: OptimConfig = Field(default_factory=OptimConfig)
+    eval: EvalConfig = Field(default_factory=EvalConfig)
 
 
 def _set(tree: dict[str, Any], dotted: str, value: Any) -> None:
@@ -262,15 +244,22 @@ def load_recipe(recipe: str | Path | None = None, overrides: Sequence[str] = ())
             path = RECIPES_DIR / f"{recipe}.yaml"
         elif not path.is_file():
             raise ConfigError(f"unknown recipe {recipe!r}; valid: {recipe_names()} or a YAML path")
-        tree = yaml.safe_load(path.read_text()) or {}
+        try:
+            tree = yaml.safe_load(path.read_text()) or {}
+        except yaml.YAMLError as e:
+            raise ConfigError(f"{path}: not YAML: {' '.join(str(e).split())}") from None
         if not isinstance(tree, dict):
             raise ConfigError(f"{path}: a recipe must be a mapping")
     for item in overrides:
         key, sep, raw = item.partition("=")
         if not sep or not key:
             raise ConfigError(f"override {item!r}: expected key.sub=value")
-        _set(tree, key.strip(), yaml.safe_load(raw))
-    return build(TrainConfig, tree)
+        try:
+            value = yaml.safe_load(raw)
+        except yaml.YAMLError as e:
+            raise ConfigError(f"override {item!r}: the value is not YAML: {' '.join(str(e).split())}") from None
+        _set(tree, key.strip(), value)
+    return validate(TrainConfig, tree)
 
 
 def save_config(cfg: TrainConfig, path: Path) -> None:
