@@ -1,0 +1,437 @@
+"""The tactic policy and the value function that proof search calls: state text in, tactics (or a value) out.
+
+* **Prompt** (ReProver / BFS-Prover style): ``[GOAL]\\n<state>\\n[PROOFSTEP]\\n`` and the model answers one
+  tactic, ended by EOS (:func:`tactic_prompt`). ``<state>`` is :func:`proofrl.data.tactics.state_text` of a
+  prover state (the same text the tactic data holds in ``state_before``).
+* **Proposals**: :class:`TacticPolicy` ``.propose(state_text, k)`` samples ``k`` tactics and returns them as
+  :class:`Proposal` ``(tactic, logprob_sum, logprob_mean)``, deduplicated and sorted by ``logprob_sum``,
+  best first. Backends: a local HF model (:class:`HFTacticPolicy`, sampling or beam search), vLLM
+  (:class:`VLLMTacticPolicy`), any OpenAI-compatible endpoint (:class:`OpenAITacticPolicy`:
+  ``/v1/completions`` or ``/v1/chat/completions`` with ``n`` and ``logprobs``, as reap calls its policy
+  service). :func:`make_tactic_policy` builds one from ``hf:DIR`` / ``vllm:DIR`` / ``openai:URL`` /
+  ``openai-chat:URL``.
+* **Merging duplicates**: samples whose cleaned tactic strings are equal become one proposal whose
+  ``logprob_sum`` is ``log Σ_i exp(logprob_sum_i)`` (logsumexp of the samples' probabilities). For distinct
+  token sequences that spell the same tactic (beam search, different tokenisations) this is the probability
+  of the string. For the same sequence drawn m times it is ``log(m · p)``: the proposal's share of the
+  sampled mass, which is what reap does when it *adds* the priors of a repeated tactic. ``logprob_mean`` is
+  then ``logprob_sum / tokens`` with the token count of the merged proposal's first sample, so sum and mean
+  always agree; ``count`` says how many samples were merged.
+* **Values**: :class:`ValueFn` ``.value(state_text) -> float`` in reap's / AlphaProof's convention: higher is
+  better, about minus the tactic steps still needed, 0 for a solved state. :class:`NoValue` (no value
+  model) returns ``-1.0`` for every state; :class:`EndpointValue` POSTs ``{"state": ...}`` and reads
+  ``{"score": x}`` (reap's value service; the value is ``-x`` as reap uses it); :class:`ModelHeadValue` is
+  the hook a value head plugs into (the expert-iteration issue).
+
+Errors: an endpoint that refuses, answers garbage, or dies raises :class:`PolicyEndpointError` (a
+:class:`~proofrl.policy.generation.GenerationError`) naming the URL; the search keeps what it has.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import httpx
+
+from ..errors import ConfigError
+from .generation import Completion, GenerationError, OpenAIGenerator, SamplingParams
+
+GOAL_TAG, PROOFSTEP_TAG = "[GOAL]", "[PROOFSTEP]"
+
+
+def tactic_prompt(state_text: str) -> str:
+    """``[GOAL]\\n<state>\\n[PROOFSTEP]\\n``: ReProver's tags (its ``[GOAL]``/``[PROOFSTEP]`` input format),
+    one state and one tactic per prompt as BFS-Prover. The model's answer is the tactic, then EOS."""
+    return f"{GOAL_TAG}\n{state_text.strip()}\n{PROOFSTEP_TAG}\n"
+
+
+_FENCE = re.compile(r"^```[\w-]*\n(.*?)(?:\n```.*)?$", re.S)
+
+
+def clean_tactic(text: str) -> str:
+    """A completion as a tactic: a code fence a chat model wraps it in is removed, and so is anything after
+    a following ``[GOAL]``/``[PROOFSTEP]`` tag (a model running on past its answer); surrounding whitespace
+    is stripped. Empty means no tactic."""
+    text = text.strip()
+    if m := _FENCE.match(text):
+        text = m.group(1).strip()
+    for tag in (GOAL_TAG, PROOFSTEP_TAG):
+        text = text.split(tag, 1)[0]
+    return text.strip()
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """One distinct tactic: ``logprob_sum`` = log π(tactic | state) summed over its tokens (merged duplicates:
+    see the module docstring), ``logprob_mean`` = ``logprob_sum / tokens``; ``count`` samples gave it."""
+
+    tactic: str
+    logprob_sum: float
+    logprob_mean: float
+    tokens: int = 0
+    count: int = 1
+
+
+def _logaddexp(a: float, b: float) -> float:
+    if a == -math.inf:
+        return b
+    if b == -math.inf:
+        return a
+    hi = max(a, b)
+    return hi + math.log1p(math.exp(-abs(a - b)))
+
+
+def merge_proposals(samples: Sequence[tuple[str, Sequence[float]]], k: int | None = None) -> list[Proposal]:
+    """``(text, per-token log-probs)`` samples → distinct proposals sorted by ``logprob_sum`` (ties keep the
+    order of first appearance), at most ``k``. Texts go through :func:`clean_tactic`; empty ones are dropped."""
+    merged: dict[str, Proposal] = {}
+    for text, logps in samples:
+        tactic = clean_tactic(text)
+        if not tactic:
+            continue
+        s, n = float(sum(logps)), len(logps)
+        if (old := merged.get(tactic)) is None:
+            merged[tactic] = Proposal(tactic, s, s / max(n, 1), n, 1)
+        else:
+            total = _logaddexp(old.logprob_sum, s)
+            merged[tactic] = Proposal(tactic, total, total / max(old.tokens, 1), old.tokens, old.count + 1)
+    out = sorted(merged.values(), key=lambda p: -p.logprob_sum)  # stable: ties keep first appearance
+    return out if k is None else out[:k]
+
+
+@runtime_checkable
+class TacticPolicy(Protocol):
+    """What a search engine calls to expand a state."""
+
+    name: str
+
+    def propose(self, state_text: str, k: int) -> list[Proposal]:
+        """At most ``k`` distinct tactics for the state (``k`` samples, duplicates merged), best first."""
+        ...
+
+
+def propose_batch(policy: TacticPolicy, states: Sequence[str], k: int) -> list[list[Proposal]]:
+    """:meth:`TacticPolicy.propose` for several states: one batched call where the backend has one."""
+    if hasattr(policy, "propose_many"):
+        return policy.propose_many(states, k)  # type: ignore[attr-defined]
+    return [policy.propose(s, k) for s in states]
+
+
+class PolicyEndpointError(GenerationError):
+    """The policy (or value) endpoint refused, answered something unreadable, or died."""
+
+
+# -- local HF model ---------------------------------------------------------------------------------------
+
+
+class HFTacticPolicy:
+    """A local causal LM (``load_policy``), sampled through :class:`~proofrl.policy.generation.HFGenerator`
+    (exact raw per-token log-probs), or with ``beam=True`` beam search of width k (log-probs recomputed
+    exactly with :func:`~proofrl.policy.logprobs.response_logprobs`).
+
+    ``seed``: the i-th call samples under ``seed + i`` (reproducible runs, yet a re-expanded state gets new
+    samples). A state too long for the model's positions loses its first characters (the conclusion is at
+    the end of a goal, so it stays)."""
+
+    name = "hf"
+
+    def __init__(self, model: Any, tokenizer: Any, *, temperature: float = 1.0, top_p: float = 1.0,
+                 max_tokens: int = 128, seed: int | None = 0, beam: bool = False, batch_size: int = 64):
+        from .generation import HFGenerator
+
+        self.model, self.tokenizer = model, tokenizer
+        self.temperature, self.top_p, self.max_tokens, self.seed, self.beam = temperature, top_p, max_tokens, seed, beam
+        self._gen = HFGenerator(model, tokenizer, batch_size=batch_size)
+        self._calls = 0
+        limit = getattr(getattr(model, "config", None), "max_position_embeddings", None)
+        self.max_prompt_tokens = None if limit is None else max(16, limit - max_tokens)
+
+    def prompt(self, state_text: str) -> str:
+        p = tactic_prompt(state_text)
+        if self.max_prompt_tokens is None:
+            return p
+        while len(self.tokenizer(p)["input_ids"]) > self.max_prompt_tokens and len(state_text) > 1:
+            state_text = state_text[len(state_text) // 8 + 1 :]  # drop an eighth from the front, again if needed
+            p = tactic_prompt(state_text)
+        return p
+
+    def propose(self, state_text: str, k: int) -> list[Proposal]:
+        return self.propose_many([state_text], k)[0]
+
+    def propose_many(self, states: Sequence[str], k: int) -> list[list[Proposal]]:
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got {k}")
+        prompts = [self.prompt(s) for s in states]
+        if self.beam:
+            return [self._beam(p, k) for p in prompts]
+        seed = None if self.seed is None else self.seed + self._calls
+        self._calls += 1
+        groups = self._gen.generate(prompts, SamplingParams(n=k, temperature=self.temperature, top_p=self.top_p,
+                                                            max_tokens=self.max_tokens, seed=seed))  # fmt: skip
+        return [merge_proposals([(c.text, c.logprobs) for c in g], k) for g in groups]
+
+    def _beam(self, prompt: str, k: int) -> list[Proposal]:
+        import torch
+
+        from .generation import encode_prompts
+        from .logprobs import response_logprobs
+
+        ids = encode_prompts(self.tokenizer, [prompt])[0]
+        device = next(self.model.parameters()).device
+        eos = set(self._gen.eos_ids)
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            with torch.no_grad():
+                out = self.model.generate(
+                    input_ids=torch.tensor([ids], device=device), attention_mask=torch.ones(1, len(ids), dtype=torch.long, device=device),
+                    do_sample=False, num_beams=k, num_return_sequences=k, max_new_tokens=self.max_tokens,
+                    eos_token_id=sorted(eos), pad_token_id=self._gen.pad_id, top_k=None, top_p=None, temperature=None,
+                    repetition_penalty=1.0, no_repeat_ngram_size=0, length_penalty=1.0, early_stopping=True,
+                )
+                rows = []
+                for r in out[:, len(ids):].tolist():
+                    end = next((j + 1 for j, t in enumerate(r) if t in eos), None)
+                    rows.append(r[:end] if end is not None else [t for t in r if t != self._gen.pad_id])
+                logps, mask = response_logprobs(self.model, [ids] * len(rows), rows, pad_id=self._gen.pad_id)
+        finally:
+            self.model.train(was_training)
+        samples = [(self.tokenizer.decode(r, skip_special_tokens=True), logps[i, : len(r)].tolist()) for i, r in enumerate(rows)]
+        return merge_proposals(samples, k)
+
+
+# -- vLLM ------------------------------------------------------------------------------------------------
+
+
+class VLLMTacticPolicy:
+    """vLLM in this process (the GPU extra): :class:`~proofrl.policy.generation.VLLMGenerator` sampling k
+    tactics per state with raw per-token log-probs. vLLM is imported only when this is built."""
+
+    name = "vllm"
+
+    def __init__(self, path: str | Path, *, temperature: float = 1.0, top_p: float = 1.0, max_tokens: int = 128,
+                 seed: int | None = 0, **engine_kwargs: Any):
+        from .generation import VLLMGenerator
+
+        self._gen = VLLMGenerator(path, **engine_kwargs)
+        self.temperature, self.top_p, self.max_tokens, self.seed = temperature, top_p, max_tokens, seed
+        self._calls = 0
+
+    def propose(self, state_text: str, k: int) -> list[Proposal]:
+        return self.propose_many([state_text], k)[0]
+
+    def propose_many(self, states: Sequence[str], k: int) -> list[list[Proposal]]:
+        seed = None if self.seed is None else self.seed + self._calls
+        self._calls += 1
+        params = SamplingParams(n=k, temperature=self.temperature, top_p=self.top_p, max_tokens=self.max_tokens, seed=seed)
+        groups = self._gen.generate([tactic_prompt(s) for s in states], params)
+        return [merge_proposals([(c.text, c.logprobs) for c in g], k) for g in groups]
+
+
+# -- OpenAI-compatible endpoint ----------------------------------------------------------------------------
+
+
+class OpenAITacticPolicy:
+    """Any OpenAI-compatible server. ``chat=False``: ``POST /v1/completions`` with the prompt, ``n=k`` and
+    ``logprobs=1`` (through :class:`~proofrl.policy.generation.OpenAIGenerator`). ``chat=True``:
+    ``POST /v1/chat/completions`` with one user message holding the prompt, ``n=k`` and ``logprobs: true``,
+    as reap calls its policy service; each choice's ``logprobs.content[*].logprob`` are its token log-probs.
+
+    ``system``, when given, is sent as a system message first (chat only). ``stop`` strings are passed on.
+    Any failure — refused, unreadable, or the server gone — raises :class:`PolicyEndpointError` naming the
+    URL and what happened."""
+
+    def __init__(self, base_url: str, model: str, *, chat: bool = False, api_key: str | None = None,
+                 timeout: float = 600.0, temperature: float = 1.0, top_p: float = 1.0, max_tokens: int = 128,
+                 stop: tuple[str, ...] = (), seed: int | None = None, system: str | None = None,
+                 extra_body: dict[str, Any] | None = None):
+        self.model, self.chat = model, chat
+        self.temperature, self.top_p, self.max_tokens, self.stop, self.seed = temperature, top_p, max_tokens, tuple(stop), seed
+        self.system, self.extra_body = system, dict(extra_body or {})
+        root = base_url.rstrip("/")
+        root = root[: -len("/v1")] if root.endswith("/v1") else root
+        self.url = root + ("/v1/chat/completions" if chat else "/v1/completions")
+        self.name = f"openai{'-chat' if chat else ''}:{model}"
+        self._gen = None if chat else OpenAIGenerator(root, model, api_key=api_key, timeout=timeout, batch_size=64, extra_body=extra_body)
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.Client(timeout=timeout, headers=headers) if chat else None
+        self._calls = 0
+
+    def close(self) -> None:
+        if self._gen is not None:
+            self._gen.close()
+        if self._client is not None:
+            self._client.close()
+
+    def _params(self, k: int) -> SamplingParams:
+        seed = None if self.seed is None else self.seed + self._calls
+        self._calls += 1
+        return SamplingParams(n=k, temperature=self.temperature, top_p=self.top_p, max_tokens=self.max_tokens,
+                              stop=self.stop, seed=seed)  # fmt: skip
+
+    def propose(self, state_text: str, k: int) -> list[Proposal]:
+        return self.propose_many([state_text], k)[0]
+
+    def propose_many(self, states: Sequence[str], k: int) -> list[list[Proposal]]:
+        params = self._params(k)
+        if self._gen is not None:
+            try:
+                groups = self._gen.generate([tactic_prompt(s) for s in states], params)
+            except GenerationError as e:
+                raise PolicyEndpointError(f"tactic policy endpoint {self.url}: {_what(e)}", status=e.status, body=e.body) from e
+            return [merge_proposals([(c.text, c.logprobs) for c in g], k) for g in groups]
+        return [merge_proposals([(c.text, c.logprobs) for c in self._chat(s, params)], k) for s in states]
+
+    def _chat(self, state_text: str, params: SamplingParams) -> list[Completion]:
+        assert self._client is not None
+        messages = ([{"role": "system", "content": self.system}] if self.system else []) + [
+            {"role": "user", "content": tactic_prompt(state_text)}
+        ]
+        body: dict[str, Any] = {"model": self.model, "messages": messages, "n": params.n, "temperature": params.temperature,
+                                "top_p": params.top_p, "max_tokens": params.max_tokens, "logprobs": True, **self.extra_body}  # fmt: skip
+        if params.stop:
+            body["stop"] = list(params.stop)
+        if params.seed is not None:
+            body["seed"] = params.seed
+        try:
+            r = self._client.post(self.url, json=body)
+        except httpx.HTTPError as e:
+            raise PolicyEndpointError(f"tactic policy endpoint {self.url} is unreachable or died: {e!r}") from e
+        if r.status_code != 200:
+            raise PolicyEndpointError(f"tactic policy endpoint {self.url} refused the request", status=r.status_code, body=r.text)
+        try:
+            out = []
+            for c in sorted(r.json()["choices"], key=lambda c: c["index"]):
+                content = (c.get("logprobs") or {}).get("content") or []
+                lps = tuple(float(t["logprob"]) for t in content)
+                out.append(Completion(c["message"]["content"] or "", (), lps, "length" if c.get("finish_reason") == "length" else "stop"))
+        except (ValueError, KeyError, TypeError) as e:
+            raise PolicyEndpointError(f"malformed chat completions reply from {self.url}: {e!r}", body=r.text) from e
+        if len(out) != params.n:
+            raise PolicyEndpointError(f"tactic policy endpoint {self.url}: expected {params.n} choices, got {len(out)}", body=r.text)
+        return out
+
+
+def _what(e: GenerationError) -> str:
+    text = str(e)
+    if e.status is None and "failed" in text:
+        return f"unreachable or died ({text})"
+    return text
+
+
+# -- factory -----------------------------------------------------------------------------------------------
+
+POLICY_KINDS = ("hf", "vllm", "openai", "openai-chat")
+
+
+def make_tactic_policy(spec: str, *, model: str | None = None, **kw: Any) -> TacticPolicy:
+    """``hf:DIR`` (a local model directory; ``device``, ``beam``, sampling settings in ``kw``), ``vllm:DIR``,
+    ``openai:URL`` (``/v1/completions``; ``model=`` names the served model) or ``openai-chat:URL``
+    (``/v1/chat/completions``). ``kw`` go to the policy class (``temperature``, ``max_tokens``, ``seed``,
+    ``api_key``, ...)."""
+    kind, sep, where = spec.partition(":")
+    if not sep or not where or kind not in POLICY_KINDS:
+        raise ConfigError(f"unknown tactic policy {spec!r}; use one of " + ", ".join(f"{k}:..." for k in POLICY_KINDS))
+    if kind == "hf":
+        from .model import load_policy
+
+        device = kw.pop("device", None)
+        m, tok = load_policy(where, device=device)
+        return HFTacticPolicy(m, tok, **kw)
+    if kind == "vllm":
+        return VLLMTacticPolicy(where, **kw)
+    if not model:
+        raise ConfigError(f"{spec!r}: an OpenAI-compatible endpoint needs the served model's name (model=...)")
+    return OpenAITacticPolicy(where, model, chat=kind == "openai-chat", **kw)
+
+
+# -- values ------------------------------------------------------------------------------------------------
+
+
+@runtime_checkable
+class ValueFn(Protocol):
+    """``value(state_text)``: higher is better, about −(tactic steps still needed); a solved state is 0
+    (the search sets that itself, without asking)."""
+
+    name: str
+
+    def value(self, state_text: str) -> float: ...
+
+
+class NoValue:
+    """No value model: every open state is worth ``constant`` (default −1.0, "at least one more step").
+
+    Why −1 and not 0.5: values here are reap's / AlphaProof's −(steps to go), and a solved state is 0. A
+    constant below 0 keeps every open state worse than a solved one; being equal for all open states, it
+    leaves the search to priors and visit counts (and to the −cost of each edge on backup)."""
+
+    name = "none"
+
+    def __init__(self, constant: float = -1.0):
+        self.constant = float(constant)
+
+    def value(self, state_text: str) -> float:
+        return self.constant
+
+
+class EndpointValue:
+    """reap's value service: ``POST url`` with JSON ``{"state": state_text}`` (plus ``extra_body``), the reply
+    ``{"score": x}``. reap reads the score as steps to go and uses −score; so do we (``negate=False`` takes
+    the score as the value). Failure raises :class:`PolicyEndpointError`."""
+
+    def __init__(self, url: str, *, negate: bool = True, timeout: float = 60.0, api_key: str | None = None,
+                 extra_body: dict[str, Any] | None = None):
+        self.url, self.negate, self.extra_body = url, negate, dict(extra_body or {})
+        self.name = f"endpoint:{url}"
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.Client(timeout=timeout, headers=headers)
+
+    def close(self) -> None:
+        self._client.close()
+
+    def value(self, state_text: str) -> float:
+        try:
+            r = self._client.post(self.url, json={"state": state_text, **self.extra_body})
+        except httpx.HTTPError as e:
+            raise PolicyEndpointError(f"value endpoint {self.url} is unreachable or died: {e!r}") from e
+        if r.status_code != 200:
+            raise PolicyEndpointError(f"value endpoint {self.url} refused the request", status=r.status_code, body=r.text)
+        try:
+            score = float(r.json()["score"])
+        except (ValueError, KeyError, TypeError) as e:
+            raise PolicyEndpointError(f"malformed value reply from {self.url} (want {{\"score\": x}}): {e!r}", body=r.text) from e
+        if math.isnan(score):
+            raise PolicyEndpointError(f"value endpoint {self.url} answered NaN", body=r.text)
+        return -score if self.negate else score
+
+
+class ModelHeadValue:
+    """The hook for a learned value head (the expert-iteration issue builds the head): ``head(state_text)``
+    returns the value in this module's convention. Nothing here trains or loads a head."""
+
+    name = "model-head"
+
+    def __init__(self, head: Callable[[str], float] | None = None):
+        self.head = head
+
+    def value(self, state_text: str) -> float:
+        if self.head is None:
+            raise NotImplementedError("no value head is attached yet: the expert-iteration issue provides it; use NoValue or EndpointValue")
+        return float(self.head(state_text))
+
+
+def make_value_fn(spec: str | None = None, **kw: Any) -> ValueFn:
+    """``None``/``"none"`` → :class:`NoValue`; ``"endpoint:URL"`` or a bare ``http(s)://`` URL →
+    :class:`EndpointValue`."""
+    if spec in (None, "", "none"):
+        return NoValue(**kw)
+    if spec.startswith("endpoint:"):
+        return EndpointValue(spec[len("endpoint:") :], **kw)
+    if spec.startswith(("http://", "https://")):
+        return EndpointValue(spec, **kw)
+    raise ConfigError(f"unknown value function {spec!r}; use none, endpoint:URL or an http(s):// URL")
