@@ -79,3 +79,30 @@ def test_a_batch_above_the_inflight_limit_is_413_at_once_not_429_forever():
         assert r.status_code == 200 and [x["proofrl"]["status"] for x in r.json()["results"]] == ["valid", "valid"]
         assert _metric(s.url, 'proofrl_responses_total{path="/api/check",code="413"} 3')
         assert _metric(s.url, "proofrl_rejected_busy_total 0")
+
+
+# -- 4. a proof that prints without end ---------------------------------------------------------------------------
+BIG_GOAL = "Proof. pose (l := ltac:(let x := eval vm_compute in (List.repeat 0 20000) in exact x)). "  # ~100 KB a Show
+
+
+def test_a_flood_of_output_is_read_in_linear_time_and_capped():
+    import tracemalloc
+
+    from proofrl.provers.coq.session import MAX_REPLY_BYTES
+
+    t = Theorem("t", "Theorem t : True.", "Require Import List.")
+    with make_pool("coq", pool=PoolConfig(workers=1, timeout=20)) as p:
+        assert p.check(t, BIG_GOAL + "Show. exact I. Qed.").valid  # one Show of the big goal is fine
+        tracemalloc.start()
+        try:
+            t0 = time.monotonic()
+            v = p.check(t, BIG_GOAL + "Show. " * 400 + "exact I. Qed.")  # about 40 MB of goals
+            seconds = time.monotonic() - t0
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert (v.status, v.reasons) == (Status.REJECTED, ("output too large",)), v.reasons
+        assert f"{MAX_REPLY_BYTES >> 20} MiB" in v.messages[0].text
+        assert seconds < 20, seconds  # was quadratic: 200 Shows took minutes (here a timeout at 20 s)
+        assert peak < 4 * MAX_REPLY_BYTES, peak  # what is kept of one reply is bounded
+        assert p.stats.crashes == 0 and p.check(t, "Proof. exact I. Qed.").valid  # a fresh process took over

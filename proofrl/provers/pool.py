@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from ..errors import ProverCrashed, ProverError, ProverTimeout, StatementError
+from ..errors import OutputTooLarge, ProverCrashed, ProverError, ProverTimeout, StatementError
 from .base import Message, Prover, Status, Theorem, Verdict
 
 ProverFactory = Callable[[str], Prover]
@@ -157,6 +157,9 @@ class ProverPool:
                 break
             except ProverTimeout as e:  # e.g. a slow header (Mathlib) while starting a process
                 v = Verdict(Status.TIMEOUT, (f"prover start: {e}",), seconds=time.monotonic() - t0)
+                break
+            except OutputTooLarge as e:  # the proof printed without end: its doing, the process is gone
+                v = Verdict(Status.REJECTED, ("output too large",), (Message("error", f"rejected: {e}"),), seconds=time.monotonic() - t0)
                 break
             except ProverError as e:  # a reply we could not read (ProtocolError): not retried, reported
                 v = Verdict(Status.CRASH, (f"prover error: {e}",), seconds=time.monotonic() - t0)

@@ -6,7 +6,9 @@
 * ``RLIMIT_AS`` so a memory bomb fails inside the prover instead of taking the machine, ``RLIMIT_FSIZE``;
 * killed when the server dies (``PR_SET_PDEATHSIG``; children are forked from one long-lived thread, since
   the signal fires when the forking *thread* ends);
-* reads with a deadline (``select``), so a silent prover can never hang the caller;
+* reads with a deadline (``select``), so a silent prover can never hang the caller, in linear time (only
+  the new bytes are searched for the end of a frame) and up to a cap on one frame, so a flood of output
+  costs neither quadratic time nor unbounded memory;
 * stderr drained on a thread into a bounded tail, attached to crash reports.
 
 The threat model is in ``docs/server.md``.
@@ -31,7 +33,7 @@ from typing import Any
 
 import psutil
 
-from ..errors import ProverCrashed, ProverTimeout
+from ..errors import OutputTooLarge, ProverCrashed, ProverTimeout
 from .sandbox import Sandbox, current
 
 _STDERR_TAIL = 64 * 1024
@@ -238,20 +240,39 @@ class ProverProcess:
         except (BrokenPipeError, OSError, ValueError) as e:
             raise self._crashed("prover closed its input") from e
 
-    def read_until(self, find_end: Callable[[bytes], int], timeout: float | None, command: str = "") -> bytes:
-        """Read stdout until ``find_end(buffer)`` returns the end index (> 0) of a complete frame.
+    def read_until(
+        self,
+        find_end: bytes | Callable[[bytearray], int],
+        timeout: float | None,
+        command: str = "",
+        *,
+        max_bytes: int | None = None,
+    ) -> bytes:
+        """Read stdout until a complete frame is buffered: ``find_end`` is the frame's last bytes (a marker such
+        as ``b"</value>"``: only bytes not yet searched are searched, so a frame arriving in many pieces costs
+        linear time) or a function of the buffer returning the frame's end index (> 0), or -1.
 
         Returns that frame and keeps the rest buffered. Raises :class:`ProverTimeout` when the deadline
-        passes (the caller decides between SIGINT and kill) and :class:`ProverCrashed` on EOF.
+        passes (the caller decides between SIGINT and kill), :class:`ProverCrashed` on EOF and
+        :class:`OutputTooLarge` once more than ``max_bytes`` are buffered without a complete frame (the
+        stream is then mid-frame: the caller must kill the process).
         """
         deadline = None if timeout is None else time.monotonic() + timeout
         fd = self.proc.stdout.fileno()  # type: ignore[union-attr]
+        searched = 0
         while True:
-            end = find_end(bytes(self._buf)) if self._buf else -1
+            if isinstance(find_end, bytes):
+                i = self._buf.find(find_end, max(0, searched - len(find_end) + 1))
+                end = -1 if i < 0 else i + len(find_end)
+                searched = len(self._buf)
+            else:
+                end = find_end(self._buf) if self._buf else -1
             if end > 0:
                 frame = bytes(self._buf[:end])
                 del self._buf[:end]
                 return frame
+            if max_bytes is not None and len(self._buf) > max_bytes:
+                raise OutputTooLarge(max_bytes, command)
             wait = None if deadline is None else deadline - time.monotonic()
             if wait is not None and wait <= 0:
                 raise ProverTimeout(timeout or 0.0, command)

@@ -13,13 +13,16 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
-from ...errors import BackendUnavailable, ProtocolError, ProverCrashed, ProverTimeout, StatementError
+from ...errors import BackendUnavailable, OutputTooLarge, ProtocolError, ProverCrashed, ProverTimeout, StatementError
 from ..base import Message
 from ..process import ProverProcess
 from . import xml
 from .sentences import SplitError, split_sentences
 
 INTERRUPT_GRACE = 3.0  # seconds Coq gets to answer a SIGINT before the kill
+MAX_REPLY_BYTES = 4 * 2**20
+"""one reply (its feedback included) longer than this kills the process: a proof printing without end
+(``Show.`` repeated on a large goal) is rejected as ``output too large``, never buffered whole"""
 
 
 def coqidetop_path() -> str:
@@ -96,18 +99,23 @@ class CoqSession:
         """Send one call and read its reply. On timeout: interrupt, then kill; raises ProverTimeout."""
         self.process.write(request)
         try:
-            frame = self.process.read_until(xml.find_end, timeout, command=request[:200].decode("utf-8", "replace"))
+            frame = self.process.read_until(
+                xml.END, timeout, command=request[:200].decode("utf-8", "replace"), max_bytes=MAX_REPLY_BYTES
+            )
         except ProverTimeout:
             self._interrupt_or_kill()
+            raise
+        except OutputTooLarge:  # the stream is mid-reply: nothing more can be read from this process
+            self.process.kill()
             raise
         return xml.parse_reply(frame)
 
     def _interrupt_or_kill(self) -> None:
         self.process.interrupt()
         try:
-            self.process.read_until(xml.find_end, INTERRUPT_GRACE)  # the interrupted call's reply
+            self.process.read_until(xml.END, INTERRUPT_GRACE, max_bytes=MAX_REPLY_BYTES)  # the interrupted call's reply
             self.edit_at(self.base, timeout=INTERRUPT_GRACE)
-        except (ProverTimeout, ProverCrashed, CoqFailure):
+        except (ProverTimeout, ProverCrashed, OutputTooLarge, CoqFailure):
             self.process.kill()
 
     def add(self, sentence: str, state_id: int, timeout: float | None = 30) -> int:
