@@ -106,3 +106,16 @@ def test_a_flood_of_output_is_read_in_linear_time_and_capped():
         assert seconds < 20, seconds  # was quadratic: 200 Shows took minutes (here a timeout at 20 s)
         assert peak < 4 * MAX_REPLY_BYTES, peak  # what is kept of one reply is bounded
         assert p.stats.crashes == 0 and p.check(t, "Proof. exact I. Qed.").valid  # a fresh process took over
+
+
+# -- 5. a header that takes long to load ---------------------------------------------------------------------------
+def test_a_slow_header_is_judged_under_the_jobs_time_limit():
+    slow = Theorem("t", "Theorem t : True.", "Require Import NArith.\nDefinition x := Eval vm_compute in (N.iter 300000000 N.succ 0%N).")
+    with make_pool("coq", pool=PoolConfig(workers=1, timeout=10)) as p:
+        t0 = time.monotonic()
+        v = p.check(slow, "Proof. exact I. Qed.", timeout=2)
+        seconds = time.monotonic() - t0
+        assert v.status is Status.TIMEOUT and v.reasons == ("header: timeout after 2s",), v.reasons
+        assert seconds < 2 + 5, seconds  # was: as long as the header takes, up to 120 s
+        assert p.pids() == [] and p.stats.started == 0  # the process loading it was killed, never used
+        assert p.check(T, "Proof. exact I. Qed.", timeout=2).valid

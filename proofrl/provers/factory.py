@@ -11,13 +11,14 @@ from .pool import PoolConfig, ProverPool
 BACKENDS = ("coq", "lean")
 
 
-def prover_factory(backend: str, **options: object) -> Callable[[str], Prover]:
-    """``factory(header) -> started prover``; ``options`` go to the backend's config dataclass."""
+def prover_factory(backend: str, **options: object) -> Callable[..., Prover]:
+    """``factory(header) -> started prover``; ``options`` go to the backend's config dataclass. Coq's factory
+    also takes ``timeout=``: the header must load within it (the pool passes each job's time limit)."""
     if backend == "coq":
         from .coq import CoqConfig, CoqProver
 
         cfg = CoqConfig(**options)  # type: ignore[arg-type]
-        return lambda header: CoqProver(header, cfg)
+        return lambda header, timeout=None: CoqProver(header, cfg, header_timeout=timeout)
     if backend == "lean":
         from .lean import LeanConfig, LeanProver  # type: ignore[attr-defined]
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import threading
 import time
 from collections import Counter, deque
@@ -28,8 +29,18 @@ from dataclasses import dataclass, field
 from ..errors import OutputTooLarge, ProverCrashed, ProverError, ProverTimeout, StatementError
 from .base import Message, Prover, Status, Theorem, Verdict
 
-ProverFactory = Callable[[str], Prover]
-"""Makes a started prover for a header (the header is loaded once, at start)."""
+ProverFactory = Callable[..., Prover]
+"""``factory(header)``: a started prover for a header (the header is loaded once, at start). A factory that
+takes a ``timeout`` keyword is given the job's time limit and must load the header within it (raising
+:class:`~proofrl.errors.ProverTimeout` otherwise, its process killed)."""
+
+
+def _takes_timeout(factory: ProverFactory) -> bool:
+    try:
+        params = inspect.signature(factory).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == "timeout" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) or p.kind is p.VAR_KEYWORD for p in params)
 
 
 @dataclass
@@ -72,6 +83,7 @@ class PoolStats:
 class ProverPool:
     def __init__(self, factory: ProverFactory, config: PoolConfig | None = None):
         self.factory = factory
+        self._timed_start = _takes_timeout(factory)
         self.config = config or PoolConfig()
         self._slots = [_Slot(i) for i in range(self.config.workers)]
         self._cond = threading.Condition()
@@ -83,12 +95,13 @@ class ProverPool:
 
     # -- leasing a process ---------------------------------------------------------------------------
     @contextlib.contextmanager
-    def lease(self, header: str) -> Iterator[Prover]:
-        """A process loaded with ``header``, exclusively yours inside the ``with`` (search uses this)."""
+    def lease(self, header: str, *, timeout: float | None = None) -> Iterator[Prover]:
+        """A process loaded with ``header``, exclusively yours inside the ``with`` (search uses this). A process
+        started for it loads the header within ``timeout`` seconds when the factory takes a time limit."""
         slot = self._acquire(header)
         try:
             if slot.prover is None or not slot.prover.alive or slot.header != header:
-                self._replace(slot, header)
+                self._replace(slot, header, timeout)
             assert slot.prover is not None
             yield slot.prover
         finally:
@@ -125,9 +138,9 @@ class ProverPool:
             slot.busy = False
             self._cond.notify()
 
-    def _replace(self, slot: _Slot, header: str) -> None:
+    def _replace(self, slot: _Slot, header: str, timeout: float | None = None) -> None:
         self._discard(slot)
-        slot.prover = self.factory(header)
+        slot.prover = self.factory(header, timeout=timeout) if self._timed_start and timeout is not None else self.factory(header)
         slot.header = header
         self.stats.started += 1
 
@@ -145,7 +158,7 @@ class ProverPool:
         crash: ProverCrashed | None = None
         for _ in range(1 + self.config.retries):
             try:
-                with self.lease(theorem.header) as prover:
+                with self.lease(theorem.header, timeout=timeout) as prover:
                     v = prover.check(theorem, proof, timeout=timeout)
                 self.stats.verdicts[v.status.value] += 1
                 return v
@@ -155,8 +168,9 @@ class ProverPool:
             except StatementError as e:  # the header itself does not load
                 v = Verdict(Status.ERROR, ("header failed to load",), tuple(e.messages), seconds=time.monotonic() - t0)
                 break
-            except ProverTimeout as e:  # e.g. a slow header (Mathlib) while starting a process
-                v = Verdict(Status.TIMEOUT, (f"prover start: {e}",), seconds=time.monotonic() - t0)
+            except ProverTimeout as e:  # a header that does not load within the job's time, or a slow start (Mathlib)
+                reason = f"header: timeout after {timeout:g}s" if self._timed_start else f"prover start: {e}"
+                v = Verdict(Status.TIMEOUT, (reason,), seconds=time.monotonic() - t0)
                 break
             except OutputTooLarge as e:  # the proof printed without end: its doing, the process is gone
                 v = Verdict(Status.REJECTED, ("output too large",), (Message("error", f"rejected: {e}"),), seconds=time.monotonic() - t0)

@@ -67,7 +67,9 @@ def coq_version() -> str:
 class CoqProver:
     backend = "coq"
 
-    def __init__(self, header: str = "", config: CoqConfig | None = None):
+    def __init__(self, header: str = "", config: CoqConfig | None = None, *, header_timeout: float | None = None):
+        """``header_timeout``: seconds the header may take to load (ProverTimeout and the process killed
+        past it); None: the session's default."""
         self.header = header
         self.config = config or CoqConfig()
         self.version = coq_version()
@@ -77,12 +79,12 @@ class CoqProver:
         self._live_theorem: Theorem | None = None
         self._live_proof = ""  # the name Coq gives the proof being stepped
         self.session_id = 0
-        self._ensure()
+        self._ensure(header_timeout)
 
     # -- process management -----------------------------------------------------------------------------
-    def _ensure(self) -> CoqSession:
+    def _ensure(self, header_timeout: float | None = None) -> CoqSession:
         if self._session is None or not self._session.alive:
-            self._session = CoqSession(self.header, memory_mb=self.config.memory_mb)
+            self._session = CoqSession(self.header, memory_mb=self.config.memory_mb, header_timeout=header_timeout)
             self.session_id = next(_session_ids)
             self._live, self._live_theorem = [], None
         return self._session

@@ -11,6 +11,7 @@ import functools
 import os
 import shutil
 import subprocess
+import time
 from dataclasses import dataclass
 
 from ...errors import BackendUnavailable, OutputTooLarge, ProtocolError, ProverCrashed, ProverTimeout, StatementError
@@ -20,6 +21,7 @@ from . import xml
 from .sentences import SplitError, split_sentences
 
 INTERRUPT_GRACE = 3.0  # seconds Coq gets to answer a SIGINT before the kill
+HEADER_TIMEOUT = 120.0  # seconds a header (prelude) may take to load when the caller sets no limit
 MAX_REPLY_BYTES = 4 * 2**20
 """one reply (its feedback included) longer than this kills the process: a proof printing without end
 (``Show.`` repeated on a large goal) is rejected as ``output too large``, never buffered whole"""
@@ -64,9 +66,14 @@ class ProofStatus:
 
 
 class CoqSession:
-    def __init__(self, prelude: str = "", *, memory_mb: int | None = 4096, options: tuple[str, ...] = ()):
+    def __init__(
+        self, prelude: str = "", *, memory_mb: int | None = 4096, options: tuple[str, ...] = (), header_timeout: float | None = None
+    ):
+        """``header_timeout``: seconds the prelude may take (parsing and running it); past it the process is
+        killed and ProverTimeout raised. None: ``HEADER_TIMEOUT``."""
         # Runs in its scratch directory (tactics such as lia write caches into the working directory), the
         # only place the sandbox lets it write.
+        self._loading = True  # a missed deadline while loading kills at once (nothing to go back to)
         self.process = ProverProcess(
             [coqidetop_path(), "-main-channel", "stdfds", "-async-proofs", "off", *options],
             memory_mb=memory_mb,
@@ -77,9 +84,12 @@ class CoqSession:
         self.tip = self.base
         for line in ("Set Printing Width 100.",):
             self.base = self.add(line, self.base)
-        self._load_prelude(prelude)
+        self._load_prelude(prelude, HEADER_TIMEOUT if header_timeout is None else header_timeout)
+        self._loading = False
 
-    def _load_prelude(self, prelude: str) -> None:
+    def _load_prelude(self, prelude: str, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        left = lambda: max(0.01, deadline - time.monotonic())  # noqa: E731
         try:
             sentences = split_sentences(prelude)
         except SplitError as e:
@@ -87,11 +97,14 @@ class CoqSession:
             raise StatementError(f"header: {e}", messages=(Message("error", str(e)),)) from e
         try:
             for s in sentences:
-                self.base = self.add(s.text, self.base)
-            self.run(timeout=120)
+                self.base = self.add(s.text, self.base, timeout=min(30.0, left()))
+            self.run(timeout=left())
         except CoqFailure as e:
             self.close()
             raise StatementError(f"header failed: {e.message}", messages=(Message("error", e.message),)) from e
+        except ProverTimeout as e:
+            self.close()
+            raise ProverTimeout(timeout, "header") from e
         self.tip = self.base
 
     # -- calls ------------------------------------------------------------------------------------------
@@ -103,7 +116,10 @@ class CoqSession:
                 xml.END, timeout, command=request[:200].decode("utf-8", "replace"), max_bytes=MAX_REPLY_BYTES
             )
         except ProverTimeout:
-            self._interrupt_or_kill()
+            if self._loading:
+                self.process.kill()
+            else:
+                self._interrupt_or_kill()
             raise
         except OutputTooLarge:  # the stream is mid-reply: nothing more can be read from this process
             self.process.kill()
