@@ -5,14 +5,17 @@ accepts ``import`` in a fresh environment, so imports *must* live in the header.
 lines ride along because the REPL keeps the command state (options, open namespaces) in the environment
 snapshot, so later commands on ``env 0`` see them.
 
-The comment/string blanker used by the verdict rules lives here too: it replaces comments and string
-literals by spaces, keeping every other character (and so every line and column) where it was.
+The comment/string blanker lives here too (the server's snippet splitter uses it): it replaces comments and
+literals by spaces, keeping every other character (and so every line and column) where it was, reading the
+text as Lean does (:mod:`.lexer`).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from .lexer import lex
 
 _HEADER_LINE = re.compile(r"^(import|set_option|open)\s")
 _OPEN_IN = re.compile(r"\bin\s*$")  # ``open Foo in`` scopes one command: it belongs to the body
@@ -74,47 +77,8 @@ def normalise_header(text: str, *, collapse_mathlib: bool = False) -> str:
 
 
 def blank_comments_and_strings(code: str) -> str:
-    """Replace comments (``--``, nested ``/- -/``), string and char literals by spaces, keeping newlines,
-    so positions in the result are positions in ``code``."""
-    out = list(code)
-    i, n = 0, len(code)
-
-    def blank(a: int, b: int) -> None:
-        for k in range(a, min(b, n)):
-            if out[k] != "\n":
-                out[k] = " "
-
-    while i < n:
-        c = code[i]
-        if code.startswith("--", i):
-            j = code.find("\n", i)
-            j = n if j < 0 else j
-            blank(i, j)
-            i = j
-        elif code.startswith("/-", i):
-            depth, j = 1, i + 2
-            while j < n and depth:
-                if code.startswith("/-", j):
-                    depth, j = depth + 1, j + 2
-                elif code.startswith("-/", j):
-                    depth, j = depth - 1, j + 2
-                else:
-                    j += 1
-            blank(i, j)
-            i = j
-        elif c == '"':
-            j = i + 1
-            while j < n and code[j] != '"':
-                j += 2 if code[j] == "\\" else 1
-            blank(i, j + 1)
-            i = j + 1
-        elif c == "'" and (i == 0 or not (code[i - 1].isalnum() or code[i - 1] in "_'!?.")):
-            m = re.match(r"'(\\.[^']*|[^'\\])'", code[i:])  # a char literal such as 'a' or '\n'
-            if m:
-                blank(i, i + m.end())
-                i += m.end()
-            else:
-                i += 1
-        else:
-            i += 1
-    return "".join(out)
+    """Replace comments (``--``, nested ``/- -/``), string, raw string and char literals by spaces, keeping
+    newlines, so positions in the result are positions in ``code``. Lean's own reading
+    (:func:`~proofrl.provers.lean.lexer.lex`): ``/--/`` does not close, ``r"\\"`` has no escapes, ``«--»`` is a
+    name."""
+    return lex(code).blanked
