@@ -7,6 +7,7 @@ things that are broken or misused.
     - ProverTimeout             it did not answer within ``seconds`` (its process group was killed)
     - ProtocolError             an answer we could not parse
     - OutputTooLarge            one answer longer than the reader keeps (the process is killed)
+    - ProverFailed              it refused a call of the judge's own, outside the proof's sentences
   + StatementError              the theorem statement itself does not elaborate (``messages`` attached)
   + BackendUnavailable          the backend is not installed here (``why`` says what is missing)
   + ConfigError                 a bad setting or an unknown registered name
@@ -51,6 +52,16 @@ class OutputTooLarge(ProverError):
         super().__init__(f"reply longer than {limit >> 20} MiB" + (f" to {command[:200]!r}" if command else ""))
         self.limit = limit
         self.command = command
+
+
+class ProverFailed(ProverError):
+    """The prover answered one of the judge's own calls (show the goals, a query) with an error that belongs
+    to no sentence of the proof: a goal it cannot print, an anomaly. Not a crash (the process lives on) and
+    not retried: the job's verdict is ``error`` with :attr:`reason`."""
+
+    @property
+    def reason(self) -> str:
+        return " ".join(str(self).split())[:200]
 
 
 class StatementError(ProofrlError):

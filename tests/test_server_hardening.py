@@ -119,3 +119,17 @@ def test_a_slow_header_is_judged_under_the_jobs_time_limit():
         assert seconds < 2 + 5, seconds  # was: as long as the header takes, up to 120 s
         assert p.pids() == [] and p.stats.started == 0  # the process loading it was killed, never used
         assert p.check(T, "Proof. exact I. Qed.", timeout=2).valid
+
+
+# -- 8. a call of the judge's own that Coq refuses (Coq's "edit_at dummy" anomaly) ---------------------------------
+def test_a_goal_coq_cannot_print_gets_a_precise_verdict_not_an_internal_error(pool):
+    """Coq answers the judge's ``Goal`` call with a failure naming no state (state 0, "dummy") when printing the
+    goals overflows its stack; going back to that state was ``Anomaly "edit_at dummy."`` and an internal error."""
+    t = Theorem("t", "Theorem t : True.", "Require Import List.")
+    verdicts = [pool.check(t, f"Proof. pose (l := ltac:(let x := eval vm_compute in (List.repeat 0 {n}) in exact x)). Qed.") for n in (20000, 30000, 40000)]
+    assert not [v.reasons for v in verdicts if any("internal error" in r or "edit_at" in r for r in v.reasons)]
+    assert all(v.status in (Status.ERROR, Status.REJECTED) for v in verdicts), [v.reasons for v in verdicts]
+    unprintable = [v for v in verdicts if v.reasons == ("coq Goal failed: Stack overflow.",)]
+    assert unprintable, [v.reasons for v in verdicts]  # at least one size overflows printing but not evaluation
+    assert unprintable[0].messages[0].text == "Stack overflow."
+    assert pool.check(T, "Proof. exact I. Qed.").valid

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from ..errors import OutputTooLarge, ProverCrashed, ProverError, ProverTimeout, StatementError
+from ..errors import OutputTooLarge, ProverCrashed, ProverError, ProverFailed, ProverTimeout, StatementError
 from .base import Message, Prover, Status, Theorem, Verdict
 
 ProverFactory = Callable[..., Prover]
@@ -174,6 +174,9 @@ class ProverPool:
                 break
             except OutputTooLarge as e:  # the proof printed without end: its doing, the process is gone
                 v = Verdict(Status.REJECTED, ("output too large",), (Message("error", f"rejected: {e}"),), seconds=time.monotonic() - t0)
+                break
+            except ProverFailed as e:  # the prover refused a call of the judge's own (e.g. goals it cannot print)
+                v = Verdict(Status.ERROR, (e.reason,), (Message("error", str(e)[-2000:]),), seconds=time.monotonic() - t0)
                 break
             except ProverError as e:  # a reply we could not read (ProtocolError): not retried, reported
                 v = Verdict(Status.CRASH, (f"prover error: {e}",), seconds=time.monotonic() - t0)

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import shutil
 import subprocess
 import time
 from dataclasses import dataclass
 
-from ...errors import BackendUnavailable, OutputTooLarge, ProtocolError, ProverCrashed, ProverTimeout, StatementError
+from ...errors import BackendUnavailable, OutputTooLarge, ProtocolError, ProverCrashed, ProverFailed, ProverTimeout, StatementError
 from ..base import Message
 from ..process import ProverProcess
 from . import xml
@@ -46,16 +47,25 @@ def coq_library() -> tuple[str, ...]:
 
 
 @dataclass
-class CoqFailure(Exception):
-    """Coq rejected a sentence (at parse time in ``Add``, or when it ran)."""
+class CoqFailure(ProverFailed):
+    """Coq rejected a sentence (at parse time in ``Add``, or when it ran), or refused a call (``call``: ``Goal``,
+    ``Query``, ...). One that escapes the prover is the job's ``error`` verdict (:attr:`reason`)."""
 
     message: str
     state_id: int | None = None  # the failing sentence's state, when Coq says
     loc: tuple[int, int] | None = None  # byte offsets inside that sentence
     last_good: int | None = None
+    call: str = ""
 
     def __str__(self) -> str:
         return self.message
+
+    @property
+    def reason(self) -> str:
+        first = " ".join(self.message.split())[:200] or "error"
+        if first.startswith("Anomaly"):
+            return f"coq anomaly: {first}"
+        return f"coq {self.call} failed: {first}" if self.call else f"coq: {first}"
 
 
 @dataclass(frozen=True)
@@ -175,8 +185,12 @@ class CoqSession:
         # The runtime error also arrives as feedback naming the failing state and its location.
         err = next(iter(r.errors()), None)
         message = r.fail_message or (err.text if err else "error")
-        failure = CoqFailure(message, err.state_id if err else None, (err.loc if err else None) or r.fail_loc, r.fail_state)
-        if r.fail_state is not None:  # the tip stays on the failed state: go back to the last good one
+        call = m.group(1).decode() if (m := re.match(rb'<call val="(\w+)"', request)) else ""
+        failure = CoqFailure(message, err.state_id if err else None, (err.loc if err else None) or r.fail_loc, r.fail_state, call)
+        # The tip stays on the failed state: go back to the last good one. State 0 is Coq's "dummy": a failure
+        # that names no state (goals it could not print, a refused query) moved nothing, and Edit_at(0) would
+        # be Coq's own anomaly ("edit_at dummy").
+        if r.fail_state:
             self.edit_at(r.fail_state)
         raise failure
 
