@@ -9,6 +9,7 @@ from proofrl.train.grpo import (
     ADV_ESTIMATORS,
     AGG_MODES,
     KL_ESTIMATORS,
+    POLICY_LOSSES,
     GroupBuffer,
     PPOConfig,
     Registry,
@@ -16,6 +17,7 @@ from proofrl.train.grpo import (
     agg_loss,
     group_advantages,
     group_advantages_loop,
+    grpo_step,
     informative_groups,
     kl_penalty,
     ppo_clip_loss,
@@ -225,3 +227,166 @@ def test_buffer_rule_must_see_raw_rewards():
     buf: GroupBuffer[int] = GroupBuffer(8)
     assert buf.add(raw, 0) is False
     assert bool(informative_groups(shaped.unsqueeze(0))[0]) is True
+
+
+# ------------------------------------------------------------------------------ dual clip, clipping, skips
+
+
+def test_dual_clip_caps_the_loss_of_negative_advantages_by_hand():
+    # A = -1, rho = 4 > c = 3: PPO-clip's loss -A rho = 4 (unbounded, gradient 4); dual-clip caps it at -A c = 3
+    logp = torch.tensor([[math.log(4.0)]], requires_grad=True)
+    out = ppo_clip_loss(logp, torch.zeros(1, 1), torch.tensor([-1.0]), torch.ones(1, 1), clip_ratio_c=3.0)
+    out.loss.backward()
+    assert out.loss.item() == pytest.approx(3.0) and logp.grad.item() == 0.0
+    assert out.dual_clipfrac == 1.0 and out.clipfrac == 0.0
+    logp.grad = None
+    plain = ppo_clip_loss(logp, torch.zeros(1, 1), torch.tensor([-1.0]), torch.ones(1, 1), policy_loss="ppo-clip")
+    plain.loss.backward()
+    assert plain.loss.item() == pytest.approx(4.0) and logp.grad.item() == pytest.approx(4.0)
+    # below the cap and for positive advantages dual-clip is PPO-clip
+    for ratio, adv in ((2.0, -1.0), (0.5, -1.0), (4.0, 1.0), (0.5, 1.0)):
+        lp = torch.tensor([[math.log(ratio)]])
+        a = ppo_clip_loss(lp, torch.zeros(1, 1), torch.tensor([adv]), torch.ones(1, 1)).loss.item()
+        b = ppo_clip_loss(lp, torch.zeros(1, 1), torch.tensor([adv]), torch.ones(1, 1), policy_loss="ppo-clip").loss.item()
+        assert a == b
+
+
+def test_policy_losses_are_registered_and_dual_clip_is_the_default():
+    assert POLICY_LOSSES.names() == ["dual-clip", "ppo-clip"]
+    cfg = PPOConfig()
+    assert cfg.policy_loss == "dual-clip" and cfg.clip_ratio_c == 3.0  # verl's defaults
+    with pytest.raises(ValueError, match=r"valid choices: \['dual-clip', 'ppo-clip'\]"):
+        ppo_clip_loss(torch.zeros(1, 1), torch.zeros(1, 1), torch.zeros(1), torch.ones(1, 1), policy_loss="vanilla")
+    with pytest.raises(ValueError, match="clip_ratio_c must be > 1"):
+        ppo_clip_loss(torch.zeros(1, 1), torch.zeros(1, 1), torch.zeros(1), torch.ones(1, 1), clip_ratio_c=1.0)
+
+
+def test_gradient_norm_is_clipped_to_one_by_default():
+    # token-mean loss -(rho0 - rho1)/2 with A = ±10: gradient 10 x [-1/2, 1/2, 0], norm 10/sqrt(2) ~ 7.07
+    theta = torch.zeros(3, requires_grad=True)
+    fn = _tabular(theta)
+    with torch.no_grad():
+        old = fn(torch.arange(2))
+    assert PPOConfig().max_grad_norm == 1.0
+    batch = RolloutBatch(old, torch.tensor([10.0, -10.0]), torch.ones(2, 1))
+    stats = ppo_update(fn, batch, torch.optim.SGD([theta], lr=1.0), PPOConfig())
+    assert stats.grad_norm == pytest.approx(10 / math.sqrt(2), rel=1e-5)  # logged before clipping
+    assert theta.norm().item() == pytest.approx(1.0, rel=1e-5)  # the step taken is the clipped gradient
+    assert theta.tolist() == pytest.approx([1 / math.sqrt(2), -1 / math.sqrt(2), 0.0], rel=1e-5)
+
+
+def test_nonfinite_gradient_norm_skips_the_step_and_is_counted():
+    theta = torch.zeros(3, requires_grad=True)
+    fn = _tabular(theta)
+    with torch.no_grad():
+        old = fn(torch.arange(2))
+    batch = RolloutBatch(old, torch.tensor([1.0, -1.0]), torch.ones(2, 1))
+    nan_fn = lambda rows: fn(rows) * torch.tensor(float("nan"))  # noqa: E731
+    opt = torch.optim.AdamW([theta], lr=0.1)
+    stats = ppo_update(nan_fn, batch, opt, PPOConfig(epochs=2, max_grad_norm=None))
+    assert (stats.steps, stats.skipped, stats.nonfinite) == (2, 2, 2)
+    assert theta.tolist() == [0.0, 0.0, 0.0] and not opt.state  # no step, no optimiser state
+    stats = ppo_update(fn, batch, opt, PPOConfig(epochs=1))
+    assert (stats.skipped, stats.nonfinite) == (0, 0) and theta.abs().sum() > 0
+
+
+# ------------------------------------------------------------------------------ gradient accumulation
+
+
+class GradCapture(torch.optim.Optimizer):
+    """An optimiser that records the gradient of every step and changes nothing."""
+
+    def __init__(self, params):
+        super().__init__(params, {})
+        self.grads: list[list[torch.Tensor]] = []
+
+    def step(self, closure=None):
+        self.grads.append([p.grad.detach().clone() for g in self.param_groups for p in g["params"]])
+
+
+def _token_policy(seed: int, rows: int = 5, length: int = 4, vocab: int = 7):
+    """A small softmax policy over tokens with per-row context, rows of different lengths (one empty)."""
+    g = torch.Generator().manual_seed(seed)
+    w = torch.nn.Parameter(torch.randn(length, vocab, generator=g))
+    ctx = torch.randn(rows, 1, vocab, generator=g)
+    tokens = torch.randint(0, vocab, (rows, length), generator=g)
+    mask = torch.ones(rows, length)
+    for i, n in enumerate([4, 2, 0, 3, 1][:rows]):
+        mask[i, n:] = 0
+
+    def fn(idx: torch.Tensor) -> torch.Tensor:
+        logits = w.unsqueeze(0) + ctx.index_select(0, idx)  # (b, T, V)
+        return torch.log_softmax(logits, -1).gather(-1, tokens.index_select(0, idx).unsqueeze(-1)).squeeze(-1)
+
+    return w, fn, mask
+
+
+@pytest.mark.parametrize("agg_mode", sorted(AGG_MODES.names()))
+@pytest.mark.parametrize("policy_loss", ["dual-clip", "ppo-clip"])
+def test_accumulated_gradient_equals_the_minibatch_gradient(agg_mode, policy_loss):
+    """Micro-batches of 1 row, each with its own backward, give the whole mini-batch's gradient (KL on, a
+    second epoch so ρ ≠ 1 and clipping acts, an empty row, rows of different lengths)."""
+    grads = {}
+    for micro in (None, 1, 2):
+        w, fn, mask = _token_policy(0)
+        with torch.no_grad():
+            old = fn(torch.arange(5)) + 0.3 * torch.randn(5, 4, generator=torch.Generator().manual_seed(1))
+            ref = old - 0.5
+        batch = RolloutBatch(old * mask, torch.tensor([1.5, -1.0, 0.7, -2.0, 0.4]), mask, ref * mask)
+        opt = GradCapture([w])
+        cfg = PPOConfig(epochs=2, agg_mode=agg_mode, policy_loss=policy_loss, kl_coef=0.3, horizon=6,
+                        max_grad_norm=None, clip_ratio_c=1.5)  # fmt: skip
+        ppo_update(fn, batch, opt, cfg, micro_batch_rows=micro)
+        grads[micro] = torch.cat([g.flatten() for step in opt.grads for g in step])
+    for micro in (1, 2):
+        assert (grads[micro] - grads[None]).norm() <= 1e-5 * grads[None].norm(), micro
+    assert grads[None].norm() > 0
+
+
+def test_minibatches_of_an_epoch_use_their_own_divisors():
+    # two mini-batches of one row each: each step divides by its own token count, not the batch's
+    w, fn, mask = _token_policy(0, rows=2)
+    with torch.no_grad():
+        old = fn(torch.arange(2))
+    opt = GradCapture([w])
+    ppo_update(fn, RolloutBatch(old * mask, torch.tensor([1.0, -1.0]), mask), opt,
+               PPOConfig(minibatch_rows=1, shuffle=False, max_grad_norm=None))  # fmt: skip
+    for row, g in enumerate(opt.grads):
+        w.grad = None
+        ppo_clip_loss(fn(torch.tensor([row])), old[row : row + 1], torch.tensor([[1.0, -1.0][row]]),
+                      mask[row : row + 1]).loss.backward()  # fmt: skip
+        assert torch.allclose(g[0], w.grad, atol=1e-7)
+
+
+# ------------------------------------------------------------------------------ the shared step, the buffer
+
+
+def test_grpo_step_groups_within_each_leading_index():
+    theta = torch.zeros(2, 3, requires_grad=True)  # two independent runs, as the toy's seeds
+    actions = torch.tensor([0, 1, 2, 0])
+
+    def fn(rows):
+        return torch.log_softmax(theta, -1)[:, actions].index_select(1, rows).unsqueeze(-1)  # (2, b, 1)
+
+    with torch.no_grad():
+        old = fn(torch.arange(4))
+    rewards = torch.tensor([[1.0, 0.0, 1.0, 1.0], [0.0, 0.0, 1.0, 0.0]])
+    step = grpo_step(fn, rewards, torch.tensor([5, 5, 9, 9]), old, torch.ones(2, 4, 1),
+                     torch.optim.SGD([theta], lr=0.1))  # fmt: skip
+    for run in range(2):
+        assert torch.equal(step.advantages[run], group_advantages(rewards[run], torch.tensor([5, 5, 9, 9])))
+    assert step.stats.steps == 1
+    with pytest.raises(ValueError, match="valid choices"):
+        grpo_step(fn, rewards, torch.tensor([5, 5, 9, 9]), old, torch.ones(2, 4, 1), torch.optim.SGD([theta], lr=0.1),
+                  advantage="ppo")  # fmt: skip
+
+
+def test_buffer_state_round_trips():
+    buf: GroupBuffer[str] = GroupBuffer(target_samples=10)
+    buf.add([1, 0], "a")
+    buf.add([1, 1], "dropped")
+    buf.add([0, 1, 1], "b")
+    other: GroupBuffer[str] = GroupBuffer(target_samples=10)
+    other.load_state_dict(buf.state_dict())
+    assert (other.num_samples, other.kept_groups, other.dropped_groups, len(other)) == (5, 2, 1, 2)
+    assert other.take() == ["a", "b"] and buf.take() == ["a", "b"]

@@ -53,7 +53,7 @@ def likelihood_ranks(seq_logps: torch.Tensor) -> torch.Tensor:
     # Stable ascending sort: among ties, smaller index first ⇒ smaller ascending rank ⇒ "less likely".
     order = torch.sort(seq_logps, dim=-1, stable=True).indices  # (..., G)
     ascending = torch.empty_like(order)
-    ascending.scatter_(-1, order, torch.arange(g).expand_as(order).contiguous())
+    ascending.scatter_(-1, order, torch.arange(g, device=order.device).expand_as(order).clone())
     return (g - 1) - ascending
 
 

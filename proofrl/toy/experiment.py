@@ -3,7 +3,8 @@
 Each step draws ``states_per_step`` states per run, samples a group of G actions for each from the current
 policy, scores them at τ = 1, masks out groups whose raw rewards are all equal (the buffer's skip rule,
 :func:`proofrl.train.grpo.informative_groups`), optionally applies the unlikeliness reward, computes GRPO
-advantages and runs K PPO epochs — all with the shared code in :mod:`proofrl.train.grpo`,
+advantages and runs K PPO epochs (:func:`proofrl.train.grpo.grpo_step`, the LM trainer's step) — all with the
+shared code in :mod:`proofrl.train.grpo`,
 :mod:`proofrl.rewards.unlikeliness` and :mod:`proofrl.eval`. Seeds run side by side as batched tensors.
 
 Where Appendix A gives no value we chose one (marked "our choice" in :class:`ToyConfig`). One deliberate
@@ -26,7 +27,7 @@ from proofrl.eval.passk import pass_at_k_exact, pass_at_k_unbiased
 from proofrl.eval.uplift import uplift_rate
 from proofrl.rewards.unlikeliness import unlikeliness_reward
 from proofrl.toy.env import BatchedMLP, ToyEnv, sample_actions
-from proofrl.train.grpo import PPOConfig, RolloutBatch, group_advantages, informative_groups, ppo_update
+from proofrl.train.grpo import PPOConfig, grpo_step, informative_groups
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,11 @@ class ToyConfig:
     """PPO ε, both sides (paper: 0.2)"""
     agg_mode: str = "token-mean"
     """loss aggregation (the official code's verl default; every mode but the -norm one agrees when T = 1)"""
+    policy_loss: str = "ppo-clip"
+    """per-token policy loss (our choice: plain PPO-clip, as in the runs reported in docs/toy.md; verl's default
+    ``dual-clip`` only differs where Â < 0 and ρ > 3)"""
+    max_grad_norm: float | None = None
+    """gradient-norm clipping (our choice: none, as in the runs reported in docs/toy.md)"""
     seed: int = 0
     """base seed; run r of every variant uses the same environment and initial policy"""
 
@@ -170,10 +176,8 @@ def train_step(
     raw = env.reward(states, actions, cfg.train_tau)  # (S, B, G)
     keep = informative_groups(raw)  # (S, B), decided on raw rewards before any shaping
     shaped = unlikeliness_reward(raw, old_logps, beta_rank=variant.beta_rank) if variant.beta_rank else raw
-    group_ids = torch.arange(s_ * b).repeat_interleave(g)  # (S·B·G,)
-    adv = group_advantages(shaped.reshape(-1), group_ids).reshape(s_, b * g)  # (S, B·G)
+    group_ids = torch.arange(b, device=raw.device).repeat_interleave(g)  # (B·G,): the same groups in every run
     mask = keep.unsqueeze(-1).expand(s_, b, g).reshape(s_, b * g, 1)  # (S, B·G, 1)
-    batch = RolloutBatch(old_logps.reshape(s_, b * g, 1), adv, mask)
     t2 = time.perf_counter()
 
     def logp_fn(rows: torch.Tensor) -> torch.Tensor:
@@ -181,8 +185,9 @@ def train_step(
         return new if len(rows) == b * g else new.index_select(1, rows)
 
     ppo = PPOConfig(epochs=variant.epochs, clip_ratio_low=cfg.clip_ratio, clip_ratio_high=cfg.clip_ratio,
-                    agg_mode=cfg.agg_mode)  # fmt: skip
-    ppo_update(logp_fn, batch, opt, ppo, generator=gen)
+                    agg_mode=cfg.agg_mode, policy_loss=cfg.policy_loss, max_grad_norm=cfg.max_grad_norm)  # fmt: skip
+    grpo_step(logp_fn, shaped.reshape(s_, b * g), group_ids, old_logps.reshape(s_, b * g, 1), mask, opt, ppo,
+              advantage="grpo", generator=gen)  # fmt: skip
     t3 = time.perf_counter()
     t.sampling, t.reward, t.update = t1 - t0, t2 - t1, t3 - t2
     return _mean_per_run(raw), t
