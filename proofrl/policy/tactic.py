@@ -10,13 +10,16 @@
   ``/v1/completions`` or ``/v1/chat/completions`` with ``n`` and ``logprobs``, as reap calls its policy
   service). :func:`make_tactic_policy` builds one from ``hf:DIR`` / ``vllm:DIR`` / ``openai:URL`` /
   ``openai-chat:URL``.
-* **Merging duplicates**: samples whose cleaned tactic strings are equal become one proposal whose
-  ``logprob_sum`` is ``log Σ_i exp(logprob_sum_i)`` (logsumexp of the samples' probabilities). For distinct
-  token sequences that spell the same tactic (beam search, different tokenisations) this is the probability
-  of the string. For the same sequence drawn m times it is ``log(m · p)``: the proposal's share of the
-  sampled mass, which is what reap does when it *adds* the priors of a repeated tactic. ``logprob_mean`` is
-  then ``logprob_sum / tokens`` with the token count of the merged proposal's first sample, so sum and mean
-  always agree; ``count`` says how many samples were merged.
+* **Merging duplicates**: samples whose cleaned tactic strings are equal become one proposal. Its
+  ``logprob_sum`` is the logsumexp of the log-probabilities of the *distinct token sequences* among them,
+  ``log Σ_seq exp(logprob_sum_seq)``: the probability that the model writes this tactic string, summed over
+  the spellings it was seen in (beam search, different tokenisations, whitespace). The same sequence drawn
+  m times counts once (its probability is p, not m·p; a sum that could pass 0 would break cumulative
+  log-prob priorities); ``count`` = m keeps the frequency for callers that want reap's rule of *adding*
+  the priors of a repeated tactic. Sequences are told apart by token ids, or, where a server gives none,
+  by their per-token log-probs. ``logprob_mean`` is ``logprob_sum / tokens`` with the token count of the
+  first sample, so sum and mean always agree. A completion cut by ``max_tokens`` is dropped (half a tactic
+  is not a tactic), so fewer than ``k`` proposals, or none, can come back.
 * **Values**: :class:`ValueFn` ``.value(state_text) -> float`` in reap's / AlphaProof's convention: higher is
   better, about minus the tactic steps still needed, 0 for a solved state. :class:`NoValue` (no value
   model) returns ``-1.0`` for every state; :class:`EndpointValue` POSTs ``{"state": ...}`` and reads
@@ -86,18 +89,24 @@ def _logaddexp(a: float, b: float) -> float:
     return hi + math.log1p(math.exp(-abs(a - b)))
 
 
-def merge_proposals(samples: Sequence[tuple[str, Sequence[float]]], k: int | None = None) -> list[Proposal]:
-    """``(text, per-token log-probs)`` samples → distinct proposals sorted by ``logprob_sum`` (ties keep the
-    order of first appearance), at most ``k``. Texts go through :func:`clean_tactic`; empty ones are dropped."""
+def merge_proposals(samples: Sequence[tuple[Any, ...]], k: int | None = None) -> list[Proposal]:
+    """``(text, per-token log-probs[, sequence key])`` samples → distinct proposals sorted by ``logprob_sum``
+    (ties keep the order of first appearance), at most ``k``. Texts go through :func:`clean_tactic`; empty
+    ones are dropped. Samples with the same key (default: their log-probs) are one sequence, counted once."""
     merged: dict[str, Proposal] = {}
-    for text, logps in samples:
+    seen: dict[str, set] = {}
+    for text, logps, *key in samples:
         tactic = clean_tactic(text)
         if not tactic:
             continue
         s, n = float(sum(logps)), len(logps)
+        seq = tuple(key[0]) if key and key[0] else tuple(round(float(x), 3) for x in logps)
         if (old := merged.get(tactic)) is None:
-            merged[tactic] = Proposal(tactic, s, s / max(n, 1), n, 1)
+            merged[tactic], seen[tactic] = Proposal(tactic, s, s / max(n, 1), n, 1), {seq}
+        elif seq in seen[tactic]:
+            merged[tactic] = Proposal(tactic, old.logprob_sum, old.logprob_mean, old.tokens, old.count + 1)
         else:
+            seen[tactic].add(seq)
             total = _logaddexp(old.logprob_sum, s)
             merged[tactic] = Proposal(tactic, total, total / max(old.tokens, 1), old.tokens, old.count + 1)
     out = sorted(merged.values(), key=lambda p: -p.logprob_sum)  # stable: ties keep first appearance
@@ -155,8 +164,9 @@ class HFTacticPolicy:
         p = tactic_prompt(state_text)
         if self.max_prompt_tokens is None:
             return p
-        while len(self.tokenizer(p)["input_ids"]) > self.max_prompt_tokens and len(state_text) > 1:
-            state_text = state_text[len(state_text) // 8 + 1 :]  # drop an eighth from the front, again if needed
+        while (n := len(self.tokenizer(p)["input_ids"])) > self.max_prompt_tokens and len(state_text) > 1:
+            keep = min(len(state_text) - 1, int(len(state_text) * self.max_prompt_tokens / n * 0.9))
+            state_text = state_text[len(state_text) - max(keep, 1) :]  # the end holds the conclusion
             p = tactic_prompt(state_text)
         return p
 
@@ -173,7 +183,7 @@ class HFTacticPolicy:
         self._calls += 1
         groups = self._gen.generate(prompts, SamplingParams(n=k, temperature=self.temperature, top_p=self.top_p,
                                                             max_tokens=self.max_tokens, seed=seed))  # fmt: skip
-        return [merge_proposals([(c.text, c.logprobs) for c in g], k) for g in groups]
+        return [_proposals(g, k) for g in groups]
 
     def _beam(self, prompt: str, k: int) -> list[Proposal]:
         import torch
@@ -192,17 +202,25 @@ class HFTacticPolicy:
                     input_ids=torch.tensor([ids], device=device), attention_mask=torch.ones(1, len(ids), dtype=torch.long, device=device),
                     do_sample=False, num_beams=k, num_return_sequences=k, max_new_tokens=self.max_tokens,
                     eos_token_id=sorted(eos), pad_token_id=self._gen.pad_id, top_k=None, top_p=None, temperature=None,
-                    repetition_penalty=1.0, no_repeat_ngram_size=0, length_penalty=1.0, early_stopping=True,
+                    repetition_penalty=1.0, no_repeat_ngram_size=0, length_penalty=0.0,  # rank beams by summed log-prob
                 )
                 rows = []
                 for r in out[:, len(ids):].tolist():
                     end = next((j + 1 for j, t in enumerate(r) if t in eos), None)
-                    rows.append(r[:end] if end is not None else [t for t in r if t != self._gen.pad_id])
+                    if end is not None:  # a beam cut by max_tokens is not a whole tactic
+                        rows.append(r[:end])
+                if not rows:
+                    return []
                 logps, mask = response_logprobs(self.model, [ids] * len(rows), rows, pad_id=self._gen.pad_id)
         finally:
             self.model.train(was_training)
-        samples = [(self.tokenizer.decode(r, skip_special_tokens=True), logps[i, : len(r)].tolist()) for i, r in enumerate(rows)]
+        samples = [(self.tokenizer.decode(r, skip_special_tokens=True), logps[i, : len(r)].tolist(), r) for i, r in enumerate(rows)]
         return merge_proposals(samples, k)
+
+
+def _proposals(completions: Sequence[Completion], k: int) -> list[Proposal]:
+    """Completions cut by ``max_tokens`` are dropped (not a whole tactic); the rest merged."""
+    return merge_proposals([(c.text, c.logprobs, c.token_ids) for c in completions if c.finish_reason != "length"], k)
 
 
 # -- vLLM ------------------------------------------------------------------------------------------------
@@ -230,7 +248,7 @@ class VLLMTacticPolicy:
         self._calls += 1
         params = SamplingParams(n=k, temperature=self.temperature, top_p=self.top_p, max_tokens=self.max_tokens, seed=seed)
         groups = self._gen.generate([tactic_prompt(s) for s in states], params)
-        return [merge_proposals([(c.text, c.logprobs) for c in g], k) for g in groups]
+        return [_proposals(g, k) for g in groups]
 
 
 # -- OpenAI-compatible endpoint ----------------------------------------------------------------------------
@@ -284,8 +302,8 @@ class OpenAITacticPolicy:
                 groups = self._gen.generate([tactic_prompt(s) for s in states], params)
             except GenerationError as e:
                 raise PolicyEndpointError(f"tactic policy endpoint {self.url}: {_what(e)}", status=e.status, body=e.body) from e
-            return [merge_proposals([(c.text, c.logprobs) for c in g], k) for g in groups]
-        return [merge_proposals([(c.text, c.logprobs) for c in self._chat(s, params)], k) for s in states]
+            return [_proposals(g, k) for g in groups]
+        return [_proposals(self._chat(s, params), k) for s in states]
 
     def _chat(self, state_text: str, params: SamplingParams) -> list[Completion]:
         assert self._client is not None
@@ -435,3 +453,55 @@ def make_value_fn(spec: str | None = None, **kw: Any) -> ValueFn:
     if spec.startswith(("http://", "https://")):
         return EndpointValue(spec, **kw)
     raise ConfigError(f"unknown value function {spec!r}; use none, endpoint:URL or an http(s):// URL")
+
+
+# -- the tiny tactic model ---------------------------------------------------------------------------------
+
+
+def tactic_pairs(transitions: Sequence[dict[str, Any]], *, include_structural: bool = False,
+                 max_state_chars: int | None = 2000, max_tactic_chars: int | None = 300) -> list[tuple[str, str]]:
+    """(prompt, tactic) pairs of transition records: bullets and braces left out unless
+    ``include_structural``; states or tactics longer than the limits left out (a tiny model's 1024
+    positions); a (state, tactic) pair that occurs twice is kept twice (it is twice as common)."""
+    out = []
+    for t in transitions:
+        if t.get("structural") and not include_structural:
+            continue
+        state, tac = t["state_before"], t["tactic"].strip()
+        if not tac or (max_state_chars is not None and len(state) > max_state_chars) or (max_tactic_chars is not None and len(tac) > max_tactic_chars):
+            continue
+        out.append((tactic_prompt(state), tac))
+    return out
+
+
+def train_tiny_tactic_model(
+    transitions: Sequence[dict[str, Any]], out_dir: str | Path, *, epochs: int = 8, seed: int = 0,
+    lr: float = 1e-3, batch: int = 32, include_structural: bool = False, max_state_chars: int | None = 2000,
+    max_tactic_chars: int | None = 300, model: dict[str, int] | None = None,
+    on_epoch: Callable[[int, float], None] | None = None,
+) -> Path:
+    """Build the tiny Llama (:func:`~proofrl.policy.tiny.build_tiny_model`, tokenizer trained on the pairs'
+    text) and teach it state → tactic with the one SFT implementation
+    (:func:`~proofrl.policy.sft.supervised_finetune`); saves model and tokenizer into ``out_dir`` (load it
+    with ``make_tactic_policy("hf:" + out_dir)``). Pass only training-split transitions. ``model`` overrides
+    the tiny model's shape (``hidden``, ``layers``, ``heads``, ``vocab_size``); the per-epoch losses are
+    written to ``out_dir/sft_losses.json``."""
+    import json
+
+    from .model import load_policy
+    from .sft import supervised_finetune
+    from .tiny import build_tiny_model
+
+    pairs = tactic_pairs(transitions, include_structural=include_structural, max_state_chars=max_state_chars,
+                         max_tactic_chars=max_tactic_chars)  # fmt: skip
+    if not pairs:
+        raise ValueError("no transitions to teach: every one was structural or over the length limits")
+    out_dir = Path(out_dir)
+    shape = {"hidden": 128, "layers": 2, "heads": 4, "vocab_size": 1024, **(model or {})}
+    build_tiny_model(out_dir, [p + t for p, t in pairs], seed=seed, **shape)
+    m, tok = load_policy(out_dir, device="cpu")
+    losses = supervised_finetune(m, tok, pairs, epochs=epochs, lr=lr, batch=batch, seed=seed, on_epoch=on_epoch)
+    m.save_pretrained(out_dir)
+    tok.save_pretrained(out_dir)
+    (out_dir / "sft_losses.json").write_text(json.dumps({"pairs": len(pairs), "epochs": epochs, "losses": losses}))
+    return out_dir
