@@ -1,0 +1,271 @@
+"""What both engines share: the prover and policy calls (traced), tactic refusal, crash retry, expansion into
+the tree, AND-node decomposition, budgets and the end of a search (replay and final check).
+
+A search runs on one prover process it holds alone (a pool lease). A prover that dies mid-search is restarted
+by the backend on the next call, which re-reaches the state by replaying its tactic path; a step that crashed
+is retried once that way before it is recorded as a ``crash`` edge.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..errors import ProverError, StatementError
+from ..provers.base import FailureKind, Prover, ProofState, StepResult, Theorem, Verdict
+from .config import SearchConfig
+from .policy import PolicyError, Proposal, TacticPolicy
+from .replay import final_verdict, script_text
+from .trace import Tracer
+from .tree import Edge, Failure, Node, SearchTree, normalize_tactic, refusal
+
+SearchStatus = Literal["proved", "failed", "unsound", "error"]
+
+
+@dataclass
+class SearchResult:
+    """How one theorem's search ended. ``proved`` only when the final check in a fresh process is valid."""
+
+    name: str
+    status: SearchStatus
+    proof: str = ""
+    verdict: Verdict | None = None
+    reason: str = ""
+    expansions: int = 0
+    steps: int = 0
+    """prover steps run (tactics and focus steps, retries included)"""
+    iterations: int = 0
+    """MCTS selection-expansion-backup rounds (0 for best-first)"""
+    seconds: float = 0.0
+    tree: SearchTree | None = None
+    algorithm: str = ""
+    config: dict[str, Any] = field(default_factory=dict)
+    policy_error: str = ""
+    crashes: int = 0
+    scores: dict[int, dict[str, float]] = field(default_factory=dict)
+    """per edge at the end of the search: MCTS ``{c, prior, Q, U, score}``, best-first ``{score}``"""
+
+    def line(self) -> dict[str, Any]:
+        """The ``results.jsonl`` record."""
+        return {"name": self.name, "status": self.status, "proof": self.proof,
+                "verdict": self.verdict.to_json() if self.verdict else None, "reason": self.reason,
+                "expansions": self.expansions, "steps": self.steps, "iterations": self.iterations,
+                "seconds": round(self.seconds, 4), "algorithm": self.algorithm,
+                "nodes": len(self.tree.nodes) if self.tree else 0,
+                "failed_edges": sum(e.failure is not None for e in self.tree.edges) if self.tree else 0}
+
+    def tree_json(self, scores: dict[int, dict[str, float]] | None = None) -> dict[str, Any]:
+        """The whole tree (``SearchTree.to_json``) under a ``search`` header (reap's raw tree, extended)."""
+        head = {k: v for k, v in self.line().items()}
+        head["theorem"] = {"name": self.name} | ({"statement": self.tree.theorem.statement, "header": self.tree.theorem.header}
+                                                 if self.tree else {})
+        head["config"] = self.config
+        head["policy_error"] = self.policy_error
+        head["crashes"] = self.crashes
+        scores = self.scores if scores is None else scores
+        return {"search": head, **(self.tree.to_json(scores) if self.tree else {"nodes": [], "edges": []})}
+
+
+class Search:
+    """Base of :class:`~proofrl.search.best_first.BestFirstSearch` and :class:`~proofrl.search.mcts.MCTS`."""
+
+    algorithm = ""
+    decompose = False
+
+    def __init__(self, prover: Prover, policy: TacticPolicy, config: SearchConfig | None = None,
+                 tracer: Tracer | None = None):
+        self.prover = prover
+        self.policy = policy
+        self.config = config or SearchConfig(algorithm=self.algorithm)  # type: ignore[arg-type]
+        self.tracer = tracer or Tracer()
+        self.tree: SearchTree | None = None
+        self.expansions = self.steps = self.iterations = self.crashes = 0
+        self.deadline = math.inf
+        self.stop_reason = ""
+
+    # -- to implement -----------------------------------------------------------------------------------
+    @property
+    def seconds_budget(self) -> float | None:
+        raise NotImplementedError
+
+    def loop(self) -> None:
+        raise NotImplementedError
+
+    def prior(self, p: Proposal) -> float:
+        raise NotImplementedError
+
+    def scores(self) -> dict[int, dict[str, float]]:
+        return {}
+
+    # -- a whole search ---------------------------------------------------------------------------------
+    def run(self, theorem: Theorem) -> SearchResult:
+        t0 = time.monotonic()
+        cfg = self.config.model_dump(mode="json")
+        policy_error = ""
+        with self.tracer.span("search", algorithm=self.algorithm) as info:
+            budget = self.seconds_budget
+            self.deadline = t0 + budget if budget else math.inf
+            try:
+                root = self.prover.start(theorem, timeout=self.config.tactic_timeout)
+            except StatementError as e:
+                info["status"] = "error"
+                return SearchResult(theorem.name, "error", reason=f"statement does not elaborate: {e}",
+                                    seconds=time.monotonic() - t0, algorithm=self.algorithm, config=cfg)
+            except ProverError as e:
+                info["status"] = "error"
+                return SearchResult(theorem.name, "error", reason=f"prover failed at start: {e}",
+                                    seconds=time.monotonic() - t0, algorithm=self.algorithm, config=cfg)
+            self.tree = SearchTree(theorem, root, decompose=self.decompose, backend=self.config.backend)
+            try:
+                if self.tree.root.kind == "AND":
+                    self.decompose_node(self.tree.root)
+                self.loop()
+            except PolicyError as e:
+                policy_error = str(e)
+            result = self.finish(theorem, t0, policy_error)
+            result.scores = self.scores()
+            info["status"] = result.status
+        result.seconds = time.monotonic() - t0
+        return result
+
+    def finish(self, theorem: Theorem, t0: float, policy_error: str = "") -> SearchResult:
+        tree = self.tree
+        assert tree is not None
+        common = dict(expansions=self.expansions, steps=self.steps, iterations=self.iterations, tree=tree,
+                      algorithm=self.algorithm, config=self.config.model_dump(mode="json"), crashes=self.crashes)
+        if tree.root.solved:
+            script = tree.script()
+            verdict = final_verdict(self.prover, theorem, script, timeout=self.config.final_check_timeout, tracer=self.tracer)
+            proof = script_text(script)
+            if verdict.valid:
+                return SearchResult(theorem.name, "proved", proof, verdict, "final check valid", **common)  # type: ignore[arg-type]
+            return SearchResult(theorem.name, "unsound", proof, verdict, f"final check: {verdict}", **common)  # type: ignore[arg-type]
+        if policy_error:
+            return SearchResult(theorem.name, "error", reason=policy_error, policy_error=policy_error, **common)  # type: ignore[arg-type]
+        reason = self.stop_reason or ("every branch failed" if tree.root.dead else "budget spent")
+        return SearchResult(theorem.name, "failed", reason=reason, **common)  # type: ignore[arg-type]
+
+    def out_of_time(self) -> bool:
+        if time.monotonic() >= self.deadline:
+            self.stop_reason = "seconds budget spent"
+            return True
+        return False
+
+    # -- calls ----------------------------------------------------------------------------------------
+    def step(self, node: Node, tactic: str) -> StepResult:
+        """One prover step from ``node``'s state; a crash is retried once on the restarted process (which
+        re-reaches the state by replaying its path)."""
+        timeout = self.config.tactic_timeout
+        with self.tracer.span("tactic", node=node.id, tactic=tactic[:200]) as info:
+            r = self.prover.step(node.state, tactic, timeout=timeout)
+            self.steps += 1
+            if r.failure is not None and r.failure.kind is FailureKind.CRASH:
+                self.crashes += 1
+                info["retried_after_crash"] = r.failure.message[:200]
+                r = self.prover.step(node.state, tactic, timeout=timeout)
+                self.steps += 1
+            info["ok"] = r.ok
+            if r.failure is not None:
+                info["failure"] = r.failure.kind.value
+        return r
+
+    def propose(self, node: Node, k: int) -> list[Proposal]:
+        with self.tracer.span("policy", node=node.id, k=k) as info:
+            try:
+                props = list(self.policy.propose(state_text(node.state), k))
+            except Exception as e:  # noqa: BLE001 - any failure of the model or endpoint ends the search
+                info["error"] = f"{type(e).__name__}: {e}"[:500]
+                raise PolicyError(f"policy failed at node {node.id} after {self.expansions} expansions: "
+                                  f"{type(e).__name__}: {e}") from e
+            info["proposals"] = len(props)
+        return props
+
+    # -- expansion ------------------------------------------------------------------------------------
+    def expand(self, node: Node, k: int) -> list[Edge]:
+        """Propose ``k`` tactics, merge repeated strings (priors added), refuse forbidden ones, run the rest;
+        returns the new live edges. Failed tactics stay as edges with their failure."""
+        tree = self.tree
+        assert tree is not None
+        props = self.propose(node, k)
+        self.expansions += 1
+        node.evaluations += 1
+        merged: dict[str, list[float]] = {}  # tactic -> [prior, logprob_sum, logprob_mean]
+        for p in props:
+            t = normalize_tactic(p.tactic, self.config.backend)
+            if t in merged:
+                merged[t][0] += self.prior(p)
+                merged[t][1] = max(merged[t][1], p.logprob_sum)
+                merged[t][2] = max(merged[t][2], p.logprob_mean)
+            else:
+                merged[t] = [self.prior(p), p.logprob_sum, p.logprob_mean]
+        new: list[Edge] = []
+        for t, (prior, lp_sum, lp_mean) in merged.items():
+            if (old := tree.edge_for(node, t)) is not None:  # proposed again (progressive sampling)
+                old.prior_raw += prior
+                continue
+            if why := refusal(t, self.config.backend):
+                tree.add_failed(node, t, Failure(FailureKind.FORBIDDEN.value, why), logprob_sum=lp_sum,
+                                logprob_mean=lp_mean, prior=prior)
+                continue
+            r = self.step(node, t)
+            if r.failure is not None or r.state is None:
+                tree.add_failed(node, t, Failure.of(r.failure) if r.failure else Failure("error", "no state"),
+                                logprob_sum=lp_sum, logprob_mean=lp_mean, prior=prior, seconds=r.seconds)
+                continue
+            n_before = len(tree.nodes)
+            e = tree.add_child(node, t, r.state, logprob_sum=lp_sum, logprob_mean=lp_mean, prior=prior, seconds=r.seconds)
+            if e is None:
+                continue
+            child = tree.nodes[e.dst]  # type: ignore[index]
+            if len(tree.nodes) > n_before and child.kind == "AND":
+                self.decompose_node(child)
+            new.append(e)
+        tree.refresh(node)
+        return new
+
+    def decompose_node(self, node: Node) -> None:
+        """An AND node gets one focused OR child per goal (``i: {`` in Coq), each with prior 1/#goals (reap)."""
+        tree = self.tree
+        assert tree is not None
+        n = len(node.state.goals)
+        for i in range(1, n + 1):
+            tactic = f"{i}: {{"
+            r = self.step(node, tactic)
+            if r.failure is not None or r.state is None:
+                tree.add_failed(node, tactic, Failure.of(r.failure) if r.failure else Failure("error", "no state"))
+                continue
+            tree.add_child(node, tactic, r.state, kind="focus", prior=1.0 / n, focus_index=i, seconds=r.seconds)
+        node.evaluations += 1
+        tree.refresh(node)
+
+    def leaf_value(self, node: Node) -> float:
+        """The value of a new leaf: 0 when its goals are closed, else the policy's ``value`` (reap's value
+        endpoint; −1000 when it fails), −(open goals), or 0, as configured."""
+        if node.closes:
+            return 0.0
+        if node.estimate is not None:
+            return node.estimate
+        mode = getattr(self.config, "mcts").value
+        value_fn = getattr(self.policy, "value", None)
+        if mode == "policy" and callable(value_fn):
+            with self.tracer.span("value", node=node.id) as info:
+                try:
+                    v = float(value_fn(state_text(node.state)))
+                    if not math.isfinite(v):
+                        raise ValueError(f"value {v}")
+                except Exception as e:  # noqa: BLE001 - reap: a failed value call is -1000
+                    info["error"] = f"{type(e).__name__}: {e}"[:300]
+                    v = self.config.mcts.failed_value
+        elif mode == "zero":
+            v = 0.0
+        else:
+            v = -float(max(1, len(node.state.goals)))
+        node.estimate = v
+        return v
+
+
+def state_text(state: ProofState) -> str:
+    """What the policy sees: the state's goals as the prover prints them (only the focused goal inside a block)."""
+    return str(state)

@@ -1,0 +1,248 @@
+"""Many theorems at once: ``search_many`` (the library entry) and ``cli_search`` (what ``proofrl search`` calls).
+
+Output directory::
+
+    results.jsonl     one line per theorem: name, status (proved | failed | unsound | error), proof, verdict,
+                      expansions, seconds (and steps, nodes, reason)
+    trees/NAME.json   the whole tree of each search (see docs/search.md, "Export and profiling")
+    trace.jsonl       wall-clock spans of every search (policy, value, tactic, final_check, select, backup, search)
+    summary.json      counts by status and where the time went
+
+Searches run ``workers`` at a time, each on a prover process leased from one pool (header affinity, crash
+replacement). A policy that fails ends its theorem with ``error`` and stops the run: the theorems already
+finished and the failing one are written, then :class:`~proofrl.search.policy.PolicyError` is raised.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from ..errors import ProverError, StatementError
+from ..provers.base import Prover, Theorem
+from ..provers.pool import PoolConfig, ProverPool
+from .best_first import BestFirstSearch
+from .config import SearchConfig, load_search_config
+from .engine import Search, SearchResult
+from .mcts import MCTS
+from .policy import PolicyError, TacticPolicy, policy_from_spec
+from .trace import Tracer, summarize
+
+ENGINES: dict[str, type[Search]] = {"mcts": MCTS, "best-first": BestFirstSearch}
+
+
+def make_search(prover: Prover, policy: TacticPolicy, config: SearchConfig, tracer: Tracer | None = None) -> Search:
+    return ENGINES[config.algorithm](prover, policy, config, tracer)
+
+
+def search_one(theorem: Theorem, prover: Prover, policy: TacticPolicy, config: SearchConfig | None = None,
+               tracer: Tracer | None = None) -> SearchResult:
+    """One theorem on one prover process."""
+    config = config or SearchConfig()
+    return make_search(prover, policy, config, tracer).run(theorem)
+
+
+def _theorems(problems: str | Path | Iterable[Any]) -> list[Theorem]:
+    if isinstance(problems, (str, Path)):
+        from ..data.problems import load_problems
+
+        return [p.theorem for p in load_problems(problems)]
+    out = []
+    for p in problems:
+        if isinstance(p, Theorem):
+            out.append(p)
+        elif hasattr(p, "theorem"):
+            out.append(p.theorem)
+        else:
+            out.append(Theorem.from_json(p))
+    return out
+
+
+def safe_name(name: str) -> str:
+    return re.sub(r"[^\w.-]", "_", name)[:150] or "theorem"
+
+
+class _Locked:
+    """Serialises calls into a policy that is not thread-safe (a local HF model) when workers > 1."""
+
+    def __init__(self, policy: TacticPolicy):
+        self._p, self._lock = policy, threading.Lock()
+
+    def propose(self, state_text: str, k: int):  # noqa: ANN201
+        with self._lock:
+            return self._p.propose(state_text, k)
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._p, name)
+        if name == "value" and callable(attr):
+            def value(state_text: str) -> float:
+                with self._lock:
+                    return attr(state_text)
+            return value
+        return attr
+
+
+def search_many(problems: str | Path | Iterable[Any], policy: TacticPolicy, algorithm: str | None = None,
+                budgets: dict[str, Any] | None = None, out_dir: str | Path = "search-out", workers: int = 1, *,
+                config: SearchConfig | None = None, pool: ProverPool | None = None, progress: bool = True,
+                backend_options: dict[str, Any] | None = None) -> list[SearchResult]:
+    """Search every problem; write ``results.jsonl``, ``trees/``, ``trace.jsonl`` and ``summary.json`` under
+    ``out_dir``. ``algorithm`` (``mcts`` / ``best-first`` or a recipe name such as ``reap``) and ``budgets``
+    (dotted config keys: ``{"mcts.max_steps": 16}``) adjust ``config``."""
+    if config is None:
+        config = load_search_config(algorithm if algorithm not in (None, "mcts", "best-first") else None)
+        if algorithm in ("mcts", "best-first"):
+            config = config.with_overrides(algorithm=algorithm)
+    if budgets:
+        config = config.with_overrides(**budgets)
+    theorems = _theorems(problems)
+    out = Path(out_dir)
+    (out / "trees").mkdir(parents=True, exist_ok=True)
+    results_path = out / "results.jsonl"
+    results_path.write_text("")
+    (out / "trace.jsonl").write_text("")
+    tracer = Tracer(out / "trace.jsonl")
+    own_pool = pool is None
+    if pool is None:
+        from ..provers.factory import prover_factory
+
+        opts = {"step_timeout": config.tactic_timeout} if config.backend == "coq" else {}
+        pool = ProverPool(prover_factory(config.backend, **(opts | (backend_options or {}))), PoolConfig(workers=max(1, workers)))
+    shared_policy: TacticPolicy = policy if workers <= 1 or getattr(policy, "thread_safe", False) else _Locked(policy)  # type: ignore[assignment]
+    write_lock = threading.Lock()
+    stop = threading.Event()
+    results: list[SearchResult | None] = [None] * len(theorems)
+    policy_errors: list[str] = []
+
+    def one(i: int) -> SearchResult | None:
+        if stop.is_set():
+            return None
+        th = theorems[i]
+        t0 = time.monotonic()
+        try:
+            with pool.lease(th.header) as prover:
+                r = search_one(th, prover, shared_policy, config, tracer.child(th.name))
+        except StatementError as e:  # the header does not load
+            r = SearchResult(th.name, "error", reason=f"header failed to load: {e}", algorithm=config.algorithm)
+        except ProverError as e:
+            r = SearchResult(th.name, "error", reason=f"prover failed: {e}", algorithm=config.algorithm)
+        except Exception as e:  # noqa: BLE001 - one theorem never sinks the run
+            r = SearchResult(th.name, "error", reason=f"internal error: {type(e).__name__}: {e}", algorithm=config.algorithm)
+        r.seconds = r.seconds or time.monotonic() - t0
+        results[i] = r
+        if r.policy_error:
+            policy_errors.append(f"{th.name}: {r.policy_error}")
+            stop.set()
+        tree = r.tree_json()
+        with write_lock:
+            with open(results_path, "a", encoding="utf-8") as f:
+                f.write(json.dumps(r.line(), default=str) + "\n")
+            (out / "trees" / f"{safe_name(th.name)}.json").write_text(json.dumps(tree, default=str))
+        return r
+
+    try:
+        _run_all(one, len(theorems), workers, progress, results)
+    finally:
+        tracer.close()
+        if own_pool:
+            pool.close()
+    done = [r for r in results if r is not None]
+    summary = summarize_results(done, tracer.events)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+    if policy_errors:
+        raise PolicyError(f"the policy failed; {len(done)} of {len(theorems)} theorems have results in {results_path}: "
+                          f"{policy_errors[0]}")
+    return done
+
+
+def _run_all(one: Any, n: int, workers: int, progress: bool, results: list[SearchResult | None]) -> None:
+    counts: Counter = Counter()
+    if not progress:
+        with ThreadPoolExecutor(max(1, workers)) as ex:
+            list(ex.map(one, range(n)))
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("search"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
+                  TimeElapsedColumn(), transient=False) as bar:
+        task = bar.add_task("", total=n)
+
+        def tracked(i: int) -> None:
+            r = one(i)
+            if r is not None:
+                counts[r.status] += 1
+            bar.update(task, advance=1, description=" ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+
+        with ThreadPoolExecutor(max(1, workers)) as ex:
+            list(ex.map(tracked, range(n)))
+
+
+def summarize_results(results: Sequence[SearchResult], events: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    by = Counter(r.status for r in results)
+    return {"theorems": len(results), "status": dict(by), "proved": by.get("proved", 0),
+            "expansions": sum(r.expansions for r in results), "steps": sum(r.steps for r in results),
+            "seconds": sum(r.seconds for r in results), "time": summarize(events)}
+
+
+def cli_search(problems: str | Path, algorithm: str = "mcts", policy: str = "", model: str | None = None,
+               out: str | Path = "search-out", *, recipe: str | None = None, workers: int = 1,
+               max_steps: int | None = None, max_nodes: int | None = None, expansions: int | None = None,
+               width: int | None = None, seconds: float | None = None, tactic_timeout: float | None = None,
+               limit: int | None = None, progress: bool = True, policy_obj: TacticPolicy | None = None) -> dict[str, Any]:
+    """``proofrl search PROBLEMS --algorithm mcts|best-first --policy hf:DIR|openai:URL [--model NAME] --out DIR``.
+
+    ``recipe`` (``reap``, ``bfs-prover``, ``reprover`` or a YAML path) gives the defaults; ``algorithm`` picks
+    the engine (a recipe name is accepted there too); the budget flags override the chosen engine's section.
+    Prints a summary table and returns the summary (``summary.json``)."""
+    cfg = load_search_config(recipe or (algorithm if algorithm not in ("mcts", "best-first") else
+                                        ("reap" if algorithm == "mcts" else "reprover")))
+    if algorithm in ("mcts", "best-first"):
+        cfg = cfg.with_overrides(algorithm=algorithm)
+    sec = "mcts" if cfg.algorithm == "mcts" else "best_first"
+    changes: dict[str, Any] = {}
+    for key, value in (("max_steps", max_steps), ("max_nodes", max_nodes)):
+        if value is not None:
+            changes[f"mcts.{key}"] = value
+    if expansions is not None:
+        changes["best_first.max_expansions"] = expansions
+    if width is not None:
+        changes["best_first.width" if sec == "best_first" else "mcts.num_samples"] = width
+    if seconds is not None:
+        changes[f"{sec}.seconds"] = seconds
+    if tactic_timeout is not None:
+        changes[f"{sec}.tactic_timeout"] = tactic_timeout
+    if changes:
+        cfg = cfg.with_overrides(**changes)
+    pol = policy_obj if policy_obj is not None else policy_from_spec(policy, model)
+    probs: Any = problems
+    if limit is not None:
+        from ..data.problems import load_problems
+
+        probs = load_problems(problems, limit=limit)
+    results = search_many(probs, pol, out_dir=out, workers=workers, config=cfg, progress=progress)
+    summary = json.loads((Path(out) / "summary.json").read_text())
+    _print_table(results, summary)
+    return summary
+
+
+def _print_table(results: Sequence[SearchResult], summary: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title="proof search")
+    for col in ("status", "theorems", "expansions", "seconds"):
+        t.add_column(col)
+    for status in ("proved", "unsound", "failed", "error"):
+        rs = [r for r in results if r.status == status]
+        t.add_row(status, str(len(rs)), str(sum(r.expansions for r in rs)), f"{sum(r.seconds for r in rs):.1f}")
+    Console().print(t)
+    tm = summary["time"]
+    Console().print(f"time: prover {tm['prover_seconds']:.1f}s, model {tm['model_seconds']:.1f}s, "
+                    f"outside both {tm['outside_seconds']:.2f}s ({100 * tm['outside_share']:.1f}% of search time)")

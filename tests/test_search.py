@@ -1,0 +1,287 @@
+"""Proof search over real Coq: both engines prove, the bad inputs of the issue (cheats, loops, a killed prover,
+a statement that does not elaborate, a failing policy, a replay that fails the final check) end as they must."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+
+import pytest
+from conftest import NAT, requires_coq
+from search_support import ScriptedPolicy
+
+from proofrl.errors import ConfigError
+from proofrl.provers.base import Theorem
+from proofrl.search import BestFirstConfig, MCTSConfig, SearchConfig, load_search_config, refusal, search_one
+from proofrl.search.policy import PolicyError
+from proofrl.search.run import search_many
+from proofrl.search.trace import read_trace, summarize
+from proofrl.search.tree import mentions_evar
+
+pytestmark = requires_coq
+
+CONJ = Theorem("conj3", "Theorem conj3 : (1 = 1 /\\ 2 = 2) /\\ forall n : nat, n + 0 = n.", NAT)
+PLUS = Theorem("plus0", "Theorem plus0 : forall n : nat, n + 0 = n.", NAT)
+
+# state text -> tactics (first match wins); the first tactic of each is the policy's favourite
+CONJ_TABLE = [
+    ("/\\ (forall", ["split.", "admit."]),
+    ("1 = 1 /\\ 2 = 2", ["split."]),
+    ("forall n", ["intros n.", "exact_no_check I."]),
+    ("n + 0 = n", ["lia.", "auto."]),
+    ("= ", ["reflexivity."]),
+]
+
+
+def mcts(**kw) -> SearchConfig:
+    return SearchConfig(algorithm="mcts", mcts=MCTSConfig(**{"tactic_timeout": 5.0, "max_steps": 16, **kw}))
+
+
+def bfs(**kw) -> SearchConfig:
+    return SearchConfig(algorithm="best-first", best_first=BestFirstConfig(**{"tactic_timeout": 5.0, "width": 4,
+                                                                            "max_expansions": 16, "seconds": 30.0, **kw}))
+
+
+def test_forbidden_tactics_are_refused_before_the_prover():
+    for cheat in ["admit.", "give_up.", "Admitted.", "Abort.", "Abort All.", "exact_no_check I.", "vm_cast_no_check I.",
+                  "native_cast_no_check I.", "change_no_check True.", "Axiom x : False.", "Proof.", "Qed.", "}", "{", "-",
+                  "2: {", "Unset Guard Checking.", "#[local] Axiom x : False.", "split; admit.", ""]:
+        assert refusal(cheat, "coq"), cheat
+    for ok in ["intros n.", "lia.", "split; reflexivity.", "exact I.", "idtac \"admit\".", "2: reflexivity."]:
+        assert refusal(ok, "coq") is None, ok
+    for cheat in ["sorry", "admit", "repeat' simp", "exact?", "apply?", "simp?", "simp_all?", "aesop?", "rw?"]:
+        assert refusal(cheat, "lean"), cheat
+    for ok in ["simp", "refine ⟨?_, ?_⟩", "exact h", "omega"]:
+        assert refusal(ok, "lean") is None, ok
+
+
+def test_config_recipes_and_unknown_keys():
+    reap = load_search_config("reap")
+    assert (reap.algorithm, reap.mcts.num_samples, reap.mcts.c_base, reap.mcts.c_init, reap.mcts.discount) == ("mcts", 6, 3200, 0.001, 0.99)
+    assert (reap.mcts.prior_temperature, reap.mcts.max_nodes, reap.mcts.max_steps, reap.mcts.tactic_timeout) == (50, 64, 64, 200)
+    bfs_ = load_search_config("bfs-prover")
+    assert (bfs_.algorithm, bfs_.best_first.priority, bfs_.best_first.alpha, bfs_.best_first.width) == ("best-first", "length_normalized", 2.0, 4)
+    assert load_search_config("reprover").best_first.width == 64
+    with pytest.raises(ConfigError):
+        load_search_config("reap", **{"mcts.max_stepz": 3})
+    with pytest.raises(ConfigError):
+        load_search_config("reap", **{"mcts.discount": 1.5})
+    with pytest.raises(ConfigError):
+        load_search_config("nope")
+
+
+@pytest.mark.parametrize("config", [mcts(), bfs()], ids=["mcts", "best-first"])
+def test_both_engines_prove_and_the_fresh_coqc_check_agrees(coq, config):
+    th = PLUS
+    r = search_one(th, coq, ScriptedPolicy([("forall n", ["intros n.", "simpl."]), ("n + 0 = n", ["lia."])]), config)
+    assert r.status == "proved", r.reason
+    assert r.verdict is not None and r.verdict.valid
+    assert r.proof.split() == ["intros", "n.", "lia."]
+    # an independent judge: a fresh coqc over the reported proof text
+    assert coq.check(th, r.proof).valid
+
+
+def test_mcts_and_node_gets_focused_children_and_a_block_script(coq):
+    r = search_one(CONJ, coq, ScriptedPolicy(CONJ_TABLE), mcts())
+    assert r.status == "proved", r.reason
+    tree = r.tree_json()
+    kinds = [n["kind"] for n in tree["nodes"]]
+    assert kinds.count("AND") == 2  # after each split
+    focus = [e for e in tree["edges"] if e["kind"] == "focus"]
+    assert len(focus) == 4 and all(e["tactic"].endswith(": {") for e in focus)
+    assert r.proof.count("{") == 4 and r.proof.count("}") == 4
+    assert coq.final_check(CONJ, r.proof.split("\n")).valid
+    # refused cheats stay in the tree as failed edges with their failure
+    failed = {e["tactic"]: e["failure"] for e in tree["edges"] if e["failure"]}
+    assert failed["admit."]["kind"] == "forbidden" and failed["exact_no_check I."]["kind"] == "forbidden"
+    # the export carries the search's statistics
+    e0 = next(e for e in tree["edges"] if e["tactic"] == "split." and e["src"] == tree["root"])
+    assert e0["visits"] >= 1 and {"Q", "U", "score", "c", "prior"} <= set(e0)
+    assert tree["nodes"][tree["root"]]["solved"] and tree["search"]["status"] == "proved"
+
+
+def test_evar_goals_stay_together_in_one_or_node(coq):
+    th = Theorem("ex2", "Theorem ex2 : exists n : nat, n = 2 /\\ 2 = n.", NAT)
+    pol = ScriptedPolicy([("?n = 2 /\\", ["split."]), ("exists", ["eexists."]), ("= ", ["reflexivity."])])
+    r = search_one(th, coq, pol, mcts())
+    assert r.status == "proved", r.reason
+    tree = r.tree
+    two = [n for n in tree.nodes if len(n.state.goals) == 2]
+    assert two and all(n.kind == "OR" and mentions_evar(n.state) for n in two)
+
+
+@pytest.mark.parametrize("config", [mcts(max_steps=6), bfs(max_expansions=6)], ids=["mcts", "best-first"])
+def test_a_policy_of_cheats_is_refused_and_never_closes_a_node(coq, config):
+    cheats = ["admit.", "give_up.", "Admitted.", "Abort.", "exact_no_check I.", "vm_cast_no_check (eq_refl 0).",
+              "Axiom cheat : False.", "Qed.", "Proof.", "}", "1: {", "Unset Guard Checking.", "intros; admit."]
+    pol = ScriptedPolicy([], default=cheats)
+    r = search_one(PLUS, coq, pol, config.with_overrides(**{"mcts.num_samples": 20, "best_first.width": 20}))
+    assert r.status == "failed"
+    assert len(r.tree.nodes) == 1 and not r.tree.root.solved
+    assert len(r.tree.edges) == len(cheats)
+    assert all(e.failure is not None and e.failure.kind == "forbidden" for e in r.tree.edges)
+    assert r.steps == 0  # the prover never saw one of them
+
+
+def test_a_looping_tactic_is_a_timeout_edge_and_search_goes_on(coq):
+    pol = ScriptedPolicy([("forall n", ["let rec loop := (idtac; loop) in loop.", "intros n."]), ("n + 0 = n", ["lia."])])
+    r = search_one(PLUS, coq, pol, mcts(tactic_timeout=1.0))
+    assert r.status == "proved", r.reason
+    timeouts = [e for e in r.tree.edges if e.failure and e.failure.kind == "timeout"]
+    assert len(timeouts) == 1 and "loop" in timeouts[0].tactic
+
+
+def test_a_prover_killed_mid_search_is_restarted_and_the_state_re_reached():
+    from proofrl.provers.coq import CoqProver
+
+    prover = CoqProver(NAT)
+    pids = []
+
+    def kill(text: str, calls: int) -> None:  # kill coqidetop when asked about the state two tactics deep
+        if "n + 0 = n" in text and "n : nat" in text and not pids:
+            pids.append(prover.pid)
+            os.kill(prover.pid, signal.SIGKILL)
+
+    pol = ScriptedPolicy([("forall n", ["intros n."]), ("n + 0 = n", ["lia."])], hook=kill)
+    try:
+        r = search_one(PLUS, prover, pol, mcts())
+        assert pids, "the kill did not happen"
+        assert r.status == "proved", r.reason
+        assert prover.pid != pids[0]  # a new process, which replayed ``intros n.`` to reach the state
+        assert not any(e.failure for e in r.tree.edges)
+    finally:
+        prover.close()
+
+
+def test_a_prover_killed_during_a_tactic_is_retried_once():
+    import threading
+
+    from proofrl.provers.coq import CoqProver
+
+    prover = CoqProver(NAT)
+    slow = "do 1000000 idtac; intros n."
+
+    def kill_soon(text: str, calls: int) -> None:
+        if calls == 1:
+            pid = prover.pid
+            threading.Timer(0.3, os.kill, (pid, signal.SIGKILL)).start()
+
+    pol = ScriptedPolicy([("forall n", [slow]), ("n + 0 = n", ["lia."])], hook=kill_soon)
+    try:
+        r = search_one(PLUS, prover, pol, mcts(tactic_timeout=20.0))
+        assert r.status == "proved", r.reason
+        assert r.crashes == 1
+    finally:
+        prover.close()
+
+
+def test_a_statement_that_does_not_elaborate_is_an_error_and_others_go_on(tmp_path):
+    bad = Theorem("bad", "Theorem bad : forall n : nat, n + undefined_thing = n.", NAT)
+    pol = ScriptedPolicy([("forall n", ["intros n."]), ("n + 0 = n", ["lia."])])
+    results = search_many([bad, PLUS], pol, "mcts", {"mcts.tactic_timeout": 5.0}, tmp_path, workers=1, progress=False)
+    lines = [json.loads(x) for x in (tmp_path / "results.jsonl").read_text().splitlines()]
+    by = {x["name"]: x for x in lines}
+    assert by["bad"]["status"] == "error" and "elaborate" in by["bad"]["reason"]
+    assert by["plus0"]["status"] == "proved" and by["plus0"]["verdict"]["status"] == "valid"
+    assert {r.name for r in results} == {"bad", "plus0"}
+
+
+def test_a_policy_that_raises_mid_run_stops_with_a_clear_error_and_keeps_results(tmp_path):
+    def die(text: str, calls: int) -> None:
+        if calls == 3:
+            raise ConnectionError("policy endpoint went away")
+
+    pol = ScriptedPolicy([("forall n", ["intros n."]), ("n + 0 = n", ["lia."])], hook=die)
+    th2 = Theorem("plus0b", "Theorem plus0b : forall n : nat, n + 0 = n.", NAT)
+    th3 = Theorem("plus0c", "Theorem plus0c : forall n : nat, n + 0 = n.", NAT)
+    with pytest.raises(PolicyError, match="endpoint went away"):
+        search_many([PLUS, th2, th3], pol, "mcts", {"mcts.tactic_timeout": 5.0}, tmp_path, workers=1, progress=False)
+    lines = [json.loads(x) for x in (tmp_path / "results.jsonl").read_text().splitlines()]
+    assert [(x["name"], x["status"]) for x in lines] == [("plus0", "proved"), ("plus0b", "error")]
+    assert "ConnectionError" in lines[1]["reason"]
+    assert (tmp_path / "trees" / "plus0b.json").exists()
+    assert not (tmp_path / "trees" / "plus0c.json").exists()
+
+
+def test_a_proof_that_relies_on_a_header_axiom_is_unsound_not_proved(coq):
+    header = NAT + "\nAxiom cheat : forall P : Prop, P."
+    th = Theorem("hard", "Theorem hard : forall n : nat, n * n = n + 1.", header)
+    from proofrl.provers.coq import CoqProver
+
+    prover = CoqProver(header)
+    try:
+        r = search_one(th, prover, ScriptedPolicy([], default=["apply cheat."]), mcts())
+    finally:
+        prover.close()
+    assert r.tree.root.solved  # no goals in the session ...
+    assert r.status == "unsound"  # ... but the fresh coqc check rejects the axiom
+    assert r.verdict is not None and not r.verdict.valid and any("cheat" in x for x in r.verdict.reasons)
+
+
+class _MutatingProver:
+    """The real Coq prover, except that the final check receives the script without its last sentence (a
+    deliberate mutation: the replay then fails the check)."""
+
+    def __init__(self, inner):
+        self._inner = inner
+
+    def final_check(self, theorem, tactics, *, timeout=None):
+        return self._inner.final_check(theorem, list(tactics)[:-1], timeout=timeout)
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+
+@pytest.mark.parametrize("config", [mcts(), bfs()], ids=["mcts", "best-first"])
+def test_a_script_whose_replay_fails_the_final_check_is_unsound(coq, config):
+    pol = ScriptedPolicy([("forall n", ["intros n."]), ("n + 0 = n", ["lia."])])
+    r = search_one(PLUS, _MutatingProver(coq), pol, config)
+    assert r.status == "unsound"
+    assert r.verdict is not None and not r.verdict.valid
+    assert "final check" in r.reason
+
+
+def test_merging_of_repeated_tactics_equal_states_and_self_loops(coq):
+    pol = ScriptedPolicy([("forall n", ["intros n.", "intros  n", "intro n.", "idtac.", "intros m."]), ("n + 0 = n", ["lia."])])
+    r = search_one(PLUS, coq, pol, mcts(max_steps=1))
+    tree = r.tree
+    root_edges = [tree.edges[e] for e in tree.root.children]
+    first = next(e for e in root_edges if e.tactic == "intros n.")
+    assert "intro n." in first.aliases  # same state by another tactic: prior added
+    import math
+
+    p = lambda lp: math.exp(lp / 50)  # noqa: E731
+    assert first.prior_raw == pytest.approx(p(-1) + p(-2) + p(-3))  # "intros  n" normalises to "intros n."
+    assert any(d["reason"] == "self-loop" and d["tactic"] == "idtac." for d in tree.dropped)
+    assert len([e for e in root_edges if e.ok]) == 2  # intros n. and intros m. (another state)
+
+
+def test_best_first_priorities(coq):
+    # ReProver's cumulative log-prob prefers the shallow cheap node; BFS-Prover's normalisation the deep one
+    from proofrl.search.best_first import BestFirstSearch
+
+    s = BestFirstSearch(coq, ScriptedPolicy([]), bfs(priority="length_normalized", logprob="sum", alpha=2.0))
+    from proofrl.search.tree import Node
+
+    shallow, deep = Node(0, None, depth=1, logprob=-2.0), Node(1, None, depth=3, logprob=-4.0)  # type: ignore[arg-type]
+    assert s.priority(deep) > s.priority(shallow)
+    s.config = bfs(priority="cum_logprob")
+    assert s.priority(shallow) > s.priority(deep)
+
+
+def test_search_many_writes_results_trees_and_a_trace(tmp_path):
+    pol = ScriptedPolicy(CONJ_TABLE)
+    search_many([CONJ, PLUS], pol, "best-first", {"best_first.tactic_timeout": 5.0, "best_first.width": 4,
+                                                 "best_first.max_expansions": 10}, tmp_path, workers=2, progress=True)
+    lines = [json.loads(x) for x in (tmp_path / "results.jsonl").read_text().splitlines()]
+    assert {x["name"] for x in lines} == {"conj3", "plus0"}
+    for x in lines:
+        assert set(x) >= {"name", "status", "proof", "verdict", "expansions", "seconds"}
+    tree = json.loads((tmp_path / "trees" / "plus0.json").read_text())
+    assert tree["search"]["status"] == "proved" and tree["nodes"] and tree["edges"]
+    events = read_trace(tmp_path / "trace.jsonl")
+    assert {"policy", "tactic", "final_check", "select", "backup", "search"} <= {e["name"] for e in events}
+    s = summarize(events)
+    assert 0.0 <= s["outside_share"] <= 1.0 and s["search_seconds"] > 0
+    assert json.loads((tmp_path / "summary.json").read_text())["theorems"] == 2
