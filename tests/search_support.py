@@ -13,12 +13,11 @@ class ScriptedPolicy:
     log-prob sum −1 − i (mean −0.5 − i/2). ``hook(state_text, calls)`` runs before each answer (kills, raises)."""
 
     def __init__(self, table: Sequence[tuple[str, Sequence[str]]], default: Sequence[str] = (),
-                 hook: Callable[[str, int], None] | None = None, value: float | None = None):
+                 hook: Callable[[str, int], None] | None = None):
+        self.name = "scripted"
         self.table, self.default, self.hook = list(table), list(default), hook
         self.calls = 0
         self.seen: list[str] = []
-        if value is not None:
-            self.value = lambda text: value  # type: ignore[method-assign]
 
     def propose(self, state_text: str, k: int) -> list[Proposal]:
         self.calls += 1

@@ -285,3 +285,42 @@ def test_search_many_writes_results_trees_and_a_trace(tmp_path):
     s = summarize(events)
     assert 0.0 <= s["outside_share"] <= 1.0 and s["search_seconds"] > 0
     assert json.loads((tmp_path / "summary.json").read_text())["theorems"] == 2
+
+
+def test_mcts_reads_the_value_function_and_a_failing_value_call_is_reaps_minus_1000(coq):
+    class Flaky:
+        name = "flaky"
+
+        def __init__(self):
+            self.calls = 0
+
+        def value(self, state_text: str) -> float:
+            self.calls += 1
+            if self.calls == 2:
+                raise ConnectionError("value endpoint hiccup")
+            return -2.0
+
+    from proofrl.search.trace import Tracer
+
+    tracer, vf = Tracer(), Flaky()
+    pol = ScriptedPolicy([("forall n", ["intros n.", "intros m."]), ("n + 0 = n", ["simpl.", "lia."]), ("m + 0 = m", ["lia."])])
+    r = search_one(PLUS, coq, pol, mcts(), tracer, vf)
+    assert r.status == "proved", r.reason
+    estimates = [n.estimate for n in r.tree.nodes if n.estimate is not None]
+    assert -2.0 in estimates and -1000.0 in estimates
+    spans = [e for e in tracer.events if e["name"] == "value"]
+    assert len(spans) == vf.calls and any("error" in e["extra"] for e in spans)
+
+
+def test_cli_search_reads_problems_and_prints_a_summary(tmp_path, capsys):
+    from proofrl.search.run import cli_search
+
+    problems = tmp_path / "problems.jsonl"
+    problems.write_text(json.dumps({"name": "plus0", "header": NAT, "formal_statement": PLUS.statement}) + "\n")
+    pol = ScriptedPolicy([("forall n", ["intros n."]), ("n + 0 = n", ["lia."])])
+    summary = cli_search(problems, "best-first", out=tmp_path / "out", expansions=4, width=2, tactic_timeout=5.0,
+                         policy_obj=pol, progress=False)
+    assert summary["proved"] == 1 and summary["theorems"] == 1
+    assert "proved" in capsys.readouterr().out
+    line = json.loads((tmp_path / "out" / "results.jsonl").read_text())
+    assert line["status"] == "proved" and line["expansions"] == 2

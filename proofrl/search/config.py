@@ -69,9 +69,9 @@ class MCTSConfig(_Section):
     """seconds a tactic may run (``reap.timeout`` 200000 ms)"""
     seconds: Positive | None = None
     """wall-clock budget per theorem (reap has none)"""
-    value: Literal["policy", "goals", "zero"] = "policy"
-    """leaf values: the policy's ``value(state)`` when it has one (else ``goals``); ``goals``: −(open goals);
-    ``zero``: 0"""
+    value: Literal["model", "goals", "zero"] = "model"
+    """leaf values: ``model``: the value function given to the search (reap's value endpoint; without one,
+    ``goals``); ``goals``: −(open goals); ``zero``: 0"""
     failed_value: float = -1000.0
     """the value of a leaf whose value call failed and of a dead end (reap: −1000 on failure)"""
 

@@ -16,7 +16,7 @@ from typing import Any, Literal
 from ..errors import ProverError, StatementError
 from ..provers.base import FailureKind, Prover, ProofState, StepResult, Theorem, Verdict
 from .config import SearchConfig
-from .policy import PolicyError, Proposal, TacticPolicy
+from .policy import PolicyError, Proposal, TacticPolicy, ValueFn
 from .replay import final_verdict, script_text
 from .trace import Tracer
 from .tree import Edge, Failure, Node, SearchTree, normalize_tactic, refusal
@@ -75,9 +75,10 @@ class Search:
     decompose = False
 
     def __init__(self, prover: Prover, policy: TacticPolicy, config: SearchConfig | None = None,
-                 tracer: Tracer | None = None):
+                 tracer: Tracer | None = None, value_fn: ValueFn | None = None):
         self.prover = prover
         self.policy = policy
+        self.value_fn = value_fn
         self.config = config or SearchConfig(algorithm=self.algorithm)  # type: ignore[arg-type]
         self.tracer = tracer or Tracer()
         self.tree: SearchTree | None = None
@@ -241,18 +242,17 @@ class Search:
         tree.refresh(node)
 
     def leaf_value(self, node: Node) -> float:
-        """The value of a new leaf: 0 when its goals are closed, else the policy's ``value`` (reap's value
-        endpoint; −1000 when it fails), −(open goals), or 0, as configured."""
+        """The value of a new leaf: 0 when its goals are closed, else the value function's (reap's value
+        endpoint; −1000 when the call fails, as reap), −(open goals), or 0, as configured."""
         if node.closes:
             return 0.0
         if node.estimate is not None:
             return node.estimate
-        mode = getattr(self.config, "mcts").value
-        value_fn = getattr(self.policy, "value", None)
-        if mode == "policy" and callable(value_fn):
+        mode = self.config.mcts.value
+        if mode == "model" and self.value_fn is not None:
             with self.tracer.span("value", node=node.id) as info:
                 try:
-                    v = float(value_fn(state_text(node.state)))
+                    v = float(self.value_fn.value(state_text(node.state)))
                     if not math.isfinite(v):
                         raise ValueError(f"value {v}")
                 except Exception as e:  # noqa: BLE001 - reap: a failed value call is -1000

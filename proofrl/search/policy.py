@@ -1,57 +1,26 @@
-"""What search needs from a tactic policy: ``propose(state_text, k)`` and, optionally, ``value(state_text)``.
-
-The tactic policy itself (prompt format, HF / vLLM / OpenAI-compatible backends) lives in
-:mod:`proofrl.policy.tactic`; this module only states the interface search relies on, so the engines and
-their tests run with any object that has these methods (tests use small scripted policies).
-"""
+"""What search needs from the tactic policy (:mod:`proofrl.policy.tactic`): ``propose(state_text, k)`` returning
+:class:`Proposal` ``(tactic, logprob_sum, logprob_mean)``, and optionally a value function ``value(state_text)``
+(higher is better, about −(steps to go), reap's convention). Engines and tests accept any object with these
+methods (tests use small scripted policies)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from ..errors import ProofrlError
+from ..policy.tactic import Proposal, TacticPolicy, ValueFn, make_tactic_policy, make_value_fn
 
-from ..errors import ConfigError, ProofrlError
-
-try:  # the policy package's own type, when it exists (same fields)
-    from ..policy.tactic import Proposal  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - until proofrl.policy.tactic lands
-
-    @dataclass(frozen=True)
-    class Proposal:  # type: ignore[no-redef]
-        """One proposed tactic with the sum and the mean of its tokens' log-probabilities."""
-
-        tactic: str
-        logprob_sum: float
-        logprob_mean: float
-
-
-@runtime_checkable
-class TacticPolicy(Protocol):
-    def propose(self, state_text: str, k: int) -> list[Proposal]:
-        """Up to ``k`` distinct tactics for the goals printed in ``state_text``."""
-        ...
-
-
-@runtime_checkable
-class ValueModel(Protocol):
-    def value(self, state_text: str) -> float:
-        """The state's value, higher is better, in reap's convention (about minus the steps still needed;
-        0 for no goals)."""
-        ...
+__all__ = ["PolicyError", "Proposal", "TacticPolicy", "ValueFn", "policy_from_spec", "value_from_spec"]
 
 
 class PolicyError(ProofrlError):
     """The policy (model or endpoint) failed during a search: the search stops and says so."""
 
 
-def policy_from_spec(spec: str, model: str | None = None) -> TacticPolicy:
-    """``hf:DIR``, ``vllm:DIR`` or ``openai:URL`` (with ``model``) -> a tactic policy, built by
-    :mod:`proofrl.policy.tactic`."""
-    try:
-        from ..policy import tactic
-    except ImportError as e:  # pragma: no cover
-        raise ConfigError(f"no tactic policy backend available for {spec!r}: {e}") from e
-    for name in ("load_tactic_policy", "tactic_policy_from_spec", "from_spec", "load"):
-        if callable(fn := getattr(tactic, name, None)):
-            return fn(spec, model=model) if model is not None else fn(spec)
-    raise ConfigError(f"proofrl.policy.tactic has no loader for policy spec {spec!r}")
+def policy_from_spec(spec: str, model: str | None = None, **kw: object) -> TacticPolicy:
+    """``hf:DIR``, ``vllm:DIR``, ``openai:URL`` or ``openai-chat:URL`` (with ``model``) -> a tactic policy."""
+    return make_tactic_policy(spec, model=model, **kw)
+
+
+def value_from_spec(spec: str | None) -> ValueFn | None:
+    """``None`` -> no value function (the search's ``mcts.value`` fallback); ``none``, ``endpoint:URL`` or an
+    ``http(s)://`` URL -> :func:`proofrl.policy.tactic.make_value_fn`."""
+    return None if spec is None else make_value_fn(spec)

@@ -32,21 +32,22 @@ from .best_first import BestFirstSearch
 from .config import SearchConfig, load_search_config
 from .engine import Search, SearchResult
 from .mcts import MCTS
-from .policy import PolicyError, TacticPolicy, policy_from_spec
+from .policy import PolicyError, TacticPolicy, ValueFn, policy_from_spec, value_from_spec
 from .trace import Tracer, summarize
 
 ENGINES: dict[str, type[Search]] = {"mcts": MCTS, "best-first": BestFirstSearch}
 
 
-def make_search(prover: Prover, policy: TacticPolicy, config: SearchConfig, tracer: Tracer | None = None) -> Search:
-    return ENGINES[config.algorithm](prover, policy, config, tracer)
+def make_search(prover: Prover, policy: TacticPolicy, config: SearchConfig, tracer: Tracer | None = None,
+                value_fn: ValueFn | None = None) -> Search:
+    return ENGINES[config.algorithm](prover, policy, config, tracer, value_fn)
 
 
 def search_one(theorem: Theorem, prover: Prover, policy: TacticPolicy, config: SearchConfig | None = None,
-               tracer: Tracer | None = None) -> SearchResult:
+               tracer: Tracer | None = None, value_fn: ValueFn | None = None) -> SearchResult:
     """One theorem on one prover process."""
     config = config or SearchConfig()
-    return make_search(prover, policy, config, tracer).run(theorem)
+    return make_search(prover, policy, config, tracer, value_fn).run(theorem)
 
 
 def _theorems(problems: str | Path | Iterable[Any]) -> list[Theorem]:
@@ -70,29 +71,26 @@ def safe_name(name: str) -> str:
 
 
 class _Locked:
-    """Serialises calls into a policy that is not thread-safe (a local HF model) when workers > 1."""
+    """Serialises calls into a policy or value function that is not thread-safe (a local HF model) when
+    workers > 1."""
 
-    def __init__(self, policy: TacticPolicy):
-        self._p, self._lock = policy, threading.Lock()
+    def __init__(self, inner: Any, lock: threading.Lock):
+        self._inner, self._lock = inner, lock
+        self.name = getattr(inner, "name", type(inner).__name__)
 
     def propose(self, state_text: str, k: int):  # noqa: ANN201
         with self._lock:
-            return self._p.propose(state_text, k)
+            return self._inner.propose(state_text, k)
 
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self._p, name)
-        if name == "value" and callable(attr):
-            def value(state_text: str) -> float:
-                with self._lock:
-                    return attr(state_text)
-            return value
-        return attr
+    def value(self, state_text: str) -> float:
+        with self._lock:
+            return self._inner.value(state_text)
 
 
 def search_many(problems: str | Path | Iterable[Any], policy: TacticPolicy, algorithm: str | None = None,
                 budgets: dict[str, Any] | None = None, out_dir: str | Path = "search-out", workers: int = 1, *,
                 config: SearchConfig | None = None, pool: ProverPool | None = None, progress: bool = True,
-                backend_options: dict[str, Any] | None = None) -> list[SearchResult]:
+                backend_options: dict[str, Any] | None = None, value_fn: ValueFn | None = None) -> list[SearchResult]:
     """Search every problem; write ``results.jsonl``, ``trees/``, ``trace.jsonl`` and ``summary.json`` under
     ``out_dir``. ``algorithm`` (``mcts`` / ``best-first`` or a recipe name such as ``reap``) and ``budgets``
     (dotted config keys: ``{"mcts.max_steps": 16}``) adjust ``config``."""
@@ -115,7 +113,11 @@ def search_many(problems: str | Path | Iterable[Any], policy: TacticPolicy, algo
 
         opts = {"step_timeout": config.tactic_timeout} if config.backend == "coq" else {}
         pool = ProverPool(prover_factory(config.backend, **(opts | (backend_options or {}))), PoolConfig(workers=max(1, workers)))
-    shared_policy: TacticPolicy = policy if workers <= 1 or getattr(policy, "thread_safe", False) else _Locked(policy)  # type: ignore[assignment]
+    shared_policy: Any = policy
+    if workers > 1 and not getattr(policy, "thread_safe", False):
+        lock = threading.Lock()
+        shared_policy = _Locked(policy, lock)
+        value_fn = _Locked(value_fn, lock) if value_fn is not None else None  # type: ignore[assignment]
     write_lock = threading.Lock()
     stop = threading.Event()
     results: list[SearchResult | None] = [None] * len(theorems)
@@ -128,7 +130,7 @@ def search_many(problems: str | Path | Iterable[Any], policy: TacticPolicy, algo
         t0 = time.monotonic()
         try:
             with pool.lease(th.header) as prover:
-                r = search_one(th, prover, shared_policy, config, tracer.child(th.name))
+                r = search_one(th, prover, shared_policy, config, tracer.child(th.name), value_fn)
         except StatementError as e:  # the header does not load
             r = SearchResult(th.name, "error", reason=f"header failed to load: {e}", algorithm=config.algorithm)
         except ProverError as e:
@@ -195,11 +197,13 @@ def cli_search(problems: str | Path, algorithm: str = "mcts", policy: str = "", 
                out: str | Path = "search-out", *, recipe: str | None = None, workers: int = 1,
                max_steps: int | None = None, max_nodes: int | None = None, expansions: int | None = None,
                width: int | None = None, seconds: float | None = None, tactic_timeout: float | None = None,
-               limit: int | None = None, progress: bool = True, policy_obj: TacticPolicy | None = None) -> dict[str, Any]:
+               limit: int | None = None, progress: bool = True, value: str | None = None,
+               policy_obj: TacticPolicy | None = None) -> dict[str, Any]:
     """``proofrl search PROBLEMS --algorithm mcts|best-first --policy hf:DIR|openai:URL [--model NAME] --out DIR``.
 
     ``recipe`` (``reap``, ``bfs-prover``, ``reprover`` or a YAML path) gives the defaults; ``algorithm`` picks
-    the engine (a recipe name is accepted there too); the budget flags override the chosen engine's section.
+    the engine (a recipe name is accepted there too); the budget flags override the chosen engine's section;
+    ``value`` (``none``, ``endpoint:URL``) is the value function of MCTS leaves.
     Prints a summary table and returns the summary (``summary.json``)."""
     cfg = load_search_config(recipe or (algorithm if algorithm not in ("mcts", "best-first") else
                                         ("reap" if algorithm == "mcts" else "reprover")))
@@ -226,7 +230,8 @@ def cli_search(problems: str | Path, algorithm: str = "mcts", policy: str = "", 
         from ..data.problems import load_problems
 
         probs = load_problems(problems, limit=limit)
-    results = search_many(probs, pol, out_dir=out, workers=workers, config=cfg, progress=progress)
+    results = search_many(probs, pol, out_dir=out, workers=workers, config=cfg, progress=progress,
+                          value_fn=value_from_spec(value))
     summary = json.loads((Path(out) / "summary.json").read_text())
     _print_table(results, summary)
     return summary
