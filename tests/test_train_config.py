@@ -58,3 +58,61 @@ def test_saved_config_loads_back_identically(tmp_path):
     cfg = load_recipe("kimina", ["steps=3"])
     save_config(cfg, tmp_path / "c.yaml")
     assert load_recipe(tmp_path / "c.yaml") == cfg
+
+
+def test_one_config_error_class():
+    import proofrl.errors
+    import proofrl.rewards.compose
+
+    assert ConfigError is proofrl.errors.ConfigError and issubclass(ConfigError, ValueError)
+    with pytest.raises(proofrl.errors.ConfigError, match=r"reward.unlikeliness.beta_rank must be in \[0, 1\], got 2"):
+        load_recipe("demo", ["reward.unlikeliness.beta_rank=2"])
+    with pytest.raises(proofrl.errors.ConfigError, match=r"beta_rank must be in \[0, 1\], got 2"):
+        proofrl.rewards.compose.UnlikelinessConfig(beta_rank=2)
+
+
+def test_keys_of_the_update_path_and_their_defaults():
+    from proofrl.train.grpo import PPOConfig
+
+    cfg = load_recipe("demo")
+    ppo, model = cfg.algorithm.ppo, cfg.model
+    assert (ppo.clip_ratio_c, ppo.max_grad_norm, ppo.horizon) == (3.0, 1.0, None)
+    assert (model.gradient_checkpointing, model.ref_device, model.dtype) == (False, "same", "auto")
+    cfg = load_recipe("demo", ["algorithm.ppo.clip_ratio_c=10", "algorithm.ppo.max_grad_norm=null",
+                               "algorithm.ppo.horizon=48", "model.gradient_checkpointing=true",
+                               "model.ref_device=cpu", "model.dtype=bfloat16"])  # fmt: skip
+    assert (cfg.algorithm.ppo.clip_ratio_c, cfg.algorithm.ppo.max_grad_norm, cfg.algorithm.ppo.horizon) == (10.0, None, 48)
+    assert (cfg.model.gradient_checkpointing, cfg.model.ref_device, cfg.model.dtype) == (True, "cpu", "bfloat16")
+    # every PPOConfig setting can be set from a recipe, and converts to the dataclass ppo_update takes
+    assert {f for f in PPOConfig.__dataclass_fields__} <= set(type(ppo).model_fields)
+    as_dataclass = load_recipe("kimina").algorithm.ppo.to_ppo_config()
+    assert isinstance(as_dataclass, PPOConfig) and as_dataclass.agg_mode == "seq-mean-token-sum-norm"
+    assert as_dataclass.clip_ratio_high == 0.3
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("reward.unlikeliness.beta_rank=2", r"reward.unlikeliness.beta_rank must be in \[0, 1\], got 2"),
+        ("algorithm.ppo.agg_mode=mean", r"algorithm.ppo.agg_mode must be one of \[.*'token-mean'\], got 'mean'"),
+        ("algorithm.ppo.kl_kind=k9", r"algorithm.ppo.kl_kind must be one of \[.*'low_var_kl'.*\], got 'k9'"),
+        ("algorithm.advantage=ppo", r"algorithm.advantage must be one of \['dr_grpo', 'grpo'\], got 'ppo'"),
+        ("rollout.generator=hf2", r"rollout.generator must be one of \['hf', 'vllm', 'openai'\], got 'hf2'"),
+        ("rollout.generator=openai", r"rollout: generator=openai needs base_url"),
+        ("algorithm.ppo.policy_loss=clip", r"algorithm.ppo.policy_loss must be one of \[.*'dual-clip'.*\], got 'clip'"),
+        ("rollout.prompt_format=lean", r"rollout.prompt_format must be one of \[.*'coq'.*\], got 'lean'"),
+        ("verify.backend=isabelle", r"verify.backend must be one of \['coq', 'lean'\], got 'isabelle'"),
+        ("model.ref_device=gpu", r"model.ref_device must be one of \['same', 'cpu'\], got 'gpu'"),
+        ("algorithm.ppo.clip_ratio_c=1", r"algorithm.ppo.clip_ratio_c must be > 1, got 1"),
+        ("algorithm.ppo.max_grad_norm=0", r"algorithm.ppo.max_grad_norm must be > 0, got 0"),
+        ("rollout.top_p=1.5", r"rollout.top_p must be in \(0, 1\], got 1.5"),
+        ("rollout.group_size=0", r"rollout.group_size must be >= 1, got 0"),
+        ("optim.betas=[0.9, 1.0]", r"optim.betas\[1\] must be < 1, got 1.0"),
+        ("verify.timeout=0", r"verify.timeout must be > 0, got 0"),
+        ("eval.ks=[1, 8", r"override 'eval.ks=\[1, 8': the value is not YAML"),
+    ],
+)
+def test_every_enumeration_and_range_is_checked_at_load(override, message):
+    with pytest.raises(ConfigError, match=message) as e:
+        load_recipe("demo", [override])
+    assert "\n" not in str(e.value)

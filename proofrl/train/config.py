@@ -21,7 +21,7 @@ from pydantic import Field, model_validator
 from ..errors import ConfigError
 from ..rewards.compose import RewardConfig
 from ..schema import Section, one_of, validate
-from .grpo import ADV_ESTIMATORS, AGG_MODES, KL_ESTIMATORS, PPOConfig
+from .grpo import ADV_ESTIMATORS, AGG_MODES, KL_ESTIMATORS, POLICY_LOSSES, PPOConfig
 
 __all__ = [
     "AlgorithmConfig", "ConfigError", "DataConfig", "ErrorCorrectionConfig", "EvalConfig", "LoraConfig",
@@ -147,6 +147,8 @@ class PPOSection(Section):
     """ε_high: ρ is clipped above at 1 + ε_high (DAPO's clip-higher sets this above ε_low)"""
     clip_ratio_c: Annotated[float, Field(gt=1.0)] = 3.0
     """dual-clip bound (verl's ``clip_ratio_c``): for negative advantages the loss is capped at −A·c"""
+    policy_loss: Annotated[str, one_of(POLICY_LOSSES.names)] = "dual-clip"
+    """per-token policy loss, a name in :data:`~proofrl.train.grpo.POLICY_LOSSES`"""
     agg_mode: Annotated[str, one_of(AGG_MODES.names)] = "token-mean"
     """loss aggregation, a name in :data:`~proofrl.train.grpo.AGG_MODES`"""
     kl_coef: Annotated[float, Field(ge=0.0)] = 0.0
