@@ -147,6 +147,8 @@ def _one(err: Any, loc: tuple, cls: type, where: str) -> str:
     msg = str(err["msg"])
     for prefix in ("Value error, ", "Assertion failed, "):
         msg = msg.removeprefix(prefix)
+    if not loc and isinstance((ctx or {}).get("error"), ConfigError):
+        return msg  # a whole-config check whose message names its keys already
     return f"{key}: {msg}"
 
 

@@ -1,4 +1,5 @@
-"""What ``proofrl serve`` runs with: a YAML file, overridden by command-line flags.
+"""What ``proofrl serve`` runs with: a YAML file, overridden by command-line flags, checked when it loads
+(pydantic, :mod:`proofrl.schema`: unknown keys, enumerations and ranges; a mistake is one line naming the key).
 
 ```yaml
 backends: [coq]            # pools to start; the first is the default for requests that name none
@@ -13,72 +14,92 @@ prover: {memory_mb: 4096}  # per-process options of the backend (CoqConfig / Lea
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+import dataclasses
+import typing
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import yaml
+from pydantic import Field, create_model, model_validator
 
 from ..errors import ConfigError
 from ..provers.factory import BACKENDS
 from ..provers.pool import PoolConfig
 from ..provers.sandbox import MODES
+from ..schema import Section, one_of, validate
 from .app import ServerConfig
 
+Positive = Annotated[float, Field(gt=0.0)]
 
-@dataclass
-class ServeConfig:
-    backends: list[str] = field(default_factory=lambda: ["coq"])
-    sandbox: str = "auto"
+
+class PoolSection(Section):
+    """``pool:``, the fields of :class:`~proofrl.provers.pool.PoolConfig` with their ranges."""
+
+    workers: Annotated[int, Field(ge=1)] = PoolConfig.workers
+    timeout: Positive = PoolConfig.timeout
+    max_uses: Annotated[int, Field(ge=1)] = PoolConfig.max_uses
+    max_rss_mb: Annotated[int, Field(ge=1)] = PoolConfig.max_rss_mb
+    retries: Annotated[int, Field(ge=0)] = PoolConfig.retries
+    affinity_wait: Annotated[float, Field(ge=0.0)] = PoolConfig.affinity_wait
+
+    def to_pool_config(self) -> PoolConfig:
+        return PoolConfig(**dict(self))
+
+
+def _prover_options(backend: str) -> type[Section]:
+    """A section of the backend's per-process config dataclass (CoqConfig / LeanConfig), every field optional,
+    so ``prover:`` is checked against it (names and types) without restating it."""
+    if backend == "coq":
+        from ..provers.coq import CoqConfig as cls
+    else:
+        from ..provers.lean import LeanConfig as cls  # type: ignore[attr-defined,no-redef]
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: (hints[f.name] | None, None) for f in dataclasses.fields(cls)}
+    return create_model(f"{cls.__name__}Options", __base__=Section, **fields)  # type: ignore[call-overload]
+
+
+class ServeConfig(Section):
+    backends: Annotated[list[Annotated[str, one_of(lambda: BACKENDS)]], Field(min_length=1)] = ["coq"]
+    sandbox: Literal[MODES] = "auto"  # type: ignore[valid-type]
     """how prover processes are confined (:mod:`proofrl.provers.sandbox`): auto, bwrap, unshare or off"""
     host: str = "127.0.0.1"
-    port: int = 8000
-    pool: PoolConfig = field(default_factory=PoolConfig)
-    server: ServerConfig = field(default_factory=ServerConfig)
-    prover: dict[str, Any] = field(default_factory=dict)
+    port: Annotated[int, Field(ge=0, le=65535)] = 8000
+    pool: PoolSection = Field(default_factory=PoolSection)
+    server: ServerConfig = Field(default_factory=ServerConfig)
+    prover: dict[str, Any] = Field(default_factory=dict)
+    """options of the default backend's config (CoqConfig / LeanConfig fields)"""
 
-
-def _build(cls: type, values: dict[str, Any], where: str) -> Any:
-    known = {f.name for f in fields(cls)}
-    unknown = sorted(set(values) - known)
-    if unknown:
-        raise ConfigError(f"unknown keys in {where}: {unknown}; known: {sorted(known)}")
-    return cls(**values)
+    @model_validator(mode="after")
+    def _prover_fields(self) -> ServeConfig:
+        validate(_prover_options(self.backends[0]), self.prover, "prover")
+        return self
 
 
 def load_serve_config(path: Path | None = None, **overrides: Any) -> ServeConfig:
     """Read ``path`` (if any), then apply ``overrides`` that are not None: ``backend``, ``host``, ``port``,
-    ``workers``, ``timeout``, ``api_key``, ``sandbox``."""
+    ``workers``, ``timeout``, ``api_key``, ``sandbox``; the result is checked as a whole."""
     raw: dict[str, Any] = {}
     if path is not None:
-        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        try:
+            raw = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as e:
+            raise ConfigError(f"{path}: not YAML: {' '.join(str(e).split())}") from None
         if not isinstance(raw, dict):
             raise ConfigError(f"{path}: expected a mapping at the top level")
-    extra = sorted(set(raw) - {"backends", "sandbox", "host", "port", "pool", "server", "prover"})
-    if extra:
-        raise ConfigError(f"{path}: unknown keys {extra}")
-    cfg = ServeConfig(
-        backends=list(raw.get("backends", ["coq"])),
-        sandbox=str(raw.get("sandbox", "auto")),
-        host=raw.get("host", "127.0.0.1"),
-        port=int(raw.get("port", 8000)),
-        pool=_build(PoolConfig, raw.get("pool") or {}, "pool"),
-        server=_build(ServerConfig, raw.get("server") or {}, "server"),
-        prover=dict(raw.get("prover") or {}),
-    )
+    raw = dict(raw)
     o = {k: v for k, v in overrides.items() if v is not None}
     if "backend" in o:
-        cfg.backends = [o["backend"]] + [b for b in cfg.backends if b != o["backend"]]
-    cfg.host = o.get("host", cfg.host)
-    cfg.port = o.get("port", cfg.port)
-    cfg.pool.workers = o.get("workers", cfg.pool.workers)
-    cfg.pool.timeout = o.get("timeout", cfg.pool.timeout)
-    cfg.server.api_key = o.get("api_key", cfg.server.api_key)
-    cfg.sandbox = o.get("sandbox", cfg.sandbox)
-    if cfg.sandbox not in MODES:
-        raise ConfigError(f"sandbox must be one of {list(MODES)}, got {cfg.sandbox!r}")
-    bad = [b for b in cfg.backends if b not in BACKENDS]
-    if bad or not cfg.backends:
-        raise ConfigError(f"backends must be among {list(BACKENDS)}, got {cfg.backends}")
+        backends = raw.get("backends", ["coq"])
+        backends = backends if isinstance(backends, list) else [backends]
+        raw["backends"] = [o["backend"]] + [b for b in backends if b != o["backend"]]
+    for key in ("host", "port", "sandbox"):
+        if key in o:
+            raw[key] = o[key]
+    for section, key, value in (("pool", "workers", o.get("workers")), ("pool", "timeout", o.get("timeout")),
+                                ("server", "api_key", o.get("api_key"))):  # fmt: skip
+        if value is not None:
+            part = raw.get(section) or {}
+            raw[section] = {**part, key: value} if isinstance(part, dict) else part
+    cfg = validate(ServeConfig, raw)
     cfg.server.backend = cfg.backends[0]
     return cfg
