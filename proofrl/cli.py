@@ -2,11 +2,30 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
+import click
 import typer
+from typer.core import TyperGroup
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
+
+class _Commands(TyperGroup):
+    """Every command: a bad setting (:class:`~proofrl.errors.ConfigError`) or a prover that is not installed
+    (:class:`~proofrl.errors.BackendUnavailable`) is one line on stderr and exit status 2, never a traceback."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        from .errors import BackendUnavailable, ConfigError
+
+        try:
+            return super().invoke(ctx)
+        except (ConfigError, BackendUnavailable) as e:
+            name = f"proofrl {ctx.invoked_subcommand}" if ctx.invoked_subcommand else "proofrl"
+            print(f"{name}: {' '.join(str(e).split())}", file=sys.stderr)
+            raise typer.Exit(2) from None
+
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__, cls=_Commands)
 
 
 @app.callback()
@@ -31,25 +50,24 @@ def serve(
     """Serve kimina-lean-server's HTTP API (/api/check, /verify) over proofrl's prover pools."""
     import logging
 
-    import uvicorn
-
-    from .errors import ConfigError
+    from .preflight import require_backend
     from .provers import sandbox as sandboxing
     from .provers.factory import make_pool
     from .server import create_app
     from .server.config import load_serve_config
+    from .server.run import run_server
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    try:
-        cfg = load_serve_config(config, backend=backend, host=host, port=port, workers=workers, timeout=timeout,
-                                api_key=api_key, sandbox=sandbox)  # fmt: skip
-        sb = sandboxing.configure(cfg.sandbox)  # before any prover starts; off is logged as a warning
-    except ConfigError as e:
-        raise typer.BadParameter(str(e)) from e
+    cfg = load_serve_config(config, backend=backend, host=host, port=port, workers=workers, timeout=timeout,
+                            api_key=api_key, sandbox=sandbox)  # fmt: skip
+    for b in cfg.backends:
+        require_backend(b)
+    sb = sandboxing.configure(cfg.sandbox)  # before any prover starts; off is logged as a warning
     typer.echo(f"proofrl serve: prover sandbox {sb.mode} ({sb.reason})", err=True)
-    pools = {b: make_pool(b, pool=cfg.pool, **(cfg.prover if b == cfg.backends[0] else {})) for b in cfg.backends}
+    pool_cfg = cfg.pool.to_pool_config()
+    pools = {b: make_pool(b, pool=pool_cfg, **(cfg.prover if b == cfg.backends[0] else {})) for b in cfg.backends}
     try:
-        uvicorn.run(create_app(pools, cfg.server), host=cfg.host, port=cfg.port, log_level="warning", timeout_graceful_shutdown=10)
+        run_server(create_app(pools, cfg.server), cfg.server, host=cfg.host, port=cfg.port)  # limits, drain: server/run.py
     finally:
         for pool in pools.values():
             pool.close()
@@ -64,12 +82,13 @@ def doctor() -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from .provers.lean.config import diagnose as lean_diagnose
+    from .preflight import diagnose_backend
 
     def coq() -> tuple[bool, str]:
+        ok, why = diagnose_backend("coq")  # not installed: the reason and the command that installs it
+        if not ok:
+            return False, why
         idetop, coqc = shutil.which("coqidetop.opt") or shutil.which("coqidetop"), shutil.which("coqc")
-        if not (idetop and coqc):
-            return False, f"not on PATH: {', '.join(n for n, p in (('coqidetop.opt', idetop), ('coqc', coqc)) if not p)}"
         try:
             out = subprocess.run([coqc, "--version"], capture_output=True, text=True, timeout=20).stdout
         except (OSError, subprocess.SubprocessError) as e:
@@ -82,7 +101,12 @@ def doctor() -> None:
 
     sb = sandbox.resolve(os.environ.get("PROOFRL_SANDBOX", "auto"))
     table = Table("backend", "usable", "why")
-    for name, (ok, why) in (("coq", coq()), ("lean", lean_diagnose()), ("sandbox", (sb.confined, f"{sb.mode}: {sb.reason}"))):
+    lean = diagnose_backend("lean")
+    if lean[0]:
+        from .provers.lean.config import diagnose as lean_diagnose
+
+        lean = lean_diagnose()
+    for name, (ok, why) in (("coq", coq()), ("lean", lean), ("sandbox", (sb.confined, f"{sb.mode}: {sb.reason}"))):
         table.add_row(name, "[green]yes[/]" if ok else "[red]no[/]", why)
     Console().print(table)
 
@@ -131,7 +155,11 @@ def check(
     from rich.console import Console
 
     from .check import bundled_sample, check_records, read_jsonl, summary_table
+    from .preflight import require_backend
 
+    require_backend(backend)
+    if stdlib:
+        require_backend("coq")
     records = read_jsonl(problems) if problems else bundled_sample()
     first_stdlib = len(records)
     if stdlib:
@@ -171,6 +199,11 @@ def demo(
 ) -> None:
     """The main job on a CPU: tiny model, Coq stdlib theorems, GRPO with and without the unlikeliness reward,
     pass@{1,8,32} on held-out theorems before and after, with plots and a report."""
+    from .preflight import require_backend
+    from .train.config import load_recipe
+
+    require_backend("coq")
+    load_recipe("demo", list(set_))  # a bad override is one line now, not a traceback after the teaching
     from .demo import DemoConfig, run_demo
 
     torch_threads(threads)
@@ -191,19 +224,24 @@ def train(
     from rich.console import Console
     from rich.progress import Progress
 
-    from .train.config import ConfigError, load_recipe
+    from .errors import ConfigError
+    from .preflight import require_backend
+    from .train.config import load_recipe
     from .train.run import build_trainer
 
-    try:
-        cfg = load_recipe(recipe, [*set_, *([f"out={out}"] if out else [])])
-    except ConfigError as e:
-        raise typer.BadParameter(str(e)) from e
+    cfg = load_recipe(recipe, [*set_, *([f"out={out}"] if out else [])])
     if show_config:
         print(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
         return
+    if not cfg.verify.server_url:
+        require_backend(cfg.verify.backend)
+    if any(s.startswith("coq-stdlib") for s in (cfg.data.train, cfg.data.eval)):
+        require_backend("coq")  # the problems are read where coqc says the standard library is
     torch_threads(threads)
     try:
         trainer = build_trainer(cfg)
+    except ConfigError:
+        raise
     except (ValueError, FileNotFoundError) as e:
         raise typer.BadParameter(str(e)) from e
     console = Console()
@@ -249,27 +287,36 @@ def eval_(
     from rich.console import Console
     from rich.progress import Progress
 
-    from .eval.evaluate import evaluate, markdown_table, plot_pass_at_k, plot_uplift, uplift_between
-    from .policy.generation import HFGenerator
-    from .policy.model import load_policy
-    from .policy.prompts import get_format
-    from .provers.factory import make_pool
-    from .provers.pool import PoolConfig
-    from .verification import Verifier
     from .data.splits import problem_set
+    from .errors import ConfigError
+    from .policy.prompts import get_format
+    from .preflight import require_backend
 
     if not 1 <= samples <= 512:
         raise typer.BadParameter("-n must be between 1 and 512")
+    if problems.startswith("coq-stdlib"):
+        require_backend("coq")  # the problems are read where coqc says the standard library is
     try:
         k_list = tuple(sorted({int(k) for k in ks.split(",") if k.strip()}))
         fmt = get_format(prompt_format)
         probs = problem_set(problems, split=split or None, limit=limit)
+    except ConfigError:
+        raise
     except (ValueError, FileNotFoundError) as e:
         raise typer.BadParameter(str(e)) from e
     if not probs:
         raise typer.BadParameter(f"no problems in {problems}")
-    torch_threads(threads)
     be = backend or probs[0].backend
+    if not server_url:
+        require_backend(be)
+    from .eval.evaluate import evaluate, markdown_table, plot_pass_at_k, plot_uplift, uplift_between
+    from .policy.generation import HFGenerator
+    from .policy.model import load_policy
+    from .provers.factory import make_pool
+    from .provers.pool import PoolConfig
+    from .verification import Verifier
+
+    torch_threads(threads)
     out.mkdir(parents=True, exist_ok=True)
     console = Console()
     m, tok = load_policy(model)

@@ -1,37 +1,43 @@
 """The policy: loading causal LMs (and a tiny one built here), log-probs of responses, sampling backends,
-and the prompt formats of published provers. See docs/policy.md."""
+and the prompt formats of published provers. See docs/policy.md.
 
-from .generation import (
-    Completion,
-    GenerationError,
-    Generator,
-    HFGenerator,
-    OpenAIGenerator,
-    SamplingParams,
-    VLLMGenerator,
-    encode_prompts,
-    make_generator,
-)
-from .logprobs import response_logprobs
-from .model import LoraSpec, load_policy
-from .prompts import FORMATS, PromptFormat, get_format
-from .tiny import build_tiny_model
+The names below are imported on first use, so that ``proofrl.policy.prompts`` (read when a recipe is checked)
+does not pull in transformers."""
 
-__all__ = [
-    "Completion",
-    "FORMATS",
-    "GenerationError",
-    "Generator",
-    "HFGenerator",
-    "LoraSpec",
-    "OpenAIGenerator",
-    "PromptFormat",
-    "SamplingParams",
-    "VLLMGenerator",
-    "build_tiny_model",
-    "encode_prompts",
-    "get_format",
-    "load_policy",
-    "make_generator",
-    "response_logprobs",
-]
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_WHERE = {
+    "Completion": "generation",
+    "GenerationError": "generation",
+    "Generator": "generation",
+    "HFGenerator": "generation",
+    "OpenAIGenerator": "generation",
+    "SamplingParams": "generation",
+    "VLLMGenerator": "generation",
+    "encode_prompts": "generation",
+    "make_generator": "generation",
+    "response_logprobs": "logprobs",
+    "LoraSpec": "model",
+    "load_policy": "model",
+    "FORMATS": "prompts",
+    "PromptFormat": "prompts",
+    "get_format": "prompts",
+    "build_tiny_model": "tiny",
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_WHERE})
