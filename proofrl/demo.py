@@ -28,7 +28,6 @@ from .eval.evaluate import EvalResult, evaluate, figure, markdown_table, plot_pa
 from .eval.uplift import UpliftRate
 from .policy.prompts import PromptFormat, get_format
 from .policy.sft import supervised_finetune
-from .verification import Verifier
 from .train.config import TrainConfig, load_recipe
 
 
@@ -72,15 +71,29 @@ def _plot_rewards(runs: dict[str, list[dict[str, float]]], path: Path) -> Path:
 
 
 def run_demo(cfg: DemoConfig, *, console: Any = None) -> dict[str, Any]:
-    """Run the demo; returns the summary written to ``out/summary.json``."""
+    """Run the demo; returns the summary written to ``out/summary.json``.
+
+    Every judgement goes through one verifier built from the recipe's ``verify`` section (``make_verifier``, as
+    ``proofrl train`` does): its backend, ``cfg.workers`` processes and its one timeout (the demo recipe's 10 s,
+    or ``--set verify.timeout=…``); it owns its pool and is closed when the demo ends, whatever happens."""
+    from .train.run import make_verifier
+
+    recipe = load_recipe("demo", [f"steps={cfg.rl_steps}", f"seed={cfg.seed}", f"verify.workers={cfg.workers}",
+                                  *cfg.overrides])  # fmt: skip
+    verifier = make_verifier(recipe)
+    try:
+        return _run_demo(cfg, recipe, verifier, console)
+    finally:
+        verifier.close()
+
+
+def _run_demo(cfg: DemoConfig, recipe: TrainConfig, verifier: Any, console: Any) -> dict[str, Any]:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from .policy.generation import HFGenerator
     from .policy.model import load_policy
     from .policy.tiny import build_tiny_model
-    from .provers.factory import make_pool
-    from .provers.pool import PoolConfig
     from .train.trainer import Trainer
 
     from transformers.utils import logging as hf_logging
@@ -92,7 +105,6 @@ def run_demo(cfg: DemoConfig, *, console: Any = None) -> dict[str, Any]:
     torch.manual_seed(cfg.seed)
     t_start = time.perf_counter()
     timings: dict[str, float] = {}
-    recipe = load_recipe("demo", [f"steps={cfg.rl_steps}", f"seed={cfg.seed}", *cfg.overrides])
     fmt: PromptFormat = get_format(recipe.rollout.prompt_format)
 
     def progress() -> Progress:
@@ -122,55 +134,49 @@ def run_demo(cfg: DemoConfig, *, console: Any = None) -> dict[str, Any]:
     timings["sft_s"] = time.perf_counter() - t
     console.print(f"[bold]SFT[/]: {cfg.sft_epochs} epochs on {len(pairs)} proofs, loss {losses[0]:.2f} → {losses[-1]:.2f}")
 
-    pool = make_pool("coq", pool=PoolConfig(workers=cfg.workers, timeout=recipe.verify.timeout))
-    verifier = Verifier(pool)
     ev = recipe.eval
     results: dict[str, EvalResult] = {}
     uplifts: dict[str, UpliftRate] = {}
     runs: dict[str, list[dict[str, float]]] = {}
-    try:
-        def run_eval(label: str, m: Any) -> EvalResult:
-            gen = HFGenerator(m, tok, batch_size=64)
-            with progress() as bar:
-                task = bar.add_task(f"pass@k on held-out: {label}", total=len(held))
-                res = evaluate(gen, held, fmt, verifier, n=ev.samples, ks=ev.ks, temperature=ev.temperature,
-                               top_p=ev.top_p, max_tokens=ev.max_tokens, seed=cfg.seed + 7, tokenizer=tok,
-                               label=label, samples_path=out / f"samples-{label}.jsonl",
-                               on_chunk=lambda k: bar.update(task, advance=k))  # fmt: skip
-            console.print(f"  {label}: " + ", ".join(f"pass@{k} {100 * v['unbiased']:.1f}%" for k, v in res.table().items())
-                          + f"  ({res.seconds:.0f} s)")  # fmt: skip
-            return res
+    def run_eval(label: str, m: Any) -> EvalResult:
+        gen = HFGenerator(m, tok, batch_size=64)
+        with progress() as bar:
+            task = bar.add_task(f"pass@k on held-out: {label}", total=len(held))
+            res = evaluate(gen, held, fmt, verifier, n=ev.samples, ks=ev.ks, temperature=ev.temperature,
+                           top_p=ev.top_p, max_tokens=ev.max_tokens, seed=cfg.seed + 7, tokenizer=tok,
+                           label=label, samples_path=out / f"samples-{label}.jsonl",
+                           on_chunk=lambda k: bar.update(task, advance=k))  # fmt: skip
+        console.print(f"  {label}: " + ", ".join(f"pass@{k} {100 * v['unbiased']:.1f}%" for k, v in res.table().items())
+                      + f"  ({res.seconds:.0f} s)")  # fmt: skip
+        return res
 
-        # 4. before RL
+    # 4. before RL
+    t = time.perf_counter()
+    results["SFT (before RL)"] = before = run_eval("sft", model)
+    timings["eval_before_s"] = time.perf_counter() - t
+
+    # 5. GRPO, plain and with the unlikeliness reward, each from the SFT model
+    variants = {"grpo": "null", "grpo-unlikeliness": "{beta_rank: 0.25, convention: paper, reduction: mean}"}
+    for name, unlikely in variants.items():
         t = time.perf_counter()
-        results["SFT (before RL)"] = before = run_eval("sft", model)
-        timings["eval_before_s"] = time.perf_counter() - t
-
-        # 5. GRPO, plain and with the unlikeliness reward, each from the SFT model
-        variants = {"grpo": "null", "grpo-unlikeliness": "{beta_rank: 0.25, convention: paper, reduction: mean}"}
-        for name, unlikely in variants.items():
-            t = time.perf_counter()
-            policy, _ = load_policy(sft_dir, device="cpu")
-            rcfg: TrainConfig = load_recipe("demo", [f"steps={cfg.rl_steps}", f"seed={cfg.seed}", f"out={out / name}",
-                                                      *cfg.overrides, f"reward.unlikeliness={unlikely}"])  # fmt: skip
-            gen = HFGenerator(policy, tok, batch_size=64)
-            trainer = Trainer(rcfg, policy, tok, gen, verifier, train)
-            with progress() as bar:
-                task = bar.add_task(f"GRPO: {name}", total=rcfg.steps)
-                bar.update(task, completed=trainer.resume())
-                trainer.fit(progress=lambda s, m: bar.update(task, completed=s))
-            runs[name] = [json.loads(line) for line in (Path(rcfg.out) / "metrics.jsonl").read_text().splitlines()]
-            timings[f"rl_{name}_s"] = time.perf_counter() - t
-            last = runs[name][-3:]
-            console.print(f"[bold]{name}[/]: {rcfg.steps} steps; valid on training theorems in the last steps: "
-                          + ", ".join(f"{100 * r.get('valid/turn1', 0):.0f}%" for r in last))  # fmt: skip
-            t = time.perf_counter()
-            results[f"after {name}"] = run_eval(name, policy)
-            uplifts[name] = uplift_between(model, policy, tok, before.groups)
-            timings[f"eval_{name}_s"] = time.perf_counter() - t
-    finally:
-        verifier.close()
-        pool.close()
+        policy, _ = load_policy(sft_dir, device="cpu")
+        rcfg: TrainConfig = load_recipe("demo", [f"steps={cfg.rl_steps}", f"seed={cfg.seed}", f"out={out / name}",
+                                                  *cfg.overrides, f"reward.unlikeliness={unlikely}"])  # fmt: skip
+        gen = HFGenerator(policy, tok, batch_size=64)
+        trainer = Trainer(rcfg, policy, tok, gen, verifier, train)
+        with progress() as bar:
+            task = bar.add_task(f"GRPO: {name}", total=rcfg.steps)
+            bar.update(task, completed=trainer.resume())
+            trainer.fit(progress=lambda s, m: bar.update(task, completed=s))
+        runs[name] = [json.loads(line) for line in (Path(rcfg.out) / "metrics.jsonl").read_text().splitlines()]
+        timings[f"rl_{name}_s"] = time.perf_counter() - t
+        last = runs[name][-3:]
+        console.print(f"[bold]{name}[/]: {rcfg.steps} steps; valid on training theorems in the last steps: "
+                      + ", ".join(f"{100 * r.get('valid/turn1', 0):.0f}%" for r in last))  # fmt: skip
+        t = time.perf_counter()
+        results[f"after {name}"] = run_eval(name, policy)
+        uplifts[name] = uplift_between(model, policy, tok, before.groups)
+        timings[f"eval_{name}_s"] = time.perf_counter() - t
 
     timings["total_s"] = time.perf_counter() - t_start
     plots = {
@@ -185,6 +191,7 @@ def run_demo(cfg: DemoConfig, *, console: Any = None) -> dict[str, Any]:
         "eval": {label: r.to_json() for label, r in results.items()},
         "uplift": {k: u.to_json() for k, u in uplifts.items()},
         "timings": timings,
+        "verify": {"backend": recipe.verify.backend, "workers": recipe.verify.workers, "timeout": verifier.timeout},
         "plots": {k: str(p.name) for k, p in plots.items()},
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2))

@@ -37,7 +37,37 @@ def test_demo_runs_end_to_end_and_reports(tmp_path):
         assert [r["step"] for r in rows] == [1]
         assert (tmp_path / run / "checkpoints" / "step_000001").is_dir()
     assert json.loads((tmp_path / "summary.json").read_text())["timings"]["total_s"] > 0
+    assert summary["verify"] == {"backend": "coq", "workers": 2, "timeout": 10.0}  # the demo recipe's, not 60 s
     report = (tmp_path / "report.md").read_text()
     assert "pass@8" in report and "grpo-unlikeliness" in report
     for png in ("pass_at_k.png", "train_valid.png", "uplift.png"):
         assert (tmp_path / png).stat().st_size > 1000
+
+
+@pytest.mark.parametrize(("overrides", "timeout"), [((), 10.0), (("verify.timeout=7",), 7.0)])
+def test_demo_judges_with_the_recipes_verifier_and_its_timeout(monkeypatch, tmp_path, overrides, timeout):
+    """The demo's verifier is the recipe's (``make_verifier``): its timeout, not 60 s, and closed at the end."""
+    import proofrl.demo as demo
+    import proofrl.train.run as run
+
+    made = []
+
+    def spy(cfg):
+        made.append(real(cfg))
+        return made[-1]
+
+    class Stop(Exception):
+        pass
+
+    def stop(cfg):
+        raise Stop
+
+    real = run.make_verifier
+    monkeypatch.setattr(run, "make_verifier", spy)
+    monkeypatch.setattr(demo, "demo_problems", stop)
+    with pytest.raises(Stop):
+        run_demo(DemoConfig(out=tmp_path, workers=1, overrides=overrides))
+    (verifier,) = made
+    assert verifier.timeout == timeout and verifier.pool.config.timeout == timeout
+    assert verifier.pool.config.workers == 1
+    assert verifier.pool._closed  # closed even though the demo failed

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..data.problems import Problem
+from ..errors import ConfigError
 from .config import TrainConfig
 
 
@@ -27,30 +28,26 @@ def make_policy(cfg: TrainConfig) -> tuple[Any, Any]:
 
     m = cfg.model
     if not m.path:
-        raise ValueError("model.path is empty: give a local Hugging Face model directory (--set model.path=DIR); "
-                         "`proofrl demo` builds a tiny one")  # fmt: skip
-    dtypes = {"auto": None, "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-    if m.dtype not in dtypes:
-        raise ValueError(f"model.dtype {m.dtype!r}; valid: {sorted(dtypes)}")
+        raise ConfigError("model.path is empty: give a local Hugging Face model directory (--set model.path=DIR); "
+                          "`proofrl demo` builds a tiny one")  # fmt: skip
+    dtypes = {"auto": None, "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}  # model.dtype's Literal
     lora = LoraSpec(m.lora.r, m.lora.alpha, m.lora.dropout, tuple(m.lora.target_modules)) if m.lora else None
     return load_policy(m.path, dtype=dtypes[m.dtype], lora=lora)
 
 
-def make_generator(cfg: TrainConfig, model: Any, tokenizer: Any) -> tuple[Any, Any]:
-    """The rollout generator and, for vLLM, the hook that pushes trained weights into its engine."""
-    from ..policy.generation import HFGenerator, OpenAIGenerator, VLLMGenerator
+def rollout_generator(cfg: TrainConfig, model: Any, tokenizer: Any) -> tuple[Any, Any]:
+    """The recipe's ``rollout.generator``, built by :func:`proofrl.policy.generation.make_generator` (the one
+    generator factory), and the hook that gives it the trained weights after each update (``sync_weights``)."""
+    from ..policy.generation import make_generator
 
     r = cfg.rollout
-    if r.generator == "hf":
-        return HFGenerator(model, tokenizer, batch_size=max(1, cfg.micro_batch * 4)), None
-    if r.generator == "vllm":
-        gen = VLLMGenerator(cfg.model.path)
-        return gen, gen.sync_weights
-    if r.generator == "openai":
-        if not r.base_url:
-            raise ValueError("rollout.generator=openai needs rollout.base_url")
-        return OpenAIGenerator(r.base_url, cfg.model.path), None
-    raise ValueError(f"rollout.generator {r.generator!r}; valid: hf, vllm, openai")
+    options: dict[str, dict[str, Any]] = {
+        "hf": {"model": model, "tokenizer": tokenizer, "batch_size": max(1, cfg.micro_batch * 4)},
+        "vllm": {"path": cfg.model.path},
+        "openai": {"base_url": r.base_url, "model": cfg.model.path, "tokenizer": tokenizer},
+    }
+    gen = make_generator(r.generator, **options.get(r.generator, {"model": model, "tokenizer": tokenizer}))
+    return gen, getattr(gen, "sync_weights", None)
 
 
 def build_trainer(cfg: TrainConfig, *, extra_eval: Sequence[Problem] | None = None) -> Any:
@@ -61,14 +58,14 @@ def build_trainer(cfg: TrainConfig, *, extra_eval: Sequence[Problem] | None = No
 
     d = cfg.data
     if not d.train:
-        raise ValueError("data.train is empty: a JSONL problem file or coq-stdlib:train")
+        raise ConfigError("data.train is empty: a JSONL problem file or coq-stdlib:train (--set data.train=…)")
     train = problem_set(d.train, split=d.split or None, limit=d.limit, max_proof_chars=d.max_proof_chars, seed=cfg.seed)
     held = list(extra_eval or [])
     if d.eval and not held:
         held = problem_set(d.eval, split=d.split or None, limit=d.eval_limit, max_proof_chars=d.max_proof_chars,
                            seed=cfg.seed)  # fmt: skip
     model, tok = make_policy(cfg)
-    gen, sync = make_generator(cfg, model, tok)
+    gen, sync = rollout_generator(cfg, model, tok)
     verifier = make_verifier(cfg)
 
     def eval_fn(trainer: Trainer, step: int) -> dict[str, float]:
