@@ -4,6 +4,12 @@ processes, real uvicorn on loopback, raw sockets, ``proofrl serve`` as a subproc
 from __future__ import annotations
 
 import json
+import select
+import signal
+import socket
+import subprocess
+import sys
+import threading
 import time
 
 import httpx
@@ -13,7 +19,7 @@ from conftest import requires_coq
 from proofrl.provers.base import Status, Theorem
 from proofrl.provers.factory import make_pool
 from proofrl.provers.pool import PoolConfig
-from test_server import LOOPING, VALID, InProcess
+from test_server import LOOPING, VALID, InProcess, free_port, wait_healthy
 
 pytestmark = requires_coq
 
@@ -133,3 +139,168 @@ def test_a_goal_coq_cannot_print_gets_a_precise_verdict_not_an_internal_error(po
     assert unprintable, [v.reasons for v in verdicts]  # at least one size overflows printing but not evaluation
     assert unprintable[0].messages[0].text == "Stack overflow."
     assert pool.check(T, "Proof. exact I. Qed.").valid
+
+
+# -- 6. connections: a cap, and bounded time to send a request -------------------------------------------------------
+class Served(InProcess):
+    """:class:`InProcess`, run the way ``proofrl serve`` runs it (:func:`proofrl.server.run.make_server`)."""
+
+    def __init__(self, workers: int = 1, **server_options):
+        from proofrl.server import ServerConfig
+        from proofrl.server.run import make_server
+
+        super().__init__(workers, **server_options)
+        self.server = make_server(self.server.config.app, ServerConfig(**server_options), host="127.0.0.1", port=self.port)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+
+def _trickle(port: int, head: bytes, body: bytes = b"", *, every: float = 0.2, seconds: float = 6.0) -> tuple[bytes, float]:
+    """Send ``head`` whole if ``body`` is given (else two bytes at a time), then ``body`` two bytes at a time,
+    one step every ``every`` seconds, until the server answers or closes; returns what it sent back and when
+    (seconds after connecting), or ``(b"", seconds)`` if it kept waiting."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    t0 = time.monotonic()
+    pending = body if body else head
+    if body:
+        sock.sendall(head)
+    got = b""
+    try:
+        while time.monotonic() - t0 < seconds:
+            if pending:
+                sock.sendall(pending[:2])
+                pending = pending[2:]
+            ready, _, _ = select.select([sock], [], [], every)
+            if ready:
+                while chunk := sock.recv(65536):
+                    got += chunk
+                return got, time.monotonic() - t0
+    except (BrokenPipeError, ConnectionResetError):
+        return got, time.monotonic() - t0
+    finally:
+        sock.close()
+    return b"", time.monotonic() - t0
+
+
+HEAD = b"POST /api/check HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+
+
+def test_a_request_head_sent_slowly_is_cut_off_with_408():
+    with Served(request_read_seconds=1, keep_alive_seconds=1) as s:
+        got, at = _trickle(s.port, HEAD + b"X-Slow: " + b"a" * 200 + b"\r\n\r\n")
+        assert got.startswith(b"HTTP/1.1 408 "), got
+        assert b'{"detail":"request not received within 1 s"}' in got
+        assert 0.9 < at < 3, at
+        assert httpx.get(s.url + "/health").status_code == 200  # the server is fine
+
+
+def test_a_body_sent_slowly_is_cut_off_with_408_and_counted():
+    with Served(request_read_seconds=1, keep_alive_seconds=1) as s:
+        body = json.dumps({"snippets": [{"id": "a", "code": VALID}]}).encode()
+        got, at = _trickle(s.port, HEAD + f"Content-Length: {len(body)}\r\n\r\n".encode(), body)
+        assert got.startswith(b"HTTP/1.1 408 "), got
+        assert got.endswith(b'{"detail":"request not received within 1 s"}')
+        assert 0.9 < at < 3, at
+        assert _metric(s.url, 'proofrl_responses_total{path="/api/check",code="408"} 1')
+
+
+def test_idle_connections_are_closed():
+    with Served(request_read_seconds=1.5, keep_alive_seconds=0.5) as s:
+        fresh = socket.create_connection(("127.0.0.1", s.port), timeout=10)  # never sends a byte
+        t0 = time.monotonic()
+        assert fresh.recv(100) == b"" and 1.4 < time.monotonic() - t0 < 3.5  # closed, nothing said
+        kept = socket.create_connection(("127.0.0.1", s.port), timeout=10)
+        kept.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        got = b""
+        while not got.endswith(b"}}"):  # the whole response (head, then the JSON body)
+            got += kept.recv(65536)
+        assert got.startswith(b"HTTP/1.1 200 ")
+        t0 = time.monotonic()
+        assert kept.recv(100) == b"" and time.monotonic() - t0 < 1.4  # keep-alive ends before the read bound
+        fresh.close()
+        kept.close()
+
+
+def test_connections_beyond_the_cap_are_refused_at_once():
+    with Served(max_connections=2) as s:
+        idle = [socket.create_connection(("127.0.0.1", s.port), timeout=10) for _ in range(2)]
+        time.sleep(0.2)
+        extra = socket.create_connection(("127.0.0.1", s.port), timeout=10)
+        got = extra.recv(65536)
+        assert got.startswith(b"HTTP/1.1 503 ") and got.endswith(b'{"detail":"too many connections (limit 2)"}'), got
+        assert extra.recv(100) == b""
+        for sock in (*idle, extra):
+            sock.close()
+        time.sleep(0.2)
+        assert httpx.get(s.url + "/health").status_code == 200
+
+
+# -- 7. SIGTERM drains in-flight requests -----------------------------------------------------------------------------
+def _serve(tmp_path, yaml_text: str = "", workers: int = 2) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    cmd = [sys.executable, "-c", "from proofrl.cli import app; app()", "serve", "--port", str(port), "--workers", str(workers)]
+    if yaml_text:
+        (tmp_path / "serve.yaml").write_text(yaml_text)
+        cmd += ["--config", str(tmp_path / "serve.yaml")]
+    log = open(tmp_path / "serve.log", "w")
+    proc = subprocess.Popen(cmd, stderr=log, text=True)
+    log.close()
+    url = f"http://127.0.0.1:{port}"
+    wait_healthy(url, proc)
+    return proc, url
+
+
+def _post_in_background(url: str, body: dict) -> tuple[threading.Thread, list]:
+    out: list = []
+
+    def go() -> None:
+        try:
+            out.append(httpx.post(url + "/api/check", json=body, timeout=90))
+        except httpx.HTTPError as e:
+            out.append(e)
+
+    t = threading.Thread(target=go)
+    t.start()
+    return t, out
+
+
+def _wait_inflight(url: str, n: int) -> None:
+    deadline = time.monotonic() + 20
+    while not _metric(url, f"proofrl_inflight_items {n}"):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+
+def test_sigterm_drains_requests_in_flight(tmp_path):
+    """A batch that outlasts uvicorn's old 10 s grace: SIGTERM during it, and the client still gets every verdict."""
+    proc, url = _serve(tmp_path)
+    try:
+        t, out = _post_in_background(url, {"snippets": [{"id": "v", "code": VALID}, {"id": "l", "code": LOOPING}], "timeout": 12})
+        _wait_inflight(url, 2)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        t.join(60)
+        assert isinstance(out[0], httpx.Response) and out[0].status_code == 200, out
+        assert [x["proofrl"]["status"] for x in out[0].json()["results"]] == ["valid", "timeout"]
+        assert proc.wait(20) in (0, -signal.SIGTERM)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert "Traceback" not in (tmp_path / "serve.log").read_text()
+
+
+def test_sigterm_past_the_drain_bound_answers_every_item_and_exits(tmp_path):
+    proc, url = _serve(tmp_path, "server: {drain_seconds: 2}\n", workers=1)
+    try:
+        t, out = _post_in_background(url, {"snippets": [{"id": str(i), "code": LOOPING} for i in range(3)], "timeout": 60})
+        _wait_inflight(url, 3)
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        t.join(60)
+        assert isinstance(out[0], httpx.Response) and out[0].status_code == 200, out
+        assert [(x["proofrl"]["status"], x["proofrl"]["reasons"]) for x in out[0].json()["results"]] == [("error", ["server shutting down"])] * 3
+        assert proc.wait(20) in (0, -signal.SIGTERM) and time.monotonic() - t0 < 2 + 6
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert "Traceback" not in (tmp_path / "serve.log").read_text()

@@ -90,6 +90,7 @@ class ProverPool:
         self._executor = ThreadPoolExecutor(max_workers=self.config.workers, thread_name_prefix="prover")
         self.stats = PoolStats()
         self._closed = False
+        self._closed_reason = "pool is closed"
         self._mine = threading.local()  # the slot this thread used last: reused first when no header matches
         self._backlog = _Backlog(self.config.workers, self.config.affinity_wait)
 
@@ -157,6 +158,9 @@ class ProverPool:
         t0 = time.monotonic()
         crash: ProverCrashed | None = None
         for _ in range(1 + self.config.retries):
+            if self._closed:  # e.g. closed while this job ran (its process killed): no retry
+                v = self._closed_verdict()
+                break
             try:
                 with self.lease(theorem.header, timeout=timeout) as prover:
                     v = prover.check(theorem, proof, timeout=timeout)
@@ -191,6 +195,8 @@ class ProverPool:
                 (Message("error", str(crash)[-2000:]),),
                 seconds=time.monotonic() - t0,
             )
+        if self._closed:  # whatever went wrong, it went wrong because the pool closed under the job
+            v = self._closed_verdict()
         self.stats.verdicts[v.status.value] += 1
         return v
 
@@ -273,9 +279,8 @@ class ProverPool:
         """Jobs waiting for a worker."""
         return len(self._backlog)
 
-    @staticmethod
-    def _closed_verdict() -> Verdict:
-        return Verdict(Status.ERROR, ("pool is closed",))
+    def _closed_verdict(self) -> Verdict:
+        return Verdict(Status.ERROR, (self._closed_reason,))
 
     # -- introspection and shutdown ------------------------------------------------------------------
     @property
@@ -286,8 +291,12 @@ class ProverPool:
         """Process ids of live provers (tests kill these to inject faults)."""
         return [pid for s in self._slots if s.prover is not None and (pid := s.prover.pid)]
 
-    def close(self) -> None:
+    def close(self, reason: str = "pool is closed") -> None:
+        """Refuse new jobs, answer queued ones with ``error: reason``, kill every process (a job running on one
+        gets the same verdict). Idempotent: the first reason stays."""
         with self._cond:
+            if not self._closed:
+                self._closed_reason = reason
             self._closed = True
             self._cond.notify_all()
         self._backlog.close(self._closed_verdict)

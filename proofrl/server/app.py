@@ -6,6 +6,7 @@ the request itself was acceptable. What is refused is refused up front and expli
 =====  ==========================================================================================
 400    malformed JSON, or a ``backend`` this server does not serve
 401    missing or wrong ``Authorization: Bearer`` key (when the server has one)
+408    the body did not arrive within ``request_read_seconds`` (the head is timed by :mod:`.run`)
 413    body larger than ``max_body_bytes``, or more items than ``max_batch`` or ``max_inflight``
 422    well-formed JSON that does not fit the schema (wrong types, unknown fields, empty batch, ...)
 429    admitting the batch would put more than ``max_inflight`` items in flight (``Retry-After`` set)
@@ -62,6 +63,16 @@ class ServerConfig:
     retry_after: int = 1
     """seconds suggested to a client turned away with 429"""
     api_key: str | None = None
+    max_connections: int = 512
+    """open connections at once; one more is answered 503 and closed when accepted (``proofrl serve``)"""
+    keep_alive_seconds: float = 5.0
+    """an idle kept-alive connection is closed after this long"""
+    request_read_seconds: float = 30.0
+    """a request's head must arrive within this long of the connection opening (or of the previous response),
+    its body within what is left: past it, 408 and the connection closed"""
+    drain_seconds: float = 30.0
+    """on SIGTERM/SIGINT, requests in flight get this long to finish; then the pools close and what is left
+    gets ``error: server shutting down`` (still a 200), and the server exits"""
 
 
 @dataclass
@@ -206,12 +217,19 @@ def _verdict_model(v: Verdict, backend: str) -> ProofrlVerdict:
     return ProofrlVerdict(backend=backend, **{k: d[k] for k in ("status", "reasons", "messages", "axioms", "seconds", "prover")})
 
 
+READ_DEADLINE = "proofrl.read_deadline"
+"""scope key: when (``time.monotonic()``) the whole request must have arrived, set by the server's protocol
+(:mod:`proofrl.server.run`), which times the head; :class:`BodyLimit` times the body against it"""
+
+
 class BodyLimit:
     """ASGI middleware: 413 for a body above ``limit`` bytes, by its Content-Length or, when chunked, as it
-    arrives (the body is buffered, at most ``limit`` bytes, then replayed to the app)."""
+    arrives (the body is buffered, at most ``limit`` bytes, then replayed to the app); 408 for a body that has
+    not arrived by the request's read deadline (``scope[READ_DEADLINE]``, else ``read_seconds`` from now;
+    uvicorn has no body timeout). ``on_refused(path, code)`` counts each refusal."""
 
-    def __init__(self, app: Any, limit: int):
-        self.app, self.limit = app, limit
+    def __init__(self, app: Any, limit: int, read_seconds: float | None = None, on_refused: Any = None):
+        self.app, self.limit, self.read_seconds, self.on_refused = app, limit, read_seconds, on_refused
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http" or scope["method"] in ("GET", "HEAD"):
@@ -219,9 +237,18 @@ class BodyLimit:
         length = dict(scope["headers"]).get(b"content-length")
         if length is not None and (not length.isdigit() or int(length) > self.limit):
             return await self._refuse(scope, receive, send)
+        deadline = scope.get(READ_DEADLINE)
+        if deadline is None and self.read_seconds is not None:
+            deadline = time.monotonic() + self.read_seconds
         chunks, size, more = [], 0, True
         while more:
-            message = await receive()
+            try:
+                if deadline is None:
+                    message = await receive()
+                else:
+                    message = await asyncio.wait_for(receive(), max(0.0, deadline - time.monotonic()))
+            except asyncio.TimeoutError:
+                return await self._refuse(scope, receive, send, 408, f"request not received within {self.read_seconds:g} s")
             if message["type"] == "http.disconnect":
                 return None
             chunks.append(message.get("body", b""))
@@ -240,8 +267,11 @@ class BodyLimit:
 
         return await self.app(scope, replay, send)
 
-    async def _refuse(self, scope: dict, receive: Any, send: Any) -> None:
-        response = JSONResponse({"detail": f"request body exceeds {self.limit} bytes"}, status_code=413)
+    async def _refuse(self, scope: dict, receive: Any, send: Any, code: int = 413, detail: str = "") -> None:
+        detail = detail or f"request body exceeds {self.limit} bytes"
+        response = JSONResponse({"detail": detail}, status_code=code, headers={"connection": "close"} if code == 408 else None)
+        if self.on_refused is not None:
+            self.on_refused(scope.get("path", ""), code)
         await response(scope, receive, send)
 
 
@@ -328,7 +358,10 @@ def create_app(pools: ProverPool | Mapping[str, ProverPool], config: ServerConfi
     for path in ("/verify", "/one_pass_verify_batch"):
         app.post(path, dependencies=[Depends(authorise)], response_model_exclude_none=True)(verify)
 
-    app.add_middleware(BodyLimit, limit=config.max_body_bytes)
+    def refused(path: str, code: int) -> None:
+        service.metrics.responses[path if path in _PATHS else "other", code] += 1
+
+    app.add_middleware(BodyLimit, limit=config.max_body_bytes, read_seconds=config.request_read_seconds, on_refused=refused)
     return app
 
 
