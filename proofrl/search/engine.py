@@ -13,8 +13,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..data.tactics import state_text  # the text the tactic policy was taught on
 from ..errors import ProverError, StatementError
-from ..provers.base import FailureKind, Prover, ProofState, StepResult, Theorem, Verdict
+from ..provers.base import FailureKind, Prover, StepResult, Theorem, Verdict
 from .config import SearchConfig
 from .policy import PolicyError, Proposal, TacticPolicy, ValueFn
 from .replay import final_verdict, script_text
@@ -264,8 +265,3 @@ class Search:
             v = -float(max(1, len(node.state.goals)))
         node.estimate = v
         return v
-
-
-def state_text(state: ProofState) -> str:
-    """What the policy sees: the state's goals as the prover prints them (only the focused goal inside a block)."""
-    return str(state)

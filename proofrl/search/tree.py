@@ -154,8 +154,9 @@ class SearchTree:
     def __init__(self, theorem: Theorem, root: ProofState, *, decompose: bool = True, backend: str = "coq"):
         self.theorem = theorem
         self.backend = backend
-        self.decompose = decompose
-        """AND nodes for independent goals (MCTS); best-first keeps the whole goal list in one node"""
+        self.decompose = decompose and backend == "coq"
+        """AND nodes for independent goals (MCTS, Coq: focus blocks ``i: {``); best-first, and Lean for now, keep
+        the whole goal list in one node"""
         self.nodes: list[Node] = []
         self.edges: list[Edge] = []
         self.dropped: list[dict[str, Any]] = []
