@@ -23,6 +23,9 @@ ENV_PROJECT = "PROOFRL_LEAN_PROJECT"
 
 DEFAULT_AXIOMS = frozenset({"propext", "Classical.choice", "Quot.sound"})
 DEFAULT_FORBIDDEN = ("sorry", "admit", "native_decide")
+DEFAULT_OPTIONS = ("maxHeartbeats", "maxRecDepth", "synthInstance.maxHeartbeats", "synthInstance.maxSize",
+                   "exponentiation.threshold", "checkBinderAnnotations", "autoImplicit", "relaxedAutoImplicit",
+                   "linter.", "pp.", "trace.", "profiler")
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,9 @@ class LeanConfig:
     """words refused before anything is sent to Lean (comments and strings ignored)"""
     forbid_search_tactics: bool = True
     """refuse unqualified words ending in ``?`` (``exact?``, ``apply?``, ``rw?``): slow, and not a proof"""
+    allowed_options: tuple[str, ...] = DEFAULT_OPTIONS
+    """``set_option`` names a header or a proof may set (a trailing ``.`` allows a family): limits, linters,
+    printing. Any other option (``debug.skipKernelTC`` turns the kernel check off) rejects the proof"""
     collapse_mathlib_imports: bool = False
     """normalise ``import Mathlib.X`` to ``import Mathlib`` so more jobs share a process (changes what is
     in scope, hence off by default)"""

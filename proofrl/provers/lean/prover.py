@@ -2,10 +2,12 @@
 
 * The header (imports, options, opens) runs once when the prover starts and becomes ``env 0``; every body
   is sent with ``"env": 0`` (an empty header sends bodies with no ``env``, i.e. a fresh prelude each time).
-* ``check`` screens the text (forbidden words, statement unchanged), elaborates it, then asks
-  ``#print axioms`` in the environment the proof produced. The rules are in :mod:`.rules`.
+* ``check`` screens the text before Lean runs (forbidden words, header options, text Lean could read
+  otherwise, commands that run code or extend the syntax anywhere, the statement unchanged with only
+  helpers before it), elaborates it, then asks ``#print axioms`` in the environment the proof produced and
+  judges the one answer about the statement's declaration. The rules are in :mod:`.rules`.
 * ``start``/``step`` use tactic mode: ``start`` elaborates ``statement sorry`` and takes the sorry's proof
-  state; ``step`` sends ``{"tactic", "proofState"}``.
+  state; ``step`` sends ``{"tactic", "proofState"}`` (a tactic the rules refuse is a ``forbidden`` failure).
 * ``final_check`` replays tactics as one command in a *fresh* process (tactic mode has had false positives,
   repl#44, and a long-lived process carries state).
 
@@ -24,23 +26,27 @@ from dataclasses import dataclass
 from ...errors import ProverCrashed, ProverTimeout, StatementError
 from ..base import FailureKind, Message, Position, ProofState, Prover, Status, StepFailure, StepResult, Theorem, Verdict
 from .config import LeanConfig
-from .header import blank_comments_and_strings, normalise_header, split_header
+from .header import normalise_header, split_header
 from .models import CommandResponse, ReplError, ReplMessage, parse_goal
 from .rules import (
     declaration_name,
+    declares,
     find_statement,
     forbidden_words,
+    header_problems,
+    judge_audit,
     judge_axioms,
     judge_command,
     judge_step,
     meaning_changers,
-    parse_axioms,
+    prefix_problems,
+    unsupported,
+    untrusted_constructs,
 )
 from .session import LeanSession
 
 INDENT = "  "
 EXAMPLE_NAME = "proofrl_example_"  # ``example`` has no name to ask ``#print axioms`` about; we give it one
-_DECL = ("theorem", "lemma", "example")
 
 
 @dataclass(frozen=True)
@@ -61,15 +67,23 @@ def assemble(theorem: Theorem, proof: str, header: str, config: LeanConfig) -> A
     whole file that contains the statement itself (what many provers emit); see :mod:`.rules` for what the
     whole-file form must satisfy.
     """
+    def rejected(reason: str) -> Verdict:
+        return Verdict(Status.REJECTED, (reason,), prover="lean")
+
     bad = forbidden_words(proof, config.forbidden_tactics, config.forbid_search_tactics)
     if bad:
         return Verdict(Status.REJECTED, tuple(f"forbidden: {w}" for w in bad), prover="lean")
+    if why := header_problems(header, config.allowed_options):
+        return rejected(why[0])
+    if odd := unsupported(proof):
+        return rejected(f"unsupported: {odd[0]}")
     statement = theorem.statement.rstrip()
     keyword, name = declaration_name(statement)
     if not keyword:
         return Verdict(Status.ERROR, ("statement is not a theorem, lemma or example",), prover="lean")
-    blanked = blank_comments_and_strings(proof).split()
-    if not any(w in _DECL for w in blanked):
+    if not declares(proof):
+        if why := untrusted_constructs(proof, config.allowed_options):
+            return rejected(why[0])
         text = proof.strip()
         if "\n" not in text:  # one line: ``statement proof`` on the statement's last line
             last = statement.rsplit("\n", 1)[-1]
@@ -84,14 +98,16 @@ def assemble(theorem: Theorem, proof: str, header: str, config: LeanConfig) -> A
     theirs = split_header(normalise_header("\n".join(split.header_lines), collapse_mathlib=config.collapse_mathlib_imports))
     extra = [line for line in theirs.header_lines if line not in allowed]
     if extra:
-        return Verdict(Status.REJECTED, (f"header changed: {extra[0]}",), prover="lean")
+        return rejected(f"header changed: {extra[0]}")
     code = "\n" * split.line_count + split.body  # blank the header lines so positions stay the user's
     span = find_statement(code, statement)
     if span is None:
-        return Verdict(Status.REJECTED, ("statement changed",), prover="lean")
-    changers = meaning_changers(code[: span[0]])
-    if changers:
-        return Verdict(Status.REJECTED, (f"statement changed: `{changers[0]}` before it",), prover="lean")
+        return rejected("statement changed")
+    before = meaning_changers(code[: span[0]]) or prefix_problems(code, span[0])
+    if before:
+        return rejected(f"statement changed: `{before[0]}` before it")
+    if why := untrusted_constructs(code, config.allowed_options, skip=span):
+        return rejected(why[0])
     return _named(Assembled(code, name), keyword, span[0])
 
 
@@ -211,13 +227,13 @@ class LeanProver:
             audit = session.command(f"#print axioms {plan.name}", env=resp.env, timeout=left)
         except ProverTimeout as e:
             return Verdict(Status.TIMEOUT, (f"timeout: {e.seconds:.1f}s",), seconds=time.monotonic() - t0, prover="lean")
-        axioms = None
-        if isinstance(audit, CommandResponse) and not audit.errors:
-            axioms = next((a for m in audit.messages if (a := parse_axioms(m.data)) is not None), None)
-        elif isinstance(audit, CommandResponse):
+        if isinstance(audit, CommandResponse) and audit.errors:
             return Verdict(Status.REJECTED, ("theorem not declared",), msgs, seconds=time.monotonic() - t0, prover="lean")
-        judged = judge_axioms(axioms, self.config.allowed_axioms)
-        return Verdict(judged.status, judged.reasons, msgs, axioms or (), time.monotonic() - t0, "lean")
+        if isinstance(audit, CommandResponse):
+            judged, axioms = judge_audit(audit.messages, plan.name, self.config.allowed_axioms)
+        else:
+            judged, axioms = judge_axioms(None, self.config.allowed_axioms), ()
+        return Verdict(judged.status, judged.reasons, msgs, axioms, time.monotonic() - t0, "lean")
 
     def final_check(self, theorem: Theorem, tactics: list[str] | tuple[str, ...], *, timeout: float | None = None) -> Verdict:
         """Replay ``tactics`` as one proof in a fresh process (retried once if that process crashes)."""
@@ -262,9 +278,11 @@ class LeanProver:
         t0 = time.monotonic()
         timeout = self.config.timeout if timeout is None else timeout
         self._uses += 1
-        bad = forbidden_words(tactic, self.config.forbidden_tactics, self.config.forbid_search_tactics)
+        cfg = self.config
+        bad = [f"forbidden: {w}" for w in forbidden_words(tactic, cfg.forbidden_tactics, cfg.forbid_search_tactics)]
+        bad += [f"unsupported: {p}" for p in unsupported(tactic)] + list(untrusted_constructs(tactic, cfg.allowed_options))
         if bad:
-            return StepResult(tactic, failure=StepFailure(FailureKind.FORBIDDEN, f"forbidden: {bad[0]}"))
+            return StepResult(tactic, failure=StepFailure(FailureKind.FORBIDDEN, bad[0]))
         try:
             if state.session != self.session_id or not self.alive:
                 state = self._reach(state, timeout)

@@ -4,14 +4,20 @@ A whole proof is ``valid`` only when *all* hold:
 
 1. no forbidden word in the source (``sorry``, ``admit``, ``native_decide`` by default, and any unqualified
    word ending in ``?`` such as ``exact?``), comments and strings ignored; checked before Lean runs;
-2. the problem's statement occurs unchanged (whitespace aside) and nothing before it can change its meaning
-   (no ``variable``, ``open``, ``instance``, ``notation``, ... ahead of it);
-3. no message of severity ``error`` (kernel errors such as ``(kernel) declaration has metavariables`` only
+2. the text is one Lean reads as :mod:`.lexer` does (:func:`unsupported`), and holds nothing that runs code
+   at elaboration time, extends the syntax, skips the kernel or changes scopes, anywhere
+   (:func:`untrusted_constructs`: ``run_cmd``, ``#eval``, ``macro``, ``notation``, ``axiom``, ``namespace``,
+   ``@[implemented_by]``, ``set_option debug.skipKernelTC``, ...);
+3. the problem's statement occurs unchanged (token for token, literals included; whitespace and comments
+   aside), as a top-level command that starts its line, and nothing before it can change its meaning: only
+   ``theorem``/``lemma``/``example`` helpers (:func:`meaning_changers`, :func:`prefix_problems`);
+4. no message of severity ``error`` (kernel errors such as ``(kernel) declaration has metavariables`` only
    arrive this way);
-4. no ``sorries`` and no sorry warning, in either spelling (``declaration uses `sorry``` now,
+5. no ``sorries`` and no sorry warning, in either spelling (``declaration uses `sorry``` now,
    ``declaration uses 'sorry'`` in older Lean);
-5. ``#print axioms`` of the theorem lists only allowed axioms (``sorryAx``, ``Lean.ofReduceBool`` from
-   ``native_decide``, and any user ``axiom`` reject).
+6. ``#print axioms`` answers exactly once, about the statement's own declaration (the name it prints is the
+   one the statement declares), and lists only allowed axioms, matched by full name (``sorryAx``,
+   ``Lean.ofReduceBool`` from ``native_decide``, and any user ``axiom`` reject) (:func:`judge_audit`).
 
 A tactic step counts as a step only with no error, no sorry, and ``proofStatus`` either ``Completed`` (solved)
 or ``Incomplete: open goals remain``. ``goals == []`` alone means nothing: Lean also returns it for
@@ -24,13 +30,19 @@ import re
 from dataclasses import dataclass
 
 from ..base import FailureKind, Status
-from .header import blank_comments_and_strings
+from .config import DEFAULT_OPTIONS
+from .lexer import Lexed, lex
 from .models import CommandResponse, ProofStepResponse, ReplError, ReplMessage
 
 SORRY_WARNING = re.compile(r"declaration uses ['`]sorry['`]")
-_WORD = re.compile(r"[^\W\d][\w'!?]*(?:\.[^\W\d][\w'!?]*)*")
-_AXIOMS = re.compile(r"depends on axioms:\s*\[(.*?)\]", re.S)
-_NO_AXIOMS = re.compile(r"does not depend on any axioms")
+_ID_FIRST = ("A-Za-z_\u03b1-\u03ba\u03bc-\u03c9\u0391-\u039f\u03a1\u03a2\u03a4-\u03a9\u03ca-\u03fb\u1f00-\u1ffe"
+             "\u2100-\u214f\U0001d49c-\U0001d59f\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u017f")
+_ID_REST = _ID_FIRST + "0-9'!?\u2080-\u2089\u2090-\u209c\u1d62-\u1d6a\u2c7c"
+_WORD = re.compile(f"[{_ID_FIRST}][{_ID_REST}]*(?:\\.[{_ID_FIRST}][{_ID_REST}]*)*")  # identifiers as Lean reads them
+_HASH_WORD = re.compile(f"#[{_ID_FIRST}][{_ID_REST}]*")
+_ATTRIBUTES = re.compile(r"@\[")
+_SET_OPTION = re.compile(r"\bset_option\s+([^\s]+)")
+_AUDIT = re.compile(r"'(.*)' (?:depends on axioms: \[(.*)\]|does not depend on any axioms)", re.S)
 _DECL_NAME = re.compile(r"^\s*(?:@\[[^\]]*\]\s*)?(?:private\s+|protected\s+)?(theorem|lemma|example)\b\s*([^\s(:{\[⦃]*)")
 
 # Commands that, placed before the statement, can change what the statement means.
@@ -38,8 +50,41 @@ MEANING_CHANGERS = frozenset(
     "variable include omit namespace section open export notation infix infixl infixr prefix postfix "
     "macro macro_rules syntax elab elab_rules term_elab command_elab tactic instance default_instance "
     "attribute set_option universe local scoped def abbrev structure class inductive axiom opaque "
-    "import".split()
+    "import end mutual deriving notation3 binder_predicate unif_hint seal unseal declare_syntax_cat "
+    "noncomputable irreducible_def alias".split()
 )
+
+# Commands and keywords refused anywhere in untrusted text (the proof, or a whole file bar its statement):
+# they run code while Lean elaborates (and so can rewrite the environment or fake the audit), extend the
+# syntax (a macro can turn the ``#print axioms`` that follows into anything), skip the kernel, declare
+# axioms, or leave scopes open that the audit would run in. None has a use in a proof.
+FORBIDDEN_COMMANDS = frozenset(
+    "run_cmd run_elab run_meta run_tac run_conv by_elab elab elab_rules macro macro_rules syntax "
+    "declare_syntax_cat notation notation3 infix infixl infixr prefix postfix binder_predicate initialize "
+    "builtin_initialize simproc dsimproc simproc_decl dsimproc_decl unif_hint implemented_by extern export "
+    "unsafe opaque axiom namespace section end universe variable omit include mutual attribute local scoped "
+    "instance default_instance def abbrev structure class inductive coinductive deriving import seal unseal "
+    "declare_config_elab register_option register_simp_attr register_label_attr add_aesop_rules "
+    "declare_aesop_rule_sets grind_pattern partial nonrec noncomputable irreducible_def".split()
+)
+# Names that let code evaluated while Lean elaborates (a tactic's ``(config := ...)`` term, ``decide +native``,
+# ``plausible``) reach outside: IO (writing to the REPL's own stdout could forge its answers), ``unsafe*``
+# casts, and the ``Lean``/``Std`` APIs (environment, kernel, IO helpers). No proof needs them.
+_ESCAPE = re.compile(r"(?:^|\.)(?:IO|EIO|BaseIO|EStateM|System|unsafe[^.]*)(?:\.|$)|^(?:Lean|Std)(?:\.|$)|^native$")
+# ``#`` commands (``#eval`` runs code, ``#guard_msgs`` drops messages, ``#exit`` stops reading); ``#s``
+# (``Finset.card``), ``#[...]`` and ``#{...}`` are notation, so short words after ``#`` are left alone
+_HASH_COMMANDS = frozenset("#eval #eval! #exit #print #check #check_failure #reduce #guard_msgs #guard #synth "
+                           "#help #lint #find #simp #conv #where #time #exec #norm_num #widget #html".split())
+ALLOWED_ATTRIBUTES = frozenset({"simp"})
+"""attributes a helper may carry (anything else registers code, changes elaboration or the audit's parse)"""
+SAFE_OPTIONS = DEFAULT_OPTIONS
+"""``set_option`` names a proof or header may set by default: resource limits, linters and printing (a
+trailing ``.`` allows the family). ``debug.skipKernelTC`` (no kernel check), ``debug.*``, ``warn.sorry``,
+``Elab.async``, ``compiler.*`` and every other option are refused."""
+# the last word before the statement must not make it part of another command
+_GLUE = frozenset("in private protected noncomputable unsafe partial nonrec local scoped".split())
+# the words that may start a line (column 0) before the statement: helper declarations and their terms
+PREFIX_STARTERS = frozenset("theorem lemma example private protected by fun calc show".split())
 
 
 @dataclass(frozen=True)
@@ -48,10 +93,23 @@ class Judgement:
     reasons: tuple[str, ...] = ()
 
 
+def _words(lexed: Lexed) -> list[tuple[str, int]]:
+    """Keywords and identifiers, ``#`` commands included, as Lean reads them (comments, literals, ``«»`` out)."""
+    text = lexed.words()
+    found = [(m.group(), m.start()) for m in _WORD.finditer(text) if not (m.start() and text[m.start() - 1] == "#")]
+    found += [(m.group(), m.start()) for m in _HASH_WORD.finditer(text)]
+    return sorted(found, key=lambda w: w[1])
+
+
+def declares(code: str) -> bool:
+    """Whether ``code`` holds a ``theorem``, ``lemma`` or ``example`` (as code), i.e. is a whole file."""
+    return any(w in ("theorem", "lemma", "example") for w, _ in _words(lex(code)))
+
+
 def forbidden_words(code: str, forbidden: tuple[str, ...] | frozenset[str], search_tactics: bool = True) -> tuple[str, ...]:
     """Forbidden words used in ``code`` outside comments and strings, in order of appearance, no repeats."""
     found: list[str] = []
-    for m in _WORD.finditer(blank_comments_and_strings(code)):
+    for m in _WORD.finditer(lex(code).words()):
         w = m.group()
         if w in forbidden or (search_tactics and w.endswith("?") and "." not in w):
             if w not in found:
@@ -59,50 +117,223 @@ def forbidden_words(code: str, forbidden: tuple[str, ...] | frozenset[str], sear
     return tuple(found)
 
 
+def unsupported(code: str) -> tuple[str, ...]:
+    """Places where Lean could read ``code`` otherwise than :mod:`.lexer` (so no rule could be sure of it)."""
+    return lex(code).problems
+
+
+def _is_hash_command(w: str) -> bool:
+    # Lean reads the longest token, so ``#evalX`` is ``#eval X``: a prefix is enough
+    return any(w.startswith(c) for c in _HASH_COMMANDS) or re.match(r"#[a-z_]{4}", w) is not None
+
+
+def _option_allowed(name: str, allowed: tuple[str, ...]) -> bool:
+    return any(name == a or (a.endswith(".") and name.startswith(a)) for a in allowed)
+
+
+def _attributes(lexed: Lexed, lo: int = 0, hi: int | None = None) -> list[tuple[str, int, int]]:
+    """``(name, start, end)`` of every attribute in ``@[...]`` blocks starting in ``[lo, hi)``."""
+    text, out = lexed.words(), []
+    hi = len(text) if hi is None else hi
+    for m in _ATTRIBUTES.finditer(text, lo, hi):
+        depth, j = 1, m.end()
+        while j < len(text) and depth:
+            depth += {"[": 1, "]": -1}.get(text[j], 0)
+            j += 1
+        for item in re.split(r",", text[m.end() : j - 1]):
+            words = [w for w in _WORD.findall(item) if w not in ("local", "scoped")]
+            out.append((words[0] if words else item.strip() or "?", m.start(), j))
+    return out
+
+
+def untrusted_constructs(code: str, allowed_options: tuple[str, ...] = SAFE_OPTIONS,
+                         skip: tuple[int, int] | None = None) -> tuple[str, ...]:
+    """What ``code`` (untrusted text) may not hold anywhere, as ``forbidden: X`` in order of appearance:
+    :data:`FORBIDDEN_COMMANDS`, ``#`` commands, names that reach outside from evaluated code (``IO.*``,
+    ``unsafeBaseIO``, ``Lean.*``, ``decide +native``), attributes outside :data:`ALLOWED_ATTRIBUTES`, options
+    outside ``allowed_options``. ``skip`` is a span left out (the problem's own statement)."""
+    lexed = lex(code)
+    hits: list[tuple[int, str]] = []
+    inside = (lambda i: skip[0] <= i < skip[1]) if skip else (lambda i: False)
+    options = [m for m in _SET_OPTION.finditer(lexed.words()) if not inside(m.start())]
+    for m in options:
+        if not _option_allowed(m.group(1), allowed_options):
+            hits.append((m.start(), f"set_option {m.group(1)}"))
+    named = {m.start(1) for m in options}  # an option's name is judged with its ``set_option``
+    for w, i in _words(lexed):
+        if inside(i) or i in named:
+            continue
+        if (w in FORBIDDEN_COMMANDS or (w.startswith("#") and _is_hash_command(w)) or w.startswith("debug.")
+                or _ESCAPE.search(w)):
+            hits.append((i, w))
+    for name, a, _ in _attributes(lexed):
+        if not inside(a) and name not in ALLOWED_ATTRIBUTES:
+            hits.append((a, f"@[{name}]"))
+    return tuple(dict.fromkeys(f"forbidden: {what}" for _, what in sorted(hits)))
+
+
+def header_problems(header: str, allowed_options: tuple[str, ...] = SAFE_OPTIONS) -> tuple[str, ...]:
+    """Options in a header that are not allowed (through the server the header is the client's text)."""
+    out = []
+    for m in _SET_OPTION.finditer(lex(header).words()):
+        if not _option_allowed(m.group(1), allowed_options):
+            out.append(f"forbidden: set_option {m.group(1)} (header)")
+    return tuple(dict.fromkeys(out))
+
+
 def declaration_name(statement: str) -> tuple[str, str]:
     """(keyword, name) of the statement's declaration; name is ``""`` for ``example``."""
-    m = _DECL_NAME.match(blank_comments_and_strings(statement))
+    m = _DECL_NAME.match(lex(statement).blanked)
     if not m:
         return "", ""
-    return m.group(1), m.group(2) if m.group(1) != "example" else ""
-
-
-def _tokens(text: str) -> list[tuple[str, int, int]]:
-    return [(m.group(), m.start(), m.end()) for m in re.finditer(r"\S+", text)]
+    if m.group(1) == "example":
+        return m.group(1), ""
+    tokens = lex(statement[m.start(2) :]).tokens()  # a ``«»`` name may hold spaces and brackets
+    name = tokens[0].text if tokens else m.group(2)
+    return m.group(1), name if name.startswith("«") else re.split(r"[(:{\[⦃]", name, maxsplit=1)[0]
 
 
 def find_statement(code: str, statement: str) -> tuple[int, int] | None:
-    """The span of ``statement`` in ``code``, whitespace-insensitive, ignoring comments and strings in
-    ``code`` (so a statement quoted in a comment does not count). None if it does not occur."""
-    want = [t for t, _, _ in _tokens(blank_comments_and_strings(statement))]
-    have = _tokens(blank_comments_and_strings(code))
+    """The span of ``statement`` in ``code``: its tokens in order, as code (never inside a comment, a literal
+    or a ``«»`` name), compared as written (literals included), whitespace and comments aside. None if it
+    does not occur."""
+    want = [t.text for t in lex(statement).tokens()]
+    have = lex(code).tokens()
     if not want:
         return None
     for i in range(len(have) - len(want) + 1):
-        if have[i][0] == want[0] and [t for t, _, _ in have[i : i + len(want)]] == want:
-            return have[i][1], have[i + len(want) - 1][2]
+        if have[i].text == want[0] and [t.text for t in have[i : i + len(want)]] == want:
+            return have[i].start, have[i + len(want) - 1].end
     return None
 
 
 def meaning_changers(prefix: str) -> tuple[str, ...]:
     """Commands in the code ahead of the statement that could change what it means."""
-    words = [m.group() for m in _WORD.finditer(blank_comments_and_strings(prefix))]
     out: list[str] = []
-    for w in words:
-        if w in MEANING_CHANGERS and w not in out:
+    for w, _ in _words(lex(prefix)):
+        bad = w in MEANING_CHANGERS or w in FORBIDDEN_COMMANDS or (w.startswith("#") and _is_hash_command(w))
+        if bad and w not in out:
             out.append(w)
     return tuple(out)
 
 
+def prefix_problems(code: str, start: int) -> tuple[str, ...]:
+    """What stands wrongly ahead of the statement (which starts at ``start``), as the text to blame.
+
+    Only helpers may stand there, and this is an allowlist: every line that does not start with a space and
+    holds code must start with a word of :data:`PREFIX_STARTERS`, an attribute block, or a symbol (binders
+    continued); attributes must be in :data:`ALLOWED_ATTRIBUTES`; the statement must start its own line; and
+    the code just before it may be no modifier, attribute block or ``... in`` that would make the statement
+    part of another command. Commands that no list here knows are refused by the first rule when they start
+    a line, and by :func:`meaning_changers`/:func:`untrusted_constructs` when they are known.
+    """
+    lexed = lex(code)
+    tokens = [t for t in lexed.tokens() if t.end <= start]
+    out: list[str] = []
+    for name, _, _ in _attributes(lexed, 0, start):
+        if name not in ALLOWED_ATTRIBUTES:
+            out.append(f"@[{name}]")
+    seen_line = -1
+    for t in tokens:
+        line_begin = code.rfind("\n", 0, t.start) + 1
+        if line_begin == seen_line:
+            continue
+        seen_line = line_begin
+        if code[line_begin] in " \t" or t.text.startswith("@["):
+            continue
+        word = _HASH_WORD.match(t.text) or _WORD.match(t.text)
+        if t.text.startswith("«") or (word and word.group() not in PREFIX_STARTERS):
+            out.append(word.group() if word else t.text)
+    if tokens:
+        last = tokens[-1]
+        blocks = _attributes(lexed, 0, start)
+        if last.start >= code.rfind("\n", 0, start) + 1:
+            out.append(last.text)  # on the statement's own line
+        elif blocks and blocks[-1][2] == last.end:
+            out.append(code[blocks[-1][1] : blocks[-1][2]])
+        elif last.text in _GLUE:
+            out.append(last.text)
+    return tuple(dict.fromkeys(out))
+
+
+def _name_parts(name: str) -> tuple[str, ...]:
+    """``a.«b c».d`` → ``("a", "b c", "d")``, without a leading ``_root_``."""
+    parts, cur, esc = [], "", False
+    for ch in name.strip():
+        if ch == "«":
+            esc = True
+        elif ch == "»":
+            esc = False
+        elif ch == "." and not esc:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    parts.append(cur)
+    return tuple(parts[1:] if parts and parts[0] == "_root_" else parts)
+
+
+def _split_names(text: str) -> tuple[str, ...]:
+    """The names in the body of ``[a, b.c, «d, e»]``, split at commas outside ``«»``."""
+    out, cur, esc = [], "", False
+    for ch in text:
+        if ch == "«":
+            esc = True
+        elif ch == "»":
+            esc = False
+        if ch == "," and not esc:
+            out.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    out.append(cur)
+    return tuple(" ".join(n.split()) for n in out if n.strip())
+
+
+def parse_audit(text: str) -> tuple[str, tuple[str, ...]] | None:
+    """``(name, axioms)`` from one ``#print axioms`` message (``'t' depends on axioms: [propext, sorryAx]`` or
+    ``'t' does not depend on any axioms``); None when the message is neither, as a whole."""
+    m = _AUDIT.fullmatch(text.strip())
+    if not m:
+        return None
+    return m.group(1), () if m.group(2) is None else _split_names(m.group(2))
+
+
 def parse_axioms(text: str) -> tuple[str, ...] | None:
-    """Axioms named by ``#print axioms`` output (``'t' depends on axioms: [propext, sorryAx]`` or
-    ``'t' does not depend on any axioms``); None when the text is neither."""
-    m = _AXIOMS.search(text)
-    if m:
-        return tuple(a.strip() for a in m.group(1).split(",") if a.strip())
-    if _NO_AXIOMS.search(text):
-        return ()
-    return None
+    """Axioms named by ``#print axioms`` output; None when the text is not such output."""
+    audit = parse_audit(text)
+    return None if audit is None else audit[1]
+
+
+def audited_name_matches(printed: str, expected: str) -> bool:
+    """Whether ``#print axioms`` printed the statement's own declaration (a private one carries a prefix)."""
+    got, want = _name_parts(printed), _name_parts(expected)
+    if got == want:
+        return True
+    if got[:1] == ("_private",) and "0" in got:
+        return got[got.index("0") + 1 :] == want
+    return False
+
+
+def judge_audit(messages: tuple[ReplMessage, ...], name: str, allowed: frozenset[str]) -> tuple[Judgement, tuple[str, ...]]:
+    """Rule 6 over the audit command's messages: one ``#print axioms`` answer about ``name`` itself, with
+    only ``allowed`` axioms. Returns the judgement and the axioms listed.
+
+    Lean answers once per declaration the name resolves to. An answer about another declaration (``X.t``
+    when ``t`` also means ``X.t`` through an ``open``) is not the statement's and is not judged; when no
+    answer is about ``name`` itself (a namespace left open made ``t`` mean ``X.t`` only) nothing is valid.
+    """
+    answers = [a for m in messages if (a := parse_audit(m.data)) is not None]
+    if not answers:
+        return Judgement(Status.REJECTED, ("axioms unknown",)), ()
+    ours = [a for a in answers if audited_name_matches(a[0], name)]
+    if not ours:
+        printed = answers[0][0]
+        return Judgement(Status.REJECTED, (f"axiom audit of `{printed}`, not `{name}`",)), answers[0][1]
+    if len(ours) > 1:
+        return Judgement(Status.REJECTED, (f"axiom audit answered {len(ours)} times",)), ()
+    axioms = ours[0][1]
+    return judge_axioms(axioms, allowed), axioms
 
 
 def _error_reason(m: ReplMessage) -> str:
