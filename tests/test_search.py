@@ -324,3 +324,51 @@ def test_cli_search_reads_problems_and_prints_a_summary(tmp_path, capsys):
     assert "proved" in capsys.readouterr().out
     line = json.loads((tmp_path / "out" / "results.jsonl").read_text())
     assert line["status"] == "proved" and line["expansions"] == 2
+
+
+def _state(*conclusions: str, background: int = 0) -> "ProofState":
+    from proofrl.provers.base import Goal, ProofState
+
+    return ProofState(PLUS, (), tuple(Goal((), c) for c in conclusions), background)
+
+
+def test_mcts_backup_and_puct_follow_reap():
+    from proofrl.search.mcts import MCTS
+    from proofrl.search.tree import SearchTree
+
+    s = MCTS(None, ScriptedPolicy([]), mcts())  # type: ignore[arg-type]
+    tree = s.tree = SearchTree(PLUS, _state("A /\\ B"))
+    e = tree.add_child(tree.root, "split.", _state("A", "B"), prior=1.0)
+    and_node = tree.nodes[e.dst]
+    assert and_node.kind == "AND"
+    f1 = tree.add_child(and_node, "1: {", _state("A", background=1), kind="focus", prior=0.5, focus_index=1)
+    f2 = tree.add_child(and_node, "2: {", _state("B", background=1), kind="focus", prior=0.5, focus_index=2)
+    and_node.evaluations = tree.root.evaluations = 1
+    s.backup([e, f1], tree.nodes[f1.dst], -3.0)
+    assert (f1.visits, f1.value_sum) == (1, -3.0)  # a focus edge costs 0
+    assert (e.visits, e.value_sum) == (1, -4.0)  # the AND node passed the min (-3), the tactic edge cost 1
+    assert (tree.root.visits, tree.root.value_sum) == (1, -4.0)
+    g = 0.99
+    root_scores = s.edge_scores(tree.root)
+    assert root_scores[e.id]["Q"] == pytest.approx(g ** 3)  # γ^(−1 − v̄), v̄ = −4
+    and_scores = s.edge_scores(and_node)
+    assert and_scores[f1.id]["Q"] == pytest.approx(1 - g ** 2)
+    assert and_scores[f2.id]["Q"] == pytest.approx(1.0)  # the open, unvisited goal looks hardest
+    _, leaf = s.select()
+    assert leaf.id == f2.dst
+    # solved goals get Q = −∞ at an AND node; the AND node is solved once every focus child is
+    tree.nodes[f1.dst].solved = True
+    assert s.edge_scores(and_node)[f1.id]["Q"] == -float("inf")
+
+
+def test_progressive_sampling_re_expands_and_adds_priors(coq):
+    pol = ScriptedPolicy([("forall n", ["intros n.", "intro n."]), ("n + 0 = n", ["simpl."])])
+    cfg = mcts(max_steps=4, progressive_sampling_c=1.0, progressive_sampling_alpha=1.0)
+    r = search_one(PLUS, coq, pol, cfg)
+    root = r.tree.root
+    assert root.evaluations >= 2  # expanded again once evaluations <= c * N^alpha
+    import math
+
+    first = r.tree.edges[root.children[0]]
+    once = math.exp(-1 / 50) + math.exp(-2 / 50)  # intros n. and intro n. (same state) merged
+    assert first.prior_raw == pytest.approx(root.evaluations * once)
