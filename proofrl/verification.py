@@ -147,27 +147,36 @@ class Verifier:
 
     # -- through a server ---------------------------------------------------------------------------------
     def _via_server(self, items: Sequence[Item]) -> list[Verdict]:
-        out: list[Verdict] = []
-        for start in range(0, len(items), self.batch_size):
-            batch = items[start : start + self.batch_size]
-            snippets = [snippet_for(p, proof) for p, proof in batch]  # type: ignore[arg-type]
+        out: list[Verdict | None] = [None] * len(items)
+        # A server judges the first declaration of the text it is sent. A proof that brings its own (a whole
+        # Lean file) could put another theorem first: such an item is judged here, never sent.
+        snippets: dict[int, Snippet] = {}
+        for i, (problem, proof) in enumerate(items):
+            s = snippet_for(problem, proof)  # type: ignore[arg-type]
+            if why := statement_mismatch(problem, s):
+                out[i] = Verdict(Status.REJECTED, (why,), prover=self.backend)
+            else:
+                snippets[i] = s
+        order = list(snippets)
+        for start in range(0, len(order), self.batch_size):
+            batch = order[start : start + self.batch_size]
             body = {
-                "snippets": [{"id": str(i), "code": s.code} for i, s in enumerate(snippets)],
+                "snippets": [{"id": str(i), "code": snippets[i].code} for i in batch],
                 "timeout": math.ceil(self.timeout),
                 "backend": self.backend,  # proofrl picks its pool by it; kimina's models ignore unknown fields
             }
             results = self._post(body, len(batch))
             by_id = {r.get("id"): r for r in results if isinstance(r, Mapping)}
-            for i, s in enumerate(snippets):
+            for i in batch:
                 r = by_id.get(str(i))
                 if r is None:
-                    out.append(Verdict(Status.ERROR, ("the server returned no result for this item",), prover=self.backend))
+                    out[i] = Verdict(Status.ERROR, ("the server returned no result for this item",), prover=self.backend)
                     continue
                 try:
-                    out.append(verdict_from_result(r, s, self.backend, prefer_proofrl=self.prefer_proofrl))
+                    out[i] = verdict_from_result(r, snippets[i], self.backend, prefer_proofrl=self.prefer_proofrl)
                 except (KeyError, TypeError, ValueError) as e:  # one malformed result is that item's error
-                    out.append(Verdict(Status.ERROR, (f"unreadable server result: {type(e).__name__}: {e}",), prover=self.backend))
-        return out
+                    out[i] = Verdict(Status.ERROR, (f"unreadable server result: {type(e).__name__}: {e}",), prover=self.backend)
+        return out  # type: ignore[return-value]
 
     def _post(self, body: dict[str, Any], n: int) -> list[Any]:
         assert self._client is not None
@@ -200,6 +209,22 @@ class Verifier:
             return results
         raise ServerUnavailable(f"{self.server_url}/api/check failed {self.retries + 1} times; last: {why}",
                                 url=self.server_url or "", status=status)
+
+
+def statement_mismatch(problem: Problem, snippet: Snippet) -> str | None:
+    """``None`` when the server, cutting ``snippet`` as :func:`~proofrl.provers.snippets.make_job` does, would
+    judge the problem's own statement; else why not (``statement changed: ...``)."""
+    job = make_job(snippet.code, problem.backend)
+    if not hasattr(job, "theorem"):
+        return None  # the server answers with the same error verdict; nothing is judged valid
+    got, want = job.theorem.statement.split(), problem.formal_statement.split()
+    if problem.backend == "lean":  # the server's statement runs up to its `:=`; the problem's may go on with `by`
+        same = want[: len(got)] == got and all(t in ("by", "sorry") for t in want[len(got) :])
+    else:
+        same = got == want
+    if same:
+        return None
+    return f"statement changed: the text's first declaration is `{' '.join(got)[:120]}`, not the problem's statement"
 
 
 def verdict_from_result(result: Mapping[str, Any], snippet: Snippet, backend: str, *, prefer_proofrl: bool = True) -> Verdict:

@@ -234,3 +234,24 @@ def test_the_trainers_verifier_owns_and_closes_its_pool() -> None:
     assert ver.pool.pids()
     ver.close()
     assert ver.pool.pids() == []
+
+
+def test_a_proof_that_puts_another_theorem_first_is_not_sent_to_a_server() -> None:
+    """A server judges the first declaration of a snippet; a whole Lean file that starts with an easy theorem
+    would earn `valid` for it. The client refuses it before sending (nothing listens on this port)."""
+    with Verifier(server_url=f"http://127.0.0.1:{free_port()}", backend="lean", retries=0) as ver:
+        easy, helper_first = ver.verify([
+            (LEAN, "theorem easy : True := trivial"),
+            (LEAN, "theorem helper : 2 = 2 := rfl\ntheorem l : 1 = 1 := by rfl"),
+        ])
+    assert easy.status is Status.REJECTED and easy.reasons[0].startswith("statement changed")
+    assert helper_first.status is Status.REJECTED and "theorem helper" in helper_first.reasons[0]
+
+
+def test_the_problems_own_statement_passes_the_client_check() -> None:
+    from proofrl.verification import statement_mismatch
+
+    assert statement_mismatch(LEAN, snippet_for(LEAN, "rfl")) is None
+    assert statement_mismatch(LEAN, snippet_for(LEAN, "import Mathlib\ntheorem l : 1 = 1 := by rfl")) is None
+    assert statement_mismatch(ADD0, snippet_for(ADD0, "Proof. intros. Qed.")) is None
+    assert statement_mismatch(LEAN, snippet_for(LEAN, "theorem l : 1 = 2 := by rfl")).startswith("statement changed")

@@ -38,7 +38,7 @@ HEADER_FORBIDDEN = (
 toplevel; ``Extraction`` with a file name writes that file."""
 _CONTROL = re.compile(r"^\s*(?:#\[[^\]]*\]\s*|(?:Time|Instructions|Fail|Succeed|Local|Global|Timeout\s+\d+)\s+)")
 _COQ_STATEMENT = re.compile(r"(Theorem|Lemma|Fact|Remark|Corollary|Proposition|Example)\s+([A-Za-z_][\w']*)")
-_LEAN_DECL = re.compile(r"(?m)^\s*(?:@\[[^\]]*\]\s*)?(?:private\s+|protected\s+)?(theorem|lemma|example)\b")
+_LEAN_DECL = re.compile(r"(?m)^\s*((?:@\[[^\]]*\]\s*)?(?:private\s+|protected\s+)?(theorem|lemma|example))\b")
 
 
 @dataclass(frozen=True)
@@ -126,8 +126,8 @@ def lean_job(code: str) -> Job | Verdict:
     end = blanked.find(":=", m.end())
     if end < 0:
         return Verdict(Status.ERROR, ("the declaration has no `:=`",), prover="lean")
-    statement = code[m.start(1) : end + 2]
-    name = (statement.split()[1:2] or [""])[0] if m.group(1) != "example" else ""
+    statement = code[m.start(1) : end + 2]  # with its attribute and modifier: they are part of the statement
+    name = (code[m.end(2) : end].split()[:1] or [""])[0] if m.group(2) != "example" else ""
     header = "\n".join(split.header_lines)
     return Job(Theorem(name=name, statement=statement, header=header, backend="lean"), code)
 
