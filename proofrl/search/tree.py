@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..provers.base import ProofState, StepFailure, Theorem
-from ..provers.coq.rules import _is_structural, forbidden_reason
+from ..data.tactics import is_structural
+from ..provers.coq.rules import forbidden_reason
 
 Kind = Literal["OR", "AND"]
 
@@ -49,7 +50,7 @@ def refusal(tactic: str, backend: str = "coq") -> str | None:
     if not tactic.strip():
         return "forbidden: empty tactic"
     if backend == "coq":
-        if _is_structural(tactic.strip()) or re.fullmatch(r"\s*[-+*{}]+\s*\.?\s*", tactic):
+        if is_structural(tactic) or re.fullmatch(r"\s*(?:\[\s*\w+\s*\]\s*:\s*\{|all\s*:\s*\{|[-+*{}]+\s*\.?)\s*", tactic):
             return "forbidden: bullets and braces are managed by the search"
         if why := forbidden_reason(tactic.strip()):
             return why
