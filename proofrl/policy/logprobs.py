@@ -12,6 +12,7 @@ Llama would tolerate a uniform shift anyway; models with absolute positions woul
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -50,20 +51,94 @@ def _model_device(model: torch.nn.Module) -> torch.device:
     return next(model.parameters()).device
 
 
+CHUNK_BYTES = 1 << 28
+"""fp32 bytes of logits handled at once by :func:`token_logprobs` (256 MiB: 441 positions of a 152k vocabulary)"""
+
+
+def _chunk_rows(vocab: int, chunk_bytes: int) -> int:
+    return max(1, chunk_bytes // (4 * max(vocab, 1)))
+
+
+class _SelectedLogprobs(torch.autograd.Function):
+    """log softmax(z / τ)[y] for N positions, chunked over positions, never holding an (N, V) fp32 tensor.
+
+    Forward keeps only the per-position logsumexp (N floats) besides the logits it was given (which the graph
+    holds anyway); backward recomputes softmax chunk by chunk: ∂/∂z_j = (1[j = y] − p_j) / τ, written into a
+    gradient of the logits' own dtype.
+    """
+
+    @staticmethod
+    def forward(ctx: Any, logits: torch.Tensor, targets: torch.Tensor, temperature: float, chunk: int,
+                want_entropy: bool) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+        n = logits.shape[0]
+        lse = torch.empty(n, dtype=torch.float32, device=logits.device)
+        out = torch.empty(n, dtype=torch.float32, device=logits.device)
+        ent = torch.empty(n if want_entropy else 0, dtype=torch.float32, device=logits.device)
+        for s in range(0, n, chunk):
+            z = logits[s : s + chunk].float()
+            if temperature != 1.0:
+                z = z / temperature
+            lse_c = torch.logsumexp(z, dim=-1)
+            lse[s : s + chunk] = lse_c
+            out[s : s + chunk] = z.gather(-1, targets[s : s + chunk, None]).squeeze(-1) - lse_c
+            if want_entropy:  # H = logsumexp(z) − Σ_j p_j z_j
+                ent[s : s + chunk] = lse_c - (torch.softmax(z, dim=-1) * z).sum(-1)
+        ctx.save_for_backward(logits, targets, lse)
+        ctx.temperature, ctx.chunk = temperature, chunk
+        ctx.mark_non_differentiable(ent)
+        return out, ent
+
+    @staticmethod
+    def backward(ctx: Any, grad_out: torch.Tensor, _grad_ent: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        logits, targets, lse = ctx.saved_tensors
+        t, chunk = ctx.temperature, ctx.chunk
+        grad = torch.empty_like(logits)
+        for s in range(0, logits.shape[0], chunk):
+            z = logits[s : s + chunk].float()
+            if t != 1.0:
+                z = z / t
+            g = grad_out[s : s + chunk, None].float()
+            gz = torch.exp(z - lse[s : s + chunk, None]).mul_(-g)  # −g p
+            gz.scatter_add_(-1, targets[s : s + chunk, None], g)  # + g 1[j = y]
+            if t != 1.0:
+                gz.div_(t)
+            grad[s : s + chunk] = gz
+        return grad, None, None, None, None
+
+
+def token_logprobs(
+    logits: torch.Tensor, targets: torch.Tensor, *, temperature: float = 1.0, entropy: bool = False,
+    chunk_bytes: int = CHUNK_BYTES,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``(log softmax(z / τ)[y], H(softmax(z / τ)) or None)``: ``logits (..., V)`` of any float dtype,
+    ``targets (...)`` ``-> (...)`` float32 each.
+
+    Computed in fp32 over chunks of positions (:data:`CHUNK_BYTES` of fp32 logits at a time), so neither the
+    fp32 copy of the logits nor their log-softmax is ever materialised, in the forward or the backward pass.
+    Gradients flow to ``logits`` for the log-probs only; the entropy is a detached diagnostic.
+    """
+    shape = targets.shape
+    flat = logits.reshape(-1, logits.shape[-1])
+    lp, ent = _SelectedLogprobs.apply(flat, targets.reshape(-1), float(temperature),
+                                      _chunk_rows(logits.shape[-1], chunk_bytes), entropy)  # fmt: skip
+    return lp.view(shape), (ent.view(shape) if entropy else None)
+
+
 def _micro_batch_logprobs(
     model: torch.nn.Module,
     prompts: Sequence[Sequence[int]],
     responses: Sequence[Sequence[int]],
     pad_id: int,
     temperature: float,
-) -> tuple[torch.Tensor, torch.Tensor]:
+    entropy: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     device = _model_device(model)
     q_ids, q_mask = left_pad(prompts, pad_id, device)  # (b, P)
     o_ids, o_mask = right_pad(responses, pad_id, device)  # (b, T)
     T = o_ids.shape[1]
     if T == 0:
         empty = torch.zeros((len(prompts), 0), device=device)
-        return empty, empty
+        return empty, empty, (empty if entropy else None)
     input_ids = torch.cat([q_ids, o_ids], dim=1)  # (b, P+T)
     attention_mask = torch.cat([q_mask, o_mask], dim=1)  # (b, P+T)
     out = model(
@@ -73,12 +148,12 @@ def _micro_batch_logprobs(
         logits_to_keep=T + 1,  # columns P-1 … P+T-1; the last predicts past the response and is dropped
         use_cache=False,
     )
-    logits = out.logits[:, :-1].float()  # (b, T, V)
-    if temperature != 1.0:
-        logits = logits / temperature
-    logps = torch.log_softmax(logits, dim=-1).gather(-1, o_ids.unsqueeze(-1)).squeeze(-1)  # (b, T)
-    mask = o_mask.to(logps.dtype)
-    return logps * mask, mask
+    # The logits stay (b, T+1, V) in the model's dtype, contiguous; the last column's target is a dummy pad
+    # whose log-prob is cut off below (cheaper than copying a (b, T, V) slice).
+    targets = torch.cat([o_ids, o_ids.new_full((len(prompts), 1), pad_id)], dim=1)  # (b, T+1)
+    lp, ent = token_logprobs(out.logits, targets, temperature=temperature, entropy=entropy)
+    mask = o_mask.to(torch.float32)
+    return lp[:, :T] * mask, mask, (ent[:, :T] * mask if ent is not None else None)
 
 
 def response_logprobs(
@@ -89,13 +164,17 @@ def response_logprobs(
     pad_id: int,
     micro_batch: int = 16,
     temperature: float = 1.0,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(logps, mask)``, both (B, T) float32, T = the longest response.
+    entropy: bool = False,
+) -> Any:
+    """``(logps, mask)``, both (B, T) float32, T = the longest response; ``(logps, mask, entropy)`` with
+    ``entropy=True``.
 
     ``logps[i, t] = log softmax(z / τ)[o_{i,t}]`` where z are the logits after ``q_i, o_{i,<t}``; padding has
     logp 0 and mask 0. τ = ``temperature`` (1 = the model's own distribution; pass the sampling temperature
-    to score the tempered one, as verl does). Gradients flow to the model when ``torch.is_grad_enabled()``;
-    the model's train/eval mode is the caller's (dropout is on in train mode).
+    to score the tempered one, as verl does). ``entropy[i, t]`` = H(softmax(z / τ)) at that position, detached.
+    Gradients flow to the model when ``torch.is_grad_enabled()``; the model's train/eval mode and any autocast
+    are the caller's (dropout is on in train mode). Rows go through the model ``micro_batch`` at a time; the
+    vocabulary-sized tensors are only ever the model's own logits (:func:`token_logprobs`).
     """
     if len(prompt_ids) != len(response_ids):
         raise ValueError(f"{len(prompt_ids)} prompts but {len(response_ids)} responses")
@@ -107,10 +186,17 @@ def response_logprobs(
     device = _model_device(model)
     parts: list[torch.Tensor] = []
     masks: list[torch.Tensor] = []
+    ents: list[torch.Tensor] = []
     for s in range(0, B, micro_batch):
-        lp, m = _micro_batch_logprobs(model, prompt_ids[s : s + micro_batch], response_ids[s : s + micro_batch], pad_id, temperature)
+        lp, m, e = _micro_batch_logprobs(model, prompt_ids[s : s + micro_batch], response_ids[s : s + micro_batch],
+                                         pad_id, temperature, entropy)  # fmt: skip
         parts.append(F.pad(lp, (0, T - lp.shape[1])))  # (b, T)
         masks.append(F.pad(m, (0, T - m.shape[1])))
+        if e is not None:
+            ents.append(F.pad(e, (0, T - e.shape[1])))
     if not parts:
-        return torch.zeros((0, 0), device=device), torch.zeros((0, 0), device=device)
+        empty = torch.zeros((0, 0), device=device)
+        return (empty, empty, empty) if entropy else (empty, empty)
+    if entropy:
+        return torch.cat(parts), torch.cat(masks), torch.cat(ents)
     return torch.cat(parts), torch.cat(masks)

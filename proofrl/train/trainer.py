@@ -9,8 +9,12 @@ One step, as in DeepSeek-Prover-V1.5-RL, "Rewarding the Unlikely" (arXiv:2506.02
    dropped before shaping (the paper's buffer rule);
 4. π_old log-probs are recomputed exactly right before the update (the official code does the same);
    the unlikeliness reward reranks correct samples by their mean token log-prob;
-5. group advantages (GRPO or Dr.GRPO), then K PPO-clip epochs with KL to a frozen reference
-   (:func:`proofrl.train.grpo.ppo_update`, the same code the toy experiment runs).
+5. group advantages (GRPO or Dr.GRPO), then K PPO epochs with KL to a frozen reference
+   (:func:`proofrl.train.grpo.grpo_step`, the same step the toy experiment runs), ``micro_batch`` rows per
+   forward and backward pass, log-probs at the rollout temperature.
+
+Precision: trainable weights and AdamW state are fp32 (master weights); with ``model.dtype`` bfloat16 (or
+``auto`` on bf16 weights) every forward pass runs under bf16 autocast. float16 is refused.
 
 Everything is logged to ``out/metrics.jsonl`` and TensorBoard (``out/tb``); checkpoints hold the weights,
 the optimiser, the RNG states, the problem sampler and the buffer, so a killed run resumes exactly.
@@ -18,7 +22,9 @@ the optimiser, the RNG states, the problem sampler and the buffer, so a killed r
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import dataclasses
 import json
 import logging
 import random
@@ -32,6 +38,7 @@ from typing import Any
 import torch
 
 from ..data.problems import Problem
+from ..errors import ConfigError
 from ..policy.generation import SamplingParams, encode_prompts
 from ..policy.logprobs import response_logprobs
 from ..policy.prompts import PromptFormat, get_format, render_messages
@@ -39,7 +46,7 @@ from ..rewards.compose import RewardConfig, base_rewards, reward_config_from_dic
 from ..verification import Verifier
 from ..rollout import Group, PromptItem, RolloutTimings, first_turn, sample_and_verify
 from .config import TrainConfig, save_config
-from .grpo import ADV_ESTIMATORS, GroupBuffer, RolloutBatch, UpdateStats, ppo_update
+from .grpo import ADV_ESTIMATORS, GroupBuffer, PPOConfig, grpo_step
 
 log = logging.getLogger(__name__)
 
@@ -124,24 +131,66 @@ class Trainer:
 
             self.cache = ec.CorrectionCache(ecfg.cache_size, ecfg.rate, seed=cfg.seed)
         self.step = 0
+        self.ppo: PPOConfig = ppo_config(cfg)
         params = [p for p in model.parameters() if p.requires_grad]
         if not params:
             raise ValueError("the model has no trainable parameters")
+        self.compute_dtype = compute_dtype(cfg.model.dtype, model)
+        # π_ref is copied before the trainable weights become fp32 masters: it keeps the loaded dtype.
+        self.ref_model = self._reference() if self.ppo.kl_coef > 0 else None
+        if self.compute_dtype == torch.float32:
+            model.to(torch.float32)
+        for p in params:  # fp32 master weights (and so fp32 AdamW state); the forward runs under autocast
+            if p.dtype != torch.float32:
+                p.data = p.data.float()
+        if cfg.model.gradient_checkpointing:
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         self.optimizer = torch.optim.AdamW(params, lr=cfg.optim.lr, weight_decay=cfg.optim.weight_decay,
                                            betas=tuple(cfg.optim.betas))  # fmt: skip
-        self.ref_model = self._reference() if cfg.algorithm.ppo.kl_coef > 0 else None
         self._writer = None
 
     # ------------------------------------------------------------------------------------------ set-up
 
     def _reference(self) -> Any:
-        """The frozen π_ref: the adapter switched off for LoRA models, else a copy of the starting weights."""
+        """The frozen π_ref: the adapter switched off for LoRA models, else a copy of the starting weights in
+        the loaded dtype, on the policy's device (``model.ref_device: same``) or kept in CPU memory and brought to
+        the policy's device only for its forward pass (``cpu``)."""
         if hasattr(self.model, "disable_adapter"):
             return "adapter-off"
         ref = copy.deepcopy(self.model).eval()
         for p in ref.parameters():
             p.requires_grad_(False)
+        if self.cfg.model.ref_device == "cpu":
+            ref.to("cpu")
         return ref
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    def autocast(self) -> Any:
+        """The forward passes' precision: bf16 autocast over fp32 master weights, or nothing for fp32."""
+        if self.compute_dtype == torch.float32:
+            return contextlib.nullcontext()
+        return torch.autocast(device_type=self.device.type, dtype=self.compute_dtype)
+
+    @contextlib.contextmanager
+    def _checkpointing(self) -> Any:
+        """Gradient checkpointing acts only on decoder layers in training mode (transformers' rule): switch just
+        those layers' flags, so their submodules stay in eval mode (no dropout: ρ = 1 at the first epoch)."""
+        try:
+            from transformers.modeling_layers import GradientCheckpointingLayer
+        except ImportError:  # pragma: no cover - older transformers
+            GradientCheckpointingLayer = torch.nn.Module  # noqa: N806
+        layers = [m for m in self.model.modules()
+                  if isinstance(m, GradientCheckpointingLayer) and getattr(m, "gradient_checkpointing", False)]  # fmt: skip
+        for m in layers:
+            m.training = True
+        try:
+            yield
+        finally:
+            for m in layers:
+                m.training = False
 
     @property
     def writer(self) -> Any:
@@ -172,8 +221,9 @@ class Trainer:
         r = self.cfg.rollout
         params = self._sampling(r.group_size, r.temperature, r.top_p, r.max_tokens, self.cfg.seed * 1_000_003 + self.step)
         self.model.eval()
-        groups, timings = sample_and_verify(self.generator, self._prompt_items(), params, self.fmt, self.verifier,
-                                            chunk_prompts=r.chunk_prompts)  # fmt: skip
+        with self.autocast():
+            groups, timings = sample_and_verify(self.generator, self._prompt_items(), params, self.fmt, self.verifier,
+                                                chunk_prompts=r.chunk_prompts)  # fmt: skip
         for g in groups:
             texts = [c.text for c in g.completions]
             g.rewards = base_rewards(texts, [g.item.problem] * len(texts), g.verdicts, self.reward_cfg, g.proofs)
@@ -211,28 +261,49 @@ class Trainer:
         encoded = encode_prompts(self.tokenizer, [g.item.prompt for g in groups])
         return [p for g, p in zip(groups, encoded, strict=True) for _ in g.completions]
 
-    def _logps(self, model: Any, prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]], width: int) -> torch.Tensor:
-        lp, _ = response_logprobs(model, prompts, responses, pad_id=self.tokenizer.pad_token_id,
-                                  micro_batch=self.cfg.micro_batch)  # fmt: skip
-        return pad_rows(lp, width)
+    def _logps(self, model: Any, prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]], width: int,
+               *, entropy: bool = False) -> Any:
+        """Per-token log-probs (B, width) at the rollout temperature, ``micro_batch`` rows per forward pass, in the
+        compute precision; with ``entropy`` also the per-token entropies (B, width)."""
+        with self.autocast():
+            out = response_logprobs(model, prompts, responses, pad_id=self.tokenizer.pad_token_id,
+                                    micro_batch=self.cfg.micro_batch, temperature=self.cfg.rollout.temperature,
+                                    entropy=entropy)  # fmt: skip
+        if entropy:
+            return pad_rows(out[0], width), pad_rows(out[2], width)
+        return pad_rows(out[0], width)
+
+    def _ref_logps(self, prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]], width: int) -> torch.Tensor | None:
+        if self.ref_model is None:
+            return None
+        if self.ref_model == "adapter-off":
+            with self.model.disable_adapter():
+                return self._logps(self.model, prompts, responses, width)
+        home = next(self.ref_model.parameters()).device
+        if home == self.device:
+            return self._logps(self.ref_model, prompts, responses, width)
+        self.ref_model.to(self.device)  # model.ref_device: cpu — on the policy's device for this pass only
+        try:
+            return self._logps(self.ref_model, prompts, responses, width).to(self.device)
+        finally:
+            self.ref_model.to(home)
 
     def update(self, groups: Sequence[Group]) -> dict[str, float]:
-        """Shape rewards, compute advantages and run K PPO epochs on these groups."""
+        """Shape rewards, compute advantages and run K PPO epochs on these groups (:func:`~.grpo.grpo_step`).
+
+        π_old, π_ref and π_θ log-probs are all taken at the rollout temperature; every forward and backward
+        pass holds ``micro_batch`` rows; H of ``seq-mean-token-sum-norm`` is ``algorithm.ppo.horizon`` or else
+        the rollout's ``max_tokens``, whatever the lengths in this update."""
         prompts = self._encode_prompts(groups)
         responses: list[Sequence[int]] = [c.token_ids for g in groups for c in g.completions]
         width = max(1, max(len(r) for r in responses))
-        lengths = torch.tensor([len(r) for r in responses])
-        mask = (torch.arange(width)[None, :] < lengths[:, None]).float()
+        dev = self.device
+        lengths = torch.tensor([len(r) for r in responses], device=dev)
+        mask = (torch.arange(width, device=dev)[None, :] < lengths[:, None]).float()
         self.model.eval()  # no dropout: π_old and π_θ must agree at the first epoch (ρ = 1)
         with torch.no_grad():
-            old = self._logps(self.model, prompts, responses, width)
-            mask = mask.to(old.device)
-            ref = None
-            if self.ref_model == "adapter-off":
-                with self.model.disable_adapter():
-                    ref = self._logps(self.model, prompts, responses, width)
-            elif self.ref_model is not None:
-                ref = self._logps(self.ref_model, prompts, responses, width)
+            old, entropy = self._logps(self.model, prompts, responses, width, entropy=True)
+            ref = self._ref_logps(prompts, responses, width)
         shaped, gids, start = [], [], 0
         for gi, g in enumerate(groups):
             n = len(g.completions)
@@ -241,20 +312,22 @@ class Trainer:
             gids += [gi] * n
             start += n
         rewards = torch.cat(shaped)
-        adv = self.adv_fn(rewards, torch.tensor(gids, device=rewards.device))
-        batch = RolloutBatch(old_logps=old, advantages=adv, mask=mask, ref_logps=ref)
 
         def logp_fn(rows: torch.Tensor) -> torch.Tensor:
             idx = rows.tolist()
             return self._logps(self.model, [prompts[i] for i in idx], [responses[i] for i in idx], width)
 
-        stats: UpdateStats = ppo_update(logp_fn, batch, self.optimizer, self.cfg.algorithm.ppo,
-                                        generator=torch.Generator().manual_seed(self.cfg.seed + self.step))  # fmt: skip
+        with self._checkpointing():
+            step = grpo_step(logp_fn, rewards, torch.tensor(gids, device=rewards.device), old, mask, self.optimizer,
+                             self.ppo, advantage=self.cfg.algorithm.advantage, ref_logps=ref,
+                             micro_batch_rows=self.cfg.micro_batch,
+                             generator=torch.Generator().manual_seed(self.cfg.seed + self.step))  # fmt: skip
         if self.sync_weights is not None:
             self.sync_weights(self.model)
         raw = [r for g in groups for r in g.rewards]
-        return {**stats.to_json(), "update/rows": float(len(responses)), "reward/update_raw_mean": sum(raw) / len(raw),
-                "reward/update_shaped_mean": float(rewards.mean())}  # fmt: skip
+        ent = float((entropy * mask).sum() / mask.sum().clamp(min=1))
+        return {**step.stats.to_json(), "update/rows": float(len(responses)), "reward/update_raw_mean": sum(raw) / len(raw),
+                "reward/update_shaped_mean": float(rewards.mean()), "policy/entropy": ent}  # fmt: skip
 
     # -------------------------------------------------------------------------------------------- loop
 
@@ -308,7 +381,8 @@ class Trainer:
             self.step += 1
             every = self.cfg.eval.every
             if self.eval_fn is not None and ((every and self.step % every == 0) or self.step == self.cfg.steps):
-                metrics.update(self.eval_fn(self, self.step))
+                with self.autocast():
+                    metrics.update(self.eval_fn(self, self.step))
             self.log(self.step, metrics)
             records.append(StepRecord(self.step, metrics))
             if progress:
@@ -339,9 +413,10 @@ class Trainer:
             "step": self.step,
             "optimizer": self.optimizer.state_dict(),
             "sampler": self.sampler.state_dict(),
-            "buffer": (self.buffer._items, self.buffer.num_samples),  # noqa: SLF001
+            "buffer": self.buffer.state_dict(),
             "cache": self.cache.state_dict() if self.cache is not None else None,
-            "rng": {"torch": torch.get_rng_state(), "random": random.getstate()},
+            "rng": {"torch": torch.get_rng_state(), "random": random.getstate(),
+                    "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None},
             "ref": self.ref_model.state_dict() if isinstance(self.ref_model, torch.nn.Module) else None,
         }
         torch.save(state, tmp / "trainer_state.pt")
@@ -362,10 +437,12 @@ class Trainer:
         self.step = state["step"]
         self.optimizer.load_state_dict(state["optimizer"])
         self.sampler.load_state_dict(state["sampler"])
-        self.buffer._items, self.buffer.num_samples = state["buffer"]  # noqa: SLF001
+        self.buffer.load_state_dict(state["buffer"])
         if self.cache is not None and state["cache"] is not None:
             self.cache.load_state_dict(state["cache"])
         torch.set_rng_state(state["rng"]["torch"])
+        if state["rng"].get("cuda") is not None and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(state["rng"]["cuda"])
         random.setstate(state["rng"]["random"])
         if isinstance(self.ref_model, torch.nn.Module) and state["ref"] is not None:
             self.ref_model.load_state_dict(state["ref"])
@@ -374,6 +451,35 @@ class Trainer:
             self.sync_weights(self.model)
         log.info("resumed from %s (step %d)", ckpt, self.step)
         return self.step
+
+
+def ppo_config(cfg: TrainConfig) -> PPOConfig:
+    """``algorithm.ppo`` as :func:`~.grpo.grpo_step` takes it, with H (``horizon``) = the rollout's ``max_tokens``
+    when unset: Dr.GRPO's divisor must not depend on which responses share an update."""
+    section = cfg.algorithm.ppo
+    horizon = section.horizon if section.horizon is not None else cfg.rollout.max_tokens
+    if isinstance(section, PPOConfig):
+        return dataclasses.replace(section, horizon=horizon)
+    if hasattr(section, "to_ppo_config"):
+        return section.to_ppo_config(horizon=horizon)
+    names = {f.name for f in dataclasses.fields(PPOConfig)}
+    return PPOConfig(**{k: getattr(section, k) for k in names if hasattr(section, k)} | {"horizon": horizon})
+
+
+def compute_dtype(setting: str, model: Any) -> torch.dtype:
+    """The dtype the forward passes compute in, from ``model.dtype``: ``bfloat16`` (or ``auto`` with bf16
+    weights, as :func:`~proofrl.policy.model.load_policy` loads on CUDA) runs under bf16 autocast over fp32
+    master weights; ``float32`` (or ``auto`` otherwise) in fp32. ``float16`` is refused: fp16 training needs
+    loss scaling, which this trainer does not do."""
+    weights = {p.dtype for p in model.parameters() if p.is_floating_point()}
+    if setting == "float16" or (setting == "auto" and torch.float16 in weights):
+        raise ConfigError("model.dtype: float16 cannot be trained here (it needs loss scaling); use bfloat16 "
+                          "(fp32 master weights, bf16 compute) or float32")  # fmt: skip
+    if setting == "bfloat16" or (setting == "auto" and torch.bfloat16 in weights):
+        return torch.bfloat16
+    if setting not in ("auto", "float32"):
+        raise ConfigError(f"model.dtype: {setting!r}; valid: auto, bfloat16, float32")
+    return torch.float32
 
 
 def load_weights(model: Any, ckpt: Path) -> None:
