@@ -180,11 +180,28 @@ def test_wrong_key_and_unreachable_server_raise(served) -> None:
 
 @requires_coq
 def test_busy_server_is_retried_then_reported() -> None:
-    """A batch larger than the server admits keeps getting 429; batches it admits go through."""
+    """A server with no room keeps answering 429: retried, then reported. A batch larger than the server could
+    ever admit is refused at once (413, not retried). Batches it admits go through."""
+    import threading
+
+    import httpx
+
+    from test_server import LOOPING
+
     with InProcess(workers=1, max_inflight=1) as srv:
         with Verifier(server_url=srv.url, batch_size=2, retries=1) as ver, pytest.raises(ServerUnavailable) as e:
             ver.verify(ITEMS[:2])
-        assert e.value.status == 429
+        assert e.value.status == 413 and "max_inflight" in str(e.value)
+        hold = threading.Thread(target=lambda: httpx.post(srv.url + "/api/check", json={"snippets": [{"id": "x", "code": LOOPING}], "timeout": 4}, timeout=30))
+        hold.start()
+        deadline = time.monotonic() + 10
+        while "proofrl_inflight_items 1" not in httpx.get(srv.url + "/metrics").text.splitlines():
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        with Verifier(server_url=srv.url, batch_size=1, retries=1) as ver, pytest.raises(ServerUnavailable) as e:
+            ver.verify(ITEMS[:1])
+        assert e.value.status == 429 and "failed 2 times" in str(e.value)
+        hold.join(30)
         with Verifier(server_url=srv.url, batch_size=1) as ver:
             assert [v.status for v in ver.verify(ITEMS[:2])] == EXPECTED[:2]
 
