@@ -130,3 +130,48 @@ def test_padding_helpers():
     assert position_ids(mask).tolist() == [[0, 1, 2], [0, 0, 0]]
     ids, mask = right_pad([[7, 8, 9], [5]], pad_id=0)
     assert ids.tolist() == [[7, 8, 9], [5, 0, 0]] and mask.tolist() == [[1, 1, 1], [1, 0, 0]]
+
+
+# ---------------------------------------------------------------------------------- the chunked kernel
+
+
+@pytest.mark.parametrize("temperature", [1.0, 0.7])
+def test_token_logprobs_value_gradient_and_entropy_match_log_softmax(temperature):
+    from proofrl.policy.logprobs import token_logprobs
+
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(3, 5, 11, generator=g, dtype=torch.float64, requires_grad=True)
+    targets = torch.randint(0, 11, (3, 5), generator=g)
+    weights = torch.randn(3, 5, generator=g, dtype=torch.float64)
+    # 3 positions per chunk: 15 positions in 5 chunks
+    lp, ent = token_logprobs(logits, targets, temperature=temperature, entropy=True, chunk_bytes=4 * 11 * 3)
+    (lp * weights).sum().backward()
+    got = logits.grad.clone()
+    logits.grad = None
+    lsm = torch.log_softmax(logits / temperature, -1)
+    ref = lsm.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+    (ref * weights).sum().backward()
+    assert torch.allclose(lp.double(), ref, atol=1e-6)
+    assert torch.allclose(got, logits.grad, atol=1e-6)
+    assert torch.allclose(ent.double(), -(lsm.exp() * lsm).sum(-1).detach(), atol=1e-5)
+    assert not ent.requires_grad and lp.dtype == torch.float32
+
+
+def test_no_fp32_vocabulary_sized_tensor_is_kept_for_backward(policy):
+    """With bf16 logits, what autograd keeps from the log-prob step is the model's own bf16 logits (and
+    per-position floats), never an fp32 (B, T, V) log-softmax."""
+    model, tok = policy
+    q, o = batch(tok)
+    vocab = model.config.vocab_size
+    saved = []
+
+    def pack(t):
+        saved.append((t.dtype, tuple(t.shape)))
+        return t
+
+    with torch.autocast("cpu", dtype=torch.bfloat16), torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        logps, mask = response_logprobs(model, q, o, pad_id=tok.pad_token_id)
+    (logps * mask).sum().backward()
+    model.zero_grad(set_to_none=True)
+    wide = [s for s in saved if s[1] and s[1][-1] == vocab]
+    assert wide and all(dtype == torch.bfloat16 for dtype, _ in wide), wide

@@ -147,3 +147,24 @@ def test_error_correction_turn_feeds_failures_back(tmp_path, taught, verifier):
     first_prompt = get_format("coq").prompt(item.problem, tr.tokenizer)
     assert item.prompt.startswith(first_prompt) and len(item.prompt) > len(first_prompt)
     assert "Error" in item.prompt[len(first_prompt) :]
+
+
+def test_resume_with_a_non_empty_buffer_equals_an_uninterrupted_run(tmp_path, taught, verifier):
+    """A run stopped after step 1 with samples waiting in the buffer (``buffer_samples`` > 0), then resumed by a
+    fresh trainer from its checkpoint, ends with the weights and metrics of a run that was never stopped."""
+    over = [*SMALL, "algorithm.buffer_samples=8"]  # about one informative group of 6 a step: step 1 only buffers
+    full = _trainer(load_recipe("demo", [*over, "steps=3", f"out={tmp_path / 'full'}"]), taught, verifier)
+    whole = {r.step: r.metrics for r in full.fit()}
+    assert any(m.get("loss/steps", 0) > 0 for m in whole.values()), "no update ran: the test would prove nothing"
+    first = _trainer(load_recipe("demo", [*over, "steps=1", f"out={tmp_path / 'cut'}"]), taught, verifier)
+    first.fit()
+    state = torch.load(tmp_path / "cut" / "checkpoints" / "step_000001" / "trainer_state.pt", weights_only=False)
+    assert state["buffer"]["num_samples"] > 0 and state["buffer"]["items"]
+    resumed = _trainer(load_recipe("demo", [*over, "steps=3", f"out={tmp_path / 'cut'}"]), taught, verifier)
+    rest = {r.step: r.metrics for r in resumed.fit()}
+    assert sorted(rest) == [2, 3]
+    for step, m in rest.items():
+        untimed = lambda d: {k: v for k, v in d.items() if not k.startswith(("time/", "gen/tokens_per_s"))}  # noqa: E731
+        assert untimed(m) == untimed(whole[step]), step
+    for (name, x), (_, y) in zip(full.model.state_dict().items(), resumed.model.state_dict().items(), strict=True):
+        torch.testing.assert_close(x, y, rtol=0, atol=0, msg=name)
