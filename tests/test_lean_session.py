@@ -192,3 +192,20 @@ def test_sorry_warning_alone_rejects_in_both_spellings(spelling) -> None:
     d["messages"][0]["data"] = spelling
     j = judge_command(parse_response(d))
     assert (j.status, j.reasons) == (Status.REJECTED, ("sorry",))
+
+
+def test_a_response_over_the_cap_kills_the_session_instead_of_growing_without_bound(monkeypatch, tmp_path):
+    """Read with the end marker and a cap: a flood is OutputTooLarge and the process is gone."""
+    import sys
+
+    from proofrl.errors import OutputTooLarge
+    from proofrl.provers.lean import session as lean_session
+    from proofrl.provers.lean.config import LeanConfig
+
+    monkeypatch.setattr(lean_session, "MAX_RESPONSE_BYTES", 1 << 16)
+    flood = tmp_path / "flood.py"  # a REPL stand-in that answers one request with 1 MiB and no blank line
+    flood.write_text("import sys, time\nsys.stdin.readline()\nsys.stdout.write('x' * (1 << 20))\nsys.stdout.flush()\ntime.sleep(30)\n")
+    s = LeanSession(LeanConfig(command=(sys.executable, str(flood)), memory_mb=None))
+    with pytest.raises(OutputTooLarge):
+        s.send({"cmd": "x"}, timeout=20)
+    assert not s.alive

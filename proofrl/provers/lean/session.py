@@ -22,7 +22,7 @@ import json
 import os
 from typing import Any
 
-from ...errors import ProtocolError, ProverCrashed, ProverTimeout
+from ...errors import OutputTooLarge, ProtocolError, ProverCrashed, ProverTimeout
 from ..process import ProverProcess
 from .config import LeanConfig
 from .models import CommandResponse, ProofStepResponse, ReplError, Response, parse_response
@@ -30,9 +30,9 @@ from .models import CommandResponse, ProofStepResponse, ReplError, Response, par
 _ids = itertools.count(1)
 
 
-def _frame_end(buf: bytes) -> int:
-    i = buf.find(b"\n\n")
-    return -1 if i < 0 else i + 2
+FRAME_END = b"\n\n"  # a response is JSON followed by a blank line
+MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+"""the most of one response kept (infotrees on Mathlib proofs run to megabytes); past it the process is killed"""
 
 
 def encode_request(request: dict[str, Any]) -> bytes:
@@ -94,8 +94,8 @@ class LeanSession:
         self.requests += 1
         try:
             self._proc.write(encode_request(request))
-            raw = self._proc.read_until(_frame_end, timeout, command=text)
-        except ProverTimeout:
+            raw = self._proc.read_until(FRAME_END, timeout, command=text, max_bytes=MAX_RESPONSE_BYTES)
+        except (ProverTimeout, OutputTooLarge):  # read in linear time; a flood is the proof's, and ends it
             self.kill()
             raise
         except ProverCrashed:
