@@ -233,3 +233,22 @@ def test_entropy_is_logged_and_large_for_an_untrained_model(tiny, tmp_path):
     tr = make_trainer(tiny, tmp_path, perturb=0.0)
     m = tr.update(make_groups(tr.tokenizer))
     assert 0 < m["policy/entropy"] <= math.log(len(tr.tokenizer)) + 1e-4
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("ref_device", ["same", "cpu"])
+def test_update_on_cuda_in_bf16(tiny, tmp_path, ref_device):
+    cfg = load_recipe("demo", [*BASE, "model.dtype=auto", f"model.ref_device={ref_device}", "optim.lr=1e-6",
+                               f"out={tmp_path}"])  # fmt: skip
+    model, tok = load_policy(tiny, device="cuda")  # auto: bf16 weights on CUDA
+    tr = Trainer(cfg, model, tok, None, None, problems())
+    assert tr.compute_dtype == torch.bfloat16
+    assert next(tr.ref_model.parameters()).device.type == ("cpu" if ref_device == "cpu" else "cuda")
+    params = [p for p in tr.model.parameters() if p.requires_grad]
+    before = [p.detach().clone() for p in params]
+    m = tr.update(make_groups(tok))
+    assert m["loss/steps"] == 1 and m["loss/nonfinite"] == 0 and m["policy/entropy"] > 0
+    assert all(p.dtype == torch.float32 and p.device.type == "cuda" for p in params)
+    assert sum(int((p != b).sum()) for p, b in zip(params, before)) > 0.9 * sum(p.numel() for p in params)
+    if ref_device == "cpu":
+        assert next(tr.ref_model.parameters()).device.type == "cpu"  # back in CPU memory after its pass
