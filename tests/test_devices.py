@@ -73,6 +73,7 @@ def test_update_loop_on_cuda_tensors_up_to_the_first_backward(fake_cuda, minibat
     assert seen == [CUDA]
 
 
+@pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_update_on_cuda():
     from proofrl.train.grpo import grpo_step

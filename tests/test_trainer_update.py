@@ -235,6 +235,7 @@ def test_entropy_is_logged_and_large_for_an_untrained_model(tiny, tmp_path):
     assert 0 < m["policy/entropy"] <= math.log(len(tr.tokenizer)) + 1e-4
 
 
+@pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 @pytest.mark.parametrize("ref_device", ["same", "cpu"])
 def test_update_on_cuda_in_bf16(tiny, tmp_path, ref_device):

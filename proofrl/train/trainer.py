@@ -437,7 +437,10 @@ class Trainer:
         self.step = state["step"]
         self.optimizer.load_state_dict(state["optimizer"])
         self.sampler.load_state_dict(state["sampler"])
-        self.buffer.load_state_dict(state["buffer"])
+        buffer = state["buffer"]
+        if isinstance(buffer, tuple):  # checkpoints written before GroupBuffer.state_dict: (items, num_samples)
+            buffer = {"items": buffer[0], "num_samples": buffer[1]}
+        self.buffer.load_state_dict(buffer)
         if self.cache is not None and state["cache"] is not None:
             self.cache.load_state_dict(state["cache"])
         torch.set_rng_state(state["rng"]["torch"])
