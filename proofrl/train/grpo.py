@@ -30,38 +30,9 @@ from typing import Any, Generic, NamedTuple, TypeVar
 
 import torch
 
-F = TypeVar("F", bound=Callable[..., Any])
+from ..registry import Registry
+
 T = TypeVar("T")
-
-
-class Registry(Generic[F]):
-    """Functions registered by name. An unknown name lists the valid ones; a second registration raises."""
-
-    def __init__(self, kind: str) -> None:
-        self.kind = kind
-        self._fns: dict[str, F] = {}
-
-    def register(self, *names: str) -> Callable[[F], F]:
-        def deco(fn: F) -> F:
-            for name in names:
-                if name in self._fns:
-                    raise ValueError(f"{self.kind} {name!r} is already registered (by {self._fns[name].__name__})")
-                self._fns[name] = fn
-            return fn
-
-        return deco
-
-    def get(self, name: str) -> F:
-        try:
-            return self._fns[name]
-        except KeyError:
-            raise ValueError(f"unknown {self.kind} {name!r}; valid choices: {sorted(self._fns)}") from None
-
-    def names(self) -> list[str]:
-        return sorted(self._fns)
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._fns
 
 
 ADV_ESTIMATORS: Registry[Callable[..., torch.Tensor]] = Registry("advantage estimator")
