@@ -355,6 +355,47 @@ def eval_(
     console.print(f"report: {out / 'report.md'}")
 
 
+@app.command()
+def search(
+    problems: str = typer.Argument(..., help="JSONL problems (miniF2F-style), or coq-stdlib:held-out / coq-stdlib:train"),
+    algorithm: str = typer.Option("mcts", help="mcts (reap's AND-OR MCTS) or best-first, or a recipe name"),
+    policy: str = typer.Option(..., help="tactic policy: hf:DIR, vllm:DIR, openai:URL or openai-chat:URL"),
+    model: str = typer.Option(None, help="model name sent to an OpenAI-compatible endpoint"),
+    out: Path = typer.Option(Path("runs/search"), "--out", "-o"),
+    recipe: str = typer.Option(None, help="defaults: reap, bfs-prover, reprover (or a YAML file)"),
+    workers: int = typer.Option(1, "--workers", "-k", help="prover processes (theorems searched at once)"),
+    expansions: int = typer.Option(None, help="best-first: expansions per theorem"),
+    max_steps: int = typer.Option(None, help="MCTS: simulations per theorem"),
+    max_nodes: int = typer.Option(None, help="MCTS: nodes per theorem"),
+    width: int = typer.Option(None, help="tactics proposed per expansion"),
+    seconds: float = typer.Option(None, help="wall-clock budget per theorem"),
+    tactic_timeout: float = typer.Option(None, help="seconds per tactic"),
+    value: str = typer.Option(None, help="MCTS leaf value: none or endpoint:URL (reap's value service)"),
+    limit: int = typer.Option(None, help="at most this many problems"),
+    threads: int = typer.Option(None, help="torch CPU threads (default: torch's choice)"),
+) -> None:
+    """Proof search over prover states; a theorem is `proved` only when a fresh final check accepts the proof
+    the search found (results.jsonl, trees/NAME.json, trace.jsonl, summary.json in --out)."""
+    from .data.splits import problem_set
+    from .preflight import require_backend
+    from .search.run import cli_search
+
+    try:
+        probs = problem_set(problems, limit=limit)
+    except (ValueError, FileNotFoundError) as e:
+        raise typer.BadParameter(str(e)) from e
+    if not probs:
+        raise typer.BadParameter(f"no problems in {problems}")
+    require_backend(probs[0].backend)
+    kind, _, where = policy.partition(":")
+    if kind in ("hf", "vllm") and not Path(where).is_dir():
+        raise typer.BadParameter(f"no model directory at {where!r} (models are loaded from local paths only)", param_hint="--policy")
+    torch_threads(threads)
+    cli_search(probs, algorithm, policy, model, out, recipe=recipe, workers=workers, max_steps=max_steps,
+               max_nodes=max_nodes, expansions=expansions, width=width, seconds=seconds,
+               tactic_timeout=tactic_timeout, value=value)
+
+
 def torch_threads(threads: int | None = None) -> None:
     """Set PyTorch's CPU threads (default: torch's own choice). Prover processes run beside the policy, so
     more threads than free cores makes every matmul wait (measured: 20× slower sampling on 2 busy cores)."""
