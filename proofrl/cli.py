@@ -371,6 +371,7 @@ def search(
     seconds: float = typer.Option(None, help="wall-clock budget per theorem"),
     tactic_timeout: float = typer.Option(None, help="seconds per tactic"),
     value: str = typer.Option(None, help="MCTS leaf value: none or endpoint:URL (reap's value service)"),
+    api_key: str = typer.Option(None, envvar="OPENAI_API_KEY", help="bearer key for an openai:/openai-chat: policy"),
     limit: int = typer.Option(None, help="at most this many problems"),
     threads: int = typer.Option(None, help="torch CPU threads (default: torch's choice)"),
 ) -> None:
@@ -391,9 +392,14 @@ def search(
     if kind in ("hf", "vllm") and not Path(where).is_dir():
         raise typer.BadParameter(f"no model directory at {where!r} (models are loaded from local paths only)", param_hint="--policy")
     torch_threads(threads)
+    policy_obj = None
+    if kind in ("openai", "openai-chat"):
+        from .search.policy import policy_from_spec
+
+        policy_obj = policy_from_spec(policy, model, api_key=api_key)
     cli_search(probs, algorithm, policy, model, out, recipe=recipe, workers=workers, max_steps=max_steps,
                max_nodes=max_nodes, expansions=expansions, width=width, seconds=seconds,
-               tactic_timeout=tactic_timeout, value=value)
+               tactic_timeout=tactic_timeout, value=value, policy_obj=policy_obj)
 
 
 def torch_threads(threads: int | None = None) -> None:

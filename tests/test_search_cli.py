@@ -65,3 +65,28 @@ def test_a_bad_policy_spec_is_one_line(tmp_path):
     assert len([l for l in r.stderr.splitlines() if l.strip()]) <= 3, r.stderr
     r = run("search", str(problems), "--policy", "hf:/no/such/model", "--out", str(tmp_path / "out"))
     assert r.returncode == 2 and "Traceback" not in r.stderr and "no model directory" in r.stderr
+
+
+def test_search_through_an_openai_compatible_endpoint(tmp_path, model_dir):
+    """The same tiny model served on loopback in the OpenAI completions shape (the tests' server, as vLLM would
+    serve it); `proofrl search --policy openai:URL --model NAME --api-key KEY` proves with it."""
+    from test_tactic_policy import KEY, policy_app, serve
+    from typer.testing import CliRunner
+
+    from proofrl.cli import app
+    from proofrl.policy.model import load_policy
+
+    srv_app, seen = policy_app(*load_policy(model_dir))
+    url, stop = serve(srv_app)
+    try:
+        problems = tmp_path / "p.jsonl"
+        problems.write_text("".join(json.dumps(p) + "\n" for p in PROBLEMS[:2]))
+        r = CliRunner().invoke(app, ["search", str(problems), "--algorithm", "best-first", "--policy", f"openai:{url}",
+                                     "--model", "tiny", "--api-key", KEY, "--out", str(tmp_path / "out"),
+                                     "--width", "4", "--expansions", "4"])  # fmt: skip
+        assert r.exit_code == 0, r.output
+    finally:
+        stop()
+    results = [json.loads(l) for l in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
+    assert [x["status"] for x in results] == ["proved", "proved"]
+    assert any(b.get("model") == "tiny" for b in seen)  # the proposals came from the endpoint
