@@ -111,6 +111,17 @@ def test_cli(tmp_path, capsys):
     assert (tmp_path / "train.jsonl").exists() and (tmp_path / "held-out.jsonl").exists()
 
 
+@requires_coq
+def test_cli_teaches_the_tiny_tactic_model_it_names(tmp_path, capsys):
+    from proofrl.policy.tactic import make_tactic_policy
+
+    model = tmp_path / "model"
+    assert main(["--out", str(tmp_path / "data"), "--limit", "6", "--workers", "1", "--prefix", "Coq.Bool.Bool",
+                 "--teach", str(model), "--epochs", "1"]) == 0  # fmt: skip
+    assert f"--policy hf:{model}" in capsys.readouterr().out
+    assert make_tactic_policy(f"hf:{model}", max_tokens=8, seed=0).propose("⊢ True", 2) is not None
+
+
 # -- LeanDojo Benchmark ------------------------------------------------------------------------------------
 
 LEANDOJO = [

@@ -383,12 +383,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--held-out-fraction", type=float, default=0.2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--timeout", type=float, default=10.0, help="seconds per tactic")
+    ap.add_argument("--teach", type=Path, default=None, help="then teach the tiny tactic model on train.jsonl into this directory")
+    ap.add_argument("--epochs", type=int, default=8, help="epochs of --teach")
     args = ap.parse_args(argv)
     s = build_tactic_data(args.out, limit=args.limit, workers=args.workers, prefixes=args.prefix,
                           max_proof_chars=args.max_proof_chars, held_out_fraction=args.held_out_fraction,
                           seed=args.seed, timeout=args.timeout)  # fmt: skip
     print(f"{s.proofs} proofs: {s.clean} clean, {s.failed} failed; {s.transitions} transitions "
           f"({s.by_split}) in {s.seconds:.1f} s = {s.transitions_per_s:.1f}/s → {args.out}")  # fmt: skip
+    if args.teach is not None:
+        import json
+
+        from ..policy.tactic import train_tiny_tactic_model
+
+        train = [json.loads(line) for line in (args.out / "train.jsonl").read_text().splitlines() if line.strip()]
+        train_tiny_tactic_model(train, args.teach, epochs=args.epochs, seed=args.seed)
+        losses = json.loads((args.teach / "sft_losses.json").read_text())["losses"]
+        print(f"tiny tactic model: {args.epochs} epochs on {len(train)} transitions, loss {losses[0]:.2f} → {losses[-1]:.2f} "
+              f"→ {args.teach} (proofrl search --policy hf:{args.teach})")  # fmt: skip
     return 0
 
 
