@@ -322,14 +322,13 @@ def completions_app(model, tok):
     return app, seen
 
 
-@pytest.fixture(scope="module")
-def server(taught):
+def serve(app):
+    """``app`` under uvicorn on a free loopback port, in a thread: ``(url, stop)``."""
     import uvicorn
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    app, seen = completions_app(*taught)
     srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=srv.run, daemon=True)
     thread.start()
@@ -337,9 +336,20 @@ def server(taught):
     while not srv.started and time.monotonic() < deadline:
         time.sleep(0.05)
     assert srv.started
-    yield f"http://127.0.0.1:{port}", seen
-    srv.should_exit = True
-    thread.join(10)
+
+    def stop():
+        srv.should_exit = True
+        thread.join(10)
+
+    return f"http://127.0.0.1:{port}", stop
+
+
+@pytest.fixture(scope="module")
+def server(taught):
+    app, seen = completions_app(*taught)
+    url, stop = serve(app)
+    yield url, seen
+    stop()
 
 
 def test_openai_client_matches_direct_sampling(server, taught):

@@ -6,12 +6,9 @@ from __future__ import annotations
 
 import importlib.util
 import math
-import socket
-import threading
-import time
 
 import pytest
-from test_policy_generation import KEY, completions_app
+from test_policy_generation import KEY, completions_app, serve
 
 from proofrl.errors import ConfigError
 from proofrl.policy.generation import GenerationError, HFGenerator, SamplingParams
@@ -156,27 +153,6 @@ def test_vllm_missing_is_a_clear_import_error(tiny_dir):
 
 
 # -- OpenAI-compatible endpoint ------------------------------------------------------------------------------
-
-
-def serve(app):
-    import uvicorn
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not srv.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert srv.started
-
-    def stop():
-        srv.should_exit = True
-        thread.join(10)
-
-    return f"http://127.0.0.1:{port}", stop
 
 
 def policy_app(model, tok):

@@ -333,6 +333,18 @@ def merged_weights(model: Any) -> Iterator[list[tuple[str, torch.Tensor]]]:
 # -- OpenAI-compatible HTTP -----------------------------------------------------------------------------
 
 
+def openai_sampling(params: SamplingParams) -> dict[str, Any]:
+    """The sampling fields of an OpenAI-compatible request (``n``, ``temperature``, ``top_p``, ``max_tokens``,
+    and ``stop``/``seed`` when set), shared by the completions and chat clients."""
+    body: dict[str, Any] = {"n": params.n, "temperature": params.temperature, "top_p": params.top_p,
+                            "max_tokens": params.max_tokens}  # fmt: skip
+    if params.stop:
+        body["stop"] = list(params.stop)
+    if params.seed is not None:
+        body["seed"] = params.seed
+    return body
+
+
 class OpenAIGenerator:
     """``POST {base_url}/v1/completions`` with ``logprobs=1``; ``batch_size`` prompts per request.
 
@@ -364,14 +376,7 @@ class OpenAIGenerator:
         return result
 
     def _request(self, prompts: list[str], params: SamplingParams) -> list[list[Completion]]:
-        body: dict[str, Any] = {
-            "model": self.model, "prompt": prompts, "n": params.n, "temperature": params.temperature,
-            "top_p": params.top_p, "max_tokens": params.max_tokens, "logprobs": 1, **self.extra_body,
-        }
-        if params.stop:
-            body["stop"] = list(params.stop)
-        if params.seed is not None:
-            body["seed"] = params.seed
+        body = {"model": self.model, "prompt": prompts, **openai_sampling(params), "logprobs": 1, **self.extra_body}
         try:
             r = self._client.post(self.url, json=body)
         except httpx.HTTPError as e:

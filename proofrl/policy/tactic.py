@@ -42,7 +42,7 @@ from typing import Any, Protocol, runtime_checkable
 import httpx
 
 from ..errors import ConfigError
-from .generation import Completion, GenerationError, OpenAIGenerator, SamplingParams
+from .generation import Completion, GenerationError, OpenAIGenerator, SamplingParams, openai_sampling
 
 GOAL_TAG, PROOFSTEP_TAG = "[GOAL]", "[PROOFSTEP]"
 
@@ -310,12 +310,7 @@ class OpenAITacticPolicy:
         messages = ([{"role": "system", "content": self.system}] if self.system else []) + [
             {"role": "user", "content": tactic_prompt(state_text)}
         ]
-        body: dict[str, Any] = {"model": self.model, "messages": messages, "n": params.n, "temperature": params.temperature,
-                                "top_p": params.top_p, "max_tokens": params.max_tokens, "logprobs": True, **self.extra_body}  # fmt: skip
-        if params.stop:
-            body["stop"] = list(params.stop)
-        if params.seed is not None:
-            body["seed"] = params.seed
+        body = {"model": self.model, "messages": messages, **openai_sampling(params), "logprobs": True, **self.extra_body}
         try:
             r = self._client.post(self.url, json=body)
         except httpx.HTTPError as e:
