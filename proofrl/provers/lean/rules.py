@@ -256,38 +256,32 @@ def prefix_problems(code: str, start: int) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
-def _name_parts(name: str) -> tuple[str, ...]:
-    """``a.«b c».d`` → ``("a", "b c", "d")``, without a leading ``_root_``."""
-    parts, cur, esc = [], "", False
-    for ch in name.strip():
-        if ch == "«":
-            esc = True
-        elif ch == "»":
-            esc = False
-        elif ch == "." and not esc:
-            parts.append(cur)
-            cur = ""
-        else:
-            cur += ch
-    parts.append(cur)
-    return tuple(parts[1:] if parts and parts[0] == "_root_" else parts)
-
-
-def _split_names(text: str) -> tuple[str, ...]:
-    """The names in the body of ``[a, b.c, «d, e»]``, split at commas outside ``«»``."""
+def _split_unquoted(text: str, sep: str) -> list[str]:
+    """``text`` split at each ``sep`` outside ``«»`` (the guillemets are kept)."""
     out, cur, esc = [], "", False
     for ch in text:
         if ch == "«":
             esc = True
         elif ch == "»":
             esc = False
-        if ch == "," and not esc:
+        if ch == sep and not esc:
             out.append(cur)
             cur = ""
         else:
             cur += ch
     out.append(cur)
-    return tuple(" ".join(n.split()) for n in out if n.strip())
+    return out
+
+
+def _name_parts(name: str) -> tuple[str, ...]:
+    """``a.«b c».d`` → ``("a", "b c", "d")``, without a leading ``_root_``."""
+    parts = [p.replace("«", "").replace("»", "") for p in _split_unquoted(name.strip(), ".")]
+    return tuple(parts[1:] if parts and parts[0] == "_root_" else parts)
+
+
+def _split_names(text: str) -> tuple[str, ...]:
+    """The names in the body of ``[a, b.c, «d, e»]``, split at commas outside ``«»``."""
+    return tuple(" ".join(n.split()) for n in _split_unquoted(text, ",") if n.strip())
 
 
 def parse_audit(text: str) -> tuple[str, tuple[str, ...]] | None:
