@@ -45,8 +45,6 @@ from ..errors import ProofrlError
 from ..provers.base import ProofState
 from .problems import Problem
 
-STRUCTURAL = re.compile(r"(?:\d+\s*:\s*)?\{|\}|-+|\++|\*+")
-
 
 def state_text(state: ProofState) -> str:
     """The text of a state as the tactic policy sees it (see the module docstring)."""
@@ -62,8 +60,10 @@ def state_text(state: ProofState) -> str:
 
 
 def is_structural(tactic: str) -> bool:
-    """A bullet or a brace: it focuses, it proves nothing."""
-    return bool(STRUCTURAL.fullmatch(tactic.strip()))
+    """A bullet or a brace (also ``[x]: {``, ``all: {``): it focuses, it proves nothing."""
+    from ..provers.coq.sentences import is_structural as coq_structural
+
+    return coq_structural(tactic.strip())
 
 
 def proof_tactics(proof: str) -> list[str]:

@@ -26,6 +26,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .sentences import is_structural
+
 DEFAULT_AXIOM_ALLOWLIST: tuple[str, ...] = (
     # Every proof about R in Coq's standard library depends on these (constructive reals made classical).
     # Fully qualified: a name is matched with the object it denotes, never by its printed suffix.
@@ -37,8 +39,6 @@ DEFAULT_AXIOM_ALLOWLIST: tuple[str, ...] = (
 FORBIDDEN_TACTICS: tuple[str, ...] = ("admit", "give_up")
 
 _SELECTOR = re.compile(r"(?:\d+(?:\s*-\s*\d+)?(?:\s*,\s*\d+(?:\s*-\s*\d+)?)*|all|par|!|\[\s*[A-Za-z_][\w']*\s*\])\s*:(?!=)\s*")
-_SELECTOR_BRACE = re.compile(r"(?:\d+|\[\s*[A-Za-z_][\w']*\s*\]|all)\s*:\s*\{")
-_BULLET = re.compile(r"-+|\++|\*+")
 _PROOF_USING = re.compile(r"Proof\s+using(?:\s[\w'\s,()*+-]*)?\.")
 _PROOF_WITH = re.compile(r"Proof\s+with\s")
 _SHOW = re.compile(r"Show(?:\s+[A-Za-z0-9_]+)*\s*\.")
@@ -74,11 +74,6 @@ def _terminator(sentence: str) -> str:
     return "..." if sentence.endswith("...") else "."
 
 
-def _is_structural(sentence: str) -> bool:
-    """A bullet or a brace (possibly after a goal selector): sentences that do no work and take no wrap."""
-    return bool(_BULLET.fullmatch(sentence) or sentence in ("{", "}") or _SELECTOR_BRACE.fullmatch(sentence))
-
-
 def _command_name(code: str) -> str:
     """How to name a refused sentence: its attribute and first word(s), as written."""
     m = re.match(r"\s*((?:#\[[^\]]*\]\s*)*)(\S*)", code)
@@ -94,7 +89,7 @@ def forbidden_reason(sentence: str, forbidden_tactics: tuple[str, ...] = FORBIDD
     Allowlist, not denylist: what is not known to be tactic syntax is a command. ``first`` says the sentence
     opens the proof, where ``Proof.``, ``Proof using ...`` and ``Proof with tac.`` are allowed too.
     """
-    if _is_structural(sentence):
+    if is_structural(sentence):
         return None
     code = strip_comments_and_strings(sentence).strip()
     # these are sent as they are, so they must match in full, with no comment or string inside
@@ -141,7 +136,7 @@ def outgoing(sentence: str, timeout: float | None = None, *, first: bool = False
     """What to send for an accepted proof sentence: tactics wrapped as ``sel: ( tac ).`` so that Coq's
     parser accepts nothing but tactic syntax, under ``Timeout n`` when ``timeout`` is given (bullets, braces
     and ``Proof`` take neither)."""
-    if _is_structural(sentence) or (first and re.match(r"Proof\b", sentence) and not _PROOF_WITH.match(sentence)):
+    if is_structural(sentence) or (first and re.match(r"Proof\b", sentence) and not _PROOF_WITH.match(sentence)):
         return Outgoing(sentence)  # only ``Proof.`` (comments aside) and ``Proof using ...`` get here
     prefix = f"Timeout {max(1, -(-int(timeout * 1000) // 1000))} " if timeout is not None else ""
     if sentence == "Unshelve." or _SHOW.fullmatch(sentence):

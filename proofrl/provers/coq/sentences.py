@@ -28,16 +28,18 @@ class Sentence:
     start: int  # character offsets into the source text
     end: int
 
-    @property
-    def is_bullet(self) -> bool:
-        return bool(_BULLET.fullmatch(self.text))
-
 
 COQ_BLANKS = " \t\n\r\x0c\x1a"
 """The characters Coq's lexer takes as blanks: only these end a sentence after a period (a no-break space
 or any other Unicode space does not, so ``exact I.\u00a0`` is not a complete sentence for Coq, nor for us)."""
 _BULLET = re.compile(r"-+|\++|\*+")
 _SELECTOR_BRACE = re.compile(r"(?:\d+|\[\s*[A-Za-z_][\w']*\s*\]|all)\s*:\s*\{")
+
+
+def is_structural(sentence: str) -> bool:
+    """A bullet or a brace, possibly after a goal selector (``-``, ``{``, ``}``, ``2: {``): the sentences the
+    splitter cuts on their own, which focus goals and do no work."""
+    return bool(_BULLET.fullmatch(sentence) or sentence in ("{", "}") or _SELECTOR_BRACE.fullmatch(sentence))
 
 
 def split_sentences(text: str) -> list[Sentence]:
