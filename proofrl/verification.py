@@ -39,7 +39,7 @@ from .data.problems import Problem
 from .errors import ProverError
 from .provers.base import Message, Position, Status, Verdict
 from .provers.pool import PoolConfig, ProverPool
-from .provers.snippets import Snippet, into_snippet, make_job, snippet_for
+from .provers.snippets import Job, Snippet, into_snippet, make_job, snippet_for
 
 Item = tuple[Problem, "str | None"]
 NO_PROOF = "no proof"
@@ -151,12 +151,14 @@ class Verifier:
         # A server judges the first declaration of the text it is sent. A proof that brings its own (a whole
         # Lean file) could put another theorem first: such an item is judged here, never sent.
         snippets: dict[int, Snippet] = {}
+        jobs: dict[int, Job | Verdict] = {}  # each snippet cut once, as the server will cut it
         for i, (problem, proof) in enumerate(items):
             s = snippet_for(problem, proof)  # type: ignore[arg-type]
-            if why := statement_mismatch(problem, s):
+            job = make_job(s.code, problem.backend)
+            if why := statement_mismatch(problem, s, job):
                 out[i] = Verdict(Status.REJECTED, (why,), prover=self.backend)
             else:
-                snippets[i] = s
+                snippets[i], jobs[i] = s, job
         order = list(snippets)
         for start in range(0, len(order), self.batch_size):
             batch = order[start : start + self.batch_size]
@@ -173,7 +175,7 @@ class Verifier:
                     out[i] = Verdict(Status.ERROR, ("the server returned no result for this item",), prover=self.backend)
                     continue
                 try:
-                    out[i] = verdict_from_result(r, snippets[i], self.backend, prefer_proofrl=self.prefer_proofrl)
+                    out[i] = verdict_from_result(r, snippets[i], self.backend, prefer_proofrl=self.prefer_proofrl, job=jobs[i])
                 except (KeyError, TypeError, ValueError) as e:  # one malformed result is that item's error
                     out[i] = Verdict(Status.ERROR, (f"unreadable server result: {type(e).__name__}: {e}",), prover=self.backend)
         return out  # type: ignore[return-value]
@@ -211,10 +213,10 @@ class Verifier:
                                 url=self.server_url or "", status=status)
 
 
-def statement_mismatch(problem: Problem, snippet: Snippet) -> str | None:
-    """``None`` when the server, cutting ``snippet`` as :func:`~proofrl.provers.snippets.make_job` does, would
-    judge the problem's own statement; else why not (``statement changed: ...``)."""
-    job = make_job(snippet.code, problem.backend)
+def statement_mismatch(problem: Problem, snippet: Snippet, job: Job | Verdict | None = None) -> str | None:
+    """``None`` when the server, cutting ``snippet`` as :func:`~proofrl.provers.snippets.make_job` does (``job``:
+    that cut, when the caller has it), would judge the problem's own statement; else why not."""
+    job = make_job(snippet.code, problem.backend) if job is None else job
     if not hasattr(job, "theorem"):
         return None  # the server answers with the same error verdict; nothing is judged valid
     got, want = job.theorem.statement.split(), problem.formal_statement.split()
@@ -227,14 +229,16 @@ def statement_mismatch(problem: Problem, snippet: Snippet) -> str | None:
     return f"statement changed: the text's first declaration is `{' '.join(got)[:120]}`, not the problem's statement"
 
 
-def verdict_from_result(result: Mapping[str, Any], snippet: Snippet, backend: str, *, prefer_proofrl: bool = True) -> Verdict:
-    """One ``/api/check`` result as a :class:`Verdict` with positions in the proof's coordinates."""
+def verdict_from_result(result: Mapping[str, Any], snippet: Snippet, backend: str, *, prefer_proofrl: bool = True,
+                        job: Job | Verdict | None = None) -> Verdict:
+    """One ``/api/check`` result as a :class:`Verdict` with positions in the proof's coordinates (``job``: the
+    snippet as the server cut it, when the caller has it)."""
     seconds = float(result.get("time") or 0.0)
     ours = result.get("proofrl") if prefer_proofrl else None
     if isinstance(ours, Mapping):
         v = Verdict.from_json(ours)
         # proofrl reports positions in the proof text *its* splitter cut out of the snippet
-        job = make_job(snippet.code, backend)
+        job = make_job(snippet.code, backend) if job is None else job
         at = job.proof_at if not isinstance(job, Verdict) else Position(1, 0)
         moved = tuple(Message(m.severity, m.text, snippet.to_proof(into_snippet(m.start, at)), snippet.to_proof(into_snippet(m.end, at)))
                       for m in v.messages)
