@@ -23,7 +23,7 @@ class Plan:
     name: str
     tactics: tuple[Sentence, ...]  # offsets into ``source``; the first may be ``Proof``
     source: str
-    name_span: tuple[int, int] | None = None
+    name_span: tuple[int, int]
     """where the theorem's name stands in ``statement`` (to elaborate the statement again under another)"""
 
     def outgoing(self, i: int, timeout: float | None = None) -> Outgoing:
@@ -65,6 +65,9 @@ def plan_proof(theorem: Theorem, proof: str, *, max_chars: int, forbidden_tactic
         (stmt,) = split_sentences(theorem.statement)
     except (SplitError, ValueError):
         return Verdict(Status.ERROR, ("statement is not one sentence",))
+    decl = _DECL.match(stmt.text)
+    if decl is None:  # the kernel-type check elaborates the statement again under another name: it needs one
+        return Verdict(Status.ERROR, ("statement is not a Theorem, Lemma, Fact, Remark, Corollary, Proposition or Example",))
     try:
         sentences = split_sentences(proof)
     except SplitError as e:
@@ -81,6 +84,4 @@ def plan_proof(theorem: Theorem, proof: str, *, max_chars: int, forbidden_tactic
     for i, s in enumerate(sentences):
         if why := forbidden_reason(s.text, forbidden_tactics, first=i == 0):
             return no(Status.REJECTED, why, f"{why} (only tactics may appear in a proof)", s.start)
-    m = _DECL.match(stmt.text)
-    span = m.span(1) if m else None
-    return Plan(stmt.text, theorem_name(theorem), tuple(sentences), proof, span)
+    return Plan(stmt.text, decl.group(1), tuple(sentences), proof, decl.span(1))

@@ -10,7 +10,6 @@ from an expired state id).
 
 from __future__ import annotations
 
-import math
 import re
 import subprocess
 import tempfile
@@ -36,7 +35,7 @@ from .rules import (
     reference_statement,
     type_mismatch,
 )
-from .sentences import Sentence, SplitError, byte_to_char, position, split_sentences
+from .sentences import Sentence, SplitError, position, split_sentences
 from .session import CoqFailure, CoqSession, ProofStatus, coq_library
 
 GRACE = 2.0  # seconds past Coq's own Timeout before the process-level deadline fires
@@ -143,8 +142,6 @@ class CoqProver:
     def _check(self, s: CoqSession, plan: Plan, deadline: float) -> Verdict:
         left = lambda: max(0.1, deadline - time.monotonic()) + GRACE  # noqa: E731
         s.edit_at(s.base)
-        if plan.name_span is None:
-            return Verdict(Status.ERROR, ("statement is not a Theorem, Lemma, Fact, Remark, Corollary, Proposition or Example",))
         try:
             sid = s.add(plan.statement, s.base)
             s.run(timeout=max(1.0, deadline - time.monotonic()))
@@ -199,9 +196,8 @@ class CoqProver:
         if sent is not None and out is not None:
             # Coq's offsets are bytes into what it received: our prefix and parentheses around the sentence
             lo, hi = e.loc if e.loc else (0, len(out.text.encode()))
-            lo_c = out.source_offset(byte_to_char(out.text, lo))
-            hi_c = max(lo_c, out.source_offset(byte_to_char(out.text, hi)))
-            lo_c, hi_c = min(lo_c, len(sent.text)), min(hi_c, len(sent.text))
+            lo_c = out.source_offset_of_byte(lo)
+            hi_c = max(lo_c, out.source_offset_of_byte(hi))
             pos, end = position(plan.source, sent.start + lo_c), position(plan.source, sent.start + hi_c)
         msg = (Message("error", e.message, pos, end),)
         if e.message.startswith("Timeout!") or "Timeout!" in e.message[:40]:
@@ -256,8 +252,8 @@ class CoqProver:
                 s.edit_at(sid)
                 p = q = None
                 if e.loc:
-                    p = position(sent.text, min(len(sent.text), out.source_offset(byte_to_char(out.text, e.loc[0]))))
-                    q = position(sent.text, min(len(sent.text), out.source_offset(byte_to_char(out.text, e.loc[1]))))
+                    p = position(sent.text, out.source_offset_of_byte(e.loc[0]))
+                    q = position(sent.text, out.source_offset_of_byte(e.loc[1]))
                 kind = FailureKind.TIMEOUT if "Timeout!" in e.message else FailureKind.ERROR
                 return fail(kind, e.message, p, q)
             st = s.proof_status(timeout=timeout + GRACE)
@@ -348,8 +344,6 @@ def coqc_check(theorem: Theorem, proof: str, config: CoqConfig, *, timeout: floa
     plan = plan_proof(theorem, proof, max_chars=config.max_proof_chars, forbidden_tactics=config.forbidden_tactics)
     if isinstance(plan, Verdict):
         return Verdict(plan.status, plan.reasons, plan.messages, seconds=time.monotonic() - t0, prover=version)
-    if plan.name_span is None:
-        return Verdict(Status.ERROR, ("statement is not a Theorem, Lemma, Fact, Remark, Corollary, Proposition or Example",), seconds=time.monotonic() - t0, prover=version)
     body = [plan.outgoing(i).text for i in range(len(plan.tactics))]
     if not (plan.tactics and re.match(r"Proof\b", plan.tactics[0].text)):
         body.insert(0, "Proof.")

@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .sentences import is_structural
+from .sentences import byte_to_char, is_structural
 
 DEFAULT_AXIOM_ALLOWLIST: tuple[str, ...] = (
     # Every proof about R in Coq's standard library depends on these (constructive reals made classical).
@@ -120,6 +120,12 @@ class Outgoing:
 
     text: str
     inserts: tuple[tuple[int, int], ...] = ()
+
+    def source_offset_of_byte(self, byte_offset: int) -> int:
+        """A UTF-8 byte offset in :attr:`text` (as Coq reports locations) -> a character offset in the original
+        sentence, never past its end."""
+        original = len(self.text) - sum(length for _, length in self.inserts)
+        return min(original, self.source_offset(byte_to_char(self.text, byte_offset)))
 
     def source_offset(self, char_offset: int) -> int:
         """A character offset in :attr:`text` -> the offset in the original sentence (inserts collapse)."""
