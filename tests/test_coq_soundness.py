@@ -185,7 +185,7 @@ def test_coqs_parser_rejects_every_dressed_command_in_its_wrapped_form():
             for d in DRESSES:
                 text = d.format(c)
                 try:
-                    new = s.add(outgoing(text, 5).text, sid)
+                    s.add(outgoing(text, 5).text, sid)
                 except CoqFailure:
                     continue  # a syntax error: Coq's tactic grammar refused it
                 with pytest.raises(CoqFailure):  # parsed as a tactic expression (a call named Abort, ...): must fail

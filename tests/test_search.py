@@ -12,7 +12,7 @@ from conftest import NAT, requires_coq
 from search_support import ScriptedPolicy
 
 from proofrl.errors import ConfigError
-from proofrl.provers.base import Theorem
+from proofrl.provers.base import Goal, ProofState, Theorem
 from proofrl.search import BestFirstConfig, MCTSConfig, SearchConfig, load_search_config, refusal, search_one
 from proofrl.search.policy import PolicyError
 from proofrl.search.run import search_many
@@ -326,9 +326,7 @@ def test_cli_search_reads_problems_and_prints_a_summary(tmp_path, capsys):
     assert line["status"] == "proved" and line["expansions"] == 2
 
 
-def _state(*conclusions: str, background: int = 0) -> "ProofState":
-    from proofrl.provers.base import Goal, ProofState
-
+def _state(*conclusions: str, background: int = 0) -> ProofState:
     return ProofState(PLUS, (), tuple(Goal((), c) for c in conclusions), background)
 
 

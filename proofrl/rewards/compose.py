@@ -20,12 +20,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any, Literal
 
 import torch
-
-from ..data.problems import Problem
 from pydantic import BaseModel, BeforeValidator, Field
 from pydantic_core import PydanticCustomError
 
-from ..errors import ConfigError
+from ..data.problems import Problem
 from ..provers.base import Verdict
 from ..schema import Section, validate
 from .format import FormatRules
@@ -94,7 +92,7 @@ def shape_group(rewards: torch.Tensor, token_logps: torch.Tensor, mask: torch.Te
 
 def reward_config_from_dict(d: Mapping[str, Any] | None) -> RewardConfig:
     """A :class:`RewardConfig` from a recipe's ``reward:`` mapping. Each part may be absent/None/False (off),
-    True or ``{}`` (on, defaults) or a mapping of field overrides; any mistake is a one-line :class:`ConfigError`
+    True or ``{}`` (on, defaults) or a mapping of field overrides; any mistake is a one-line :class:`~proofrl.errors.ConfigError`
     naming the key (``reward.unlikeliness.beta_rank must be in [0, 1], got 2``)."""
     if d is None:
         return RewardConfig()

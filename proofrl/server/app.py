@@ -41,7 +41,8 @@ from .schemas import (
     VerifyResponse,
     VerifyResult,
 )
-from .snippets import Job, kimina_fields, make_job
+from ..provers.snippets import Job, make_job
+from .snippets import kimina_fields
 
 log = logging.getLogger(__name__)
 

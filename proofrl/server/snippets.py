@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..provers.base import Position, Status, Verdict
-from ..provers.snippets import Job, make_job  # noqa: F401  (make_job: the server's entry point)
+from ..provers.snippets import Job
 from .schemas import CommandResponse, Pos, ReplMessage
 
 
