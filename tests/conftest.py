@@ -1,4 +1,6 @@
+import os
 import shutil
+from pathlib import Path
 
 import pytest
 import torch
@@ -22,3 +24,18 @@ def coq():
     p = CoqProver(NAT)
     yield p
     p.close()
+
+
+def programs_except(prefixes: tuple[str, ...], folder: Path) -> Path:
+    """``folder`` filled with links to every program on this PATH whose name starts with none of ``prefixes``
+    (the first of a name wins, as PATH lookup does): a PATH for a machine without those programs."""
+    for where in os.environ.get("PATH", "").split(os.pathsep):
+        if not os.path.isdir(where):
+            continue
+        for name in os.listdir(where):
+            target, link = Path(where) / name, folder / name
+            if name.startswith(prefixes) or link.exists() or link.is_symlink():
+                continue
+            if target.is_file() and os.access(target, os.X_OK):
+                link.symlink_to(target)
+    return folder

@@ -6,9 +6,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from conftest import programs_except
 from typer.testing import CliRunner
 
 from proofrl.cli import app
@@ -115,17 +115,7 @@ def test_demo_refuses_a_bad_override_before_any_work():
 @pytest.fixture(scope="module")
 def path_without_coq(tmp_path_factory) -> str:
     """A PATH holding every program of this one except Coq's (links in one folder)."""
-    bin_dir = tmp_path_factory.mktemp("bin-without-coq")
-    for folder in os.environ.get("PATH", "").split(os.pathsep):
-        if not os.path.isdir(folder):
-            continue
-        for name in os.listdir(folder):
-            target, link = Path(folder) / name, bin_dir / name
-            if name.startswith("coq") or link.exists() or link.is_symlink():
-                continue
-            if target.is_file() and os.access(target, os.X_OK):
-                link.symlink_to(target)
-    return str(bin_dir)
+    return str(programs_except(("coq",), tmp_path_factory.mktemp("bin-without-coq")))
 
 
 COQ_MISSING = "coq backend unavailable: coqidetop not found on PATH (Debian: apt-get install coq)"

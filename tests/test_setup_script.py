@@ -3,11 +3,11 @@ Python (nothing is installed): it installs what is missing, in order, or says in
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import programs_except
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "setup.sh"
@@ -37,17 +37,7 @@ FAKE_ID = '#!/bin/bash\necho "${FAKE_UID:-1000}"\n'
 @pytest.fixture(scope="module")
 def system_tools(tmp_path_factory) -> Path:
     """This machine's programs, without the ones the script looks for or runs."""
-    tools = tmp_path_factory.mktemp("tools")
-    for folder in os.environ.get("PATH", "").split(os.pathsep):
-        if not os.path.isdir(folder):
-            continue
-        for name in os.listdir(folder):
-            target, link = Path(folder) / name, tools / name
-            if name.startswith(STANDS_IN) or link.exists() or link.is_symlink():
-                continue
-            if target.is_file() and os.access(target, os.X_OK):
-                link.symlink_to(target)
-    return tools
+    return programs_except(STANDS_IN, tmp_path_factory.mktemp("tools"))
 
 
 def _setup(tmp_path: Path, tools: Path, *, sudo: bool = True, have: tuple[str, ...] = (), **env: str):
