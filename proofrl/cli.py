@@ -312,16 +312,13 @@ def eval_(
     from .eval.evaluate import evaluate, markdown_table, plot_pass_at_k, plot_uplift, uplift_between
     from .policy.generation import HFGenerator
     from .policy.model import load_policy
-    from .provers.factory import make_pool
-    from .provers.pool import PoolConfig
     from .verification import Verifier
 
     torch_threads(threads)
     out.mkdir(parents=True, exist_ok=True)
     console = Console()
     m, tok = load_policy(model)
-    pool = None if server_url else make_pool(be, pool=PoolConfig(workers=workers, timeout=timeout))
-    verifier = Verifier(pool, server_url=server_url or None, timeout=timeout, backend=be)
+    verifier = Verifier(server_url=server_url or None, timeout=timeout, backend=be, workers=workers)  # owns its pool
     base_res = None
     try:
         with Progress(console=console) as bar:
@@ -337,8 +334,6 @@ def eval_(
                                     tokenizer=tok, label=baseline.name, on_chunk=lambda k: bar.update(task, advance=k))  # fmt: skip
     finally:
         verifier.close()
-        if pool is not None:
-            pool.close()
     summary = {"eval": res.to_json()}
     plot_pass_at_k({model.name: res}, out / "pass_at_k.png")
     report = ["# proofrl eval", "", f"`{model.name}` on {len(probs)} problems from `{problems}`, {samples} samples each.",
