@@ -26,7 +26,8 @@ import torch
 
 
 def taught_model(out: Path, epochs: int) -> Path:
-    from proofrl.demo import DemoConfig, demo_problems, supervised_finetune
+    from proofrl.demo import DemoConfig, demo_problems
+    from proofrl.policy.sft import supervised_finetune
     from proofrl.policy.model import load_policy
     from proofrl.policy.prompts import get_format
     from proofrl.policy.tiny import build_tiny_model

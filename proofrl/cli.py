@@ -20,7 +20,12 @@ class _Commands(TyperGroup):
         try:
             return super().invoke(ctx)
         except (ConfigError, BackendUnavailable) as e:
-            name = f"proofrl {ctx.invoked_subcommand}" if ctx.invoked_subcommand else "proofrl"
+            nested, c = [], ctx
+            while c.parent is not None:  # the group's own name as typed (`python -m proofrl.cli`) is left out
+                nested.insert(0, c.info_name)
+                c = c.parent
+            words = ["proofrl", *nested, *([ctx.invoked_subcommand] if ctx.invoked_subcommand else [])]
+            name = " ".join(words)  # `proofrl eval`, `proofrl eval tactics`
             print(f"{name}: {' '.join(str(e).split())}", file=sys.stderr)
             raise typer.Exit(2) from None
 
@@ -188,38 +193,46 @@ def check(
 
 @app.command()
 def demo(
-    out: Path = typer.Option(Path("runs/demo"), "--out", "-o", help="folder for models, samples, plots and report.md"),
-    rl_steps: int = typer.Option(12, help="GRPO steps per variant"),
-    eval_problems: int = typer.Option(48, help="held-out theorems evaluated before and after"),
-    sft_epochs: int = typer.Option(12, help="epochs of supervised teaching on human proofs"),
+    out: Path = typer.Option(Path("runs/demo"), "--out", "-o", help="folder: one sub-folder per part, report.md"),
+    part: list[str] = typer.Option([], "--part", help="run only this part (repeatable): whole-proof, search, "
+                                   "expert-iteration, step-level, eva; default: all, in that order"),
+    rl_steps: int = typer.Option(12, help="whole-proof: GRPO steps per variant"),
+    eval_problems: int = typer.Option(48, help="whole-proof: held-out theorems evaluated before and after"),
+    sft_epochs: int = typer.Option(12, help="whole-proof: epochs of supervised teaching on human proofs"),
     workers: int = typer.Option(2, "--workers", "-k", help="Coq processes"),
     seed: int = typer.Option(0),
     threads: int = typer.Option(1, help="torch threads; 1 leaves the other cores to Coq, and a tiny model gains nothing from more"),
-    set_: list[str] = typer.Option([], "--set", help="override the demo recipe: key.sub=value (repeatable)"),
+    set_: list[str] = typer.Option([], "--set", help="whole-proof: override the demo recipe: key.sub=value (repeatable)"),
 ) -> None:
-    """The main job on a CPU: tiny model, Coq stdlib theorems, GRPO with and without the unlikeliness reward,
-    pass@{1,8,32} on held-out theorems before and after, with plots and a report."""
+    """The whole system on a CPU, in parts that each run alone (--part): whole-proof GRPO with and without the
+    unlikeliness reward, proof search, search-and-learn, step-level RL and the EVA reward model, each with a
+    report and plots, judged by Coq."""
+    from .demo import DemoConfig, part_names, run_parts
     from .preflight import require_backend
     from .train.config import load_recipe
 
+    names = part_names(part)  # an unknown part is one line now
     require_backend("coq")
     load_recipe("demo", list(set_))  # a bad override is one line now, not a traceback after the teaching
-    from .demo import DemoConfig, run_demo
-
     torch_threads(threads)
-    run_demo(DemoConfig(out=out, rl_steps=rl_steps, eval_problems=eval_problems, sft_epochs=sft_epochs,
-                        workers=workers, seed=seed, overrides=tuple(set_)))  # fmt: skip
+    cfg = DemoConfig(rl_steps=rl_steps, eval_problems=eval_problems, sft_epochs=sft_epochs, workers=workers, seed=seed,
+                     overrides=tuple(set_))  # fmt: skip
+    run_parts(out, names, seed=seed, workers=workers, whole_proof=cfg)
 
 
 @app.command()
 def train(
-    recipe: str = typer.Option(..., help="a recipe name (unlikeliness, kimina, deepseek-v1.5, demo) or a YAML path"),
+    recipe: str = typer.Option(..., help="a recipe name (whole-proof: unlikeliness, kimina, deepseek-v1.5, demo; "
+                               "search-and-learn: reap; step-level: leanlistener; reward model: eva) or a YAML path"),
     set_: list[str] = typer.Option([], "--set", help="override: key.sub=value (repeatable), e.g. model.path=DIR"),
     out: str = typer.Option(None, "--out", "-o", help="run folder (default: the recipe's); a rerun resumes there"),
     show_config: bool = typer.Option(False, help="print the resolved config and exit"),
     threads: int = typer.Option(None, help="torch CPU threads (default: torch's choice)"),
+    engine: str = typer.Option("proofrl", help="proofrl (this process) or verl (writes verl's Hydra overrides and launches verl)"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="--engine verl: print the overrides and exit"),
 ) -> None:
-    """Whole-proof GRPO: sample, verify, shape rewards, update; checkpoints and resumes in --out."""
+    """Train by a recipe: whole-proof GRPO, search-and-learn (reap), step-level GRPO (leanlistener) or the EVA
+    reward model (eva); checkpoints and resumes in --out."""
     import yaml
     from rich.console import Console
     from rich.progress import Progress
@@ -227,9 +240,23 @@ def train(
     from .errors import ConfigError
     from .preflight import require_backend
     from .train.config import load_recipe
+    from .train.loops import loop_for
     from .train.run import build_trainer
 
-    cfg = load_recipe(recipe, [*set_, *([f"out={out}"] if out else [])])
+    if engine not in ("proofrl", "verl"):
+        raise ConfigError(f"--engine {engine!r}: valid: proofrl, verl")
+    overrides = [*set_, *([f"out={out}"] if out else [])]
+    if engine == "verl":
+        from .verl.launch import cli_launch  # the verl integration (the distributed extra)
+
+        cli_launch(recipe, overrides, dry_run=dry_run)
+        return
+    loop = loop_for(recipe)
+    if loop is not None:  # a recipe with its own loop (reap, leanlistener, eva): its own schema and runner
+        torch_threads(threads)
+        loop.load()(recipe, overrides, show_config=show_config)
+        return
+    cfg = load_recipe(recipe, overrides)
     if show_config:
         print(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
         return
@@ -260,10 +287,15 @@ def train(
     console.print(f"done: {trainer.out}/metrics.jsonl, checkpoints in {trainer.checkpoint_dir}")
 
 
-@app.command("eval")
+eval_app = typer.Typer(cls=_Commands, invoke_without_command=True, no_args_is_help=False)
+app.add_typer(eval_app, name="eval")
+
+
+@eval_app.callback()
 def eval_(
-    model: Path = typer.Option(..., exists=True, file_okay=False, help="local Hugging Face model directory"),
-    problems: str = typer.Option(..., help="JSONL problems, or coq-stdlib:train / coq-stdlib:held-out"),
+    ctx: typer.Context,
+    model: Path = typer.Option(None, exists=True, file_okay=False, help="local Hugging Face model directory"),
+    problems: str = typer.Option(None, help="JSONL problems, or coq-stdlib:train / coq-stdlib:held-out"),
     prompt_format: str = typer.Option("coq", "--format", help="prompt format (see proofrl.policy.prompts.FORMATS)"),
     samples: int = typer.Option(32, "-n", help="samples per problem (up to 512)"),
     ks: str = typer.Option("1,8,32", help="comma-separated k for pass@k"),
@@ -281,8 +313,15 @@ def eval_(
     seed: int = typer.Option(0),
     threads: int = typer.Option(None, help="torch CPU threads (default: torch's choice)"),
 ) -> None:
-    """pass@N by both estimators, unique valid proofs, optional uplift rate, plots and a markdown report."""
+    """pass@N of whole proofs by both estimators, unique valid proofs, optional uplift rate, plots and a markdown
+    report (`proofrl eval --model DIR --problems FILE`); `proofrl eval tactics` and `proofrl eval rm` evaluate a
+    tactic model and a reward model."""
     import json
+
+    if ctx.invoked_subcommand is not None:
+        return
+    if model is None or problems is None:
+        raise typer.BadParameter("give --model DIR and --problems FILE (or a subcommand: tactics, rm)")
 
     from rich.console import Console
     from rich.progress import Progress
@@ -369,6 +408,8 @@ def search(
     api_key: str = typer.Option(None, envvar="OPENAI_API_KEY", help="bearer key for an openai:/openai-chat: policy"),
     limit: int = typer.Option(None, help="at most this many problems"),
     threads: int = typer.Option(None, help="torch CPU threads (default: torch's choice)"),
+    ray: str = typer.Option(None, "--ray", help="spread theorems over search workers on the Ray cluster at ADDRESS "
+                            "(`auto`, `local`, or host:port; the distributed extra)"),
 ) -> None:
     """Proof search over prover states; a theorem is `proved` only when a fresh final check accepts the proof
     the search found (results.jsonl, trees/NAME.json, trace.jsonl, summary.json in --out)."""
@@ -392,9 +433,22 @@ def search(
         from .search.policy import policy_from_spec
 
         policy_obj = policy_from_spec(policy, model, api_key=api_key)
+    if ray:
+        from .distributed.search import cli_search_ray  # the distributed extra
+
+        cli_search_ray(ray, probs, algorithm, policy, model, out, recipe=recipe, workers=workers, max_steps=max_steps,
+                       max_nodes=max_nodes, expansions=expansions, width=width, seconds=seconds,
+                       tactic_timeout=tactic_timeout, value=value, api_key=api_key)  # fmt: skip
+        return
     cli_search(probs, algorithm, policy, model, out, recipe=recipe, workers=workers, max_steps=max_steps,
                max_nodes=max_nodes, expansions=expansions, width=width, seconds=seconds,
                tactic_timeout=tactic_timeout, value=value, policy_obj=policy_obj)
+
+
+# -- eval tactics (step-level RL issue): @eval_app.command("tactics") --
+
+
+# -- eval rm (EVA issue): @eval_app.command("rm") --
 
 
 def torch_threads(threads: int | None = None) -> None:

@@ -33,7 +33,7 @@ def build_taught_model(out: Path, *, epochs: int = 30, seed: int = 0) -> Path:
     """Build the tiny model and teach it the proofs above; returns the model directory."""
     import torch
 
-    from proofrl.demo import supervised_finetune
+    from proofrl.policy.sft import supervised_finetune
     from proofrl.policy.model import load_policy
     from proofrl.policy.tiny import build_tiny_model
 

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from proofrl.demo import DemoConfig, demo_problems, run_demo
+from proofrl.demo.whole_proof import DemoConfig, demo_problems, run_demo
 
 needs_coq = pytest.mark.skipif(not shutil.which("coqidetop.opt"), reason="needs Coq")
 
@@ -47,7 +47,7 @@ def test_demo_runs_end_to_end_and_reports(tmp_path):
 @pytest.mark.parametrize(("overrides", "timeout"), [((), 10.0), (("verify.timeout=7",), 7.0)])
 def test_demo_judges_with_the_recipes_verifier_and_its_timeout(monkeypatch, tmp_path, overrides, timeout):
     """The demo's verifier is the recipe's (``make_verifier``): its timeout, not 60 s, and closed at the end."""
-    import proofrl.demo as demo
+    import proofrl.demo.whole_proof as demo
     import proofrl.train.run as run
 
     made = []

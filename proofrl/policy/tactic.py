@@ -438,16 +438,32 @@ class ModelHeadValue:
         return float(self.head(state_text))
 
 
+VALUE_KINDS: dict[str, str] = {
+    "model": "proofrl.policy.value_head:value_fn_from_dir",
+    "eva": "proofrl.rewards.eva:value_fn_from_dir",
+}
+"""``PREFIX:ARG`` value specs other than ``none`` and ``endpoint:URL``: the ``module:function`` building the
+value function from ``ARG`` (imported only when named): ``model:DIR`` a policy+value model's value head (the
+expert-iteration issue), ``eva:DIR`` the EVA reward model's score."""
+
+
 def make_value_fn(spec: str | None = None, **kw: Any) -> ValueFn:
     """``None``/``"none"`` → :class:`NoValue`; ``"endpoint:URL"`` or a bare ``http(s)://`` URL →
-    :class:`EndpointValue`."""
+    :class:`EndpointValue`; ``"model:DIR"`` / ``"eva:DIR"`` → the entry of :data:`VALUE_KINDS`."""
     if spec in (None, "", "none"):
         return NoValue(**kw)
     if spec.startswith("endpoint:"):
         return EndpointValue(spec[len("endpoint:") :], **kw)
     if spec.startswith(("http://", "https://")):
         return EndpointValue(spec, **kw)
-    raise ConfigError(f"unknown value function {spec!r}; use none, endpoint:URL or an http(s):// URL")
+    kind, sep, arg = spec.partition(":")
+    if sep and kind in VALUE_KINDS:
+        import importlib
+
+        module, _, fn = VALUE_KINDS[kind].partition(":")
+        return getattr(importlib.import_module(module), fn)(arg, **kw)
+    raise ConfigError(f"unknown value function {spec!r}; use none, endpoint:URL, an http(s):// URL, "
+                      f"{', '.join(k + ':DIR' for k in VALUE_KINDS)}")
 
 
 # -- the tiny tactic model ---------------------------------------------------------------------------------

@@ -45,6 +45,10 @@ SampleTerm = Callable[[Sample, Any], float]
 GroupShaper = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, Any], torch.Tensor]
 SAMPLE_TERMS: Registry[SampleTerm] = Registry("reward term")
 GROUP_SHAPERS: Registry[GroupShaper] = Registry("group shaper")
+StepReward = Callable[..., float]
+STEP_REWARDS: Registry[StepReward] = Registry("step reward")
+"""Rewards of one tactic step, ``fn(before: ProofState, result: StepResult, **settings) -> float``: LeanListener's
+``subgoal`` (:mod:`proofrl.rewards.subgoal`), EVA's score (:mod:`proofrl.rewards.eva`)."""
 
 
 @SAMPLE_TERMS.register("verifier")

@@ -252,6 +252,9 @@ def load_recipe(recipe: str | Path | None = None, overrides: Sequence[str] = ())
             raise ConfigError(f"{path}: not YAML: {' '.join(str(e).split())}") from None
         if not isinstance(tree, dict):
             raise ConfigError(f"{path}: a recipe must be a mapping")
+        if "loop" in tree:  # reap, leanlistener, eva: their own schema (proofrl.train.loops)
+            raise ConfigError(f"recipe {recipe!r} runs the {tree['loop']!r} loop, not whole-proof GRPO: "
+                              f"proofrl train --recipe {recipe}")  # fmt: skip
     for item in overrides:
         key, sep, raw = item.partition("=")
         if not sep or not key:

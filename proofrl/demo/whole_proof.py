@@ -23,12 +23,12 @@ from typing import Any
 
 import torch
 
-from .data.problems import Problem
-from .eval.evaluate import EvalResult, evaluate, figure, markdown_table, plot_pass_at_k, plot_uplift, uplift_between
-from .eval.uplift import UpliftRate
-from .policy.prompts import PromptFormat, get_format
-from .policy.sft import supervised_finetune
-from .train.config import TrainConfig, load_recipe
+from ..data.problems import Problem
+from ..eval.evaluate import EvalResult, evaluate, figure, markdown_table, plot_pass_at_k, plot_uplift, uplift_between
+from ..eval.uplift import UpliftRate
+from ..policy.prompts import PromptFormat, get_format
+from ..policy.sft import supervised_finetune
+from ..train.config import TrainConfig, load_recipe
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ class DemoConfig:
 
 def demo_problems(cfg: DemoConfig) -> tuple[list[Problem], list[Problem]]:
     """Training and held-out theorems with short human proofs, split by module."""
-    from .data.splits import coq_stdlib_problems, split_by_module
+    from ..data.splits import coq_stdlib_problems, split_by_module
 
     probs = [p for p in coq_stdlib_problems(max_proof_chars=cfg.max_proof_chars)
              if len(p.formal_statement) <= cfg.max_statement_chars and "Proof using" not in p.proof]  # fmt: skip
@@ -76,7 +76,7 @@ def run_demo(cfg: DemoConfig, *, console: Any = None) -> dict[str, Any]:
     Every judgement goes through one verifier built from the recipe's ``verify`` section (``make_verifier``, as
     ``proofrl train`` does): its backend, ``cfg.workers`` processes and its one timeout (the demo recipe's 10 s,
     or ``--set verify.timeout=…``); it owns its pool and is closed when the demo ends, whatever happens."""
-    from .train.run import make_verifier
+    from ..train.run import make_verifier
 
     recipe = load_recipe("demo", [f"steps={cfg.rl_steps}", f"seed={cfg.seed}", f"verify.workers={cfg.workers}",
                                   *cfg.overrides])  # fmt: skip
@@ -91,10 +91,10 @@ def _run_demo(cfg: DemoConfig, recipe: TrainConfig, verifier: Any, console: Any)
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from .policy.generation import HFGenerator
-    from .policy.model import load_policy
-    from .policy.tiny import build_tiny_model
-    from .train.trainer import Trainer
+    from ..policy.generation import HFGenerator
+    from ..policy.model import load_policy
+    from ..policy.tiny import build_tiny_model
+    from ..train.trainer import Trainer
 
     from transformers.utils import logging as hf_logging
 
@@ -238,3 +238,10 @@ def _report(summary: dict[str, Any], results: dict[str, EvalResult], uplifts: di
         lines.append(f"- {name}: {' '.join(rates)} (correct samples per rank: {' '.join(map(str, u.counts))})")
     lines += ["", "## Time", "", *(f"- {k}: {v:.0f} s" for k, v in t.items()), ""]
     return "\n".join(lines)
+
+
+def run_part(ctx: Any) -> dict[str, Any]:
+    """The ``whole-proof`` part of ``proofrl demo`` (:mod:`proofrl.demo`): :func:`run_demo` into ``ctx.out``."""
+    from dataclasses import replace
+
+    return run_demo(replace(ctx.whole_proof, out=ctx.out, seed=ctx.seed, workers=ctx.workers), console=ctx.console)
