@@ -6,12 +6,19 @@
 
 Prints (b)/(a) and (b)/(c), and how often (a) and (b) agree on the verdict.
 
-    python benchmarks/verify_throughput.py --n 600 --naive 80
+Then the RL-shaped workload (``--rl``, theorems): 32 samples per theorem as a policy in training writes them,
+mostly wrong (see :func:`rl_samples`), through the pool at k = 1 and 2, each against its in-process limit (the
+sum of the verdicts' own seconds at that k, / k). Most of these proofs fail within a few milliseconds inside
+Coq, so whatever the pool spends per proof outside the check shows here.
+
+    python benchmarks/verify_throughput.py --n 600 --naive 80 --rl 40
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import random
 import time
 from collections import Counter
 
@@ -25,13 +32,75 @@ from proofrl.provers.coq import CoqConfig, coqc_check
 from proofrl.provers.factory import make_pool
 from proofrl.provers.pool import PoolConfig
 
+WRONG_STEPS = ("reflexivity.", "exact I.", "apply proofrl_no_such_lemma.", "intros ))).", "discriminate.", "lia.")
+
+
+def rl_samples(record: dict, k: int, rng: random.Random) -> list[tuple[Theorem, str]]:
+    """``k`` completions for one stdlib theorem, shaped like a policy's group early in RL: 2 copies of the
+    human proof, the rest wrong in the ways samples are (a wrong or unknown tactic in place of one step, a
+    truncated proof, an ``admit``, ``Admitted``, a syntax error)."""
+    theorem = Theorem.from_json(record)
+    lines = [l for l in record["proof"].splitlines() if l.strip() and l.strip() not in ("Proof.", "Qed.")]
+    out = [record["proof"]] * 2
+    while len(out) < k:
+        kind = rng.randrange(5)
+        body = list(lines)
+        if kind == 0 and body:  # one step replaced by a wrong tactic
+            body[rng.randrange(len(body))] = rng.choice(WRONG_STEPS)
+        elif kind == 1:  # stops early: goals left
+            body = body[: rng.randrange(len(body) + 1)]
+        elif kind == 2 and body:  # admit in the middle
+            body.insert(rng.randrange(len(body)), "admit.")
+        elif kind == 3:  # gives up at the end
+            out.append("Proof.\n" + "\n".join(body) + "\nAdmitted.")
+            continue
+        else:  # a wrong first step
+            body.insert(0, rng.choice(WRONG_STEPS))
+        out.append("Proof.\n" + "\n".join(body) + "\nQed.")
+    rng.shuffle(out)
+    return [(theorem, p) for p in out]
+
+
+def rl_workload(console: Console, records: list[dict], timeout: float) -> None:
+    rng = random.Random(0)
+    jobs = [j for r in records for j in rl_samples(r, 32, rng)]
+    console.print(f"RL-shaped: {len(records)} theorems x 32 samples = {len(jobs)} proofs")
+    table = Table(title=f"RL-shaped workload, verdicts per second (load average {os.getloadavg()[0]:.1f} at start)")
+    for col in ("pool", "proofs", "wall s", "verdicts/s", "limit/s", "(b)/(c)", "outside check ms/proof", "header loads"):
+        table.add_column(col, justify="right")
+    notes = []
+    # the last row is the pool as it was: memory read after every job (psutil scans every process on the machine)
+    for label, k, extra in (("k=1", 1, {}), ("k=2", 2, {}), ("k=1, RSS read per job", 1, {"rss_every": 0.0})):
+        with make_pool("coq", pool=PoolConfig(workers=k, timeout=timeout, **extra)) as pool:
+            pool.check_many(jobs[: 32 * k])  # start and load every process's header before the clock starts
+            t0 = time.perf_counter()
+            verdicts = pool.check_many(jobs)
+            wall = time.perf_counter() - t0
+            loads = pool.stats.started
+        in_process = sum(v.seconds for v in verdicts)
+        rate, limit = len(jobs) / wall, len(jobs) / (in_process / k)
+        outside = (wall * k - in_process) / len(jobs) * 1000
+        counts = ", ".join(f"{s} {n}" for s, n in Counter(v.status.value for v in verdicts).most_common())
+        table.add_row(label, str(len(jobs)), f"{wall:.2f}", f"{rate:.0f}", f"{limit:.0f}", f"{rate / limit:.2f}", f"{outside:.2f}", str(loads))
+        notes.append(f"{label}: {counts}")
+    console.print(table)
+    console.print("verdicts: " + "; ".join(notes) + f"; load average {os.getloadavg()[0]:.1f} at the end")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=600, help="stdlib proofs for the pool runs")
     ap.add_argument("--naive", type=int, default=80, help="of which this many also go through fresh coqc (it is slow)")
     ap.add_argument("--timeout", type=float, default=30.0)
+    ap.add_argument("--rl", type=int, default=40, help="theorems for the RL-shaped workload (32 samples each); 0 skips it")
+    ap.add_argument("--rl-only", action="store_true", help="only the RL-shaped workload")
     args = ap.parse_args()
     console = Console()
+    if args.rl or args.rl_only:
+        stdlib = [r for p in CORE_PREFIXES for r in load_stdlib(prefix=p)]
+        rl_workload(console, stdlib[: args.rl or 40], args.timeout)
+    if args.rl_only:
+        return
 
     records = [r for p in CORE_PREFIXES for r in load_stdlib(prefix=p)][: args.n]
     jobs = [(Theorem.from_json(r), r["proof"]) for r in records]

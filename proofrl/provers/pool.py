@@ -53,6 +53,10 @@ class PoolConfig:
     """jobs before a process is recycled"""
     max_rss_mb: int = 2048
     """resident memory above which a process is recycled after its job"""
+    rss_every: float = 1.0
+    """seconds between two resident-memory reads of one process: a read walks every process on the machine
+    (psutil's children scan, about 3 ms, more than a failed proof takes inside Coq), so it is done after the
+    first job that ends past this interval, not after every job (RLIMIT_AS stays the hard cap meanwhile)"""
     retries: int = 1
     """fresh-process retries of a job whose process crashed"""
     affinity_wait: float = 10.0
@@ -67,6 +71,7 @@ class _Slot:
     prover: Prover | None = None
     header: str | None = None
     busy: bool = False
+    rss_at: float = float("-inf")  # when this slot's process memory was last read
 
 
 @dataclass
@@ -130,14 +135,19 @@ class ProverPool:
 
     def _release(self, slot: _Slot) -> None:
         p = slot.prover
-        if p is not None and (
-            not p.alive or p.uses >= self.config.max_uses or p.rss_bytes() > self.config.max_rss_mb * 2**20
-        ):
+        if p is not None and (not p.alive or p.uses >= self.config.max_uses or self._too_big(slot, p)):
             self.stats.recycled += p.alive
             self._discard(slot)
         with self._cond:
             slot.busy = False
             self._cond.notify()
+
+    def _too_big(self, slot: _Slot, p: Prover) -> bool:
+        now = time.monotonic()
+        if now - slot.rss_at < self.config.rss_every:
+            return False
+        slot.rss_at = now
+        return p.rss_bytes() > self.config.max_rss_mb * 2**20
 
     def _replace(self, slot: _Slot, header: str, timeout: float | None = None) -> None:
         self._discard(slot)
