@@ -449,6 +449,25 @@ def search(
 
 
 # -- eval rm (EVA issue): @eval_app.command("rm") --
+@eval_app.command("rm")
+def eval_rm(
+    data: Path = typer.Option(..., help="held-out EVA JSONL (state, proposal, critique, scores)"),
+    model: Path = typer.Option(None, help="a trained EVA model directory (proofrl train --recipe eva)"),
+    train_data: Path = typer.Option(None, "--train", help="training JSONL: with --base, trains and scores Table 4's models"),
+    base: Path = typer.Option(None, help="base model directory for Table 4"),
+    out: Path = typer.Option(Path("runs/eval-rm"), "--out", "-o"),
+    epochs: int = typer.Option(3), lr: float = typer.Option(2e-5), batch: int = typer.Option(8),
+    alpha: float = typer.Option(0.5), max_new_tokens: int = typer.Option(96), seed: int = typer.Option(0),
+    threads: int = typer.Option(None, help="torch CPU threads (default: torch's choice)"),
+) -> None:
+    """A process reward model on held-out judged proposals: MSE per dimension, Pearson r, ranking accuracy
+    (greedy decoding); with --train and --base, the EVA paper's Table 4 (zero-shot, SFT-only, value head, EVA)."""
+    from .eval.rm import cli_eval_rm
+
+    torch_threads(threads)
+    cli_eval_rm(data, model=model, train=train_data, base=base, out=out, epochs=epochs, lr=lr, batch=batch,
+                alpha=alpha, max_new_tokens=max_new_tokens, seed=seed)
+
 
 
 def torch_threads(threads: int | None = None) -> None:

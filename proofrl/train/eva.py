@@ -1,0 +1,531 @@
+"""Training the EVA reward model: L = L_SFT + α · L_EVA in one forward pass (the paper's Algorithm 1).
+
+* **Data** (:func:`read_records`): JSONL, one judged proposal a line — ``instruction`` (optional),
+  ``state`` (the tactic state), ``proposal``, ``critique``, ``scores`` (``{"logic": 3.8, "align": 2.1,
+  "clarity": 4.0}``, continuous 1.0–5.0; ``logic_score`` … keys are read too). The text target is the
+  critique and the JSON scores *rounded* (:func:`~proofrl.rewards.eva.render_target`); the continuous values
+  are the EVA loss's targets. A bad line is skipped and counted with its reason, never fatal.
+* **Examples** (:func:`build_examples`): prompt ids as the generators encode them, target ids + EOS, and each
+  score digit's index in the target (:func:`~proofrl.rewards.eva.score_token_positions`). An example whose
+  positions are missing, ambiguous, merged with other characters, or cut off by the length limit keeps its
+  LM loss and is left out of the EVA loss; :class:`IndexReport` counts them by reason.
+* **Loss** (:func:`eva_loss`): rows ``[left-padded prompt | right-padded target]`` (the layout of
+  :mod:`proofrl.policy.logprobs`), one forward pass; L_SFT = −mean log π(target tokens) (the same
+  :func:`~proofrl.policy.logprobs.token_logprobs`); L_EVA = mean over score positions of
+  (E[R_k] − R_GT,k)², E[R] = :func:`~proofrl.rewards.eva.expected_score` of the logits at the digit's
+  index − 1. α = 0 is the SFT-only generative RM.
+* **Value-head baseline** (:class:`RegressionHeadRM`): a linear head on the last hidden state of the prompt,
+  one output per dimension, trained with MSE (the paper's "Value-head RM").
+
+Defaults are the paper's (§5): anchors 1–5, τ = 1, α = 0.5, LoRA r = 16, alpha = 32 on q/k/v/o/gate/up/down,
+AdamW lr 2e-5, batch 8, 3 epochs, bf16 on a GPU (fp32 on a CPU). Run: ``proofrl train --recipe eva``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import torch
+from pydantic import Field
+from torch import nn
+
+from ..errors import ConfigError
+from ..rewards.eva import (ANCHORS, CONFIG_FILE, DIMENSIONS, INSTRUCTION, ScorePositionError, anchor_token_ids,
+                           expected_score, render_target, rm_prompt, score_key, score_token_positions)  # fmt: skip
+from ..schema import Section, validate
+
+LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+# -- config ---------------------------------------------------------------------------------------------------
+
+
+class EvaLoraConfig(Section):
+    enabled: bool = True
+    r: Annotated[int, Field(ge=1)] = 16
+    alpha: Annotated[int, Field(ge=1)] = 32
+    dropout: Annotated[float, Field(ge=0, lt=1)] = 0.05
+    target_modules: list[str] = Field(default_factory=lambda: list(LORA_TARGETS))
+
+
+class EvaModelConfig(Section):
+    path: str = ""
+    """the base model directory; empty: a tiny Llama built here from the training text"""
+    lora: EvaLoraConfig = Field(default_factory=EvaLoraConfig)
+    device: str = ""
+    """empty: cuda when there is one, else cpu"""
+
+
+class EvaDataConfig(Section):
+    train: str = ""
+    """training JSONL (the EVA format); empty: a prover-labelled set built here from the Coq stdlib"""
+    eval: str = ""
+    """held-out JSONL, scored after training (MSE, Pearson r, ranking accuracy); empty: none, or the
+    prover-labelled held-out split when ``train`` is empty too"""
+    theorems: Annotated[int, Field(ge=1)] = 24
+    """prover-labelled set: theorems labelled per split when built here"""
+    max_state_chars: Annotated[int, Field(ge=20)] = 600
+    max_tokens: Annotated[int, Field(ge=32)] = 1024
+    """prompt + target tokens at most; longer prompts lose their start, then the target its end"""
+
+
+class EvaLossConfig(Section):
+    alpha: Annotated[float, Field(ge=0)] = 0.5
+    """α of L_SFT + α · L_EVA (0: the SFT-only generative RM)"""
+    tau: Annotated[float, Field(gt=0)] = 1.0
+    dims: list[str] = Field(default_factory=lambda: list(DIMENSIONS))
+    weights: dict[str, float] = Field(default_factory=dict)
+    """weights of the combined score (empty: equal)"""
+
+
+class EvaOptimConfig(Section):
+    lr: Annotated[float, Field(gt=0)] = 2e-5
+    batch: Annotated[int, Field(ge=1)] = 8
+    epochs: Annotated[int, Field(ge=1)] = 3
+    weight_decay: Annotated[float, Field(ge=0)] = 0.01
+    seed: int = 0
+
+
+class EvaRecipe(Section):
+    loop: Literal["eva"] = "eva"
+    out: str = "runs/eva"
+    model: EvaModelConfig = Field(default_factory=EvaModelConfig)
+    data: EvaDataConfig = Field(default_factory=EvaDataConfig)
+    loss: EvaLossConfig = Field(default_factory=EvaLossConfig)
+    optim: EvaOptimConfig = Field(default_factory=EvaOptimConfig)
+    policy: str = ""
+    """a tactic policy (``hf:DIR``) saved with the model: the proposals EVA judges as a search value
+    (``--value eva:OUT``), and the short search of the prover-labelled set"""
+    max_new_tokens: Annotated[int, Field(ge=8)] = 96
+    """greedy decoding budget when the trained model is scored"""
+
+
+def load_eva_recipe(recipe: str | Path, overrides: Sequence[str] = ()) -> EvaRecipe:
+    """The recipe's YAML with ``key.sub=value`` overrides (values parsed as YAML); one ConfigError line on
+    any mistake."""
+    import yaml
+
+    from .config import _set
+    from .loops import recipe_tree
+
+    tree = recipe_tree(recipe)
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"override {item!r}: expected key.sub=value")
+        try:
+            value = yaml.safe_load(raw)
+        except yaml.YAMLError as e:
+            raise ConfigError(f"override {item!r}: the value is not YAML: {' '.join(str(e).split())}") from None
+        _set(tree, key.strip(), value)
+    cfg = validate(EvaRecipe, tree)
+    if bad := [d for d in cfg.loss.dims if not d or not d.replace("_", "").isalnum()]:
+        raise ConfigError(f"loss.dims: {bad[0]!r} is not a dimension name (letters, digits, _)")
+    return cfg
+
+
+# -- data -----------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Record:
+    state: str
+    proposal: str
+    critique: str
+    scores: dict[str, float]
+    instruction: str = INSTRUCTION
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def parse_record(obj: Any, dims: Sequence[str] = DIMENSIONS) -> Record:
+    """One JSON line → :class:`Record`; ``ValueError`` naming the field to fix."""
+    if not isinstance(obj, dict):
+        raise ValueError("not a JSON object")
+    for k in ("state", "proposal", "critique"):
+        if not isinstance(obj.get(k), str):
+            raise ValueError(f"field {k!r} missing or not text")
+    raw = obj.get("scores", obj)
+    if not isinstance(raw, dict):
+        raise ValueError("field 'scores' is not an object")
+    scores = {}
+    for d in dims:
+        v = raw.get(d, raw.get(score_key(d)))
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise ValueError(f"score {d!r} missing or not a number")
+        if not 1.0 <= v <= 5.0:
+            raise ValueError(f"score {d!r} = {v} outside 1.0-5.0")
+        scores[d] = float(v)
+    extra = {k: v for k, v in obj.items() if k not in ("state", "proposal", "critique", "scores", "instruction")}
+    return Record(obj["state"], obj["proposal"], obj["critique"], scores, obj.get("instruction") or INSTRUCTION, extra)
+
+
+def read_records(path: str | Path, dims: Sequence[str] = DIMENSIONS) -> tuple[list[Record], Counter]:
+    """Records of a JSONL file and the reasons lines were skipped (``line N: why`` counted by why)."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"no EVA data file at {path}")
+    out, skipped = [], Counter()
+    for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            out.append(parse_record(json.loads(line), dims))
+        except ValueError as e:  # json.JSONDecodeError is one
+            skipped[str(e).split(":")[0] if isinstance(e, json.JSONDecodeError) else str(e)] += 1
+    return out, skipped
+
+
+@dataclass
+class Example:
+    prompt_ids: list[int]
+    target_ids: list[int]
+    positions: dict[str, int]
+    """dimension → index of its score digit in ``target_ids`` (empty: not in the EVA loss)"""
+    targets: dict[str, float]
+
+
+@dataclass
+class IndexReport:
+    examples: int = 0
+    in_eva_loss: int = 0
+    left_out: Counter = field(default_factory=Counter)
+    """reason (``missing``, ``ambiguous``, ``not-an-anchor``, ``truncated``) → examples"""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"examples": self.examples, "in_eva_loss": self.in_eva_loss, "left_out": dict(self.left_out)}
+
+
+def prompt_of(r: Record, max_state_chars: int = 600) -> str:
+    return rm_prompt(r.state, r.proposal, r.instruction, max_state_chars)
+
+
+def build_examples(records: Sequence[Record], tokenizer: Any, *, dims: Sequence[str] = DIMENSIONS,
+                   max_tokens: int = 1024, max_state_chars: int = 600,
+                   targets: Sequence[str] | None = None) -> tuple[list[Example], IndexReport]:
+    """Tokenised examples with exact score positions (see the module docstring). ``targets`` replaces the
+    rendered target texts (tests use it for malformed ones)."""
+    from ..policy.generation import encode_prompts
+
+    anchors = anchor_token_ids(tokenizer)
+    keys = [score_key(d) for d in dims]
+    texts = list(targets) if targets is not None else [render_target(r.critique, r.scores, dims) for r in records]
+    prompts = encode_prompts(tokenizer, [prompt_of(r, max_state_chars) for r in records])
+    rep = IndexReport()
+    out = []
+    for r, text, p in zip(records, texts, prompts):
+        enc = tokenizer(text, add_special_tokens=False)
+        t_ids = list(enc["input_ids"]) + [tokenizer.eos_token_id]
+        try:
+            pos = score_token_positions(text, tokenizer, keys, encoding=enc, anchor_ids=anchors)
+        except ScorePositionError as e:
+            pos, reason = {}, e.reason
+        else:
+            reason = ""
+        room = max_tokens - len(t_ids)
+        if room < 8:  # the target alone is too long: keep a little prompt, cut the target's end
+            p = p[-8:]
+            t_ids = t_ids[: max(1, max_tokens - len(p))]
+        elif len(p) > room:
+            p = p[:1] + p[len(p) - room + 1:]  # keep BOS and the prompt's end (the proposal)
+        if pos and max(pos.values()) >= len(t_ids):
+            pos, reason = {}, "truncated"
+        rep.examples += 1
+        if pos:
+            rep.in_eva_loss += 1
+        else:
+            rep.left_out[reason] += 1
+        out.append(Example(p, t_ids, {d: pos[score_key(d)] for d in dims} if pos else {}, dict(r.scores)))
+    return out, rep
+
+
+# -- the loss -------------------------------------------------------------------------------------------------
+
+
+def collate(examples: Sequence[Example], pad_id: int, device: Any) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """``(input_ids, attention_mask, P)``: ``[left-padded prompt | right-padded target]``; a target token j of
+    row i sits at column P + j."""
+    from ..policy.logprobs import left_pad, right_pad
+
+    q, qm = left_pad([e.prompt_ids for e in examples], pad_id, device)
+    o, om = right_pad([e.target_ids for e in examples], pad_id, device)
+    return torch.cat([q, o], 1), torch.cat([qm, om], 1), q.shape[1]
+
+
+@dataclass
+class LossParts:
+    total: torch.Tensor
+    lm: float
+    eva: float
+    positions: int
+
+
+def eva_term(logits: torch.Tensor, examples: Sequence[Example], prompt_width: int, *, anchor_ids: Sequence[int],
+             tau: float = 1.0, dims: Sequence[str] = DIMENSIONS) -> tuple[torch.Tensor | None, int]:
+    """L_EVA = mean over the batch's score positions of (E[R_k] − R_GT,k)², E[R] read from the logits at each
+    digit's column − 1 (rows laid out by :func:`collate`, ``prompt_width`` = P); ``(None, 0)`` when no example
+    of the batch has its positions."""
+    from ..rewards.eva import gather_positions
+
+    rows, cols, gts = [], [], []
+    for i, e in enumerate(examples):
+        for d in dims:
+            if d in e.positions:
+                rows.append(i)
+                cols.append(prompt_width + e.positions[d])  # the digit's column; its logits are read at column − 1
+                gts.append(e.targets[d])
+    if not rows:
+        return None, 0
+    er = expected_score(gather_positions(logits, rows, cols), anchor_ids, tau)
+    return ((er - torch.tensor(gts, device=er.device)) ** 2).mean(), len(rows)
+
+
+def eva_loss(model: Any, examples: Sequence[Example], *, anchor_ids: Sequence[int], alpha: float, tau: float,
+             pad_id: int, dims: Sequence[str] = DIMENSIONS) -> LossParts:
+    """L_SFT + α · L_EVA over one batch, one forward pass."""
+    from ..policy.logprobs import position_ids, token_logprobs
+
+    device = next(model.parameters()).device
+    ids, mask, P = collate(examples, pad_id, device)
+    T = ids.shape[1] - P
+    logits = model(input_ids=ids, attention_mask=mask, position_ids=position_ids(mask), use_cache=False).logits
+    # LM: the logits at columns P−1 … P+T−2 predict the target tokens at P … P+T−1
+    lp, _ = token_logprobs(logits[:, P - 1: P + T - 1], ids[:, P:])
+    tmask = mask[:, P:].float()
+    lm = -(lp * tmask).sum() / tmask.sum()
+    ev, n = eva_term(logits, examples, P, anchor_ids=anchor_ids, tau=tau, dims=dims)
+    if ev is None:
+        return LossParts(lm, float(lm.detach()), float("nan"), 0)
+    return LossParts(lm + alpha * ev, float(lm.detach()), float(ev.detach()), n)
+
+
+def train_eva(model: Any, tokenizer: Any, examples: Sequence[Example], *, alpha: float, tau: float = 1.0,
+              lr: float = 2e-5, batch: int = 8, epochs: int = 3, seed: int = 0, weight_decay: float = 0.01,
+              dims: Sequence[str] = DIMENSIONS, console: Any = None,
+              on_epoch: Callable[[int, dict[str, float]], None] | None = None) -> list[dict[str, float]]:
+    """AdamW on :func:`eva_loss` (gradient norm clipped at 1, a seeded shuffle per epoch, as the SFT loop of
+    :mod:`proofrl.policy.sft`, whose loss it extends). Returns per-epoch means of total, LM and EVA loss."""
+    from rich.progress import Progress
+
+    anchors = anchor_token_ids(tokenizer)
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
+    g = torch.Generator().manual_seed(seed)
+    hist = []
+    model.train()
+    with Progress(transient=True, console=console) as bar:
+        task = bar.add_task("EVA training" if alpha else "SFT (generative RM)", total=epochs * len(examples))
+        for epoch in range(epochs):
+            order = torch.randperm(len(examples), generator=g).tolist()
+            sums: Counter = Counter()
+            for s in range(0, len(order), batch):
+                part = [examples[i] for i in order[s:s + batch]]
+                loss = eva_loss(model, part, anchor_ids=anchors, alpha=alpha, tau=tau, pad_id=tokenizer.pad_token_id, dims=dims)
+                opt.zero_grad(set_to_none=True)
+                loss.total.backward()
+                torch.nn.utils.clip_grad_norm_(params, 1.0)
+                opt.step()
+                sums["total"] += float(loss.total.detach()) * len(part)
+                sums["lm"] += loss.lm * len(part)
+                if loss.positions and not math.isnan(loss.eva):
+                    sums["eva"] += loss.eva * loss.positions
+                    sums["positions"] += loss.positions
+                bar.advance(task, len(part))
+            h = {"epoch": epoch, "loss": sums["total"] / len(examples), "lm": sums["lm"] / len(examples),
+                 "eva_mse": sums["eva"] / sums["positions"] if sums["positions"] else float("nan")}
+            hist.append(h)
+            if on_epoch:
+                on_epoch(epoch, h)
+    model.eval()
+    return hist
+
+
+# -- the value-head baseline ------------------------------------------------------------------------------------
+
+
+class RegressionHeadRM(nn.Module):
+    """The paper's value-head RM: Linear(hidden, K) on the last hidden state of the prompt, trained with MSE
+    on the K continuous scores (no critique)."""
+
+    def __init__(self, lm: Any, tokenizer: Any, dims: Sequence[str] = DIMENSIONS, max_state_chars: int = 600):
+        super().__init__()
+        self.lm, self.tokenizer, self.dims, self.max_state_chars = lm, tokenizer, tuple(dims), max_state_chars
+        self.head = nn.Linear(int(lm.config.hidden_size), len(self.dims)).to(next(lm.parameters()).device)
+        nn.init.zeros_(self.head.weight)
+        nn.init.constant_(self.head.bias, 3.0)  # the middle of 1–5: no opinion until taught
+
+    def forward(self, prompts: Sequence[str]) -> torch.Tensor:
+        from ..policy.generation import encode_prompts
+        from ..policy.logprobs import left_pad, position_ids
+
+        limit = getattr(self.lm.config, "max_position_embeddings", None)
+        rows = [r[-limit:] if limit else r for r in encode_prompts(self.tokenizer, prompts)]
+        ids, mask = left_pad(rows, self.tokenizer.pad_token_id, self.head.weight.device)
+        out = self.lm(input_ids=ids, attention_mask=mask, position_ids=position_ids(mask), output_hidden_states=True,
+                      use_cache=False)  # fmt: skip
+        return self.head(out.hidden_states[-1][:, -1].float())  # left padding: the last column is the last token
+
+    def predict(self, records: Sequence[Record], batch: int = 16) -> list[dict[str, float]]:
+        self.eval()
+        out = []
+        with torch.no_grad():
+            for s in range(0, len(records), batch):
+                y = self([prompt_of(r, self.max_state_chars) for r in records[s:s + batch]])
+                out += [{d: float(v) for d, v in zip(self.dims, row)} for row in y.tolist()]
+        return out
+
+
+def train_value_head(rm: RegressionHeadRM, records: Sequence[Record], *, lr: float, batch: int, epochs: int,
+                     seed: int = 0, weight_decay: float = 0.01) -> list[float]:
+    """MSE on the continuous scores; the head learns at 10× ``lr`` (it starts from nothing). Per-epoch MSE."""
+    head_params = list(rm.head.parameters())
+    lm_params = [p for p in rm.lm.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW([{"params": lm_params, "lr": lr}, {"params": head_params, "lr": 10 * lr}], weight_decay=weight_decay)
+    g = torch.Generator().manual_seed(seed)
+    hist = []
+    rm.train()
+    for _ in range(epochs):
+        order = torch.randperm(len(records), generator=g).tolist()
+        total = 0.0
+        for s in range(0, len(order), batch):
+            part = [records[i] for i in order[s:s + batch]]
+            y = rm([prompt_of(r, rm.max_state_chars) for r in part])
+            t = torch.tensor([[r.scores[d] for d in rm.dims] for r in part], device=y.device)
+            loss = ((y - t) ** 2).mean()
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_([*lm_params, *head_params], 1.0)
+            opt.step()
+            total += float(loss.detach()) * len(part)
+        hist.append(total / len(records))
+    rm.eval()
+    return hist
+
+
+# -- models ------------------------------------------------------------------------------------------------------
+
+
+def load_base(path: str | Path, *, lora: EvaLoraConfig | None, device: str | None = None) -> tuple[Any, Any]:
+    """The base model (a fresh copy each call) with LoRA when enabled."""
+    from ..policy.model import LoraSpec, load_policy
+
+    spec = LoraSpec(r=lora.r, alpha=lora.alpha, dropout=lora.dropout, target_modules=tuple(lora.target_modules)) \
+        if lora is not None and lora.enabled else None
+    model, tok = load_policy(path, device=device or None, lora=spec)
+    if spec is None:
+        for p in model.parameters():
+            p.requires_grad_(True)
+    return model, tok
+
+
+def build_tiny_base(out_dir: Path, records: Sequence[Record], *, seed: int = 0) -> Path:
+    """A tiny Llama whose byte-level BPE is trained on the records' prompts and targets (anchors stay single
+    tokens: every byte is one, and the compact JSON keeps digits apart)."""
+    from ..policy.tiny import build_tiny_model
+
+    texts = [prompt_of(r) + render_target(r.critique, r.scores) for r in records]
+    return build_tiny_model(out_dir, texts, seed=seed, vocab_size=1024, hidden=128, layers=2, heads=4)
+
+
+def save_rm(model: Any, tokenizer: Any, out: Path, cfg: EvaRecipe, extra: dict[str, Any]) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    settings = {"dims": list(cfg.loss.dims), "anchors": list(ANCHORS), "tau": cfg.loss.tau,
+                "weights": dict(cfg.loss.weights) or None, "max_state_chars": cfg.data.max_state_chars,
+                "policy": cfg.policy, "alpha": cfg.loss.alpha, **extra}  # fmt: skip
+    (out / CONFIG_FILE).write_text(json.dumps(settings, indent=2))
+    return out
+
+
+# -- the recipe ---------------------------------------------------------------------------------------------------
+
+
+def prover_labelled_data(out: Path, *, theorems: int, policy: str = "", seed: int = 0, workers: int = 2,
+                         console: Any = None) -> tuple[Path, Path]:
+    """Build (once) a small prover-labelled set in ``out``: tactic transitions of the Coq stdlib's short
+    proofs, then :func:`proofrl.data.eva_labels.build_labels` on each split."""
+    from ..data.eva_labels import LabelSettings, build_labels, write_labels
+    from ..data.tactics import build_tactic_data, read_transitions
+
+    if (out / "train.jsonl").is_file() and (out / "held-out.jsonl").is_file():
+        return out / "train.jsonl", out / "held-out.jsonl"
+    trans = out / "transitions"
+    if not (trans / "train.jsonl").is_file():
+        build_tactic_data(trans, workers=workers, max_proof_chars=200, limit=max(40, 4 * theorems), seed=seed, console=console)
+    pol = None
+    if policy:
+        from ..policy.tactic import make_tactic_policy
+
+        pol = make_tactic_policy(policy, device="cpu", seed=seed, max_tokens=64)
+    records, summary = [], {}
+    for split in ("train", "held-out"):
+        rs, s = build_labels(read_transitions(trans / f"{split}.jsonl"), policy=pol, theorems=theorems,
+                             settings=LabelSettings(seed=seed), workers=workers, console=console)  # fmt: skip
+        records += rs
+        summary[split] = s
+    paths = write_labels(records, out, summary)
+    return paths["train"], paths["held-out"]
+
+
+def run_recipe(recipe: str, overrides: Sequence[str] = (), *, show_config: bool = False) -> dict[str, Any] | None:
+    """``proofrl train --recipe eva``: read the data, train with L_SFT + α·L_EVA, save the model with its
+    ``eva_config.json``, score the held-out file when there is one; writes ``OUT/summary.json``."""
+    import yaml
+    from rich.console import Console
+
+    cfg = load_eva_recipe(recipe, overrides)
+    if show_config:
+        print(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+        return None
+    console = Console()
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    train_path, eval_path = cfg.data.train, cfg.data.eval
+    if not train_path:
+        from ..preflight import require_backend
+
+        require_backend("coq")
+        tp, ep = prover_labelled_data(out / "labels", theorems=cfg.data.theorems, policy=cfg.policy,
+                                      seed=cfg.optim.seed, console=console)  # fmt: skip
+        train_path, eval_path = str(tp), eval_path or str(ep)
+    records, skipped = read_records(train_path, cfg.loss.dims)
+    if skipped:
+        console.print(f"[yellow]skipped {sum(skipped.values())} lines of {train_path}[/]: {dict(skipped)}")
+    if not records:
+        raise ConfigError(f"{train_path}: no usable EVA record (skipped: {dict(skipped)})")
+    base = cfg.model.path or str(build_tiny_base(out / "tiny-base", records, seed=cfg.optim.seed))
+    model, tok = load_base(base, lora=cfg.model.lora, device=cfg.model.device or None)
+    examples, rep = build_examples(records, tok, dims=cfg.loss.dims, max_tokens=cfg.data.max_tokens,
+                                   max_state_chars=cfg.data.max_state_chars)  # fmt: skip
+    console.print(f"[bold]EVA[/]: {rep.examples} examples, {rep.in_eva_loss} in the EVA loss, left out {dict(rep.left_out)}")
+    hist = train_eva(model, tok, examples, alpha=cfg.loss.alpha, tau=cfg.loss.tau, lr=cfg.optim.lr, batch=cfg.optim.batch,
+                     epochs=cfg.optim.epochs, seed=cfg.optim.seed, weight_decay=cfg.optim.weight_decay, dims=cfg.loss.dims,
+                     console=console, on_epoch=lambda e, h: console.print(
+                         f"epoch {e + 1}: loss {h['loss']:.4f} (LM {h['lm']:.4f}, EVA MSE {h['eva_mse']:.4f})"))  # fmt: skip
+    model_dir = save_rm(model, tok, out / "model", cfg, {"base": base})
+    summary: dict[str, Any] = {"train": train_path, "records": len(records), "skipped_lines": dict(skipped),
+                               "index": rep.to_json(), "history": hist, "model": str(model_dir)}  # fmt: skip
+    if eval_path:
+        from ..eval.rm import evaluate_generative
+
+        ev, _ = read_records(eval_path, cfg.loss.dims)
+        if ev:
+            from ..rewards.eva import EvaScorer
+
+            scorer = EvaScorer(model, tok, dims=cfg.loss.dims, tau=cfg.loss.tau, weights=cfg.loss.weights or None,
+                               max_new_tokens=cfg.max_new_tokens, max_state_chars=cfg.data.max_state_chars)  # fmt: skip
+            summary["eval"] = evaluate_generative(scorer, ev)["eva"]
+            m = summary["eval"]
+            console.print(f"held-out ({len(ev)}): MSE {m['mse']}, Pearson r {m['pearson']:.3f}, ranking acc {m['ranking_acc']:.3f}")
+    summary["seconds"] = round(time.perf_counter() - t0, 1)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+    console.print(f"model: {model_dir}\nsummary: {out / 'summary.json'}")
+    return summary
