@@ -24,6 +24,9 @@ from .tree import Edge, Failure, Node, SearchTree, normalize_tactic, refusal
 
 SearchStatus = Literal["proved", "failed", "unsound", "error"]
 
+MIN_STEP_SECONDS = 0.05
+"""the least timeout a step gets when the budget is nearly spent (Coq's ``Timeout`` rounds it up to 1 s)"""
+
 
 @dataclass
 class SearchResult:
@@ -110,7 +113,7 @@ class Search:
             budget = self.seconds_budget
             self.deadline = t0 + budget if budget else math.inf
             try:
-                root = self.prover.start(theorem, timeout=self.config.tactic_timeout)
+                root = self.prover.start(theorem, timeout=self.step_timeout())
             except StatementError as e:
                 info["status"] = "error"
                 return SearchResult(theorem.name, "error", reason=f"statement does not elaborate: {e}",
@@ -155,6 +158,13 @@ class Search:
             return True
         return False
 
+    def step_timeout(self) -> float:
+        """Seconds the next prover call may take: ``tactic_timeout``, cut to what is left of the search's
+        ``seconds`` budget (at least :data:`MIN_STEP_SECONDS`), so one slow tactic cannot overrun the budget
+        by more than Coq's whole-second ``Timeout`` rounding and the process deadline's grace."""
+        left = self.deadline - time.monotonic()
+        return max(MIN_STEP_SECONDS, min(self.config.tactic_timeout, left))
+
     # -- calls ----------------------------------------------------------------------------------------
     def step(self, node: Node, tactic: str) -> StepResult:
         """One prover step from ``node``'s state; a crash is retried once on the restarted process (which
@@ -176,7 +186,7 @@ class Search:
         t0 = time.monotonic()
         self.steps += 1
         try:
-            return self.prover.step(node.state, tactic, timeout=self.config.tactic_timeout)
+            return self.prover.step(node.state, tactic, timeout=self.step_timeout())
         except (ProverError, StatementError) as e:
             return StepResult(tactic, failure=StepFailure(FailureKind.CRASH, f"{type(e).__name__}: {e}"[:2000]),
                               seconds=time.monotonic() - t0)
@@ -215,6 +225,8 @@ class Search:
             if (old := tree.edge_for(node, t)) is not None:  # proposed again (progressive sampling)
                 old.prior_raw += prior
                 continue
+            if self.out_of_time():  # the proposals not yet stepped are not run (and not in the tree)
+                break
             if why := refusal(t, self.config.backend):
                 tree.add_failed(node, t, Failure(FailureKind.FORBIDDEN.value, why), logprob_sum=lp_sum,
                                 logprob_mean=lp_mean, prior=prior)
@@ -241,6 +253,8 @@ class Search:
         assert tree is not None
         n = len(node.state.goals)
         for i in range(1, n + 1):
+            if self.out_of_time():
+                break
             tactic = f"{i}: {{"
             r = self.step(node, tactic)
             if r.failure is not None or r.state is None:

@@ -70,6 +70,22 @@ def safe_name(name: str) -> str:
     return re.sub(r"[^\w.-]", "_", name)[:150] or "theorem"
 
 
+def tree_files(names: Sequence[str]) -> list[str]:
+    """``trees/…json`` file names, one per theorem in input order, all different: a name that repeats (or
+    that :func:`safe_name` folds onto another, case aside) gets ``-2``, ``-3``, … after its first use."""
+    used: set[str] = set()
+    out = []
+    for name in names:
+        base = safe_name(name)
+        stem, n = base, 1
+        while stem.lower() in used:
+            n += 1
+            stem = f"{base}-{n}"
+        used.add(stem.lower())
+        out.append(f"{stem}.json")
+    return out
+
+
 class _Locked:
     """Serialises calls into a policy or value function that is not thread-safe (a local HF model) when
     workers > 1."""
@@ -121,6 +137,7 @@ def search_many(problems: str | Path | Iterable[Any], policy: TacticPolicy, algo
     write_lock = threading.Lock()
     stop = threading.Event()
     results: list[SearchResult | None] = [None] * len(theorems)
+    files = tree_files([th.name for th in theorems])  # two theorems of one name never share a tree file
     policy_errors: list[str] = []
 
     def one(i: int) -> SearchResult | None:
@@ -145,8 +162,8 @@ def search_many(problems: str | Path | Iterable[Any], policy: TacticPolicy, algo
         tree = r.tree_json()
         with write_lock:
             with open(results_path, "a", encoding="utf-8") as f:
-                f.write(json.dumps(r.line(), default=str) + "\n")
-            (out / "trees" / f"{safe_name(th.name)}.json").write_text(json.dumps(tree, default=str))
+                f.write(json.dumps(r.line() | {"tree": f"trees/{files[i]}"}, default=str) + "\n")
+            (out / "trees" / files[i]).write_text(json.dumps(tree, default=str))
         return r
 
     try:
