@@ -2,15 +2,21 @@
 tactic model taught on the training side, built once in ``ROOT/tactic-assets/`` and reused.
 
 Whichever part runs first builds them; a later part (or a later ``proofrl demo --part …``) finds
-``ready.json`` and loads them. Held-out theorems are those of the held-out modules (the whole-proof split),
-so no part ever searches or scores a theorem whose module the model was taught on.
+``ready.json`` written with the same settings and loads them (other settings: built again). Held-out
+theorems are those of the held-out modules (the whole-proof split), so no part ever searches or scores a
+theorem whose module the model was taught on.
+
+The settings are chosen by measurement to fit the demo's budget on 2 CPU cores (``benchmarks/tactic_teaching.py``
+and docs/search.md, "The demo's tactic assets"): teaching costs far more than stepping, and most of an epoch
+went on padding, so batches are grouped by length and the states a tiny model can use are kept short.
 """
 
 from __future__ import annotations
 
 import json
+import random
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +35,9 @@ class TacticAssets:
     train_problems: list[Problem]
     """training-module theorems (for search-and-learn and online step-level RL)"""
     held_out_problems: list[Problem]
-    """held-out-module theorems (for proved counts)"""
+    """held-out-module theorems (for proved counts): a seeded draw over every held-out module, in corpus order"""
+    build: dict[str, Any] = field(default_factory=dict)
+    """``ready.json``: the settings and what building took (stepping and teaching seconds, pairs, losses)"""
 
     @property
     def policy_spec(self) -> str:
@@ -40,33 +48,84 @@ class TacticAssets:
 class AssetSettings:
     max_proof_chars: int = 400
     """only human proofs at most this long are stepped (short proofs: the ones a tiny model can learn)"""
-    epochs: int = 6
+    max_state_chars: int = 1000
+    """teach only on states at most this long (longer ones are rare here and cost padding)"""
+    epochs: int = 4
+    batch: int = 32
+    lr: float = 2e-3
+    model: dict[str, int] = field(default_factory=lambda: {"hidden": 128, "layers": 2, "heads": 4, "vocab_size": 1024})
     held_out_theorems: int = 100
     train_theorems: int = 200
+    prefixes: tuple[str, ...] | None = None
+    """stdlib module prefixes (None: the core stdlib); tests use one small module"""
+    limit: int | None = None
+    """step only the first N proofs (tests)"""
+
+    def key(self) -> dict[str, Any]:
+        return json.loads(json.dumps(asdict(self)))
+
+
+SETTINGS = AssetSettings()
+"""what :func:`tactic_assets` uses when no settings are given (a test may swap it for smaller ones)"""
 
 
 def tactic_assets(root: Path, *, seed: int = 0, workers: int = 2, console: Any = None,
-                  settings: AssetSettings = AssetSettings()) -> TacticAssets:
+                  settings: AssetSettings | None = None) -> TacticAssets:
     """Build (once) or load the shared tactic data and tiny tactic model under ``root/tactic-assets``."""
     from rich.console import Console
 
-    from ..data.tactics import build_tactic_data, read_transitions, stdlib_tactic_problems
-    from ..policy.tactic import train_tiny_tactic_model
+    from ..data.tactics import build_tactic_data, stdlib_tactic_problems
 
+    settings = settings or SETTINGS
     console = console or Console()
     folder = Path(root) / "tactic-assets"
     data, model = folder / "data", folder / "tiny-tactic-model"
     ready = folder / "ready.json"
-    problems = stdlib_tactic_problems(max_proof_chars=settings.max_proof_chars, seed=seed)
-    if not ready.is_file():
+    want = {"settings": settings.key(), "seed": seed}
+    build = json.loads(ready.read_text()) if ready.is_file() else {}
+    if {k: build.get(k) for k in want} != want:
+        if build:
+            console.print(f"[yellow]tactic assets in {folder} were built with other settings; building them again[/]")
+        ready.unlink(missing_ok=True)
         t = time.perf_counter()
-        s = build_tactic_data(data, workers=workers, max_proof_chars=settings.max_proof_chars, seed=seed, console=console)
-        console.print(f"[bold]tactic data[/]: {s.transitions} transitions from {s.clean} human proofs ({s.seconds:.0f} s)")
-        train = read_transitions(data / "train.jsonl")
-        train_tiny_tactic_model(train, model, epochs=settings.epochs, seed=seed)
-        losses = json.loads((model / "sft_losses.json").read_text())["losses"]
-        console.print(f"[bold]tiny tactic model[/]: {settings.epochs} epochs, loss {losses[0]:.2f} → {losses[-1]:.2f}")
-        ready.write_text(json.dumps({"seconds": time.perf_counter() - t, "transitions": s.transitions}))
+        s = build_tactic_data(data, workers=workers, max_proof_chars=settings.max_proof_chars, seed=seed, console=console,
+                              prefixes=settings.prefixes, limit=settings.limit)  # fmt: skip
+        stepping = time.perf_counter() - t
+        console.print(f"[bold]tactic data[/]: {s.transitions} transitions from {s.clean} human proofs ({stepping:.0f} s)")
+        taught = teach(data / "train.jsonl", model, settings, seed=seed, console=console)
+        build = want | {"transitions": s.transitions, "by_split": s.by_split, "stepping_seconds": round(stepping, 1), **taught,
+                        "seconds": round(time.perf_counter() - t, 1)}  # fmt: skip
+        ready.write_text(json.dumps(build, indent=2))
+    problems = stdlib_tactic_problems(max_proof_chars=settings.max_proof_chars, seed=seed, prefixes=settings.prefixes)
     train_p = [p for p in problems if p.split == "train"][: settings.train_theorems]
-    held_p = [p for p in problems if p.split == "held-out"][: settings.held_out_theorems]
-    return TacticAssets(folder, data / "train.jsonl", data / "held-out.jsonl", model, train_p, held_p)
+    held = [p for p in problems if p.split == "held-out"]
+    # a seeded draw over all held-out modules (the corpus order groups modules, and its first ones are easy)
+    pick = sorted(random.Random(seed).sample(range(len(held)), min(settings.held_out_theorems, len(held))))
+    return TacticAssets(folder, data / "train.jsonl", data / "held-out.jsonl", model, train_p, [held[i] for i in pick], build)
+
+
+def teach(train_jsonl: Path, model_dir: Path, settings: AssetSettings, *, seed: int = 0, console: Any = None) -> dict[str, Any]:
+    """Teach the tiny tactic model on ``train.jsonl`` with a progress bar; returns pairs, losses and seconds."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    from ..data.tactics import read_transitions
+    from ..policy.tactic import tactic_pairs, train_tiny_tactic_model
+
+    train = read_transitions(train_jsonl)
+    n = len(tactic_pairs(train, max_state_chars=settings.max_state_chars))
+    t = time.perf_counter()
+    with Progress(TextColumn("teaching the tiny tactic model"), BarColumn(), MofNCompleteColumn(),
+                  TextColumn("{task.fields[info]}"), TimeElapsedColumn(), TimeRemainingColumn(), console=console) as bar:  # fmt: skip
+        task = bar.add_task("", total=settings.epochs * n, info="")
+        train_tiny_tactic_model(
+            train, model_dir, epochs=settings.epochs, seed=seed, lr=settings.lr, batch=settings.batch,
+            max_state_chars=settings.max_state_chars, model=settings.model, group_by_length=True,
+            on_batch=lambda k: bar.advance(task, k),
+            on_epoch=lambda e, loss: bar.update(task, info=f"epoch {e + 1}: loss {loss:.2f}"),
+        )  # fmt: skip
+    seconds = time.perf_counter() - t
+    losses = json.loads((model_dir / "sft_losses.json").read_text())["losses"]
+    if console is not None:
+        console.print(f"[bold]tiny tactic model[/]: {n} pairs, {settings.epochs} epochs, loss {losses[0]:.2f} → "
+                      f"{losses[-1]:.2f} ({seconds:.0f} s)")  # fmt: skip
+    return {"pairs": n, "losses": [round(x, 4) for x in losses], "teaching_seconds": round(seconds, 1)}

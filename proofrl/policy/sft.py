@@ -17,13 +17,19 @@ from .logprobs import response_logprobs
 
 def supervised_finetune(
     model: Any, tokenizer: Any, pairs: Sequence[tuple[str, str]], *, epochs: int, lr: float, batch: int, seed: int,
-    on_epoch: Callable[[int, float], None] | None = None,
+    on_epoch: Callable[[int, float], None] | None = None, group_by_length: bool = False,
+    on_batch: Callable[[int], None] | None = None,
 ) -> list[float]:
     """Teacher forcing on (prompt, completion) pairs: minimise −mean log π(completion tokens | prompt).
 
     Prompts are encoded as the generators encode them (:func:`encode_prompts`); each completion is followed
     by EOS, so the model learns to stop. AdamW (weight decay 0.01), gradient norm clipped at 1, a seeded
     shuffle per epoch. Returns the mean loss of each epoch; the model is left in eval mode.
+
+    ``group_by_length``: after the shuffle, pairs are sorted by length inside windows of 16 batches and the
+    batches are shuffled again, so a batch pads to its own length rather than to the longest pair drawn (on a
+    CPU the padding, not the pairs, costs most of an epoch). ``on_batch(n)`` is called after each batch with
+    its size (a progress bar).
     """
     prompts = encode_prompts(tokenizer, [p for p, _ in pairs])
     targets = [tokenizer(c, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id] for _, c in pairs]
@@ -33,9 +39,15 @@ def supervised_finetune(
     model.train()
     for epoch in range(epochs):
         order = torch.randperm(len(pairs), generator=g).tolist()
+        if group_by_length:
+            window = 16 * batch
+            order = [i for s in range(0, len(order), window)
+                     for i in sorted(order[s : s + window], key=lambda i: len(prompts[i]) + len(targets[i]))]  # fmt: skip
+        batches = [order[s : s + batch] for s in range(0, len(order), batch)]
+        if group_by_length:
+            batches = [batches[j] for j in torch.randperm(len(batches), generator=g).tolist()]
         total, count = 0.0, 0
-        for start in range(0, len(order), batch):
-            idx = order[start : start + batch]
+        for idx in batches:
             lp, mask = response_logprobs(model, [prompts[i] for i in idx], [targets[i] for i in idx],
                                          pad_id=tokenizer.pad_token_id, micro_batch=batch)  # fmt: skip
             loss = -(lp * mask).sum() / mask.sum()
@@ -44,6 +56,8 @@ def supervised_finetune(
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
             total, count = total + float(loss.detach()) * len(idx), count + len(idx)
+            if on_batch:
+                on_batch(len(idx))
         losses.append(total / count)
         if on_epoch:
             on_epoch(epoch, losses[-1])

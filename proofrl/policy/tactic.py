@@ -489,14 +489,17 @@ def train_tiny_tactic_model(
     transitions: Sequence[dict[str, Any]], out_dir: str | Path, *, epochs: int = 8, seed: int = 0,
     lr: float = 1e-3, batch: int = 32, include_structural: bool = False, max_state_chars: int | None = 2000,
     max_tactic_chars: int | None = 300, model: dict[str, int] | None = None,
-    on_epoch: Callable[[int, float], None] | None = None,
+    on_epoch: Callable[[int, float], None] | None = None, group_by_length: bool = True,
+    on_batch: Callable[[int], None] | None = None,
 ) -> Path:
     """Build the tiny Llama (:func:`~proofrl.policy.tiny.build_tiny_model`, tokenizer trained on the pairs'
     text) and teach it state → tactic with the one SFT implementation
     (:func:`~proofrl.policy.sft.supervised_finetune`); saves model and tokenizer into ``out_dir`` (load it
     with ``make_tactic_policy("hf:" + out_dir)``). Pass only training-split transitions. ``model`` overrides
     the tiny model's shape (``hidden``, ``layers``, ``heads``, ``vocab_size``); the per-epoch losses are
-    written to ``out_dir/sft_losses.json``."""
+    written to ``out_dir/sft_losses.json``. Batches are grouped by length (``group_by_length``: a state's
+    length varies tenfold, and padding every batch to its longest pair cost most of an epoch on a CPU);
+    ``on_batch(n)`` / ``on_epoch(epoch, loss)`` report progress."""
     import json
 
     from .model import load_policy
@@ -511,7 +514,8 @@ def train_tiny_tactic_model(
     shape = {"hidden": 128, "layers": 2, "heads": 4, "vocab_size": 1024, **(model or {})}
     build_tiny_model(out_dir, [p + t for p, t in pairs], seed=seed, **shape)
     m, tok = load_policy(out_dir, device="cpu")
-    losses = supervised_finetune(m, tok, pairs, epochs=epochs, lr=lr, batch=batch, seed=seed, on_epoch=on_epoch)
+    losses = supervised_finetune(m, tok, pairs, epochs=epochs, lr=lr, batch=batch, seed=seed, on_epoch=on_epoch,
+                                 group_by_length=group_by_length, on_batch=on_batch)  # fmt: skip
     m.save_pretrained(out_dir)
     tok.save_pretrained(out_dir)
     (out_dir / "sft_losses.json").write_text(json.dumps({"pairs": len(pairs), "epochs": epochs, "losses": losses}))

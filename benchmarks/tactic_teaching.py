@@ -1,0 +1,101 @@
+"""What an epoch of teaching the tiny tactic model costs, one setting changed at a time, in one run.
+
+    python -m proofrl.data.tactics --out runs/tactics --max-proof-chars 400
+    python benchmarks/tactic_teaching.py --data runs/tactics --pairs 640
+
+Each row builds the tiny model (tokenizer trained on the pairs' text) and times one epoch of
+:func:`proofrl.policy.sft.supervised_finetune` on the same ``--pairs`` training pairs (a seeded draw of
+``train.jsonl``), changing one thing from the first row: length-grouped batches, torch threads, batch size,
+hidden size, vocabulary, the cap on state length. Printed side by side: wall and CPU seconds per epoch (the
+process's own CPU time, which other work on a shared machine barely moves; with 2 threads it adds both),
+padded tokens per real token, and the ratios to the first row. Rows run ``--rounds`` times, interleaved; the
+round with the least CPU time is kept. Building the model is not timed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from proofrl.data.tactics import read_transitions
+from proofrl.policy.model import load_policy
+from proofrl.policy.sft import supervised_finetune
+from proofrl.policy.tactic import tactic_pairs
+from proofrl.policy.tiny import build_tiny_model
+
+BASE = {"group": False, "threads": 1, "batch": 32, "hidden": 128, "vocab": 1024, "max_state_chars": 2000}
+ROWS = [
+    ("sketch (random batches)", {}),
+    ("length-grouped batches", {"group": True}),
+    ("grouped, 2 threads", {"group": True, "threads": 2}),
+    ("grouped, batch 64", {"group": True, "batch": 64}),
+    ("grouped, hidden 64", {"group": True, "hidden": 64}),
+    ("grouped, vocab 512", {"group": True, "vocab": 512}),
+    ("grouped, states ≤ 400 chars", {"group": True, "max_state_chars": 400}),
+]
+
+
+def padding(tok: object, pairs: list[tuple[str, str]], batch: int, group: bool) -> float:
+    """padded tokens / real tokens of one epoch's batches (as ``response_logprobs`` lays them out)."""
+    lp = [(len(tok(p)["input_ids"]), len(tok(c, add_special_tokens=False)["input_ids"]) + 1) for p, c in pairs]  # type: ignore[operator]
+    order = list(range(len(lp)))
+    random.Random(0).shuffle(order)
+    if group:
+        w = 16 * batch
+        order = [i for s in range(0, len(order), w) for i in sorted(order[s : s + w], key=lambda i: sum(lp[i]))]
+    real = sum(a + b for a, b in lp)
+    padded = 0
+    for s in range(0, len(order), batch):
+        idx = order[s : s + batch]
+        padded += len(idx) * (max(lp[i][0] for i in idx) + max(lp[i][1] for i in idx))
+    return padded / real
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", type=Path, required=True, help="directory with train.jsonl (python -m proofrl.data.tactics)")
+    ap.add_argument("--pairs", type=int, default=640, help="training pairs per epoch")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--rounds", type=int, default=2, help="every row this many times, rows interleaved; the fastest is kept")
+    args = ap.parse_args()
+    records = read_transitions(args.data / "train.jsonl")
+    best: dict[str, dict] = {}
+    for _ in range(args.rounds):  # interleaved, so a change in the machine's load touches every row alike
+        for label, change in ROWS:
+            row = one_row(records, label, change, args.pairs, args.seed)
+            if label not in best or row["cpu_seconds"] < best[label]["cpu_seconds"]:
+                best[label] = row
+    rows = [best[label] for label, _ in ROWS]
+    for row in rows:
+        print(f"{row['setting']:32s} {row['seconds']:6.1f} s wall  {row['cpu_seconds']:6.1f} s CPU per epoch   "
+              f"padded/real {row['padding']:4.2f}   loss {row['loss']:.2f}   CPU ×{rows[0]['cpu_seconds'] / row['cpu_seconds']:.2f} "
+              f"wall ×{rows[0]['seconds'] / row['seconds']:.2f} less")  # fmt: skip
+    print(json.dumps({"pairs": args.pairs, "rounds": args.rounds, "rows": rows}))
+
+
+def one_row(records: list[dict], label: str, change: dict, n_pairs: int, seed: int) -> dict:
+    s = BASE | change
+    pairs = tactic_pairs(records, max_state_chars=s["max_state_chars"])
+    pairs = random.Random(seed).sample(pairs, min(n_pairs, len(pairs)))
+    torch.set_num_threads(s["threads"])
+    with tempfile.TemporaryDirectory() as d:
+        build_tiny_model(Path(d), [p + t for p, t in pairs], seed=seed, hidden=s["hidden"], layers=2, heads=4,
+                         vocab_size=s["vocab"])  # fmt: skip
+        model, tok = load_policy(Path(d), device="cpu")
+        pad = padding(tok, pairs, s["batch"], s["group"])
+        t, cpu = time.perf_counter(), time.process_time()
+        loss = supervised_finetune(model, tok, pairs, epochs=1, lr=1e-3, batch=s["batch"], seed=seed,
+                                   group_by_length=s["group"])[0]  # fmt: skip
+        sec, cpu = time.perf_counter() - t, time.process_time() - cpu
+    print(f"  {label}: {sec:.1f} s wall, {cpu:.1f} s CPU", flush=True)
+    return {"setting": label, "seconds": round(sec, 2), "cpu_seconds": round(cpu, 2), "padding": round(pad, 2), "loss": round(loss, 3)}
+
+
+if __name__ == "__main__":
+    main()
