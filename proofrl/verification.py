@@ -108,12 +108,8 @@ class Verifier:
         out: list[Verdict | None] = [None] * len(items)
         todo: list[int] = []
         for i, (problem, proof) in enumerate(items):
-            if proof is None:
-                out[i] = Verdict(Status.REJECTED, (NO_PROOF,))
-            elif not isinstance(proof, str):
-                out[i] = Verdict(Status.ERROR, (f"proof is {type(proof).__name__}, not text",))
-            elif problem.backend != self.backend:
-                out[i] = Verdict(Status.ERROR, (f"backend mismatch: problem {problem.key} is {problem.backend}, this verifier checks {self.backend}",))
+            if (v := answer_unchecked(problem, proof, self.backend)) is not None:
+                out[i] = v
             else:
                 todo.append(i)
         if todo:
@@ -210,6 +206,18 @@ class Verifier:
             return results
         raise ServerUnavailable(f"{self.server_url}/api/check failed {self.retries + 1} times; last: {why}",
                                 url=self.server_url or "", status=status)
+
+
+def answer_unchecked(problem: Problem, proof: object, backend: str) -> Verdict | None:
+    """The verdict of an item that never reaches a prover (no proof, not text, another backend), else None;
+    shared by :class:`Verifier` and the Ray verification actor's callers."""
+    if proof is None:
+        return Verdict(Status.REJECTED, (NO_PROOF,))
+    if not isinstance(proof, str):
+        return Verdict(Status.ERROR, (f"proof is {type(proof).__name__}, not text",))
+    if problem.backend != backend:
+        return Verdict(Status.ERROR, (f"backend mismatch: problem {problem.key} is {problem.backend}, this verifier checks {backend}",))
+    return None
 
 
 def statement_mismatch(problem: Problem, snippet: Snippet, job: Job | Verdict | None = None) -> str | None:
