@@ -446,6 +446,34 @@ def search(
 
 
 # -- eval tactics (step-level RL issue): @eval_app.command("tactics") --
+@eval_app.command("tactics")
+def eval_tactics(
+    model: Path = typer.Option(..., help="local Hugging Face tactic model directory"),
+    states: Path = typer.Option(..., help="tactic transitions JSONL (python -m proofrl.data.tactics): its states"),
+    k: int = typer.Option(8, "-k", help="tactics sampled per state (Prec@k)"),
+    out: Path = typer.Option(Path("runs/eval-tactics"), "--out", "-o"),
+    limit: int = typer.Option(200, help="at most this many states (a fixed random subset)"),
+    theorems: int = typer.Option(0, help="also search this many of the states' theorems (proving rate and time)"),
+    expansions: int = typer.Option(8, help="best-first expansions per theorem (width k)"),
+    search_seconds: float = typer.Option(60.0, help="seconds per theorem searched"),
+    timeout: float = typer.Option(10.0, help="seconds per tactic"),
+    workers: int = typer.Option(2, "--workers", help="prover processes"),
+    seed: int = typer.Option(0),
+    threads: int = typer.Option(None, help="torch CPU threads (default: torch's choice)"),
+) -> None:
+    """Prec@k, 0-precision and mean length of sampled tactics on held-out states, optionally the proving rate
+    under best-first search at a fixed budget (LeanListener's metrics); report.md, prec.png, summary.json."""
+    from .errors import ConfigError
+    from .eval.tactics import cli_eval_tactics
+    from .preflight import require_backend
+
+    if not model.is_dir():
+        raise ConfigError(f"--model: no model directory at {str(model)!r}")
+    require_backend("coq")
+    torch_threads(threads)
+    cli_eval_tactics(model, states, k, out, limit=limit, theorems=theorems, expansions=expansions,
+                     search_seconds=search_seconds, timeout=timeout, workers=workers, seed=seed)
+
 
 
 # -- eval rm (EVA issue): @eval_app.command("rm") --

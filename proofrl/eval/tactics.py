@@ -1,0 +1,493 @@
+"""Tactic-level metrics (LeanListener, arXiv:2503.09730 §4) and the one place a group of tactics is run at a state.
+
+* **States** (:class:`StatePoint`): a theorem and the tactic path that reaches the state from the statement
+  (the human proof's prefix, or a prefix plus a tactic the policy found), with the state text the policy sees.
+  :func:`state_points` reads them from tactic transitions (``proofrl.data.tactics``).
+* **Running a group** (:func:`run_group`): every tactic of one state runs in the one prover session the caller
+  leased. The state is reached once by replaying its path; each tactic then starts from it again (Coq: the STM
+  moves back). A tactic that loops is stopped by the tactic timeout and fails as ``timeout``; if that (or
+  anything) killed the session, the backend starts a fresh one and the next tactic re-reaches the state by
+  replaying the path (counted in ``replays``). A step that crashed is retried once that way. Forbidden tactics
+  (:func:`proofrl.search.tree.refusal`: ``admit``, commands, bullets, ``*_no_check``) never reach the prover and
+  are never valid. One bad tactic never stops the group, one bad state never stops a batch.
+* **Metrics** (:func:`tactic_metrics`): k tactics sampled per state (temperature 1), then
+
+  - **Prec@k**: valid samples / k, averaged over states (a sample cut by ``max_tokens`` or empty is invalid;
+    duplicates count as often as they were drawn);
+  - **0-precision**: the share of states where none of the k samples is valid;
+  - **mean tactic length**: characters of the sampled tactics (where DPO's length bias shows);
+
+  and :func:`proving_rate`: proved share and time per theorem under best-first search at a fixed budget
+  (:func:`proofrl.search.run.search_many`, each proof accepted only by the fresh final check).
+
+``proofrl eval tactics --model DIR --states FILE -k 8`` (:func:`cli_eval_tactics`) writes ``report.md``,
+``summary.json``, ``states.jsonl`` and ``prec.png``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import random
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError, ProverError, StatementError
+from ..provers.base import FailureKind, ProofState, Prover, StepFailure, StepResult, Theorem
+from ..search.tree import normalize_tactic, refusal
+
+
+# -------------------------------------------------------------------------------------------------- states
+
+
+@dataclass(frozen=True)
+class StatePoint:
+    """A proof state, named by how to reach it: ``theorem`` and the tactic ``path`` from its statement."""
+
+    theorem: Theorem
+    path: tuple[str, ...]
+    text: str
+    """the state as the policy sees it (:func:`proofrl.data.tactics.state_text`)"""
+    premises: tuple[str, ...] = ()
+    """premises the data names for this state (LeanDojo); empty for Coq"""
+    origin: str = "data"
+    """``data`` (a human proof's prefix) or ``policy`` (reached by a tactic the policy found)"""
+
+    @property
+    def key(self) -> str:
+        digest = hashlib.sha256("\n".join((self.theorem.statement, *self.path)).encode()).hexdigest()[:6]
+        return f"{self.theorem.name}@{len(self.path)}:{digest}"
+
+
+def state_points(transitions: Sequence[dict[str, Any]], *, include_structural: bool = False,
+                 max_state_chars: int | None = 2000) -> list[StatePoint]:
+    """One state per transition (in the data's order), its path = the tactics of the same proof before it.
+
+    A proof's transitions are told apart by (module, theorem, statement); a proof whose step numbers have a gap
+    stops at the gap (its later paths would not replay). States whose recorded tactic is a bullet or brace are
+    left out unless ``include_structural`` (the tactic model is not taught on them); so are states longer than
+    ``max_state_chars`` (what :func:`proofrl.policy.tactic.tactic_pairs` leaves out of teaching)."""
+    proofs: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
+    for t in transitions:
+        proofs[(t.get("module", ""), t["theorem"], t.get("statement", ""))].append(t)
+    out: list[StatePoint] = []
+    for steps in proofs.values():
+        steps = sorted(steps, key=lambda t: int(t.get("step", 0)))
+        path: list[str] = []
+        for i, t in enumerate(steps):
+            if int(t.get("step", i)) != i:
+                break
+            skip = (t.get("structural") and not include_structural) or (
+                max_state_chars is not None and len(t["state_before"]) > max_state_chars)
+            if not skip:
+                th = Theorem(t["theorem"], t.get("statement", ""), t.get("header", "") or "", t.get("backend", "coq"))
+                out.append(StatePoint(th, tuple(path), t["state_before"], tuple(t.get("premises") or ())))
+            path.append(t["tactic"])
+    return out
+
+
+# --------------------------------------------------------------------------------------------- one group
+
+
+@dataclass
+class TacticRun:
+    """One distinct tactic of a group, as the prover judged it."""
+
+    tactic: str
+    valid: bool
+    failure: str | None = None
+    """a :class:`~proofrl.provers.base.FailureKind` value, or None"""
+    message: str = ""
+    result: StepResult | None = None
+    seconds: float = 0.0
+
+
+@dataclass
+class GroupRun:
+    """The tactics of one state, run in one session. ``before`` is None when the state could not be reached
+    (``error`` says why); then no tactic ran."""
+
+    point: StatePoint
+    before: ProofState | None
+    runs: dict[str | None, TacticRun] = field(default_factory=dict)
+    """by the tactic as given (None: no whole tactic was sampled)"""
+    error: str = ""
+    replays: int = 0
+    """times a dead session was replaced and the state re-reached by replay"""
+    seconds: float = 0.0
+
+    def of(self, tactic: str | None) -> TacticRun:
+        return self.runs[tactic]
+
+
+NO_TACTIC = TacticRun("", False, FailureKind.PARSE_ERROR.value, "no whole tactic (cut by max_tokens, or empty)")
+
+
+def reach(prover: Prover, point: StatePoint, timeout: float) -> ProofState:
+    """Start the theorem and replay the path; :class:`StatementError` / :class:`ProverError` when it cannot."""
+    state = prover.start(point.theorem, timeout=timeout)
+    for tac in point.path:
+        r = prover.step(state, tac, timeout=timeout)
+        if not r.ok or r.state is None:
+            raise ProverError(f"the path does not replay at {tac!r}: {r.failure}")
+        state = r.state
+    return state
+
+
+def _session(prover: Prover) -> Any:
+    return getattr(prover, "session_id", None)
+
+
+def _step(prover: Prover, state: ProofState, tactic: str, timeout: float) -> StepResult:
+    """``prover.step``, an error escaping the backend turned into a ``crash`` step."""
+    t0 = time.monotonic()
+    try:
+        return prover.step(state, tactic, timeout=timeout)
+    except (ProverError, StatementError) as e:
+        return StepResult(tactic, failure=StepFailure(FailureKind.CRASH, f"{type(e).__name__}: {e}"[:1000]),
+                          seconds=time.monotonic() - t0)
+
+
+def run_group(prover: Prover, point: StatePoint, tactics: Sequence[str | None], *, timeout: float = 10.0) -> GroupRun:
+    """Run every distinct tactic of ``tactics`` at ``point`` on ``prover`` (see the module docstring)."""
+    t0 = time.monotonic()
+    out = GroupRun(point, None)
+    try:
+        out.before = reach(prover, point, timeout)
+    except (ProverError, StatementError) as e:
+        out.error = f"state not reached: {type(e).__name__}: {e}"[:500]
+        out.seconds = time.monotonic() - t0
+        return out
+    backend = point.theorem.backend
+    for given in tactics:
+        if given in out.runs:
+            continue
+        if given is None or not given.strip():
+            out.runs[given] = NO_TACTIC
+            continue
+        tac = normalize_tactic(given, backend)
+        if why := refusal(tac, backend):
+            out.runs[given] = TacticRun(tac, False, FailureKind.FORBIDDEN.value, why)
+            continue
+        session = _session(prover)
+        r = _step(prover, out.before, tac, timeout)
+        if r.failure is not None and r.failure.kind is FailureKind.CRASH:
+            r = _step(prover, out.before, tac, timeout)  # the backend restarted; the path is replayed
+        if _session(prover) != session:
+            out.replays += 1
+        valid = r.ok and r.state is not None
+        out.runs[given] = TacticRun(tac, valid, None if valid else (r.failure.kind.value if r.failure else "error"),
+                                    "" if valid else str(r.failure)[:300], r, r.seconds)  # fmt: skip
+    out.seconds = time.monotonic() - t0
+    return out
+
+
+def run_groups(pool: Any, jobs: Sequence[tuple[StatePoint, Sequence[str | None]]], *, timeout: float = 10.0,
+               workers: int = 1) -> list[GroupRun]:
+    """:func:`run_group` for each ``(point, tactics)``, each group on one process leased from ``pool`` for the
+    point's header, ``workers`` groups at a time; results in the jobs' order. A header that does not load is
+    that group's ``error``, not the batch's."""
+
+    def one(job: tuple[StatePoint, Sequence[str | None]]) -> GroupRun:
+        point, tactics = job
+        try:
+            with pool.lease(point.theorem.header, timeout=max(timeout, 60.0)) as prover:
+                return run_group(prover, point, tactics, timeout=timeout)
+        except (ProverError, StatementError) as e:
+            return GroupRun(point, None, error=f"no prover for the header: {type(e).__name__}: {e}"[:500])
+
+    if workers <= 1 or len(jobs) <= 1:
+        return [one(j) for j in jobs]
+    with ThreadPoolExecutor(max_workers=workers) as ex:
+        return list(ex.map(one, jobs))
+
+
+# ------------------------------------------------------------------------------------------------ sampling
+
+
+class TacticSampler:
+    """k raw samples per state from a local HF model (duplicates and cut completions kept: metrics and the
+    trainers need every sample), through the tactic prompt of :class:`~proofrl.policy.tactic.HFTacticPolicy`
+    (a state too long for the model loses its first characters)."""
+
+    def __init__(self, model: Any, tokenizer: Any, *, temperature: float = 1.0, max_tokens: int = 64,
+                 batch_size: int = 64, seed: int = 0):
+        from ..policy.generation import HFGenerator
+        from ..policy.tactic import HFTacticPolicy
+
+        self._prompts = HFTacticPolicy(model, tokenizer, max_tokens=max_tokens)
+        self.gen = HFGenerator(model, tokenizer, batch_size=batch_size)
+        self.temperature, self.max_tokens, self.seed = temperature, max_tokens, seed
+        self.calls = 0
+
+    def prompt(self, state_text: str) -> str:
+        return self._prompts.prompt(state_text)
+
+    def sample(self, texts: Sequence[str], k: int) -> list[list[Any]]:
+        """``k`` :class:`~proofrl.policy.generation.Completion` per state text."""
+        from ..policy.generation import SamplingParams
+
+        self.calls += 1
+        params = SamplingParams(n=k, temperature=self.temperature, max_tokens=self.max_tokens,
+                                seed=self.seed + 1000 * self.calls)  # fmt: skip
+        return self.gen.generate([self.prompt(t) for t in texts], params)
+
+
+def tactic_of(completion: Any) -> str | None:
+    """The tactic a completion holds, or None when it holds no whole one (cut by ``max_tokens``, or empty)."""
+    from ..policy.tactic import clean_tactic
+
+    if completion.finish_reason == "length":
+        return None
+    return clean_tactic(completion.text) or None
+
+
+# ------------------------------------------------------------------------------------------------- metrics
+
+
+@dataclass
+class StateScore:
+    key: str
+    theorem: str
+    k: int
+    valid: int
+    """valid samples among the k"""
+    tactics: list[str]
+    failures: dict[str, int]
+    error: str = ""
+
+
+@dataclass
+class ProvingResult:
+    theorems: int
+    proved: int
+    seconds_mean: float
+    """mean wall-clock seconds per theorem (all theorems)"""
+    seconds_proved_mean: float
+    budget: dict[str, Any]
+
+    @property
+    def rate(self) -> float:
+        return self.proved / max(self.theorems, 1)
+
+
+@dataclass
+class TacticMetrics:
+    label: str
+    k: int
+    states: int
+    """states scored (those reached; unreached ones are listed in ``errors``)"""
+    prec_at_k: float
+    zero_precision: float
+    mean_length: float
+    """mean characters of the sampled whole tactics"""
+    failures: dict[str, int]
+    seconds: float
+    errors: int = 0
+    proving: ProvingResult | None = None
+    per_state: list[StateScore] = field(default_factory=list, repr=False)
+
+    def to_json(self) -> dict[str, Any]:
+        d = {k: v for k, v in asdict(self).items() if k not in ("per_state", "proving")}
+        if self.proving is not None:
+            d["proving"] = asdict(self.proving) | {"rate": self.proving.rate}
+        return d
+
+
+def score_states(groups: Sequence[GroupRun], samples: Sequence[Sequence[str | None]], k: int) -> list[StateScore]:
+    """Per state: how many of its k samples the prover accepted (every drawn copy counts), failure kinds."""
+    out = []
+    for g, tactics in zip(groups, samples, strict=True):
+        if g.before is None:
+            out.append(StateScore(g.point.key, g.point.theorem.name, k, 0, [t or "" for t in tactics], {}, g.error))
+            continue
+        runs = [g.of(t) for t in tactics]
+        fails = Counter(r.failure for r in runs if not r.valid)
+        out.append(StateScore(g.point.key, g.point.theorem.name, k, sum(r.valid for r in runs),
+                              [t or "" for t in tactics], dict(fails)))  # fmt: skip
+    return out
+
+
+def summarize(label: str, scores: Sequence[StateScore], k: int, seconds: float = 0.0) -> TacticMetrics:
+    """Prec@k, 0-precision, mean length and failure counts over the states that were reached."""
+    ok = [s for s in scores if not s.error]
+    lengths = [len(t) for s in ok for t in s.tactics if t]
+    fails: Counter[str] = Counter()
+    for s in ok:
+        fails.update(s.failures)
+    n = max(len(ok), 1)
+    return TacticMetrics(label, k, len(ok), sum(s.valid / s.k for s in ok) / n, sum(s.valid == 0 for s in ok) / n,
+                         sum(lengths) / max(len(lengths), 1), dict(fails), seconds, len(scores) - len(ok), None,
+                         list(scores))  # fmt: skip
+
+
+def tactic_metrics(model: Any, tokenizer: Any, points: Sequence[StatePoint], pool: Any, *, k: int = 8,
+                   label: str = "model", chunk: int = 16, timeout: float = 10.0, workers: int = 1,
+                   max_tokens: int = 64, seed: int = 0, progress: Any = None) -> TacticMetrics:
+    """Sample ``k`` tactics at each state and run them (see the module docstring). ``progress(n)`` is called
+    after each chunk of states."""
+    t0 = time.perf_counter()
+    sampler = TacticSampler(model, tokenizer, max_tokens=max_tokens, seed=seed)
+    scores: list[StateScore] = []
+    for s in range(0, len(points), chunk):
+        part = list(points[s : s + chunk])
+        drawn = [[tactic_of(c) for c in g] for g in sampler.sample([p.text for p in part], k)]
+        groups = run_groups(pool, list(zip(part, drawn)), timeout=timeout, workers=workers)
+        scores += score_states(groups, drawn, k)
+        if progress is not None:
+            progress(len(part))
+    return summarize(label, scores, k, time.perf_counter() - t0)
+
+
+def proving_rate(model: Any, tokenizer: Any, theorems: Sequence[Theorem], out_dir: Path, *, pool: Any = None,
+                 expansions: int = 8, width: int = 8, seconds: float = 60.0, tactic_timeout: float = 10.0,
+                 workers: int = 1, seed: int = 0) -> ProvingResult:
+    """Best-first search (ReProver's cumulative log-prob priority) over ``theorems`` at a fixed budget:
+    ``expansions`` nodes of ``width`` tactics each, at most ``seconds`` per theorem. Proved = the fresh
+    final check accepted the proof the search found."""
+    from ..policy.tactic import HFTacticPolicy
+    from ..search.run import search_many
+
+    budget = {"best_first.max_expansions": expansions, "best_first.width": width, "best_first.seconds": seconds,
+              "best_first.tactic_timeout": tactic_timeout}  # fmt: skip
+    policy = HFTacticPolicy(model, tokenizer, max_tokens=64, seed=seed)
+    results = search_many(list(theorems), policy, "best-first", budget, out_dir, workers=workers, pool=pool, progress=False)
+    proved = [r for r in results if r.status == "proved"]
+    mean = lambda xs: sum(xs) / max(len(xs), 1)  # noqa: E731
+    return ProvingResult(len(results), len(proved), mean([r.seconds for r in results]),
+                         mean([r.seconds for r in proved]), budget)  # fmt: skip
+
+
+def held_out_theorems(points: Sequence[StatePoint], limit: int | None = None) -> list[Theorem]:
+    """The distinct theorems of some states (in order), for the proving rate."""
+    seen: dict[tuple[str, str, str], Theorem] = {}
+    for p in points:
+        seen.setdefault((p.theorem.name, p.theorem.statement, p.theorem.header), p.theorem)
+    out = list(seen.values())
+    return out if limit is None else out[:limit]
+
+
+# -------------------------------------------------------------------------------------------------- report
+
+
+def markdown_table(results: Sequence[TacticMetrics]) -> str:
+    k = results[0].k if results else 8
+    lines = [f"| model | states | Prec@{k} | 0-precision | mean tactic length (chars) | proved | s / theorem |",
+             "|---|---|---|---|---|---|---|"]
+    for m in results:
+        p = m.proving
+        proved = f"{p.proved}/{p.theorems} ({100 * p.rate:.1f} %)" if p else "–"
+        secs = f"{p.seconds_mean:.2f}" if p else "–"
+        lines.append(f"| {m.label} | {m.states} | {100 * m.prec_at_k:.1f} % | {100 * m.zero_precision:.1f} % | "
+                     f"{m.mean_length:.1f} | {proved} | {secs} |")  # fmt: skip
+    return "\n".join(lines)
+
+
+def plot_metrics(results: Sequence[TacticMetrics], path: Path) -> None:
+    """Bars: Prec@k and 0-precision (%) for each model."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = [m.label for m in results]
+    xs = range(len(results))
+    fig, ax = plt.subplots(figsize=(max(4.5, 1.4 * len(results) + 2), 3.6))
+    w = 0.38
+    ax.bar([x - w / 2 for x in xs], [100 * m.prec_at_k for m in results], w, label=f"Prec@{results[0].k}")
+    ax.bar([x + w / 2 for x in xs], [100 * m.zero_precision for m in results], w, label="0-precision")
+    ax.set_xticks(list(xs), labels, rotation=15)
+    ax.set_ylabel("%")
+    ax.legend()
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def write_report(results: Sequence[TacticMetrics], out: Path, *, title: str = "Tactic metrics", note: str = "") -> Path:
+    """``report.md`` (table + plot), ``summary.json`` and ``states.jsonl`` (per state, per model) in ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    plot_metrics(results, out / "prec.png")
+    with open(out / "states.jsonl", "w") as f:
+        for m in results:
+            for s in m.per_state:
+                f.write(json.dumps({"model": m.label, **asdict(s)}) + "\n")
+    (out / "summary.json").write_text(json.dumps({m.label: m.to_json() for m in results}, indent=2))
+    text = [f"# {title}", "", note, "", markdown_table(results), "", "![Prec@k and 0-precision](prec.png)", ""]
+    (out / "report.md").write_text("\n".join(text))
+    return out / "report.md"
+
+
+# ----------------------------------------------------------------------------------------------------- CLI
+
+
+def load_points(path: Path, *, limit: int | None = None, seed: int = 0) -> list[StatePoint]:
+    """States of a transitions JSONL file, a random ``limit`` of them (fixed by ``seed``) in file order."""
+    from ..data.tactics import read_transitions
+
+    try:
+        records = read_transitions(path)
+    except (OSError, ValueError, KeyError) as e:
+        raise ConfigError(f"--states {path}: not a tactic transitions JSONL file ({type(e).__name__}: {e})") from None
+    try:
+        points = state_points(records)
+    except (KeyError, TypeError) as e:
+        raise ConfigError(f"--states {path}: a record lacks {e} (want theorem, statement, header, step, "
+                          f"state_before, tactic)") from None  # fmt: skip
+    if not points:
+        raise ConfigError(f"--states {path}: no states (every record structural, too long, or none)")
+    if limit is not None and limit < len(points):
+        keep = sorted(random.Random(seed).sample(range(len(points)), limit))
+        points = [points[i] for i in keep]
+    return points
+
+
+@contextlib.contextmanager
+def coq_pool(workers: int, timeout: float) -> Iterator[Any]:
+    from ..provers.factory import prover_factory
+    from ..provers.pool import PoolConfig, ProverPool
+
+    pool = ProverPool(prover_factory("coq", step_timeout=timeout), PoolConfig(workers=max(1, workers)))
+    try:
+        yield pool
+    finally:
+        pool.close()
+
+
+def cli_eval_tactics(model_dir: Path, states: Path, k: int = 8, out: Path = Path("runs/eval-tactics"), *,
+                     limit: int | None = 200, theorems: int = 0, expansions: int = 8, search_seconds: float = 60.0,
+                     timeout: float = 10.0, workers: int = 2, seed: int = 0, console: Any = None) -> TacticMetrics:
+    """What ``proofrl eval tactics`` runs: metrics of one model on the states of one file, and a report."""
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from ..policy.model import load_policy
+
+    console = console or Console()
+    if k < 1:
+        raise ConfigError(f"-k must be >= 1, got {k}")
+    points = load_points(states, limit=limit, seed=seed)
+    m, tok = load_policy(model_dir, device="cpu")
+    with coq_pool(workers, timeout) as pool, Progress(console=console) as bar:
+        task = bar.add_task(f"Prec@{k} on {len(points)} states", total=len(points))
+        res = tactic_metrics(m, tok, points, pool, k=k, label=model_dir.name, timeout=timeout, workers=workers,
+                             seed=seed, progress=lambda n: bar.update(task, advance=n))  # fmt: skip
+        if theorems:
+            bar.add_task(f"best-first search on {theorems} theorems", total=None)
+            res.proving = proving_rate(m, tok, held_out_theorems(points, theorems), out / "search", pool=pool,
+                                       expansions=expansions, width=k, seconds=search_seconds, tactic_timeout=timeout,
+                                       workers=workers, seed=seed)  # fmt: skip
+    note = (f"`{model_dir.name}` on {res.states} states of `{states.name}` ({res.errors} not reached), {k} samples "
+            f"each at temperature 1." + (f" Proving: best-first search, {expansions} expansions of width {k}, "
+                                          f"{search_seconds:g} s per theorem." if theorems else ""))  # fmt: skip
+    write_report([res], out, note=note)
+    console.print(markdown_table([res]))
+    console.print(f"report: {out / 'report.md'}")
+    return res

@@ -1,0 +1,39 @@
+"""LeanListener's step reward (arXiv:2503.09730 §3): how much one tactic shrank the goal list.
+
+    r(a_t; s_t) = softplus(G(s_t) − G(s_{t+1}))   for a tactic the prover accepts,
+    r(a_t; s_t) = ``failed`` (0 by default)        for one it rejects, refuses, times out on or crashes on.
+
+G counts every goal still owed, in every list the backend keeps (Coq: foreground, unfocused, shelved and
+given up; Lean reports foreground goals only). A given-up goal still counts: moving a goal out of sight is no
+progress. softplus keeps the reward of a valid step positive — softplus(0) = ln 2 ≈ 0.69 for a step that
+changes nothing, ≈ 0.31 for one that opens a goal, ≈ 1.31 for one that closes one — so among the tactics of
+one group a valid tactic always beats an invalid one (with ``failed`` ≤ 0), and progress beats validity.
+
+The failure kind of a failed step is what the caller records beside the reward (the trainer's step log).
+Registered as ``subgoal`` in :data:`proofrl.rewards.combine.STEP_REWARDS`.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..provers.base import ProofState, StepResult
+from .combine import STEP_REWARDS
+
+
+def open_goals(state: ProofState) -> int:
+    """G(s): every goal in the backend's lists (foreground + unfocused + shelved + given up)."""
+    return state.goal_count + state.given_up
+
+
+def softplus(x: float) -> float:
+    """log(1 + eˣ), computed without overflow for large |x|."""
+    return max(x, 0.0) + math.log1p(math.exp(-abs(x)))
+
+
+@STEP_REWARDS.register("subgoal")
+def subgoal_reward(before: ProofState, result: StepResult, *, failed: float = 0.0) -> float:
+    """softplus(G(before) − G(after)) for a valid step; ``failed`` when ``result`` failed (or has no state)."""
+    if not result.ok or result.state is None:
+        return float(failed)
+    return softplus(float(open_goals(before) - open_goals(result.state)))

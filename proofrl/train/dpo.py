@@ -1,0 +1,179 @@
+"""DPO on tactic validity: LeanListener's baselines (arXiv:2503.09730 §4), offline and online.
+
+The one DPO loss (Rafailov et al., arXiv:2305.18290, eq. 7)::
+
+    L = −log σ( β [ (log π_θ(y_w|x) − log π_ref(y_w|x)) − (log π_θ(y_l|x) − log π_ref(y_l|x)) ] )
+
+averaged over pairs, with log π(y|x) the summed token log-probs of the tactic y (EOS included) after the
+tactic prompt x. β = 0.1 (the DPO paper's value; LeanListener gives none). Preferences are *binary validity*:
+y_w a tactic the prover accepts at state x, y_l one it rejects (or refuses, or that timed out) at the same x.
+
+* **Offline** (:func:`offline_pairs`, :func:`train_offline_dpo`): the pairs are drawn once from fixed data —
+  k tactics sampled by the starting (SFT) model at each training state and judged by the prover; y_w a valid
+  sample, or the human tactic where no sample was valid (the transition shows it is valid); y_l an invalid
+  sample. Then plain epochs over these fixed pairs.
+* **Online** (:func:`online_pairs`, used by :mod:`proofrl.train.step_grpo` with ``algorithm.objective: dpo``):
+  pairs from the current policy's own group at each state, every step.
+
+Pairing is LeanListener's "random" strategy: each valid sample is paired with an invalid one drawn at random
+from the same state (the paper found random / zero-accuracy / hard pairing within 0.65 % of each other).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import torch
+import torch.nn.functional as F
+
+
+class DPOLoss(NamedTuple):
+    loss: torch.Tensor
+    """scalar: the mean of −log σ(β·margin) over pairs"""
+    margin: torch.Tensor
+    """(P,) detached: (log π_θ − log π_ref)(y_w) − (log π_θ − log π_ref)(y_l)"""
+
+
+def dpo_loss(chosen_logps: torch.Tensor, rejected_logps: torch.Tensor, ref_chosen_logps: torch.Tensor,
+             ref_rejected_logps: torch.Tensor, *, beta: float = 0.1) -> DPOLoss:
+    """The DPO loss of P pairs from their sequence log-probs, each ``(P,)`` (see the module docstring)."""
+    margin = (chosen_logps - ref_chosen_logps) - (rejected_logps - ref_rejected_logps)
+    return DPOLoss(-F.logsigmoid(beta * margin).mean(), margin.detach())
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One preference at one state: token ids of the prompt, the valid tactic and the invalid one."""
+
+    prompt: tuple[int, ...]
+    chosen: tuple[int, ...]
+    rejected: tuple[int, ...]
+
+
+def random_pairs(valid: Sequence[int], invalid: Sequence[int], rng: random.Random) -> list[tuple[int, int]]:
+    """Each valid index paired with an invalid one drawn at random ("random" pairing); none when either is empty."""
+    if not valid or not invalid:
+        return []
+    return [(v, rng.choice(list(invalid))) for v in valid]
+
+
+def online_pairs(prompt_ids: Sequence[Sequence[int]], responses: Sequence[Sequence[Sequence[int]]],
+                 valid: Sequence[Sequence[bool]], rng: random.Random) -> list[Pair]:
+    """Pairs from groups: ``prompt_ids[g]``, ``responses[g][i]`` (token ids), ``valid[g][i]``. Equal token
+    sequences are one sample (a tactic drawn twice is not preferred to itself)."""
+    out: list[Pair] = []
+    for p, resp, ok in zip(prompt_ids, responses, valid, strict=True):
+        seen: dict[tuple[int, ...], bool] = {}
+        for r, v in zip(resp, ok, strict=True):
+            seen.setdefault(tuple(r), bool(v))
+        seqs = list(seen)
+        good = [i for i, s in enumerate(seqs) if seen[s]]
+        bad = [i for i, s in enumerate(seqs) if not seen[s]]
+        out += [Pair(tuple(p), seqs[w], seqs[b]) for w, b in random_pairs(good, bad, rng)]
+    return out
+
+
+def sequence_logps(model: Any, prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]], *,
+                   pad_id: int, micro_batch: int = 16) -> torch.Tensor:
+    """``(B,)`` Σ_t log π(o_t | x, o_<t) of each response (gradients flow when enabled)."""
+    from ..policy.logprobs import response_logprobs
+
+    logps, mask = response_logprobs(model, prompts, responses, pad_id=pad_id, micro_batch=micro_batch)
+    return (logps * mask).sum(-1)
+
+
+@dataclass(frozen=True)
+class DPOStats:
+    loss: float
+    margin: float
+    accuracy: float
+    """share of pairs whose margin is > 0"""
+    pairs: int
+    grad_norm: float
+
+    def to_json(self) -> dict[str, float]:
+        return {f"dpo/{k}": float(v) for k, v in self.__dict__.items()}
+
+
+def dpo_update(model: Any, ref_model: Any, pairs: Sequence[Pair], optimizer: torch.optim.Optimizer, *, pad_id: int,
+               beta: float = 0.1, max_grad_norm: float | None = 1.0, micro_batch: int = 16) -> DPOStats:
+    """One optimiser step of the DPO loss over ``pairs`` (all in one batch; no dropout: eval mode)."""
+    if not pairs:
+        return DPOStats(0.0, 0.0, 0.0, 0, 0.0)
+    prompts = [p.prompt for p in pairs] * 2
+    responses = [p.chosen for p in pairs] + [p.rejected for p in pairs]
+    n = len(pairs)
+    model.eval()
+    with torch.no_grad():
+        ref = sequence_logps(ref_model, prompts, responses, pad_id=pad_id, micro_batch=micro_batch)
+    optimizer.zero_grad(set_to_none=True)
+    cur = sequence_logps(model, prompts, responses, pad_id=pad_id, micro_batch=micro_batch)
+    out = dpo_loss(cur[:n], cur[n:], ref[:n], ref[n:], beta=beta)
+    out.loss.backward()
+    params = [p for g in optimizer.param_groups for p in g["params"] if p.grad is not None]
+    norm = torch.nn.utils.clip_grad_norm_(params, max_grad_norm if max_grad_norm is not None else float("inf"))
+    if torch.isfinite(norm):
+        optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    return DPOStats(float(out.loss.detach()), float(out.margin.mean()), float((out.margin > 0).float().mean()), n, float(norm))
+
+
+def tactic_ids(tokenizer: Any, tactic: str) -> tuple[int, ...]:
+    """A tactic written by hand as the model would write it: its tokens, then EOS."""
+    return (*tokenizer(tactic, add_special_tokens=False)["input_ids"], tokenizer.eos_token_id)
+
+
+def offline_pairs(model: Any, tokenizer: Any, points: Sequence[Any], human: Sequence[str], pool: Any, *, k: int = 8,
+                  seed: int = 0, timeout: float = 10.0, workers: int = 1, chunk: int = 16,
+                  progress: Callable[[int], None] | None = None) -> list[Pair]:
+    """The fixed offline data: ``k`` samples of ``model`` at each state of ``points`` judged once by the prover;
+    pairs as in the module docstring (``human[i]``: the recorded tactic at ``points[i]``)."""
+    from ..eval.tactics import TacticSampler, run_groups, tactic_of
+    from ..policy.generation import encode_prompts
+
+    rng = random.Random(seed)
+    sampler = TacticSampler(model, tokenizer, seed=seed)
+    out: list[Pair] = []
+    for s in range(0, len(points), chunk):
+        part, hum = list(points[s : s + chunk]), list(human[s : s + chunk])
+        groups = sampler.sample([p.text for p in part], k)
+        runs = run_groups(pool, [(p, [tactic_of(c) for c in g]) for p, g in zip(part, groups)], timeout=timeout, workers=workers)
+        prompts = encode_prompts(tokenizer, [sampler.prompt(p.text) for p in part])
+        for prompt, comps, run, h in zip(prompts, groups, runs, hum, strict=True):
+            if run.before is None:
+                continue
+            ok = [run.of(tactic_of(c)).valid for c in comps]
+            resp = [c.token_ids for c in comps]
+            if not any(ok):  # no valid sample: the human tactic is the valid one
+                resp, ok = [tactic_ids(tokenizer, h), *resp], [True, *ok]
+            out += online_pairs([prompt], [resp], [ok], rng)
+        if progress is not None:
+            progress(len(part))
+    return out
+
+
+def train_offline_dpo(model: Any, ref_model: Any, tokenizer: Any, pairs: Sequence[Pair], *, steps: int, batch: int = 16,
+                      lr: float = 2.25e-6, beta: float = 0.1, seed: int = 0,
+                      on_step: Callable[[int, DPOStats], None] | None = None) -> list[DPOStats]:
+    """``steps`` DPO steps of ``batch`` pairs each over the fixed pairs (reshuffled every pass)."""
+    if not pairs:
+        raise ValueError("no offline DPO pairs: no training state had both a valid and an invalid tactic")
+    rng = random.Random(seed)
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr, weight_decay=0.0)
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    order: list[int] = []
+    stats = []
+    for step in range(steps):
+        if len(order) < batch:
+            more = list(range(len(pairs)))
+            rng.shuffle(more)
+            order += more
+        take, order = order[:batch], order[batch:]
+        s = dpo_update(model, ref_model, [pairs[i] for i in take], opt, pad_id=pad, beta=beta)
+        stats.append(s)
+        if on_step is not None:
+            on_step(step + 1, s)
+    return stats

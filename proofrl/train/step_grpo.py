@@ -1,0 +1,528 @@
+"""Online step-level GRPO with the prover in the loop: LeanListener (arXiv:2503.09730), ``proofrl train --recipe
+leanlistener``.
+
+One update (``steps`` of them; the paper: 10,000):
+
+1. **States.** ``rollout.batch_states`` states (paper: batch 16): from the training transitions (a human proof's
+   prefix) and, with probability ``rollout.own_state_share``, from states the policy itself reached with a valid
+   tactic in an earlier step. Where the data names premises (LeanDojo), each is dropped from the prompt with
+   probability ``data.premise_dropout`` (premise dropout).
+2. **Tactics.** ``rollout.group_size`` tactics per state (paper: 8) sampled at temperature 1 from the *sampling*
+   copy of the policy, whose weights are refreshed from the trained ones every ``rollout.sync_every`` updates
+   (paper: every 50).
+3. **Prover.** Every tactic of a group runs in the one prover session leased for its state
+   (:func:`proofrl.eval.tactics.run_group`: the state reached by replaying its path, a dead session re-reached the
+   same way, loops stopped by ``rollout.tactic_timeout``, forbidden tactics refused before the prover).
+4. **Reward.** r = softplus(G(s_t) − G(s_{t+1})) for a valid tactic, ``algorithm.failed_reward`` (0) otherwise
+   (the ``subgoal`` step reward, :mod:`proofrl.rewards.subgoal`; any of ``STEP_REWARDS`` by name).
+5. **Update.** ``algorithm.objective: grpo``: group = the tactics of one state; the one GRPO step
+   (:func:`proofrl.train.grpo.grpo_step`: Â = (r − mean_g r) / std_g r, PPO-clip, KL to the frozen starting model,
+   β = ``algorithm.kl_coef``); groups whose rewards are all equal carry no advantage and are left out.
+   ``objective: dpo`` is the online DPO baseline (:mod:`proofrl.train.dpo`, binary validity).
+
+Written to ``out``: ``config.yaml``, ``metrics.jsonl`` (one line per update), ``tactics.jsonl`` (every tactic:
+state, tactic, valid, failure kind, reward), ``checkpoints/step_N/`` (weights, optimiser, sampler weights, RNG
+states, the policy's own states) — a rerun in the same ``out`` resumes from the newest one.
+
+With no ``model.path`` and no ``data.train`` the run builds (once) the Coq standard library's tactic data and the
+tiny tactic model under ``data.assets`` (:func:`proofrl.demo.assets.tactic_assets`), so it works on a fresh machine.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+import shutil
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import torch
+import yaml
+from pydantic import Field
+
+from ..errors import ConfigError
+from ..eval.tactics import GroupRun, StatePoint, TacticSampler, run_groups, state_points, tactic_of
+from ..rewards import subgoal as _subgoal  # noqa: F401  (registers the ``subgoal`` step reward)
+from ..rewards.combine import STEP_REWARDS
+from ..schema import Section, one_of, validate
+from .grpo import ADV_ESTIMATORS, AGG_MODES, KL_ESTIMATORS, POLICY_LOSSES, PPOConfig, grpo_step, informative_groups
+
+PositiveInt = Annotated[int, Field(ge=1)]
+Count = Annotated[int, Field(ge=0)]
+Share = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
+# --------------------------------------------------------------------------------------------------- config
+
+
+class ModelSection(Section):
+    path: str = ""
+    """a local HF causal LM directory; empty = the tiny tactic model built under ``data.assets``"""
+    max_tokens: PositiveInt = 64
+    """tokens per sampled tactic (a cut one is not a tactic: it gets ``failed_reward``)"""
+    temperature: Annotated[float, Field(gt=0.0)] = 1.0
+
+
+class DataSection(Section):
+    train: str = ""
+    """transitions JSONL (``python -m proofrl.data.tactics`` or a LeanDojo file read by ``read_leandojo``);
+    empty = the Coq stdlib training split built under ``assets``"""
+    held_out: str = ""
+    """transitions JSONL for the periodic Prec@k (``eval.every``); empty = the held-out split under ``assets``"""
+    assets: str = "runs/assets"
+    """where the tactic data and tiny model are built when ``train`` / ``model.path`` are empty"""
+    limit: PositiveInt | None = None
+    """use at most this many training states"""
+    max_state_chars: PositiveInt = 2000
+    premise_dropout: Share = 0.5
+    """probability that each named premise is left out of a prompt (the paper gives no value); only where
+    records carry ``premises``"""
+
+
+class RolloutSection(Section):
+    batch_states: PositiveInt = 16
+    """states per update (LeanListener: batch size 16)"""
+    group_size: Annotated[int, Field(ge=2)] = 8
+    """tactics sampled per state, one GRPO group (LeanListener: 8)"""
+    sync_every: PositiveInt = 50
+    """updates between refreshes of the sampling model's weights (LeanListener: 50)"""
+    own_state_share: Share = 0.25
+    """chance that a state comes from the policy's own valid steps (when it has any)"""
+    own_state_cap: PositiveInt = 4096
+    """the policy's own states kept (oldest dropped first)"""
+    tactic_timeout: Annotated[float, Field(gt=0.0)] = 10.0
+    workers: PositiveInt = 2
+    """prover processes (groups run at once)"""
+
+
+class AlgorithmSection(Section):
+    objective: Literal["grpo", "dpo"] = "grpo"
+    """``grpo`` (LeanListener) or ``dpo`` (the online DPO baseline, binary validity)"""
+    step_reward: Annotated[str, one_of(lambda: STEP_REWARDS.names())] = "subgoal"
+    failed_reward: float = 0.0
+    """reward of a tactic the prover rejects, refuses, or that times out (LeanListener: 0)"""
+    advantage: Annotated[str, one_of(lambda: ADV_ESTIMATORS.names())] = "grpo"
+    lr: Annotated[float, Field(gt=0.0)] = 2.25e-6
+    """LeanListener: 2.25e-6"""
+    kl_coef: Annotated[float, Field(ge=0.0)] = 0.04
+    """β of the KL penalty to the starting model (the paper uses one and gives no value: DeepSeekMath's 0.04)"""
+    kl_kind: Annotated[str, one_of(lambda: KL_ESTIMATORS.names())] = "low_var_kl"
+    policy_loss: Annotated[str, one_of(lambda: POLICY_LOSSES.names())] = "dual-clip"
+    agg_mode: Annotated[str, one_of(lambda: AGG_MODES.names())] = "seq-mean-token-mean"
+    epochs: PositiveInt = 1
+    max_grad_norm: Annotated[float, Field(gt=0.0)] = 1.0
+    dpo_beta: Annotated[float, Field(gt=0.0)] = 0.1
+    micro_batch: PositiveInt = 32
+    """rows per forward pass"""
+
+
+class EvalSection(Section):
+    every: Count = 0
+    """Prec@k on held-out states every this many updates (0 = never)"""
+    states: PositiveInt = 64
+    k: PositiveInt = 8
+
+
+class StepLevelConfig(Section):
+    loop: Literal["leanlistener"] = "leanlistener"
+    name: str = "leanlistener"
+    steps: Count = 10000
+    """updates (LeanListener: 10,000)"""
+    seed: int = 0
+    out: str = "runs/leanlistener"
+    checkpoint_every: PositiveInt = 100
+    keep_checkpoints: PositiveInt = 2
+    threads: Count = 0
+    """torch CPU threads (0 = torch's choice)"""
+    model: ModelSection = Field(default_factory=ModelSection)
+    data: DataSection = Field(default_factory=DataSection)
+    rollout: RolloutSection = Field(default_factory=RolloutSection)
+    algorithm: AlgorithmSection = Field(default_factory=AlgorithmSection)
+    eval: EvalSection = Field(default_factory=EvalSection)
+
+
+def load_config(recipe: str | Path | None = "leanlistener", overrides: Sequence[str] = ()) -> StepLevelConfig:
+    """The recipe's mapping with ``key.sub=value`` overrides (values read as YAML), checked: one
+    :class:`ConfigError` line naming the key on any mistake."""
+    from .config import _set
+    from .loops import recipe_tree
+
+    tree = recipe_tree(recipe) if recipe else {}
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"override {item!r}: expected key.sub=value")
+        try:
+            value = yaml.safe_load(raw)
+        except yaml.YAMLError as e:
+            raise ConfigError(f"override {item!r}: the value is not YAML: {' '.join(str(e).split())}") from None
+        _set(tree, key.strip(), value)
+    return validate(StepLevelConfig, tree)
+
+
+# ---------------------------------------------------------------------------------------------------- parts
+
+
+def with_premises(point: StatePoint, dropout: float, rng: random.Random) -> str:
+    """The text the policy is prompted with: the state, after the premises the data names for it, each left
+    out with probability ``dropout`` (premise dropout). States without premises are their text alone."""
+    if not point.premises:
+        return point.text
+    kept = [p for p in point.premises if rng.random() >= dropout]
+    return (f"premises: {', '.join(kept)}\n\n" if kept else "") + point.text
+
+
+class StateSource:
+    """Where states come from: the training transitions, and the states the policy reached by itself."""
+
+    def __init__(self, data: Sequence[StatePoint], *, own_share: float, own_cap: int, rng: random.Random):
+        if not data:
+            raise ConfigError("data.train: no training states (every transition structural or too long)")
+        self.data, self.own_share, self.rng = list(data), own_share, rng
+        self.own: deque[StatePoint] = deque(maxlen=own_cap)
+        self._seen: set[str] = set()
+
+    def draw(self, n: int) -> list[StatePoint]:
+        return [self.rng.choice(self.own) if self.own and self.rng.random() < self.own_share else self.rng.choice(self.data)
+                for _ in range(n)]  # fmt: skip
+
+    def add_reached(self, group: GroupRun) -> int:
+        """States reached by the group's valid tactics that still have goals; returns how many were new."""
+        from ..data.tactics import state_text
+
+        new = 0
+        for run in group.runs.values():
+            st = run.result.state if run.valid and run.result is not None else None
+            if st is None or st.solved:
+                continue
+            p = StatePoint(group.point.theorem, (*group.point.path, run.tactic), state_text(st), group.point.premises, "policy")
+            if p.key not in self._seen:
+                self._seen.add(p.key)
+                self.own.append(p)
+                new += 1
+        return new
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"own": [_point_json(p) for p in self.own], "seen": sorted(self._seen)}
+
+    def load_state_dict(self, d: dict[str, Any]) -> None:
+        self.own.clear()
+        self.own.extend(_point_from(x) for x in d["own"])
+        self._seen = set(d["seen"])
+
+
+def _point_json(p: StatePoint) -> dict[str, Any]:
+    th = p.theorem
+    return {"theorem": [th.name, th.statement, th.header, th.backend], "path": list(p.path), "text": p.text,
+            "premises": list(p.premises), "origin": p.origin}  # fmt: skip
+
+
+def _point_from(d: dict[str, Any]) -> StatePoint:
+    from ..provers.base import Theorem
+
+    return StatePoint(Theorem(*d["theorem"]), tuple(d["path"]), d["text"], tuple(d["premises"]), d["origin"])
+
+
+def step_rewards(group: GroupRun, tactics: Sequence[str | None], *, name: str = "subgoal", failed: float = 0.0) -> list[float]:
+    """The reward of each sample of a group by the registered step reward ``name``: a valid tactic's from the
+    state before and its result, ``failed`` for any other (cut, empty, refused, rejected, timed out)."""
+    fn = STEP_REWARDS.get(name)
+    out = []
+    for t in tactics:
+        run = group.of(t)
+        ok = run.valid and run.result is not None and group.before is not None
+        out.append(fn(group.before, run.result, failed=failed) if ok else float(failed))
+    return out
+
+
+def group_ids(sizes: Sequence[int]) -> torch.Tensor:
+    """Row → group: the rows of the i-th state's tactics all get id i (one GRPO group per state)."""
+    return torch.tensor([i for i, n in enumerate(sizes) for _ in range(n)], dtype=torch.long)
+
+
+# -------------------------------------------------------------------------------------------------- trainer
+
+
+class StepLevelTrainer:
+    """The loop of the module docstring. Build with :meth:`from_config`; :meth:`fit` trains and resumes."""
+
+    def __init__(self, cfg: StepLevelConfig, model: Any, tokenizer: Any, train: Sequence[StatePoint], pool: Any, *,
+                 held_out: Sequence[StatePoint] = (), out: Path | None = None):
+        self.cfg, self.model, self.tokenizer, self.pool = cfg, model, tokenizer, pool
+        self.out = Path(out or cfg.out)
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.rng = random.Random(cfg.seed)
+        self.source = StateSource(train, own_share=cfg.rollout.own_state_share, own_cap=cfg.rollout.own_state_cap, rng=self.rng)
+        self.held_out = list(held_out)
+        self.ref = copy.deepcopy(model).eval().requires_grad_(False)  # π_ref: the starting model, frozen
+        self.sampler_model = copy.deepcopy(model).eval().requires_grad_(False)  # refreshed every sync_every
+        self.sampler = TacticSampler(self.sampler_model, tokenizer, temperature=cfg.model.temperature,
+                                     max_tokens=cfg.model.max_tokens, seed=cfg.seed)  # fmt: skip
+        self.optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=cfg.algorithm.lr,
+                                           weight_decay=0.0)  # fmt: skip
+        a = cfg.algorithm
+        self.ppo = PPOConfig(epochs=a.epochs, policy_loss=a.policy_loss, agg_mode=a.agg_mode, kl_coef=a.kl_coef,
+                             kl_kind=a.kl_kind, max_grad_norm=a.max_grad_norm)  # fmt: skip
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        self.step = 0
+        self.synced_at = 0
+        self.last_advantages: torch.Tensor | None = None
+
+    # -- one update ---------------------------------------------------------------------------------------
+    def rollout(self) -> tuple[list[GroupRun], list[list[Any]], list[list[int]], list[list[float]]]:
+        """Draw states, sample tactics, run them; returns (groups, completions, prompt ids, rewards) of the groups
+        whose state was reached."""
+        from ..policy.generation import encode_prompts
+
+        r, d = self.cfg.rollout, self.cfg.data
+        points = self.source.draw(r.batch_states)
+        texts = [with_premises(p, d.premise_dropout, self.rng) for p in points]
+        comps = self.sampler.sample(texts, r.group_size)
+        tactics = [[tactic_of(c) for c in g] for g in comps]
+        groups = run_groups(self.pool, list(zip(points, tactics)), timeout=r.tactic_timeout, workers=r.workers)
+        prompts = encode_prompts(self.tokenizer, [self.sampler.prompt(t) for t in texts])
+        kept: tuple[list, list, list, list] = ([], [], [], [])
+        a = self.cfg.algorithm
+        for g, c, t, p in zip(groups, comps, tactics, prompts, strict=True):
+            rewards = step_rewards(g, t, name=a.step_reward, failed=a.failed_reward) if g.before is not None else []
+            self._log_tactics(g, t, rewards)
+            if g.before is None:
+                continue
+            for x, v in zip(kept, (g, c, p, rewards)):
+                x.append(v)
+        return kept
+
+    def _log_tactics(self, g: GroupRun, tactics: Sequence[str | None], rewards: Sequence[float]) -> None:
+        with open(self.out / "tactics.jsonl", "a") as f:
+            if g.before is None:
+                f.write(json.dumps({"step": self.step + 1, "state": g.point.key, "error": g.error}) + "\n")
+                return
+            for t, rew in zip(tactics, rewards, strict=True):
+                run = g.of(t)
+                f.write(json.dumps({"step": self.step + 1, "state": g.point.key, "origin": g.point.origin,
+                                    "tactic": t, "valid": run.valid, "failure": run.failure, "reward": rew}) + "\n")  # fmt: skip
+
+    def _logps(self, model: Any, prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]], width: int) -> torch.Tensor:
+        from ..policy.logprobs import response_logprobs
+        from .trainer import pad_rows
+
+        lp, _ = response_logprobs(model, prompts, responses, pad_id=self.pad_id, micro_batch=self.cfg.algorithm.micro_batch,
+                                  temperature=self.cfg.model.temperature)  # fmt: skip
+        return pad_rows(lp, width)
+
+    def grpo_update(self, comps: Sequence[Sequence[Any]], prompts: Sequence[Sequence[int]], rewards: Sequence[Sequence[float]]) -> dict[str, float]:
+        """GRPO over the informative groups (one group = the tactics of one state)."""
+        keep = [i for i, r in enumerate(rewards) if bool(informative_groups(torch.tensor(r)))]
+        stats: dict[str, float] = {"update/groups": float(len(keep)), "update/dropped_groups": float(len(rewards) - len(keep))}
+        if not keep:
+            return stats
+        rows_p = [prompts[i] for i in keep for _ in comps[i]]
+        rows_r = [c.token_ids for i in keep for c in comps[i]]
+        width = max(1, max(len(r) for r in rows_r))
+        lengths = torch.tensor([len(r) for r in rows_r])
+        mask = (torch.arange(width)[None, :] < lengths[:, None]).float()
+        self.model.eval()  # no dropout: π_old and π_θ agree at the first epoch (ρ = 1)
+        with torch.no_grad():
+            old = self._logps(self.model, rows_p, rows_r, width)
+            ref = self._logps(self.ref, rows_p, rows_r, width) if self.cfg.algorithm.kl_coef > 0 else None
+
+        def logp_fn(rows: torch.Tensor) -> torch.Tensor:
+            idx = rows.tolist()
+            return self._logps(self.model, [rows_p[i] for i in idx], [rows_r[i] for i in idx], width)
+
+        r = torch.tensor([x for i in keep for x in rewards[i]], dtype=torch.float32)
+        out = grpo_step(logp_fn, r, group_ids([len(comps[i]) for i in keep]), old, mask, self.optimizer, self.ppo,
+                        advantage=self.cfg.algorithm.advantage, ref_logps=ref, micro_batch_rows=self.cfg.algorithm.micro_batch,
+                        generator=torch.Generator().manual_seed(self.cfg.seed + self.step))  # fmt: skip
+        self.last_advantages = out.advantages  # (rows,) kept for inspection (tests, debugging)
+        return stats | out.stats.to_json()
+
+    def dpo_update(self, groups: Sequence[GroupRun], comps: Sequence[Sequence[Any]], prompts: Sequence[Sequence[int]]) -> dict[str, float]:
+        """The online DPO baseline: pairs of a valid and an invalid sample of the current group."""
+        from .dpo import dpo_update, online_pairs
+
+        valid = [[g.of(tactic_of(c)).valid for c in cs] for g, cs in zip(groups, comps, strict=True)]
+        pairs = online_pairs(prompts, [[c.token_ids for c in cs] for cs in comps], valid, self.rng)
+        a = self.cfg.algorithm
+        return dpo_update(self.model, self.ref, pairs, self.optimizer, pad_id=self.pad_id, beta=a.dpo_beta,
+                          max_grad_norm=a.max_grad_norm, micro_batch=a.micro_batch).to_json()  # fmt: skip
+
+    def train_step(self) -> dict[str, float]:
+        t0 = time.perf_counter()
+        groups, comps, prompts, rewards = self.rollout()
+        t1 = time.perf_counter()
+        if self.cfg.algorithm.objective == "grpo":
+            upd = self.grpo_update(comps, prompts, rewards)
+        else:
+            upd = self.dpo_update(groups, comps, prompts)
+        self.step += 1
+        if self.step % self.cfg.rollout.sync_every == 0:
+            self.sampler_model.load_state_dict(self.model.state_dict())
+            self.synced_at = self.step
+        new_states = sum(self.source.add_reached(g) for g in groups)
+        samples = [g.of(tactic_of(c)) for g, cs in zip(groups, comps) for c in cs]
+        fails = Counter(s.failure for s in samples if not s.valid)
+        n = max(len(samples), 1)
+        flat = [x for r in rewards for x in r]
+        return {"step": self.step, "reward/mean": sum(flat) / max(len(flat), 1),
+                "tactics/valid": sum(s.valid for s in samples) / n,
+                "states/zero_valid": sum(not any(g.of(tactic_of(c)).valid for c in cs) for g, cs in zip(groups, comps)) / max(len(groups), 1),
+                "states/reached": float(len(groups)), "states/own_pool": float(len(self.source.own)),
+                "states/new_own": float(new_states), "prover/replays": float(sum(g.replays for g in groups)),
+                **{f"failures/{k}": float(v) for k, v in fails.items()},
+                **upd, "time/rollout_s": t1 - t0, "time/update_s": time.perf_counter() - t1}  # fmt: skip
+
+    # -- the loop -----------------------------------------------------------------------------------------
+    def fit(self, *, progress: Callable[[int, dict[str, float]], None] | None = None) -> list[dict[str, float]]:
+        """Train until ``cfg.steps`` updates, resuming from the newest checkpoint in ``out``."""
+        self.resume()
+        (self.out / "config.yaml").write_text(yaml.safe_dump(self.cfg.to_dict(), sort_keys=False))
+        history = []
+        while self.step < self.cfg.steps:
+            m = self.train_step()
+            e = self.cfg.eval
+            if e.every and self.held_out and self.step % e.every == 0:
+                m |= self.evaluate()
+            with open(self.out / "metrics.jsonl", "a") as f:
+                f.write(json.dumps(m) + "\n")
+            history.append(m)
+            if progress is not None:
+                progress(self.step, m)
+            if self.step % self.cfg.checkpoint_every == 0 or self.step == self.cfg.steps:
+                self.save_checkpoint()
+        return history
+
+    def evaluate(self) -> dict[str, float]:
+        from ..eval.tactics import tactic_metrics
+
+        e, r = self.cfg.eval, self.cfg.rollout
+        res = tactic_metrics(self.model, self.tokenizer, self.held_out[: e.states], self.pool, k=e.k, timeout=r.tactic_timeout,
+                             workers=r.workers, max_tokens=self.cfg.model.max_tokens, seed=self.cfg.seed)  # fmt: skip
+        return {f"eval/prec@{e.k}": res.prec_at_k, "eval/zero_precision": res.zero_precision, "eval/mean_length": res.mean_length}
+
+    # -- checkpoints --------------------------------------------------------------------------------------
+    @property
+    def checkpoint_dir(self) -> Path:
+        return self.out / "checkpoints"
+
+    def save_checkpoint(self) -> Path:
+        """Weights (``save_pretrained``) and ``trainer_state.pt``; written to a temporary folder, then renamed,
+        so a run killed mid-write leaves the previous checkpoint as the newest complete one."""
+        final = self.checkpoint_dir / f"step_{self.step:06d}"
+        tmp = final.with_name(final.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        self.model.save_pretrained(tmp)
+        self.tokenizer.save_pretrained(tmp)
+        torch.save({"step": self.step, "synced_at": self.synced_at, "optimizer": self.optimizer.state_dict(),
+                    "sampler": self.sampler_model.state_dict(), "sampler_calls": self.sampler.calls,
+                    "rng": self.rng.getstate(), "torch_rng": torch.get_rng_state(),
+                    "source": self.source.state_dict()}, tmp / "trainer_state.pt")  # fmt: skip
+        shutil.rmtree(final, ignore_errors=True)
+        tmp.rename(final)
+        for old in sorted(self.checkpoint_dir.glob("step_??????"))[: -self.cfg.keep_checkpoints]:
+            shutil.rmtree(old, ignore_errors=True)
+        return final
+
+    def latest_checkpoint(self) -> Path | None:
+        done = sorted(p for p in self.checkpoint_dir.glob("step_??????") if (p / "trainer_state.pt").exists())
+        return done[-1] if done else None
+
+    def resume(self) -> int:
+        """Load the newest complete checkpoint, if any; the logs keep only lines up to its step."""
+        from .trainer import _truncate_log, load_weights
+
+        ckpt = self.latest_checkpoint()
+        if ckpt is None:
+            return 0
+        load_weights(self.model, ckpt)
+        st = torch.load(ckpt / "trainer_state.pt", weights_only=False)
+        self.optimizer.load_state_dict(st["optimizer"])
+        self.sampler_model.load_state_dict(st["sampler"])
+        self.sampler.calls = st["sampler_calls"]
+        self.rng.setstate(st["rng"])
+        torch.set_rng_state(st["torch_rng"])
+        self.source.load_state_dict(st["source"])
+        self.step, self.synced_at = st["step"], st["synced_at"]
+        _truncate_log(self.out / "metrics.jsonl", self.step)
+        _truncate_log(self.out / "tactics.jsonl", self.step)
+        return self.step
+
+
+# ------------------------------------------------------------------------------------------------- building
+
+
+def resolve_inputs(cfg: StepLevelConfig, console: Any = None) -> tuple[str, str, str]:
+    """(model dir, training transitions, held-out transitions): the config's, or the shared tactic assets built
+    (once) under ``data.assets`` for whatever is empty."""
+    model, train, held = cfg.model.path, cfg.data.train, cfg.data.held_out
+    if not (model and train and held):
+        from ..demo.assets import tactic_assets
+
+        a = tactic_assets(Path(cfg.data.assets), seed=cfg.seed, workers=cfg.rollout.workers, console=console)
+        model, train = model or str(a.model_dir), train or str(a.train_transitions)
+        held = held or str(a.held_out_transitions)
+    for key, path, want_dir in (("model.path", model, True), ("data.train", train, False)):
+        if not (Path(path).is_dir() if want_dir else Path(path).is_file()):
+            raise ConfigError(f"{key}: no {'model directory' if want_dir else 'file'} at {path!r}")
+    return model, train, held
+
+
+def build_trainer(cfg: StepLevelConfig, *, pool: Any, console: Any = None) -> StepLevelTrainer:
+    from ..data.tactics import read_transitions
+    from ..policy.model import load_policy
+
+    model_dir, train_path, held_path = resolve_inputs(cfg, console)
+    try:
+        train = state_points(read_transitions(train_path), max_state_chars=cfg.data.max_state_chars)
+        held = state_points(read_transitions(held_path), max_state_chars=cfg.data.max_state_chars) if Path(held_path).is_file() else []
+    except (ValueError, KeyError, TypeError) as e:
+        raise ConfigError(f"data.train / data.held_out: not tactic transitions JSONL ({type(e).__name__}: {e})") from None
+    if cfg.data.limit:
+        train = random.Random(cfg.seed).sample(train, min(cfg.data.limit, len(train)))
+    if held:
+        held = random.Random(cfg.seed + 1).sample(held, min(cfg.eval.states, len(held)))
+    model, tok = load_policy(model_dir, device="cpu")
+    return StepLevelTrainer(cfg, model, tok, train, pool, held_out=held)
+
+
+def run(cfg: StepLevelConfig, *, console: Any = None) -> StepLevelTrainer:
+    """Train by ``cfg`` with a rich progress bar; returns the trainer (its ``out`` holds everything)."""
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from ..eval.tactics import coq_pool
+
+    console = console or Console()
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    with coq_pool(cfg.rollout.workers, cfg.rollout.tactic_timeout) as pool:
+        trainer = build_trainer(cfg, pool=pool, console=console)
+        with Progress(console=console) as bar:
+            task = bar.add_task(f"step-level {cfg.algorithm.objective}", total=cfg.steps)
+
+            def show(step: int, m: dict[str, float]) -> None:
+                bar.update(task, completed=step)
+                if step % 10 == 0 or step == cfg.steps:
+                    keys = ("reward/mean", "tactics/valid", "states/zero_valid", "loss/loss", "dpo/loss", "eval/prec@8")
+                    console.print(f"step {step}: " + "  ".join(f"{k} {m[k]:.3g}" for k in keys if k in m))
+
+            trainer.fit(progress=show)
+    console.print(f"done: {trainer.out}/metrics.jsonl, checkpoints in {trainer.checkpoint_dir}")
+    return trainer
+
+
+def run_recipe(recipe: str, overrides: Sequence[str], *, show_config: bool = False) -> None:
+    """``proofrl train --recipe leanlistener [--set key=value ...]``."""
+    from ..preflight import require_backend
+
+    cfg = load_config(recipe, overrides)
+    if show_config:
+        print(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+        return
+    require_backend("coq")
+    run(cfg)
