@@ -15,6 +15,18 @@ from .generation import encode_prompts
 from .logprobs import response_logprobs
 
 
+def encode_pairs(tokenizer: Any, pairs: Sequence[tuple[str, str]]) -> tuple[list[list[int]], list[list[int]]]:
+    """Prompt ids as the generators encode them, completion ids followed by EOS (so the model learns to stop)."""
+    prompts = encode_prompts(tokenizer, [p for p, _ in pairs])
+    return prompts, [tokenizer(c, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id] for _, c in pairs]
+
+
+def completion_nll(model: Any, prompts: Sequence[Sequence[int]], targets: Sequence[Sequence[int]], pad_id: int) -> torch.Tensor:
+    """The SFT loss: −mean log π(completion tokens | prompt) over every completion token of the batch."""
+    lp, mask = response_logprobs(model, prompts, targets, pad_id=pad_id, micro_batch=max(1, len(prompts)))
+    return -(lp * mask).sum() / mask.sum()
+
+
 def supervised_finetune(
     model: Any, tokenizer: Any, pairs: Sequence[tuple[str, str]], *, epochs: int, lr: float, batch: int, seed: int,
     on_epoch: Callable[[int, float], None] | None = None, group_by_length: bool = False,
@@ -31,8 +43,7 @@ def supervised_finetune(
     CPU the padding, not the pairs, costs most of an epoch). ``on_batch(n)`` is called after each batch with
     its size (a progress bar).
     """
-    prompts = encode_prompts(tokenizer, [p for p, _ in pairs])
-    targets = [tokenizer(c, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id] for _, c in pairs]
+    prompts, targets = encode_pairs(tokenizer, pairs)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     g = torch.Generator().manual_seed(seed)
     losses = []
@@ -48,9 +59,7 @@ def supervised_finetune(
             batches = [batches[j] for j in torch.randperm(len(batches), generator=g).tolist()]
         total, count = 0.0, 0
         for idx in batches:
-            lp, mask = response_logprobs(model, [prompts[i] for i in idx], [targets[i] for i in idx],
-                                         pad_id=tokenizer.pad_token_id, micro_batch=batch)  # fmt: skip
-            loss = -(lp * mask).sum() / mask.sum()
+            loss = completion_nll(model, [prompts[i] for i in idx], [targets[i] for i in idx], tokenizer.pad_token_id)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

@@ -1,0 +1,529 @@
+"""Search-and-learn (``proofrl train --recipe reap``): reap's RL stage / AlphaProof-style expert iteration.
+
+A round (reap's blog, "RL stage"; the AlphaProof pseudocode's actor / replay buffer / learner):
+
+1. **rollout**: draw ``rollout.batch_theorems`` training theorems; the search workers pick up the newest
+   published weights and run ``rollout.passes`` AND-OR MCTS passes over the batch (reap: four), each pass with
+   its own sampling seed, policy = the LM head, leaf values = the value head (or none: the policy-only
+   baseline, GPT-f style expert iteration);
+2. **replay**: every exported tree gives (state, tactic, value target) samples (:mod:`.value_targets`,
+   :mod:`.replay_buffer`) after reap's filters (proof length, root value); the buffer keeps the newest
+   ``replay.capacity``;
+3. **learn**: when the round solved something, both heads are updated on the buffer plus human-proof
+   transitions rehearsed at ``learner.rehearsal_fraction`` of every update: loss = the SFT loss of the tactic
+   (:func:`proofrl.policy.sft.completion_nll`, the one SFT loss) + ``value_coef`` × cross-entropy over the
+   value bins. A round that solved nothing makes no update and says so in the log;
+4. **publish** the weights as ``weights/vNNNN`` (``weights/latest.json`` names the newest), **evaluate** on
+   held-out theorems (proved count at the search budget, fixed sampling seed), log to ``metrics.jsonl`` and
+   TensorBoard (``tb/``) and checkpoint (``checkpoints/round_NNNN``: weights, optimiser, buffer, sampler, RNG
+   states), so a killed run resumes at the next round with the same buffer.
+
+Rollout, serving and learning are kept apart: a :class:`RolloutWorker` only reads published weights (or calls
+an OpenAI-compatible policy endpoint and a value endpoint), the :class:`Learner` only writes them. One process
+runs all three by default.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import torch
+import yaml
+from pydantic import Field
+
+from ..errors import ConfigError
+from ..schema import Section, validate
+from .replay_buffer import ReplayBuffer, ReplayFilter, human_samples, rehearsal_draw, samples_from_tree
+
+PositiveInt = Annotated[int, Field(ge=1)]
+Positive = Annotated[float, Field(gt=0)]
+
+
+# -- the recipe ---------------------------------------------------------------------------------------------
+
+
+class LoraSection(Section):
+    r: PositiveInt = 16
+    alpha: PositiveInt = 32
+    dropout: Annotated[float, Field(ge=0, lt=1)] = 0.05
+
+
+class ModelSection(Section):
+    path: str = ""
+    """a local HF model directory (a policy+value model or a plain causal LM); empty: the tiny tactic model
+    built from the Coq standard library (``proofrl.demo.assets``)"""
+    value_head: bool = True
+    """false: the policy-only baseline (no value head, search without a value function)"""
+    num_bins: Annotated[int, Field(ge=2)] = 64
+    """value bins over the remaining proof cost (AlphaProof pseudocode ``num_value_bins``)"""
+    lora: LoraSection | None = None
+    device: str = "cpu"
+
+
+class DataSection(Section):
+    assets: str = ""
+    """the folder ``tactic_assets`` builds or finds ``tactic-assets/`` in (default: the run folder)"""
+    train: str = ""
+    held_out: str = ""
+    transitions: str = ""
+    """problem JSONL files and a human-transition JSONL file instead of the stdlib assets (all three)"""
+    train_theorems: PositiveInt | None = None
+    held_out_theorems: PositiveInt | None = None
+
+
+class SearchSection(Section):
+    """reap's MCTS (``proofrl.search``, recipe ``reap``) at a small budget for a tiny model."""
+
+    num_samples: PositiveInt = 8
+    max_steps: PositiveInt = 16
+    max_nodes: PositiveInt = 64
+    tactic_timeout: Positive = 5.0
+    seconds: Positive | None = 30.0
+    temperature: Positive = 1.0
+    max_tokens: PositiveInt = 96
+
+
+class RolloutSection(Section):
+    batch_theorems: PositiveInt = 16
+    passes: PositiveInt = 4
+    """rollout passes over each batch (reap: four)"""
+
+
+class ReplaySection(Section):
+    capacity: PositiveInt = 20000
+    max_proof_steps: PositiveInt = 16
+    root_value_min: float | None = None
+    root_value_max: float | None = None
+    off_path_values: bool = True
+
+
+class LearnerSection(Section):
+    lr: Positive = 3e-4
+    epochs: PositiveInt = 2
+    batch: PositiveInt = 16
+    value_coef: Annotated[float, Field(ge=0)] = 1.0
+    rehearsal_fraction: Annotated[float, Field(ge=0, lt=1)] = 0.5
+    """share of every update made of human-proof transitions (reap rehearses mathlib to avoid forgetting)"""
+    max_samples: PositiveInt = 2000
+    """search samples drawn from the buffer per update at most"""
+
+
+class EvalSection(Section):
+    every: Annotated[int, Field(ge=0)] = 1
+    """evaluate after every N rounds (0: only after the last); round 0 (the starting model) too"""
+    theorems: PositiveInt | None = None
+    """held-out theorems searched (default: all)"""
+    before: bool = True
+    """evaluate the starting model too (round 0)"""
+
+
+class ServingSection(Section):
+    policy: str = "in-process"
+    """``in-process`` (the published weights, loaded by the worker) or ``openai:URL`` / ``openai-chat:URL``"""
+    model_name: str = ""
+    """the served model's name for an OpenAI-compatible endpoint"""
+    value: str = "in-process"
+    """``in-process`` (the published value head) or ``endpoint:URL`` (reap's value service)"""
+
+
+class ReapConfig(Section):
+    loop: Literal["reap"] = "reap"
+    out: str = "runs/reap"
+    seed: int = 0
+    rounds: PositiveInt = 3
+    workers: PositiveInt = 2
+    """Coq processes searching at once"""
+    keep_checkpoints: PositiveInt = 2
+    progress: bool = True
+    model: ModelSection = ModelSection()
+    data: DataSection = DataSection()
+    search: SearchSection = SearchSection()
+    rollout: RolloutSection = RolloutSection()
+    replay: ReplaySection = ReplaySection()
+    learner: LearnerSection = LearnerSection()
+    eval: EvalSection = EvalSection()
+    serving: ServingSection = ServingSection()
+
+
+def load_reap_config(recipe: str | Path = "reap", overrides: list[str] | tuple[str, ...] = ()) -> ReapConfig:
+    """A recipe name or YAML path with ``key.sub=value`` overrides (values read as YAML, as
+    :func:`proofrl.train.config.load_recipe`); any mistake is one :class:`ConfigError` line."""
+    from .config import _set
+    from .loops import recipe_tree
+
+    tree = recipe_tree(recipe)
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"override {item!r}: expected key.sub=value")
+        try:
+            value = yaml.safe_load(raw)
+        except yaml.YAMLError as e:
+            raise ConfigError(f"override {item!r}: the value is not YAML: {' '.join(str(e).split())}") from None
+        _set(tree, key.strip(), value)
+    return validate(ReapConfig, tree)
+
+
+def run_recipe(recipe: str, overrides: list[str], *, show_config: bool = False) -> None:
+    """``proofrl train --recipe reap [--set key=value ...]`` (the entry in :data:`proofrl.train.loops.LOOPS`)."""
+    cfg = load_reap_config(recipe, overrides)
+    if show_config:
+        print(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+        return
+    if not cfg.serving.policy.startswith(("openai:", "openai-chat:")) and cfg.serving.policy != "in-process":
+        raise ConfigError(f"serving.policy {cfg.serving.policy!r}: valid: in-process, openai:URL, openai-chat:URL")
+    from ..preflight import require_backend
+
+    require_backend("coq")
+    summary = ExpertIteration(cfg).run()
+    from rich.console import Console
+
+    Console().print(f"[bold]reap[/]: held-out proved by round {summary['proved_by_round']}; run folder {cfg.out}")
+
+
+# -- data -----------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class RunData:
+    train: list[Any]
+    held_out: list[Any]
+    human: list[Any]
+    """rehearsal samples from the human proofs of the training split"""
+    model_dir: Path
+
+
+def load_data(cfg: ReapConfig, console: Any = None) -> RunData:
+    from ..data.problems import load_problems
+    from ..data.tactics import read_transitions
+
+    d = cfg.data
+    given = [bool(d.train), bool(d.held_out), bool(d.transitions)]
+    if any(given) and not all(given):
+        raise ConfigError("data.train, data.held_out and data.transitions go together (or none: the stdlib assets)")
+    if all(given):
+        train, held, trans = load_problems(d.train), load_problems(d.held_out), read_transitions(d.transitions)
+        model_dir = Path(cfg.model.path) if cfg.model.path else None
+    else:
+        from ..demo.assets import tactic_assets
+
+        a = tactic_assets(Path(d.assets or cfg.out), seed=cfg.seed, workers=cfg.workers, console=console)
+        train, held, trans = a.train_problems, a.held_out_problems, read_transitions(a.train_transitions)
+        model_dir = Path(cfg.model.path) if cfg.model.path else a.model_dir
+    if model_dir is None:
+        raise ConfigError("model.path: required with data.train (or leave data empty: the tiny stdlib model)")
+    train = train[: d.train_theorems] if d.train_theorems else train
+    held = held[: d.held_out_theorems] if d.held_out_theorems else held
+    if not train:
+        raise ConfigError("data: no training theorems")
+    return RunData(train, held, human_samples(trans), model_dir)
+
+
+# -- learner, publication, workers ----------------------------------------------------------------------------
+
+
+class Learner:
+    """Owns the trainable policy+value model and its optimiser; updates both heads; publishes weights."""
+
+    def __init__(self, cfg: ReapConfig, start: Path):
+        from ..policy.model import LoraSpec
+        from ..policy.value_head import load_policy_value
+
+        self.cfg = cfg
+        lora = None if cfg.model.lora is None else LoraSpec(cfg.model.lora.r, cfg.model.lora.alpha, cfg.model.lora.dropout)
+        bins = cfg.model.num_bins if cfg.model.value_head else None
+        self.model = load_policy_value(start, num_bins=bins, device=cfg.model.device, lora=lora, seed=cfg.seed)
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        self.optimizer = torch.optim.AdamW(params, lr=cfg.learner.lr, weight_decay=0.01)
+
+    def update(self, samples: list[Any], round_: int) -> dict[str, float]:
+        """Epochs over ``samples`` (search and rehearsed human ones): SFT loss on those with a tactic +
+        ``value_coef`` × bin cross-entropy on all (when the value head is on)."""
+        from ..policy.sft import completion_nll, encode_pairs
+        from ..policy.tactic import tactic_prompt
+
+        L, m, tok = self.cfg.learner, self.model, self.model.tokenizer
+        g = torch.Generator().manual_seed(self.cfg.seed * 7919 + round_)
+        m.train()
+        lm_sum = v_sum = 0.0
+        batches = 0
+        for _ in range(L.epochs):
+            order = torch.randperm(len(samples), generator=g).tolist()
+            for s in range(0, len(order), L.batch):
+                b = [samples[i] for i in order[s : s + L.batch]]
+                loss = torch.zeros((), device=m.device)
+                with_tactic = [x for x in b if x.tactic]
+                if with_tactic:
+                    prompts, targets = encode_pairs(tok, [(tactic_prompt(x.state), x.tactic) for x in with_tactic])
+                    lm = completion_nll(m.lm, prompts, targets, tok.pad_token_id)
+                    loss = loss + lm
+                    lm_sum += float(lm.detach())
+                if self.cfg.model.value_head and L.value_coef > 0:
+                    v = m.value_loss([x.state for x in b], [x.cost for x in b])
+                    loss = loss + L.value_coef * v
+                    v_sum += float(v.detach())
+                if loss.requires_grad:
+                    self.optimizer.zero_grad(set_to_none=True)
+                    loss.backward()
+                    torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
+                    self.optimizer.step()
+                batches += 1
+        m.eval()
+        return {"learn/lm_loss": lm_sum / max(batches, 1), "learn/value_loss": v_sum / max(batches, 1),
+                "learn/batches": float(batches)}
+
+    def save(self, out: Path) -> Path:
+        """The model as a search policy loads it; the value head beside it when it is on."""
+        self.model.save(out, head=self.cfg.model.value_head)
+        return out
+
+
+def publish(learner: Learner, weights_root: Path, version: int) -> Path:
+    """Write ``weights/vNNNN`` (whole, then renamed) and point ``weights/latest.json`` at it."""
+    final = weights_root / f"v{version:04d}"
+    tmp = final.with_name(final.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    learner.save(tmp)
+    shutil.rmtree(final, ignore_errors=True)
+    tmp.rename(final)
+    (weights_root / "latest.json").write_text(json.dumps({"version": version, "path": final.name}))
+    for old in sorted(weights_root.glob("v*"))[:-2]:  # the one in use and the newest are enough
+        if old.is_dir() and old != final:
+            shutil.rmtree(old, ignore_errors=True)
+    return final
+
+
+class RolloutWorker:
+    """The search side: a tactic policy and a value function, refreshed from ``weights/latest.json`` between
+    rounds (in-process), or endpoints that serve them (``serving``)."""
+
+    def __init__(self, cfg: ReapConfig, weights_root: Path):
+        self.cfg, self.weights_root = cfg, weights_root
+        self.version: int | None = None
+        self.model: Any = None
+        self.value_fn: Any = None
+
+    def refresh(self) -> int | None:
+        """Load the newest published weights if they changed; returns the version in use."""
+        latest = json.loads((self.weights_root / "latest.json").read_text())
+        if latest["version"] != self.version and self.cfg.serving.policy == "in-process":
+            from ..policy.value_head import HeadValue, load_policy_value
+
+            self.model = load_policy_value(self.weights_root / latest["path"], device=self.cfg.model.device,
+                                           num_bins=self.cfg.model.num_bins if self.cfg.model.value_head else None)
+        if self.cfg.model.value_head:
+            if self.cfg.serving.value == "in-process":
+                from ..policy.value_head import HeadValue
+
+                self.value_fn = HeadValue(self.model)
+            else:
+                from ..policy.tactic import make_value_fn
+
+                self.value_fn = make_value_fn(self.cfg.serving.value)
+        else:
+            from ..policy.tactic import NoValue
+
+            self.value_fn = NoValue()  # the policy-only baseline: every open state −1 (no value model)
+        self.version = latest["version"]
+        return self.version
+
+    def policy(self, seed: int) -> Any:
+        s = self.cfg.search
+        if self.cfg.serving.policy == "in-process":
+            return self.model.tactic_policy(temperature=s.temperature, max_tokens=s.max_tokens, seed=seed)
+        from ..policy.tactic import make_tactic_policy
+
+        return make_tactic_policy(self.cfg.serving.policy, model=self.cfg.serving.model_name or None,
+                                  temperature=s.temperature, max_tokens=s.max_tokens, seed=seed)
+
+
+# -- the loop --------------------------------------------------------------------------------------------------
+
+
+class ExpertIteration:
+    def __init__(self, cfg: ReapConfig, console: Any = None, data: RunData | None = None):
+        from rich.console import Console
+
+        self.cfg = cfg
+        self.out = Path(cfg.out)
+        self.console = console or Console()
+        self._data = data
+        self._writer: Any = None
+
+    # paths
+    @property
+    def checkpoint_dir(self) -> Path:
+        return self.out / "checkpoints"
+
+    def latest_checkpoint(self) -> Path | None:
+        done = sorted(p for p in self.checkpoint_dir.glob("round_*") if (p / "learner_state.pt").exists())
+        return done[-1] if done else None
+
+    def search_config(self) -> Any:
+        from ..search.config import MCTSConfig, SearchConfig
+
+        s = self.cfg.search
+        return SearchConfig(algorithm="mcts", mcts=MCTSConfig(
+            num_samples=s.num_samples, max_steps=s.max_steps, max_nodes=s.max_nodes, tactic_timeout=s.tactic_timeout,
+            seconds=s.seconds, value="model"))
+
+    def log(self, round_: int, metrics: dict[str, Any]) -> None:
+        with open(self.out / "metrics.jsonl", "a") as f:
+            f.write(json.dumps({"round": round_, **metrics}) + "\n")
+        if self._writer is None:
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+
+                self._writer = SummaryWriter(str(self.out / "tb"))
+            except ImportError:
+                self._writer = False
+        if self._writer:
+            for k, v in metrics.items():
+                if isinstance(v, (int, float)) and not isinstance(v, bool):
+                    self._writer.add_scalar(k, v, round_)
+            self._writer.flush()
+
+    def _search(self, worker: RolloutWorker, problems: list[Any], seed: int, out: Path, pool: Any) -> list[Any]:
+        from ..search.run import search_many
+
+        return search_many(problems, worker.policy(seed), out_dir=out, workers=self.cfg.workers, config=self.search_config(),
+                           pool=pool, progress=self.cfg.progress, value_fn=worker.value_fn)
+
+    def evaluate(self, worker: RolloutWorker, round_: int, pool: Any) -> dict[str, float]:
+        held = self.data.held_out[: self.cfg.eval.theorems] if self.cfg.eval.theorems else self.data.held_out
+        if not held:
+            return {}
+        t = time.perf_counter()
+        results = self._search(worker, held, self.cfg.seed + 99_991, self.out / "rounds" / f"{round_:04d}" / "eval", pool)
+        proved = sum(r.status == "proved" for r in results)
+        return {"eval/proved": proved, "eval/theorems": len(held), "eval/unsound": sum(r.status == "unsound" for r in results),
+                "time/eval_s": time.perf_counter() - t}
+
+    def run(self, *, stop_after: int | None = None) -> dict[str, Any]:
+        """All rounds (resuming from the newest checkpoint); ``stop_after``: return after that round (tests)."""
+        from ..provers.factory import prover_factory
+        from ..provers.pool import PoolConfig, ProverPool
+        from .trainer import ProblemSampler, _truncate_log
+
+        cfg = self.cfg
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.data = self._data or load_data(cfg, self.console)
+        ckpt = self.latest_checkpoint()
+        learner = Learner(cfg, ckpt or self.data.model_dir)
+        buffer = ReplayBuffer(cfg.replay.capacity)
+        sampler = ProblemSampler(len(self.data.train), cfg.seed)
+        rng = random.Random(cfg.seed)
+        round_ = 0
+        if ckpt is not None:
+            state = torch.load(ckpt / "learner_state.pt", weights_only=False)
+            round_ = state["round"]
+            learner.optimizer.load_state_dict(state["optimizer"])
+            buffer.load_state_dict(state["buffer"])
+            sampler.load_state_dict(state["sampler"])
+            rng.setstate(state["rng"]["random"])
+            torch.set_rng_state(state["rng"]["torch"])
+            _truncate_log(self.out / "metrics.jsonl", round_)
+            self.console.print(f"reap: resumed from {ckpt.name} (round {round_}, {len(buffer)} replay samples)")
+        else:
+            (self.out / "metrics.jsonl").write_text("")
+        if ckpt is None:
+            self.save_checkpoint(learner, buffer, sampler, rng, 0)  # round 0: the start, RNG included
+        (self.out / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+        weights = self.out / "weights"
+        weights.mkdir(exist_ok=True)
+        publish(learner, weights, round_)
+        worker = RolloutWorker(cfg, weights)
+        filt = ReplayFilter(cfg.replay.max_proof_steps, cfg.replay.root_value_min, cfg.replay.root_value_max,
+                            cfg.replay.off_path_values)
+        pool = ProverPool(prover_factory("coq", step_timeout=cfg.search.tactic_timeout), PoolConfig(workers=cfg.workers))
+        try:
+            if round_ == 0 and self.data.held_out and cfg.eval.before and ckpt is None:
+                worker.refresh()
+                self.log(0, self.evaluate(worker, 0, pool))
+            while round_ < cfg.rounds:
+                round_ += 1
+                m = self.round(round_, learner, worker, buffer, sampler, rng, filt, pool)
+                every = cfg.eval.every
+                if (every and round_ % every == 0) or round_ == cfg.rounds:
+                    worker.refresh()
+                    m.update(self.evaluate(worker, round_, pool))
+                self.log(round_, m)
+                self.save_checkpoint(learner, buffer, sampler, rng, round_)
+                if stop_after is not None and round_ >= stop_after:
+                    break
+        finally:
+            pool.close()
+            if self._writer:
+                self._writer.close()
+        return self.summary()
+
+    def round(self, round_: int, learner: Learner, worker: RolloutWorker, buffer: ReplayBuffer, sampler: Any,
+              rng: random.Random, filt: ReplayFilter, pool: Any) -> dict[str, Any]:
+        cfg = self.cfg
+        t0 = time.perf_counter()
+        batch = [self.data.train[i] for i in sampler.take(cfg.rollout.batch_theorems)]
+        version = worker.refresh()
+        found: list[Any] = []
+        solved: set[str] = set()
+        dropped: dict[str, int] = {}
+        for p in range(cfg.rollout.passes):
+            folder = self.out / "rounds" / f"{round_:04d}" / f"pass_{p}"
+            results = self._search(worker, batch, cfg.seed * 1_000_003 + round_ * 1000 + p, folder, pool)
+            for r in results:
+                tree = json.loads(json.dumps(r.tree_json(), default=str))  # as exported to trees/ (JSON values)
+                if r.status == "proved":
+                    solved.add(r.name)
+                why = filt.why_dropped(tree) if r.status == "proved" else "unsolved"
+                if why is not None:
+                    dropped[why] = dropped.get(why, 0) + 1
+                    continue
+                found += samples_from_tree(tree, round_, filt, cfg.model.num_bins)
+        added = buffer.add(found)
+        m: dict[str, Any] = {"weights_version": version, "rollout/theorems": len(batch), "rollout/solved": len(solved),
+                             "replay/added": added, "replay/size": len(buffer),
+                             **{f"replay/dropped_{k.replace(' ', '_')}": v for k, v in dropped.items()},
+                             "time/rollout_s": time.perf_counter() - t0}
+        if added == 0:
+            m["learn/skipped"] = "nothing solved this round" if not solved else "no new replay samples"
+            self.console.print(f"reap round {round_}: {m['learn/skipped']}: no update")
+        else:
+            t1 = time.perf_counter()
+            items = list(buffer.items)
+            if len(items) > cfg.learner.max_samples:
+                items = rng.sample(items, cfg.learner.max_samples)
+            human = rehearsal_draw(self.data.human, len(items), cfg.learner.rehearsal_fraction, rng)
+            m.update(learner.update(items + human, round_))
+            m["learn/samples"], m["learn/rehearsed"] = len(items), len(human)
+            m["time/learn_s"] = time.perf_counter() - t1
+        publish(learner, self.out / "weights", round_)
+        return m
+
+    def save_checkpoint(self, learner: Learner, buffer: Any, sampler: Any, rng: random.Random, round_: int) -> Path:
+        final = self.checkpoint_dir / f"round_{round_:04d}"
+        tmp = final.with_name(final.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        learner.model.save(tmp, head=True)  # the head travels with the checkpoint either way (it is untouched when off)
+        torch.save({"round": round_, "optimizer": learner.optimizer.state_dict(), "buffer": buffer.state_dict(),
+                    "sampler": sampler.state_dict(), "rng": {"random": rng.getstate(), "torch": torch.get_rng_state()}},
+                   tmp / "learner_state.pt")
+        shutil.rmtree(final, ignore_errors=True)
+        tmp.rename(final)
+        for old in sorted(self.checkpoint_dir.glob("round_*"))[: -self.cfg.keep_checkpoints]:
+            if not old.name.endswith(".tmp"):
+                shutil.rmtree(old, ignore_errors=True)
+        return final
+
+    def summary(self) -> dict[str, Any]:
+        rows = [json.loads(line) for line in (self.out / "metrics.jsonl").read_text().splitlines() if line.strip()]
+        proved = {r["round"]: r["eval/proved"] for r in rows if "eval/proved" in r}
+        summary = {"rounds": rows, "proved_by_round": proved, "value_head": self.cfg.model.value_head}
+        (self.out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+        return summary
+

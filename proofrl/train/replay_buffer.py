@@ -1,0 +1,129 @@
+"""Replay samples of search-and-learn: (state, tactic, value target) from successful searches, reap's filters,
+the buffer the learner draws from, and the human-proof transitions rehearsed in every update.
+
+reap (blog, "RL stage"): "we run four rollout passes on one batch, filter samples by proof length and root-node
+value, and use the selected trajectories to update both the policy and value heads. We still rehearse the
+mathlib4 data in each RL step to avoid catastrophic forgetting." The blog gives no thresholds; ours are the
+recipe's ``replay.max_proof_steps`` and ``replay.root_value_{min,max}`` (off by default but the length).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from .value_targets import solution_path, steps_to_close, value_targets
+
+
+@dataclass(frozen=True)
+class ReplaySample:
+    state: str
+    tactic: str | None
+    """the tactic taken at this state on the solution path; None: a value-only sample (off the path)"""
+    cost: float
+    """value target as steps to go: v = −cost (``value_targets``)"""
+    theorem: str
+    round: int
+    source: str = "search"
+    """``search`` (this loop's trees) or ``human`` (a rehearsed human-proof transition)"""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ReplayFilter:
+    max_proof_steps: int = 16
+    """drop solutions longer than this many tactic steps (reap filters by proof length)"""
+    root_value_min: float | None = None
+    root_value_max: float | None = None
+    """keep a search only when its root's mean search value lies in [min, max] (reap filters by root value):
+    a max drops theorems the model already finds easy, a min drops lucky proofs of states it judged hopeless"""
+    off_path_values: bool = True
+    """also keep value-only samples for the tree's other expanded nodes (solved ones −steps, unsolved −(B−1))"""
+
+    def why_dropped(self, tree: dict[str, Any]) -> str | None:
+        """Why a tree gives no samples (``unsolved``, ``too long``, ``root value``), or None to keep it."""
+        if not tree.get("solution"):
+            return "unsolved"
+        steps = steps_to_close(tree).get(tree["root"])
+        if steps is None or steps > self.max_proof_steps:
+            return "too long"
+        root = tree["nodes"][tree["root"]]
+        v = root.get("value")
+        if v is not None and ((self.root_value_min is not None and v < self.root_value_min) or
+                              (self.root_value_max is not None and v > self.root_value_max)):
+            return "root value"
+        return None
+
+
+def samples_from_tree(tree: dict[str, Any], round_: int, filt: ReplayFilter, num_bins: int = 64) -> list[ReplaySample]:
+    """The replay samples of one exported tree after the filters: one (state, tactic, −steps) per tactic of
+    the solution, plus value-only samples of the other expanded nodes when ``off_path_values``."""
+    if filt.why_dropped(tree) is not None:
+        return []
+    name = tree.get("search", {}).get("name", "")
+    targets = {t.node: t for t in value_targets(tree, num_bins)}
+    out, on_path = [], set()
+    for nid, tactic in solution_path(tree):
+        t = targets[nid]
+        out.append(ReplaySample(t.state, tactic, -t.value, name, round_))
+        on_path.add(nid)
+    if filt.off_path_values:
+        out += [ReplaySample(t.state, None, -t.value, name, round_) for t in targets.values() if t.node not in on_path]
+    return out
+
+
+class ReplayBuffer:
+    """FIFO of at most ``capacity`` samples (AlphaProof's replay buffer); a sample equal to one already held
+    (same state, tactic and target) is not added twice, so four passes finding one proof weigh it once."""
+
+    def __init__(self, capacity: int):
+        self.capacity = capacity
+        self.items: list[ReplaySample] = []
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def add(self, samples: Sequence[ReplaySample]) -> int:
+        held = {(s.state, s.tactic, s.cost) for s in self.items}
+        new = []
+        for s in samples:
+            if (s.state, s.tactic, s.cost) not in held:
+                held.add((s.state, s.tactic, s.cost))
+                new.append(s)
+        self.items = (self.items + new)[-self.capacity :]
+        return len(new)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"capacity": self.capacity, "items": [s.to_json() for s in self.items]}
+
+    def load_state_dict(self, d: dict[str, Any]) -> None:
+        self.capacity = d["capacity"]
+        self.items = [ReplaySample(**s) for s in d["items"]]
+
+
+def human_samples(transitions: Sequence[dict[str, Any]], *, max_state_chars: int = 2000) -> list[ReplaySample]:
+    """Human-proof transitions as rehearsal samples: the tactic, and as value target the tactic steps left in
+    that proof (reap derives value labels for its supervised data too). Bullets and braces are skipped."""
+    steps_left: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for t in transitions:
+        if not t.get("structural") and t["tactic"].strip() and len(t["state_before"]) <= max_state_chars:
+            steps_left[f"{t.get('module', '')}.{t['theorem']}"].append(t)
+    out = []
+    for name, ts in steps_left.items():
+        ts = sorted(ts, key=lambda t: t["step"])
+        out += [ReplaySample(t["state_before"], t["tactic"].strip(), float(len(ts) - i), name, -1, "human")
+                for i, t in enumerate(ts)]
+    return out
+
+
+def rehearsal_draw(human: Sequence[ReplaySample], replay: int, fraction: float, rng: random.Random) -> list[ReplaySample]:
+    """The human samples mixed into an update of ``replay`` search samples so that they make ``fraction`` of it."""
+    if not human or replay == 0 or fraction <= 0:
+        return []
+    k = min(len(human), max(1, round(replay * fraction / (1 - fraction)))) if fraction < 1 else len(human)
+    return rng.sample(list(human), k)

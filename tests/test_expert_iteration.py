@@ -1,0 +1,117 @@
+"""Search-and-learn over real Coq with a tiny real model: the recipe's bad keys, a round that solves nothing
+(no update, logged, the loop goes on), and exact resume after an interruption between rounds (same buffer,
+same next round, same weights and logs as an uninterrupted run)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from conftest import requires_coq
+
+from proofrl.data.problems import Problem, save_problems
+from proofrl.errors import ConfigError
+from proofrl.policy.tactic import tactic_prompt
+from proofrl.policy.tiny import build_tiny_model
+from proofrl.train.expert_iteration import ExpertIteration, load_reap_config
+
+# closed by computation (no header to load, so the fresh-process final checks are quick)
+TRAIN = [("zero_add", "forall n : nat, 0 + n = n"), ("one_add", "forall n : nat, 1 + n = S n"),
+         ("succ_add", "forall n m : nat, S n + m = S (n + m)")]
+HELD = [("two_add", "forall n : nat, 2 + n = S (S n)")]
+
+
+def problems(pairs, split):
+    return [Problem(n, f"Theorem {n} : {s}.", "", split=split) for n, s in pairs]
+
+
+def transitions():
+    return [{"theorem": n, "module": "T", "step": 0, "state_before": f"⊢ {s}", "tactic": "intros; reflexivity.",
+             "structural": False} for n, s in TRAIN]
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """Problem files, human transitions, an untaught tiny model and one taught to answer ``intros; reflexivity.``."""
+    from proofrl.policy.model import load_policy
+    from proofrl.policy.sft import supervised_finetune
+
+    d = tmp_path_factory.mktemp("reap-data")
+    save_problems(problems(TRAIN, "train"), d / "train.jsonl")
+    save_problems(problems(HELD, "held-out"), d / "held.jsonl")
+    (d / "trans.jsonl").write_text("".join(json.dumps(t) + "\n" for t in transitions()))
+    pairs = [(tactic_prompt(t["state_before"]), t["tactic"]) for t in transitions()]
+    build_tiny_model(d / "untaught", [p + t for p, t in pairs] * 4, hidden=32, layers=1, heads=2, vocab_size=300)
+    build_tiny_model(d / "taught", [p + t for p, t in pairs] * 4, hidden=32, layers=1, heads=2, vocab_size=300)
+    m, tok = load_policy(d / "taught", device="cpu")
+    supervised_finetune(m, tok, pairs * 8, epochs=12, lr=1e-2, batch=8, seed=0)
+    m.save_pretrained(d / "taught")
+    return d
+
+
+def config(files, out, model, *more):
+    return load_reap_config("reap", [
+        f"out={out}", f"model.path={files / model}", f"data.train={files / 'train.jsonl'}",
+        f"data.held_out={files / 'held.jsonl'}", f"data.transitions={files / 'trans.jsonl'}", "model.num_bins=8",
+        "workers=1", "progress=false", "rollout.batch_theorems=2", "rollout.passes=1", "search.num_samples=2",
+        "search.max_steps=3", "search.max_tokens=12", "search.temperature=0.5", "learner.epochs=1", "learner.batch=4",
+        "learner.rehearsal_fraction=0.5", *more])
+
+
+def test_a_bad_recipe_key_is_one_line():
+    with pytest.raises(ConfigError, match=r"unknown keys in rollout: \['pases'\]; known: \['batch_theorems', 'passes'\]"):
+        load_reap_config("reap", ["rollout.pases=4"])
+    with pytest.raises(ConfigError, match=r"learner.rehearsal_fraction must be in \[0, 1\), got 1.5"):
+        load_reap_config("reap", ["learner.rehearsal_fraction=1.5"])
+    with pytest.raises(ConfigError, match="expected key.sub=value"):
+        load_reap_config("reap", ["rounds"])
+
+
+@requires_coq
+def test_a_round_that_solves_nothing_makes_no_update_and_the_loop_goes_on(files, tmp_path):
+    torch.manual_seed(0)
+    run = ExpertIteration(config(files, tmp_path / "run", "untaught", "rounds=2"))
+    summary = run.run()
+    rows = {r["round"]: r for r in summary["rounds"]}
+    assert sorted(rows) == [0, 1, 2]  # evaluated before, and after each round
+    for r in (1, 2):
+        assert rows[r]["rollout/solved"] == 0 and rows[r]["replay/size"] == 0
+        assert rows[r]["learn/skipped"] == "nothing solved this round" and "learn/lm_loss" not in rows[r]
+        assert rows[r]["eval/theorems"] == 1
+    assert (tmp_path / "run" / "checkpoints" / "round_0002" / "learner_state.pt").exists()
+    assert json.loads((tmp_path / "run" / "weights" / "latest.json").read_text())["version"] == 2
+
+
+@requires_coq
+def test_an_interrupted_run_resumes_exactly(files, tmp_path):
+    """Two rounds straight vs one round, a stop, and a second process-like start (a new ExpertIteration reading
+    only the run folder) that goes on: same replay buffer, same sampled theorems, same weights, same logs."""
+    keep = ("round", "rollout/solved", "replay/added", "replay/size", "learn/lm_loss", "learn/value_loss",
+            "learn/rehearsed", "eval/proved", "weights_version")
+
+    def rows(out):
+        return [{k: r.get(k) for k in keep} for r in map(json.loads, (out / "metrics.jsonl").read_text().splitlines())]
+
+    def final_state(out):
+        st = torch.load(out / "checkpoints" / "round_0002" / "learner_state.pt", weights_only=False)
+        from safetensors.torch import load_file
+
+        return st, load_file(str(out / "checkpoints" / "round_0002" / "model.safetensors"))
+
+    torch.manual_seed(0)
+    quick = ("rounds=2", "eval.before=false", "eval.every=0")  # one evaluation, after the last round
+    ExpertIteration(config(files, tmp_path / "straight", "taught", *quick)).run()
+    torch.manual_seed(0)
+    ExpertIteration(config(files, tmp_path / "cut", "taught", *quick)).run(stop_after=1)
+    assert not (tmp_path / "cut" / "checkpoints" / "round_0002").exists()
+    torch.manual_seed(123)  # the resumed run restores the RNG from the checkpoint, not from here
+    ExpertIteration(config(files, tmp_path / "cut", "taught", *quick)).run()
+
+    a, b = rows(tmp_path / "straight"), rows(tmp_path / "cut")
+    assert [r["round"] for r in b] == [1, 2]  # each round logged once
+    assert a == b
+    assert a[0]["rollout/solved"] > 0 and a[0]["replay/size"] > 0 and a[0]["learn/lm_loss"] > 0  # it did learn
+    (sa, wa), (sb, wb) = final_state(tmp_path / "straight"), final_state(tmp_path / "cut")
+    assert sa["buffer"] == sb["buffer"] and sa["sampler"] == sb["sampler"]
+    assert all(torch.equal(wa[k], wb[k]) for k in wa)
