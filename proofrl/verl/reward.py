@@ -51,7 +51,7 @@ from proofrl.rewards.combine import RewardFn, Sample
 from proofrl.rewards.compose import RewardConfig, reward_config_from_dict
 from proofrl.rewards.format import FormatError, check_format
 from proofrl.schema import Section, one_of, validate
-from proofrl.verification import NO_PROOF, Verifier
+from proofrl.verification import Verifier
 
 RAW = "raw"
 """``prompt_format`` for a completion that is the proof itself (the default)"""
@@ -125,8 +125,6 @@ class Judge:
 
     async def verify(self, problem: Problem, proof: str | None) -> Verdict:
         if self.via == "ray":
-            if proof is None:  # as the Verifier answers it, without a round trip
-                return Verdict(Status.REJECTED, (NO_PROOF,))
             from proofrl.distributed.verification import averify_on_ray  # the Ray part; imported only when used
 
             (verdict,) = await averify_on_ray([(problem, proof)], backend=problem.backend, timeout=self.timeout,
