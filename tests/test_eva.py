@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import pytest
 import torch
@@ -221,9 +220,13 @@ def test_a_dimension_the_output_lacks_is_scored_from_the_logits_and_flagged(tiny
     scorer = EvaScorer(m, tok, max_new_tokens=8)
     prompt = scorer.prompt("⊢ True", "exact I.")
     got = scorer.read_expected([prompt] * 3, ['fine {"logic_score":4,"align_score":2}', "no json", 'x {"logic_score":9}'])
-    for exp, flags in got:
+    for exp, _ in got:
         assert set(exp) == {"logic", "align", "clarity"} and all(1.0 <= v <= 5.0 for v in exp.values())
-        assert flags and flags[0].startswith("probed:")
+    assert [f for _, f in got] == [["probed:clarity:missing"], [f"probed:{d}:missing" for d in ("logic", "align", "clarity")],
+                                   ["probed:logic:not-an-anchor", "probed:align:missing", "probed:clarity:missing"]]
+    # a dimension read where the output wrote it is the logit before its digit, whatever is probed after it
+    alone = scorer.read_expected([prompt], ['fine {"logic_score":4,"align_score":2,"clarity_score":3}'])[0][0]
+    assert got[0][0]["logic"] == pytest.approx(alone["logic"], abs=1e-5) and got[0][0]["align"] == pytest.approx(alone["align"], abs=1e-5)
 
 
 def test_bad_data_lines_are_skipped_and_counted(tmp_path):

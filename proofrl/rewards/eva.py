@@ -311,33 +311,29 @@ class EvaScorer:
     @torch.no_grad()
     def read_expected(self, prompts: Sequence[str], outputs: Sequence[str]) -> list[tuple[dict[str, float], list[str]]]:
         """E[R] per dimension of each (prompt, output), from one forward pass over prompt + output (+ a probe
-        ``"<dim>_score":`` for each dimension whose position the output lacks); flags name the probed ones."""
+        ``"<dim>_score":`` appended for each dimension whose position the output lacks); flags name the probed
+        ones (``probed:<dim>:<reason>``)."""
         from ..policy.generation import encode_prompts
         from ..policy.logprobs import left_pad, position_ids
 
         rows, where, flags = [], [], []
         p_ids = encode_prompts(self.tokenizer, prompts)
-        for i, (pi, out) in enumerate(zip(p_ids, outputs)):
-            keys = [score_key(d) for d in self.dims]
-            f: list[str] = []
-            try:
-                pos = score_token_positions(out, self.tokenizer, keys, anchor_ids=self.anchor_ids)
-                o_ids = self.tokenizer(out, add_special_tokens=False)["input_ids"]
-                rows.append(pi + o_ids)
-                where.append({d: len(pi) + pos[score_key(d)] for d in self.dims})
-            except ScorePositionError as e:
-                f.append(f"probed:{e.reason}")
-                # Score from the logits anyway: the output's text, then each dimension's key; the logits at
-                # the probe's last token predict that dimension's digit.
-                base = out.split("}")[0] if "{" in out else out
-                o_ids = self.tokenizer(base, add_special_tokens=False)["input_ids"]
-                row, w = list(pi) + o_ids, {}
-                for d in self.dims:
+        for pi, out in zip(p_ids, outputs):
+            enc = self.tokenizer(out, add_special_tokens=False)
+            row, w, f = list(pi) + list(enc["input_ids"]), {}, []
+            for d in self.dims:
+                try:
+                    w[d] = len(pi) + score_token_positions(out, self.tokenizer, [score_key(d)], encoding=enc,
+                                                           anchor_ids=self.anchor_ids)[score_key(d)]
+                except ScorePositionError as e:
+                    # Scored from the logits anyway: the dimension's key is appended after the output, and the
+                    # logits at its last token predict the digit (causal: the output's own positions are unchanged).
+                    f.append(f"probed:{d}:{e.reason}")
                     row += self.tokenizer(f' "{score_key(d)}":', add_special_tokens=False)["input_ids"]
-                    w[d] = len(row)  # the position the digit would take
-                    row += [self.anchor_ids[2]]  # a placeholder digit; only the logits before it are read
-                rows.append(row)
-                where.append(w)
+                    w[d] = len(row)  # where the digit would go; a placeholder anchor fills it
+                    row.append(self.anchor_ids[0])
+            rows.append(row)
+            where.append(w)
             flags.append(f)
         limit = getattr(self.model.config, "max_position_embeddings", None)
         out_scores: list[tuple[dict[str, float], list[str]]] = []
@@ -352,7 +348,7 @@ class EvaScorer:
             for j, r in enumerate(chunk):
                 off = width - len(r) - cut[j]  # left padding shifts every index; the cut removes the first ones
                 w = where[s + j]
-                z = gather_positions(logits, [j] * len(self.dims), [w[d] + off for d in self.dims])
+                z = gather_positions(logits, [j] * len(self.dims), [max(1, w[d] + off) for d in self.dims])
                 e = expected_score(z, self.anchor_ids, self.tau)
                 out_scores.append(({d: float(x) for d, x in zip(self.dims, e.tolist())}, flags[s + j]))
         return out_scores
