@@ -78,6 +78,37 @@ def test_an_unknown_key_is_one_line() -> None:
 
 def test_without_verl_the_launch_names_the_install_command(monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "verl", None)  # `import verl` now fails as on a machine without the extra
+    assert _dry("--recipe", "kimina")[0] == 0  # printing the overrides needs no verl
     res = CliRunner().invoke(app, ["train", "--engine", "verl", "--recipe", "kimina", "--set", "model.path=/m"])
     assert res.exit_code == 2
     assert res.stderr.strip() == 'proofrl train: verl is not installed here (verl): pip install -e ".[distributed]"'
+
+
+def test_run_files_are_read_by_verls_dataset(tmp_path: Path) -> None:
+    """The parquet rows the launch writes come out of verl's RLHFDataset as chat prompts with the problem record
+    in ``extra_info``, which the reward function reads back into the same problem."""
+    pytest.importorskip("verl", reason="verl is not installed (the distributed extra: pip install -e \".[distributed]\")")
+    from verl.utils.dataset.rl_dataset import RLHFDataset
+
+    from proofrl.data.problems import load_problems
+    from proofrl.policy.prompts import get_format
+    from proofrl.verl.launch import write_run_files
+    from proofrl.verl.reward import problem_of
+    from verl_support import compose_verl, tiny_model
+
+    sample = Path(__file__).parents[1] / "proofrl" / "data" / "bundled" / "coq_sample.jsonl"
+    cfg = load_recipe("kimina", [f"data.train={sample}", "data.limit=3", "rollout.prompt_format=kimina-coq", "verify.backend=coq"])
+    write_run_files(cfg, tmp_path)
+    assert load_recipe(str(tmp_path / "recipe.yaml")) == cfg  # what the reward function and agent loop read
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny_model(tmp_path / "model"))
+    data = compose_verl([f"data.train_files={tmp_path / 'train.parquet'}", "data.max_prompt_length=2048"]).data
+    rows = RLHFDataset(str(tmp_path / "train.parquet"), tok, data)
+    problems = load_problems(sample, limit=3)
+    assert len(rows) == 3
+    for i, p in enumerate(problems):
+        row = rows[i]
+        assert list(row["raw_prompt"]) == get_format("kimina-coq").messages(p)
+        assert problem_of(row["extra_info"]) == p.__class__(name=p.name, formal_statement=p.formal_statement, header=p.header,
+                                                            backend=p.backend)
