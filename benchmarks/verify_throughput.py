@@ -29,8 +29,8 @@ from rich.table import Table
 from proofrl.data.coq_stdlib import CORE_PREFIXES, load_stdlib
 from proofrl.provers.base import Theorem
 from proofrl.provers.coq import CoqConfig, coqc_check
-from proofrl.provers.factory import make_pool
-from proofrl.provers.pool import PoolConfig
+from proofrl.provers.factory import make_pool, prover_factory
+from proofrl.provers.pool import PoolConfig, ProverPool
 
 WRONG_STEPS = ("reflexivity.", "exact I.", "apply proofrl_no_such_lemma.", "intros ))).", "discriminate.", "lia.")
 
@@ -66,22 +66,35 @@ def rl_workload(console: Console, records: list[dict], timeout: float) -> None:
     jobs = [j for r in records for j in rl_samples(r, 32, rng)]
     console.print(f"RL-shaped: {len(records)} theorems x 32 samples = {len(jobs)} proofs")
     table = Table(title=f"RL-shaped workload, verdicts per second (load average {os.getloadavg()[0]:.1f} at start)")
-    for col in ("pool", "proofs", "wall s", "verdicts/s", "limit/s", "(b)/(c)", "outside check ms/proof", "header loads"):
+    for col in ("pool", "proofs", "wall s", "verdicts/s", "limit/s", "(b)/(c)", "outside check ms/proof", "header loads", "outside check less loads ms/proof"):
         table.add_column(col, justify="right")
     notes = []
     # the last row is the pool as it was: memory read after every job (psutil scans every process on the machine)
     for label, k, extra in (("k=1", 1, {}), ("k=2", 2, {}), ("k=1, RSS read per job", 1, {"rss_every": 0.0})):
-        with make_pool("coq", pool=PoolConfig(workers=k, timeout=timeout, **extra)) as pool:
+        loading = [0.0]  # seconds spent starting processes and loading headers (a header switch costs one)
+        make = prover_factory("coq")
+
+        def timed(header: str, timeout: float | None = None):  # noqa: ANN202
+            t = time.perf_counter()
+            try:
+                return make(header, timeout=timeout)
+            finally:
+                loading[0] += time.perf_counter() - t
+
+        with ProverPool(timed, PoolConfig(workers=k, timeout=timeout, **extra)) as pool:
             pool.check_many(jobs[: 32 * k])  # start and load every process's header before the clock starts
+            loading[0], started = 0.0, pool.stats.started
             t0 = time.perf_counter()
             verdicts = pool.check_many(jobs)
             wall = time.perf_counter() - t0
-            loads = pool.stats.started
+            loads = pool.stats.started - started
         in_process = sum(v.seconds for v in verdicts)
         rate, limit = len(jobs) / wall, len(jobs) / (in_process / k)
         outside = (wall * k - in_process) / len(jobs) * 1000
+        rest = (wall * k - in_process - loading[0]) / len(jobs) * 1000
         counts = ", ".join(f"{s} {n}" for s, n in Counter(v.status.value for v in verdicts).most_common())
-        table.add_row(label, str(len(jobs)), f"{wall:.2f}", f"{rate:.0f}", f"{limit:.0f}", f"{rate / limit:.2f}", f"{outside:.2f}", str(loads))
+        table.add_row(label, str(len(jobs)), f"{wall:.2f}", f"{rate:.0f}", f"{limit:.0f}", f"{rate / limit:.2f}", f"{outside:.2f}",
+                      f"{loads} in {loading[0]:.1f}s", f"{rest:.2f}")
         notes.append(f"{label}: {counts}")
     console.print(table)
     console.print("verdicts: " + "; ".join(notes) + f"; load average {os.getloadavg()[0]:.1f} at the end")

@@ -99,6 +99,27 @@ def test_an_actor_killed_for_good_is_started_again_by_name_and_every_item_answer
     assert [v.status for v in verdicts] == EXPECTED
 
 
+def test_verls_reward_function_scores_through_the_shared_actor_with_header_affinity():
+    """proofrl.verl.reward.compute_score with ``via=ray``: concurrent samples of two headers, as verl's reward
+    workers send them, are judged by the one actor, whose pool loads each header on few processes."""
+    import asyncio
+
+    from proofrl.distributed.verification import verifier
+    from proofrl.verl.reward import compute_score
+
+    true = {"name": "u", "header": "", "formal_statement": "Theorem u : True.", "backend": "coq"}
+    nat = {"name": "t", "header": NAT, "formal_statement": P.formal_statement, "backend": "coq"}
+    samples = [(nat, GOOD), (true, "Proof. exact I. Qed."), (nat, BAD), (true, "Proof. admit. Qed.")] * 4
+
+    async def score_all():
+        return await asyncio.gather(*(compute_score("coq", text, None, rec, via="ray", ray_actor=NAME) for rec, text in samples))
+
+    before = ray.get(verifier(NAME).stats.remote()).get("coq", {}).get("started", 0)
+    got = asyncio.run(score_all())
+    assert [(r["score"], r["status"]) for r in got] == [(1.0, "valid"), (1.0, "valid"), (0.0, "error"), (0.0, "rejected")] * 4
+    assert ray.get(verifier(NAME).stats.remote())["coq"]["started"] - before <= 4  # not one process per sample
+
+
 def test_the_verifier_is_one_actor_per_node_found_by_name_from_another_process():
     from proofrl.distributed.verification import stop_verifiers, verifier
 
