@@ -9,7 +9,9 @@ import json
 import pytest
 import torch
 from conftest import requires_coq
+from typer.testing import CliRunner
 
+from proofrl.cli import app
 from proofrl.data.problems import Problem, save_problems
 from proofrl.errors import ConfigError
 from proofrl.policy.tactic import tactic_prompt
@@ -66,6 +68,11 @@ def test_a_bad_recipe_key_is_one_line():
         load_reap_config("reap", ["learner.rehearsal_fraction=1.5"])
     with pytest.raises(ConfigError, match="expected key.sub=value"):
         load_reap_config("reap", ["rounds"])
+    res = CliRunner().invoke(app, ["train", "--recipe", "reap", "--set", "rollout.pases=4"])  # the real command line
+    assert res.exit_code == 2 and res.stderr.strip().splitlines() == [
+        "proofrl train: unknown keys in rollout: ['pases']; known: ['batch_theorems', 'passes']"]
+    res = CliRunner().invoke(app, ["train", "--recipe", "reap", "--show-config", "--set", "rounds=5"])
+    assert res.exit_code == 0 and "loop: reap" in res.output and "rounds: 5" in res.output
 
 
 @requires_coq
