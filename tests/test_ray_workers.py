@@ -5,7 +5,6 @@ keeps states and hands out ids; a search spread over Ray workers gives the statu
 import json
 import os
 import signal
-import sys
 import threading
 import time
 from pathlib import Path
@@ -184,16 +183,3 @@ def test_search_on_ray_gives_the_statuses_and_files_of_a_local_search(tmp_path, 
     events = [json.loads(l) for l in (tmp_path / "ray" / "trace.jsonl").read_text().splitlines()]
     assert {e["theorem"] for e in events if e["name"] == "search"} == {p["name"] for p in PROBLEMS}
     assert "proof search" in capsys.readouterr().out  # the run's table, printed by the driver
-
-
-def test_search_ray_without_ray_installed_is_one_line(tmp_path, monkeypatch):
-    from typer.testing import CliRunner
-
-    from proofrl.cli import app
-
-    (tmp_path / "p.jsonl").write_text(json.dumps(PROBLEMS[0]) + "\n")
-    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now fails as on a machine without it
-    r = CliRunner().invoke(app, ["search", str(tmp_path / "p.jsonl"), "--policy", "openai:http://127.0.0.1:9/v1",
-                                 "--model", "m", "--ray", "local", "--out", str(tmp_path / "out")])
-    assert r.exit_code == 2, r.output
-    assert 'pip install -e ".[distributed]"' in r.output and "Traceback" not in r.output
