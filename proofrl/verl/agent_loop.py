@@ -66,9 +66,7 @@ class ErrorCorrectionAgentLoop(AgentLoopBase):
         except ValueError as e:
             result = _broken(f"extra_info: {e}")
         else:
-            proof = self.judge.proof_of(problem, text)
-            verdict = await self.judge.verify(problem, proof)
-            result = self.judge.result(problem, text, proof, verdict)
+            proof, verdict, result = await self.judge.judge(problem, text)
             ec = self.judge.correction
             feedback = None
             if not verdict.valid and proof is not None and len(mask) < self.response_length:
@@ -86,8 +84,7 @@ class ErrorCorrectionAgentLoop(AgentLoopBase):
                     )
                     ids = merged.token_ids
                     text = self.tokenizer.decode(second.token_ids, skip_special_tokens=True)
-                    proof = self.judge.proof_of(problem, text)
-                    result = self.judge.result(problem, text, proof, await self.judge.verify(problem, proof))
+                    result = (await self.judge.judge(problem, text))[2]
                     turns = 2
         n = len(mask)
         return AgentLoopOutput(

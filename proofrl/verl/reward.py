@@ -94,9 +94,7 @@ class Judge:
 
     def __init__(self, settings: JudgeSettings):
         from proofrl.policy.prompts import get_format
-        from proofrl.train.config import load_recipe
-
-        from proofrl.train.config import ErrorCorrectionConfig
+        from proofrl.train.config import ErrorCorrectionConfig, load_recipe
 
         recipe = load_recipe(settings.recipe) if settings.recipe else None
         verify = recipe.verify if recipe else None
@@ -144,17 +142,23 @@ class Judge:
         return {"score": float(score), "status": verdict.status.value, "reasons": "; ".join(verdict.reasons),
                 "format_ok": bool(format_ok)}
 
+    async def judge(self, problem: Problem, text: str) -> tuple[str | None, Verdict, dict[str, Any]]:
+        """``(proof, verdict, result)`` for one completion of ``problem``."""
+        try:
+            proof = self.proof_of(problem, text)
+        except ValueError as e:  # a prompt format for the other backend
+            verdict = Verdict(Status.ERROR, (str(e),))
+            return None, verdict, self.result(problem, text, None, verdict)
+        verdict = await self.verify(problem, proof)
+        return proof, verdict, self.result(problem, text, proof, verdict)
+
     async def score(self, record: Any, text: str) -> dict[str, Any]:
         """Judge one completion of the problem ``record`` (verl's ``extra_info``)."""
         try:
             problem = problem_of(record)
         except ValueError as e:
             return _broken(f"extra_info: {e}")
-        try:
-            proof = self.proof_of(problem, text)
-        except ValueError as e:  # a prompt format for the other backend
-            return _broken(str(e))
-        return self.result(problem, text, proof, await self.verify(problem, proof))
+        return (await self.judge(problem, text))[2]
 
 
 def problem_of(record: Any) -> Problem:
