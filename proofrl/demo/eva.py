@@ -20,8 +20,8 @@ from .assets import tactic_assets
 
 @dataclass(frozen=True)
 class EvaPartSettings:
-    train_theorems: int = 10
-    held_out_theorems: int = 6
+    train_theorems: int = 8
+    held_out_theorems: int = 5
     states_per_theorem: int = 2
     search_expansions: int = 1
     """best-first expansions deciding "the proof then closes" for an accepted step"""

@@ -201,6 +201,9 @@ def plot_table(rows: Mapping[str, Mapping[str, Any]], path: Path) -> Path:
     for ax, key, title in zip(axes, ("pearson", "ranking_acc"), ("Pearson r (combined score)", "ranking accuracy")):
         vals = [0.0 if math.isnan(rows[n][key]) else rows[n][key] for n in names]
         ax.bar(range(len(names)), vals, color=["#999" if n != "eva" else "#c44" for n in names])
+        for i, n in enumerate(names):
+            if math.isnan(rows[n][key]):  # undefined (a constant prediction has no correlation), not zero
+                ax.annotate("n/a", (i, 0.0), ha="center", va="bottom")
         ax.set_xticks(range(len(names)), names, rotation=30, ha="right")
         ax.set_title(title)
         ax.axhline(0.5 if key == "ranking_acc" else 0.0, color="k", lw=0.6)
