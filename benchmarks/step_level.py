@@ -44,7 +44,8 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--variants", default="sft,offline-dpo,online-dpo,online-grpo")
+    ap.add_argument("--variants", default="sft,offline-dpo,online-dpo,online-grpo",
+                    help="also: online-grpo-unchanged0 (a valid step that changes nothing earns 0, not ln 2)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
 
@@ -100,13 +101,15 @@ def main() -> None:
                 pairs = offline_pairs(model, tok, pts, human, pool, k=a.k, seed=a.seed, timeout=a.timeout, workers=a.workers)
                 stats = train_offline_dpo(model, ref, tok, pairs, steps=a.steps, batch=16, lr=a.lr, seed=a.seed)
                 runs[v] = {"steps": a.steps, "pairs": len(pairs), "batch_pairs": 16, "final_loss": stats[-1].loss}
-            elif v in ("online-dpo", "online-grpo"):
+            elif v in ("online-dpo", "online-grpo", "online-grpo-unchanged0"):
                 objective = v.split("-")[1]
+                extra = ["algorithm.unchanged_reward=0"] if v.endswith("unchanged0") else []
                 cfg = load_config("leanlistener", [f"steps={a.steps}", f"seed={a.seed}", f"algorithm.objective={objective}",
                                                    f"algorithm.lr={a.lr}", f"rollout.batch_states={a.batch_states}",
                                                    f"rollout.group_size={a.k}", f"rollout.tactic_timeout={a.timeout}",
                                                    f"rollout.workers={a.workers}", f"checkpoint_every={max(a.steps, 1)}",
-                                                   "eval.every=0", f"rollout.sync_every={max(1, min(50, a.steps // 4))}"])  # fmt: skip
+                                                   "eval.every=0", f"rollout.sync_every={max(1, min(50, a.steps // 4))}",
+                                                   *extra])  # fmt: skip
                 trainer = StepLevelTrainer(cfg, model, tok, train, pool, out=a.out / v)
                 hist = trainer.fit(progress=lambda s, m: console.print(
                     f"{v} step {s}: valid {m['tactics/valid']:.3f} reward {m['reward/mean']:.3f}") if s % 5 == 0 else None)

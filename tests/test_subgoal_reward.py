@@ -60,3 +60,8 @@ def test_goal_counts_from_real_coq(coq):
     assert first.ok and subgoal_reward(split.state, first) == pytest.approx(softplus(1.0))
     bad = coq.step(split.state, "exact 0.")
     assert not bad.ok and subgoal_reward(split.state, bad) == 0.0
+    # `intros.` never fails in Coq: at a goal with nothing to introduce it is valid and changes nothing
+    noop = coq.step(split.state, "intros.")
+    assert noop.ok and subgoal_reward(split.state, noop) == pytest.approx(math.log(2))  # the paper's reward
+    assert subgoal_reward(split.state, noop, unchanged=0.0) == 0.0  # the option that removes the free ln 2
+    assert subgoal_reward(split.state, first, unchanged=0.0) == pytest.approx(softplus(1.0))  # progress unaffected

@@ -80,7 +80,7 @@ def _plot_training(history: list[dict[str, float]], path: Any) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(5, 3.2))
+    fig, ax = plt.subplots(figsize=(5, 3.4))
     steps = [m["step"] for m in history]
     ax.plot(steps, [100 * m["tactics/valid"] for m in history], marker="o", label="valid tactics (%)")
     ax.set_xlabel("update")
@@ -88,7 +88,7 @@ def _plot_training(history: list[dict[str, float]], path: Any) -> None:
     ax2 = ax.twinx()
     ax2.plot(steps, [m["reward/mean"] for m in history], marker="s", color="tab:orange", label="mean reward")
     ax2.set_ylabel("reward")
-    fig.legend(loc="upper left", fontsize=8)
-    fig.tight_layout()
+    fig.legend(loc="lower center", fontsize=8, ncol=2)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
     fig.savefig(path, dpi=120)
     plt.close(fig)

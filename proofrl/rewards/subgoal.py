@@ -32,8 +32,14 @@ def softplus(x: float) -> float:
 
 
 @STEP_REWARDS.register("subgoal")
-def subgoal_reward(before: ProofState, result: StepResult, *, failed: float = 0.0) -> float:
-    """softplus(G(before) − G(after)) for a valid step; ``failed`` when ``result`` failed (or has no state)."""
+def subgoal_reward(before: ProofState, result: StepResult, *, failed: float = 0.0, unchanged: float | None = None) -> float:
+    """softplus(G(before) − G(after)) for a valid step; ``failed`` when ``result`` failed (or has no state).
+
+    ``unchanged``: the reward of a valid step that leaves the state exactly as it was (same fingerprint), when
+    given; None (the paper) gives it softplus(0) = ln 2 like any other valid step. In Coq ``intros.`` never fails,
+    so without this a policy can earn ln 2 at every state by doing nothing (measured: docs/step_level.md)."""
     if not result.ok or result.state is None:
         return float(failed)
+    if unchanged is not None and result.state.fingerprint == before.fingerprint:
+        return float(unchanged)
     return softplus(float(open_goals(before) - open_goals(result.state)))

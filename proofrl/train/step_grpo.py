@@ -105,6 +105,8 @@ class AlgorithmSection(Section):
     step_reward: Annotated[str, one_of(lambda: STEP_REWARDS.names())] = "subgoal"
     failed_reward: float = 0.0
     """reward of a tactic the prover rejects, refuses, or that times out (LeanListener: 0)"""
+    unchanged_reward: float | None = None
+    """``subgoal`` only: reward of a valid tactic that leaves the state as it was (None = the paper: ln 2)"""
     advantage: Annotated[str, one_of(lambda: ADV_ESTIMATORS.names())] = "grpo"
     lr: Annotated[float, Field(gt=0.0)] = 2.25e-6
     """LeanListener: 2.25e-6"""
@@ -227,15 +229,17 @@ def _point_from(d: dict[str, Any]) -> StatePoint:
     return StatePoint(Theorem(*d["theorem"]), tuple(d["path"]), d["text"], tuple(d["premises"]), d["origin"])
 
 
-def step_rewards(group: GroupRun, tactics: Sequence[str | None], *, name: str = "subgoal", failed: float = 0.0) -> list[float]:
-    """The reward of each sample of a group by the registered step reward ``name``: a valid tactic's from the
-    state before and its result, ``failed`` for any other (cut, empty, refused, rejected, timed out)."""
+def step_rewards(group: GroupRun, tactics: Sequence[str | None], *, name: str = "subgoal", failed: float = 0.0,
+                 **settings: Any) -> list[float]:
+    """The reward of each sample of a group by the registered step reward ``name`` (``settings`` go to it): a
+    valid tactic's from the state before and its result, ``failed`` for any other (cut, empty, refused, rejected,
+    timed out)."""
     fn = STEP_REWARDS.get(name)
     out = []
     for t in tactics:
         run = group.of(t)
         ok = run.valid and run.result is not None and group.before is not None
-        out.append(fn(group.before, run.result, failed=failed) if ok else float(failed))
+        out.append(fn(group.before, run.result, failed=failed, **settings) if ok else float(failed))
     return out
 
 
@@ -288,7 +292,8 @@ class StepLevelTrainer:
         kept: tuple[list, list, list, list] = ([], [], [], [])
         a = self.cfg.algorithm
         for g, c, t, p in zip(groups, comps, tactics, prompts, strict=True):
-            rewards = step_rewards(g, t, name=a.step_reward, failed=a.failed_reward) if g.before is not None else []
+            extra = {} if a.unchanged_reward is None else {"unchanged": a.unchanged_reward}
+            rewards = step_rewards(g, t, name=a.step_reward, failed=a.failed_reward, **extra) if g.before is not None else []
             self._log_tactics(g, t, rewards)
             if g.before is None:
                 continue
