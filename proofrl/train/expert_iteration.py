@@ -178,6 +178,8 @@ def run_recipe(recipe: str, overrides: list[str], *, show_config: bool = False) 
         return
     if not cfg.serving.policy.startswith(("openai:", "openai-chat:")) and cfg.serving.policy != "in-process":
         raise ConfigError(f"serving.policy {cfg.serving.policy!r}: valid: in-process, openai:URL, openai-chat:URL")
+    if cfg.serving.value != "in-process" and not cfg.serving.value.startswith(("endpoint:", "http://", "https://")):
+        raise ConfigError(f"serving.value {cfg.serving.value!r}: valid: in-process, endpoint:URL")
     from ..preflight import require_backend
 
     require_backend("coq")
@@ -312,8 +314,9 @@ class RolloutWorker:
     def refresh(self) -> int | None:
         """Load the newest published weights if they changed; returns the version in use."""
         latest = json.loads((self.weights_root / "latest.json").read_text())
-        if latest["version"] != self.version and self.cfg.serving.policy == "in-process":
-            from ..policy.value_head import HeadValue, load_policy_value
+        local = self.cfg.serving.policy == "in-process" or (self.cfg.model.value_head and self.cfg.serving.value == "in-process")
+        if latest["version"] != self.version and local:
+            from ..policy.value_head import load_policy_value
 
             self.model = load_policy_value(self.weights_root / latest["path"], device=self.cfg.model.device,
                                            num_bins=self.cfg.model.num_bins if self.cfg.model.value_head else None)
