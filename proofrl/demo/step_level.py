@@ -64,14 +64,28 @@ def run_part(ctx: Any, settings: StepLevelDemo = StepLevelDemo()) -> dict[str, A
             f"softplus(G(before) − G(after)) (0 for a failed tactic), lr {s.lr:g} (the paper's 2.25e-6 is for "
             f"10,000 updates), KL β {cfg.algorithm.kl_coef:g} to the starting model, sampler refreshed every update.")  # fmt: skip
     write_report([before, after], out, title="Step-level RL (LeanListener)", note=note)
+    top = {m.label: _most_sampled(m) for m in (before, after)}
     with open(out / "report.md", "a") as f:
-        f.write("During training (share of valid sampled tactics and mean reward per update):\n\n"
+        f.write("Most sampled tactics (out of all samples on the held-out states): "
+                + "; ".join(f"{k}: {v}" for k, v in top.items()) + ". A valid step that changes nothing still earns "
+                "softplus(0) = ln 2, and in Coq `intros.` never fails: watch for a policy that learns to do nothing "
+                "(`algorithm.unchanged_reward=0` removes that reward; docs/step_level.md).\n\n"
+                "During training (share of valid sampled tactics and mean reward per update):\n\n"
                 "![training](training.png)\n")
     summary = {"before": before.to_json(), "after": after.to_json(), "updates": len(history),
-               "train_valid": [m["tactics/valid"] for m in history], "seconds": time.perf_counter() - t0}  # fmt: skip
+               "train_valid": [m["tactics/valid"] for m in history], "most_sampled": top,
+               "seconds": time.perf_counter() - t0}  # fmt: skip
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     ctx.console.print(markdown_table([before, after]))
     return summary
+
+
+def _most_sampled(m: Any, n: int = 3) -> str:
+    from collections import Counter
+
+    counts = Counter(t for s in m.per_state for t in s.tactics if t)
+    total = sum(len(s.tactics) for s in m.per_state) or 1
+    return ", ".join(f"`{t}` {100 * c / total:.0f} %" for t, c in counts.most_common(n))
 
 
 def _plot_training(history: list[dict[str, float]], path: Any) -> None:
