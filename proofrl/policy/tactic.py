@@ -489,7 +489,7 @@ def train_tiny_tactic_model(
     transitions: Sequence[dict[str, Any]], out_dir: str | Path, *, epochs: int = 8, seed: int = 0,
     lr: float = 1e-3, batch: int = 32, include_structural: bool = False, max_state_chars: int | None = 2000,
     max_tactic_chars: int | None = 300, model: dict[str, int] | None = None,
-    on_epoch: Callable[[int, float], None] | None = None, group_by_length: bool = True,
+    on_epoch: Callable[[int, float], None] | None = None, group_by_length: bool = False,
     on_batch: Callable[[int], None] | None = None,
 ) -> Path:
     """Build the tiny Llama (:func:`~proofrl.policy.tiny.build_tiny_model`, tokenizer trained on the pairs'
@@ -497,9 +497,9 @@ def train_tiny_tactic_model(
     (:func:`~proofrl.policy.sft.supervised_finetune`); saves model and tokenizer into ``out_dir`` (load it
     with ``make_tactic_policy("hf:" + out_dir)``). Pass only training-split transitions. ``model`` overrides
     the tiny model's shape (``hidden``, ``layers``, ``heads``, ``vocab_size``); the per-epoch losses are
-    written to ``out_dir/sft_losses.json``. Batches are grouped by length (``group_by_length``: a state's
-    length varies tenfold, and padding every batch to its longest pair cost most of an epoch on a CPU);
-    ``on_batch(n)`` / ``on_epoch(epoch, loss)`` report progress."""
+    written to ``out_dir/sft_losses.json``. ``group_by_length`` batches pairs of similar length (a state's
+    length varies tenfold, and padding every batch to its longest pair cost half of an epoch on a CPU; the
+    demo's assets use it); ``on_batch(n)`` / ``on_epoch(epoch, loss)`` report progress."""
     import json
 
     from .model import load_policy
