@@ -61,8 +61,9 @@ class PoolConfig:
     """fresh-process retries of a job whose process crashed"""
     affinity_wait: float = 10.0
     """seconds a header's queued jobs may go unserved while every worker stays on headers it holds; past
-    that the next free worker switches to them (bounds the wait header affinity adds; 0 = first come,
-    first served, for comparison)"""
+    that the next free worker switches to them (bounds the wait header affinity adds for each caller: jobs of
+    the batch a worker is already serving do not count as waiting; 0 = first come, first served, for
+    comparison)"""
 
 
 @dataclass
@@ -338,8 +339,8 @@ class _Backlog:
     header has jobs (a switch costs a header load: 0.4 s for Coq, 10+ s for Mathlib); a worker that must
     switch takes the header nobody works on whose jobs have waited longest, else joins the longest-waiting
     one (so one big group still ends in parallel). A header that has gone ``affinity_wait`` seconds without
-    service is taken next whatever the worker holds, so affinity never starves a header. Within a header,
-    jobs go in arrival order.
+    service is taken next whatever the worker holds, so affinity never starves a header, unless its next job
+    belongs to the same batch (caller) as the worker's own next job. Within a header, jobs go in arrival order.
     """
 
     def __init__(self, workers: int, affinity_wait: float, clock: Callable[[], float] = time.monotonic):
@@ -387,7 +388,11 @@ class _Backlog:
             return min(waiting, key=lambda h: waiting[h][0].queued_at)
         unserved = {h: now - max(self._served.get(h, 0.0), q[0].queued_at) for h, q in waiting.items()}
         starving = max(unserved, key=unserved.__getitem__)
-        if unserved[starving] > self.affinity_wait:
+        # Fairness is between callers: when the starving header's next job is of the same batch (one check_many,
+        # one request) as this worker's next job, the caller waits for the whole batch either way, and a
+        # switch would only add header loads (under load, one batch of many headers used to reload each).
+        same_batch = current in waiting and waiting[current][0].done is waiting[starving][0].done
+        if unserved[starving] > self.affinity_wait and not same_batch:
             return starving
         if current in waiting:
             return current

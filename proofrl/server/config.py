@@ -39,6 +39,7 @@ class PoolSection(Section):
     timeout: Positive = PoolConfig.timeout
     max_uses: Annotated[int, Field(ge=1)] = PoolConfig.max_uses
     max_rss_mb: Annotated[int, Field(ge=1)] = PoolConfig.max_rss_mb
+    rss_every: Annotated[float, Field(ge=0.0)] = PoolConfig.rss_every
     retries: Annotated[int, Field(ge=0)] = PoolConfig.retries
     affinity_wait: Annotated[float, Field(ge=0.0)] = PoolConfig.affinity_wait
 
