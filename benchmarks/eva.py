@@ -58,7 +58,7 @@ def main() -> None:
     torch.set_num_threads(a.threads)
     console = Console()
     a.out.mkdir(parents=True, exist_ok=True)
-    assets = tactic_assets(a.assets, seed=a.seed, console=console)
+    assets = tactic_assets(a.assets, seed=a.seed, console=console, settings=built_settings(a.assets))
     summary: dict = {"args": {k: str(v) for k, v in vars(a).items()}}
     labels = a.out / "labels"
     if not (labels / "held-out.jsonl").is_file():
@@ -88,6 +88,18 @@ def main() -> None:
         summary["search"] = search_bench(a, assets, console)
     (a.out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
     console.print(f"summary: {a.out / 'summary.json'}")
+
+
+def built_settings(root: Path):
+    """The settings the assets under ``root`` were built with (so they are loaded, never rebuilt), or the
+    defaults when there are none yet."""
+    from proofrl.demo.assets import AssetSettings
+
+    ready = root / "tactic-assets" / "ready.json"
+    if not ready.is_file():
+        return None
+    s = json.loads(ready.read_text())["settings"]
+    return AssetSettings(**{**s, "prefixes": tuple(s["prefixes"]) if s.get("prefixes") else None})
 
 
 def search_bench(a: argparse.Namespace, assets, console) -> dict:
