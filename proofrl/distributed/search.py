@@ -79,6 +79,7 @@ def cli_search_ray(address: str, problems: Any, algorithm: str = "mcts", policy:
     from ..search.run import _print_table, summarize_results
 
     ray = connect(address)
+    from ray.exceptions import RayTaskError
     probs = load_problems(problems, limit=limit) if isinstance(problems, (str, Path)) else list(problems)[:limit]
     if workers <= 1:
         workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
@@ -105,7 +106,10 @@ def cli_search_ray(address: str, problems: Any, algorithm: str = "mcts", policy:
         while running:
             (ref,), _ = ray.wait(list(running), num_returns=1)
             w = running.pop(ref)
-            got = ray.get(ref)  # a worker's own error (a bad recipe: ConfigError) is raised here, as locally
+            try:
+                got = ray.get(ref)
+            except RayTaskError as e:  # a worker's own error (a bad recipe: ConfigError) is raised as it is locally
+                raise (e.cause if isinstance(e.cause, Exception) else e) from None
             _write(dest, got, used, results, events, SearchResult)
             if got["policy_error"]:
                 policy_errors.append(got["policy_error"])
