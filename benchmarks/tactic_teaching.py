@@ -10,6 +10,14 @@ hidden size, vocabulary, the cap on state length. Printed side by side: wall and
 process's own CPU time, which other work on a shared machine barely moves; with 2 threads it adds both),
 padded tokens per real token, and the ratios to the first row. Rows run ``--rounds`` times, interleaved; the
 round with the least CPU time is kept. Building the model is not timed.
+
+    python benchmarks/tactic_teaching.py --data DIR --trade-off 64:4 64:6 64:8 128:4 --out runs/teach-trade-off
+
+``--trade-off HIDDEN:EPOCHS …``: for each, teach the tiny tactic model on all of ``train.jsonl`` as the demo's
+assets do (grouped batches, the assets' lr, batch and state cap), then search the assets' held-out draw with
+both engines at the demo search part's budget (:func:`proofrl.demo.search.engine_config`). Printed per row:
+final loss, teaching wall and CPU seconds, theorems proved by best-first and by MCTS (each passed the fresh
+``coqc`` check). ``DIR`` must hold the data stepped with the assets' ``max_proof_chars``.
 """
 
 from __future__ import annotations
@@ -63,7 +71,15 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=640, help="training pairs per epoch")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--rounds", type=int, default=2, help="every row this many times, rows interleaved; the fastest is kept")
+    ap.add_argument("--trade-off", nargs="*", default=None, metavar="HIDDEN:EPOCHS", help="teach and search instead (see above)")
+    ap.add_argument("--theorems", type=int, default=100, help="--trade-off: held-out theorems searched")
+    ap.add_argument("--workers", type=int, default=2, help="--trade-off: Coq processes")
+    ap.add_argument("--out", type=Path, default=Path("runs/teach-trade-off"))
     args = ap.parse_args()
+    torch.set_num_threads(1)
+    if args.trade_off is not None:
+        trade_off(args)
+        return
     records = read_transitions(args.data / "train.jsonl")
     best: dict[str, dict] = {}
     for _ in range(args.rounds):  # interleaved, so a change in the machine's load touches every row alike
@@ -77,6 +93,40 @@ def main() -> None:
               f"padded/real {row['padding']:4.2f}   loss {row['loss']:.2f}   CPU ×{rows[0]['cpu_seconds'] / row['cpu_seconds']:.2f} "
               f"wall ×{rows[0]['seconds'] / row['seconds']:.2f} less")  # fmt: skip
     print(json.dumps({"pairs": args.pairs, "rounds": args.rounds, "rows": rows}))
+
+
+def trade_off(args: argparse.Namespace) -> None:
+    from dataclasses import replace
+
+    from proofrl.demo.assets import SETTINGS, asset_problems
+    from proofrl.demo.search import SETTINGS as SEARCH, engine_config
+    from proofrl.policy.tactic import make_tactic_policy, train_tiny_tactic_model
+    from proofrl.search.run import search_many
+
+    records = read_transitions(args.data / "train.jsonl")
+    rows = []
+    for spec in args.trade_off:
+        hidden, epochs = (int(x) for x in spec.split(":"))
+        s = replace(SETTINGS, epochs=epochs, model=SETTINGS.model | {"hidden": hidden})
+        out = args.out / f"h{hidden}-e{epochs}"
+        t, cpu = time.perf_counter(), time.process_time()
+        train_tiny_tactic_model(records, out / "model", epochs=s.epochs, seed=args.seed, lr=s.lr, batch=s.batch,
+                                max_state_chars=s.max_state_chars, model=s.model, group_by_length=True)  # fmt: skip
+        row = {"hidden": hidden, "epochs": epochs, "teach_seconds": round(time.perf_counter() - t, 1),
+               "teach_cpu_seconds": round(time.process_time() - cpu, 1),
+               "loss": round(json.loads((out / "model" / "sft_losses.json").read_text())["losses"][-1], 3)}  # fmt: skip
+        held = asset_problems(s, args.seed)[1]  # the assets' held-out draw
+        for engine in ("best-first", "mcts"):
+            policy = make_tactic_policy(f"hf:{out / 'model'}", seed=args.seed)
+            results = search_many(held[: args.theorems], policy, out_dir=out / engine, workers=args.workers,
+                                  config=engine_config(engine, SEARCH), progress=False)  # fmt: skip
+            row[engine] = sum(r.status == "proved" for r in results)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    print(f"{'model':14s} {'loss':>6s} {'teach s':>8s} {'CPU s':>7s} {'best-first':>10s} {'mcts':>5s}")
+    for r in rows:
+        print(f"{'h' + str(r['hidden']) + ' × ' + str(r['epochs']) + ' ep':14s} {r['loss']:6.2f} {r['teach_seconds']:8.1f} "
+              f"{r['teach_cpu_seconds']:7.1f} {r['best-first']:10d} {r['mcts']:5d}")  # fmt: skip
 
 
 def one_row(records: list[dict], label: str, change: dict, n_pairs: int, seed: int) -> dict:

@@ -76,7 +76,7 @@ def tactic_assets(root: Path, *, seed: int = 0, workers: int = 2, console: Any =
     """Build (once) or load the shared tactic data and tiny tactic model under ``root/tactic-assets``."""
     from rich.console import Console
 
-    from ..data.tactics import build_tactic_data, stdlib_tactic_problems
+    from ..data.tactics import build_tactic_data
 
     settings = settings or SETTINGS
     console = console or Console()
@@ -98,12 +98,20 @@ def tactic_assets(root: Path, *, seed: int = 0, workers: int = 2, console: Any =
         build = want | {"transitions": s.transitions, "by_split": s.by_split, "stepping_seconds": round(stepping, 1), **taught,
                         "seconds": round(time.perf_counter() - t, 1)}  # fmt: skip
         ready.write_text(json.dumps(build, indent=2))
+    train_p, held_p = asset_problems(settings, seed)
+    return TacticAssets(folder, data / "train.jsonl", data / "held-out.jsonl", model, train_p, held_p, build)
+
+
+def asset_problems(settings: AssetSettings, seed: int = 0) -> tuple[list[Problem], list[Problem]]:
+    """The training theorems (the first ``train_theorems``) and the held-out ones: a seeded draw of
+    ``held_out_theorems`` over all held-out modules, in corpus order (which groups modules, the easy ones first)."""
+    from ..data.tactics import stdlib_tactic_problems
+
     problems = stdlib_tactic_problems(max_proof_chars=settings.max_proof_chars, seed=seed, prefixes=settings.prefixes)
-    train_p = [p for p in problems if p.split == "train"][: settings.train_theorems]
+    train = [p for p in problems if p.split == "train"][: settings.train_theorems]
     held = [p for p in problems if p.split == "held-out"]
-    # a seeded draw over all held-out modules (the corpus order groups modules, and its first ones are easy)
     pick = sorted(random.Random(seed).sample(range(len(held)), min(settings.held_out_theorems, len(held))))
-    return TacticAssets(folder, data / "train.jsonl", data / "held-out.jsonl", model, train_p, [held[i] for i in pick], build)
+    return train, [held[i] for i in pick]
 
 
 def teach(train_jsonl: Path, model_dir: Path, settings: AssetSettings, *, seed: int = 0, console: Any = None) -> dict[str, Any]:
