@@ -68,7 +68,9 @@ def test_tactic_assets_are_rebuilt_only_when_their_settings_change(tmp_path):
     import proofrl.demo.assets as assets
 
     s = assets.AssetSettings(**(ASSETS | {"limit": 8}))
+    assert assets.built_settings(tmp_path) is None
     a = assets.tactic_assets(tmp_path, settings=s)
+    assert assets.built_settings(tmp_path) == s  # what a later run passes to load them whatever the defaults
     stamp = (a.model_dir / "model.safetensors").stat().st_mtime_ns
     assert assets.tactic_assets(tmp_path, settings=s).build == a.build
     assert (a.model_dir / "model.safetensors").stat().st_mtime_ns == stamp  # loaded, not taught again

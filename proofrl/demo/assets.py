@@ -102,6 +102,16 @@ def tactic_assets(root: Path, *, seed: int = 0, workers: int = 2, console: Any =
     return TacticAssets(folder, data / "train.jsonl", data / "held-out.jsonl", model, train_p, held_p, build)
 
 
+def built_settings(root: Path) -> AssetSettings | None:
+    """The settings the assets under ``root/tactic-assets`` were built with (None: none built yet). Pass them
+    as ``settings=`` to load assets shared between runs whatever the defaults are now, never rebuilding them."""
+    ready = Path(root) / "tactic-assets" / "ready.json"
+    if not ready.is_file() or "settings" not in (build := json.loads(ready.read_text())):
+        return None
+    s = build["settings"]
+    return AssetSettings(**{**s, "prefixes": tuple(s["prefixes"]) if s.get("prefixes") else None})
+
+
 def asset_problems(settings: AssetSettings, seed: int = 0) -> tuple[list[Problem], list[Problem]]:
     """The training theorems (the first ``train_theorems``) and the held-out ones: a seeded draw of
     ``held_out_theorems`` over all held-out modules, in corpus order (which groups modules, the easy ones first)."""
