@@ -29,7 +29,7 @@ def snapshot(assets: Path, out: Path) -> Path:
     import shutil
 
     from proofrl.data.problems import save_problems
-    from proofrl.demo.assets import tactic_assets
+    from proofrl.demo.assets import built_settings, tactic_assets
 
     start = out / "start"
     if (start / "done").exists():
@@ -42,18 +42,6 @@ def snapshot(assets: Path, out: Path) -> Path:
     save_problems(a.held_out_problems, start / "held-out.jsonl")
     (start / "done").write_text("")
     return start
-
-
-def built_settings(root: Path):
-    """The settings the assets under ``root`` were built with, so shared assets are loaded and never rebuilt
-    because the defaults moved (None: none built yet, the defaults). The same rule as benchmarks/eva.py."""
-    from proofrl.demo.assets import AssetSettings
-
-    ready = root / "tactic-assets" / "ready.json"
-    if not ready.is_file():
-        return None
-    s = json.loads(ready.read_text())["settings"]
-    return AssetSettings(**{**s, "prefixes": tuple(s["prefixes"]) if s.get("prefixes") else None})
 
 
 def run_arm(arm: str, start: Path, out: Path, rounds: int, extra: list[str]) -> dict:

@@ -2,7 +2,7 @@
 # Everything `proofrl demo` needs on a fresh Debian/Ubuntu machine, in one command:
 #   1. Coq (coqc, coqidetop) and bubblewrap (the prover sandbox), with apt-get when missing (as root, or through sudo);
 #   2. the CPU build of torch 2.13.0 (an unpinned torch would pull the CUDA wheels);
-#   3. proofrl itself, editable, with its test extras.
+#   3. proofrl itself, editable, with its test extras (PROOFRL_EXTRAS=test,distributed adds verl and Ray; CI sets it).
 # The README's first command and CI (.ci/run) both run this script, so they cannot drift apart.
 # PYTHON=/path/to/python picks the interpreter (default: python, else python3).
 set -euo pipefail
@@ -56,7 +56,9 @@ if ! "$PY" -c 'import sys, torch; sys.exit(torch.__version__.split("+")[0] != "2
   say "installing torch 2.13.0 (CPU build)"
   "$PY" -m pip install -q torch==2.13.0 --extra-index-url https://download.pytorch.org/whl/cpu
 fi
-say "installing proofrl (editable, with the test extras)"
-"$PY" -m pip install -q -e ".[test]"
+EXTRAS="${PROOFRL_EXTRAS:-test}"
+[[ "$EXTRAS" =~ ^[a-z0-9_-]+(,[a-z0-9_-]+)*$ ]] || die "PROOFRL_EXTRAS=$EXTRAS: a comma-separated list of extras (test, distributed, gpu)"
+say "installing proofrl (editable, with the extras: $EXTRAS)"
+"$PY" -m pip install -q -e ".[$EXTRAS]"
 command -v proofrl >/dev/null 2>&1 || say "note: the proofrl command went to $("$PY" -c 'import sysconfig; print(sysconfig.get_path("scripts"))'), which is not on PATH"
 say "ready: proofrl demo"

@@ -90,6 +90,18 @@ def test_nothing_is_installed_twice(tmp_path, system_tools):
     assert [c for c in calls if " pip install " in c] == ["python -m pip install -q -e .[test]"]
 
 
+def test_extras_come_from_proofrl_extras_and_a_bad_list_is_one_line(tmp_path, system_tools):
+    """CI installs the distributed extra through the same script (PROOFRL_EXTRAS), never a pip line of its own."""
+    have = ("coqc", "coqidetop.opt", "bwrap")
+    res, calls = _setup(tmp_path, system_tools, have=have, NO_TORCH="0", PROOFRL_EXTRAS="test,distributed")
+    assert res.returncode == 0, res.stderr
+    assert [c for c in calls if " pip install " in c] == ["python -m pip install -q -e .[test,distributed]"]
+    (tmp_path / "bad").mkdir()
+    res, calls = _setup(tmp_path / "bad", system_tools, have=have, NO_TORCH="0", PROOFRL_EXTRAS="test; rm -rf /")
+    assert res.returncode == 1 and not [c for c in calls if " pip install " in c]
+    assert res.stderr.strip().splitlines()[-1].startswith("setup: PROOFRL_EXTRAS=test; rm -rf /: a comma-separated list")
+
+
 def test_a_system_python_is_refused_with_the_venv_line(tmp_path, system_tools):
     res, calls = _setup(tmp_path, system_tools, MANAGED="1")
     assert res.returncode == 1

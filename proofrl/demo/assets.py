@@ -113,15 +113,19 @@ def built_settings(root: Path) -> AssetSettings | None:
 
 
 def asset_problems(settings: AssetSettings, seed: int = 0) -> tuple[list[Problem], list[Problem]]:
-    """The training theorems (the first ``train_theorems``) and the held-out ones: a seeded draw of
-    ``held_out_theorems`` over all held-out modules, in corpus order (which groups modules, the easy ones first)."""
+    """The training and held-out theorems: seeded draws of ``train_theorems`` and ``held_out_theorems`` over all
+    modules of each side, in corpus order. A draw, not the first N: corpus order groups modules, so the first
+    200 training theorems would come from a handful of modules (``Coq.Arith.Cantor``, ``Wf_nat``, …)."""
     from ..data.tactics import stdlib_tactic_problems
 
     problems = stdlib_tactic_problems(max_proof_chars=settings.max_proof_chars, seed=seed, prefixes=settings.prefixes)
-    train = [p for p in problems if p.split == "train"][: settings.train_theorems]
-    held = [p for p in problems if p.split == "held-out"]
-    pick = sorted(random.Random(seed).sample(range(len(held)), min(settings.held_out_theorems, len(held))))
-    return train, [held[i] for i in pick]
+
+    def draw(side: str, n: int) -> list[Problem]:
+        pool = [p for p in problems if p.split == side]
+        return [pool[i] for i in sorted(random.Random(seed).sample(range(len(pool)), min(n, len(pool))))]
+
+    train, held = draw("train", settings.train_theorems), draw("held-out", settings.held_out_theorems)
+    return train, held
 
 
 def teach(train_jsonl: Path, model_dir: Path, settings: AssetSettings, *, seed: int = 0, console: Any = None) -> dict[str, Any]:
