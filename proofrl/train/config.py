@@ -236,35 +236,31 @@ def recipe_names() -> list[str]:
     return sorted(p.stem for p in RECIPES_DIR.glob("*.yaml"))
 
 
-def load_recipe(recipe: str | Path | None = None, overrides: Sequence[str] = ()) -> TrainConfig:
-    """A :class:`TrainConfig` from a recipe name (``unlikeliness``, ``kimina``, ``deepseek-v1.5``, …) or a YAML
-    path, with ``key.sub=value`` overrides (values parsed as YAML: ``8``, ``true``, ``[1, 8]``)."""
-    tree: dict[str, Any] = {}
-    if recipe:
-        path = Path(recipe)
-        if str(recipe) in recipe_names():
-            path = RECIPES_DIR / f"{recipe}.yaml"
-        elif not path.is_file():
-            raise ConfigError(f"unknown recipe {recipe!r}; valid: {recipe_names()} or a YAML path")
-        try:
-            tree = yaml.safe_load(path.read_text()) or {}
-        except yaml.YAMLError as e:
-            raise ConfigError(f"{path}: not YAML: {' '.join(str(e).split())}") from None
-        if not isinstance(tree, dict):
-            raise ConfigError(f"{path}: a recipe must be a mapping")
-        if "loop" in tree:  # reap, leanlistener, eva: their own schema (proofrl.train.loops)
-            raise ConfigError(f"recipe {recipe!r} runs the {tree['loop']!r} loop, not whole-proof GRPO: "
-                              f"proofrl train --recipe {recipe}")  # fmt: skip
+def apply_overrides(tree: dict[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
+    """Set each ``key.sub=value`` of ``overrides`` in ``tree`` (values parsed as YAML: ``8``, ``true``,
+    ``[1, 8]``); a malformed override is one :class:`ConfigError` line. Every recipe loader uses this one."""
     for item in overrides:
         key, sep, raw = item.partition("=")
-        if not sep or not key:
+        if not sep or not key.strip():
             raise ConfigError(f"override {item!r}: expected key.sub=value")
         try:
             value = yaml.safe_load(raw)
         except yaml.YAMLError as e:
             raise ConfigError(f"override {item!r}: the value is not YAML: {' '.join(str(e).split())}") from None
         _set(tree, key.strip(), value)
-    return validate(TrainConfig, tree)
+    return tree
+
+
+def load_recipe(recipe: str | Path | None = None, overrides: Sequence[str] = ()) -> TrainConfig:
+    """A :class:`TrainConfig` from a recipe name (``unlikeliness``, ``kimina``, ``deepseek-v1.5``, …) or a YAML
+    path, with ``key.sub=value`` overrides (:func:`apply_overrides`)."""
+    from .loops import recipe_tree
+
+    tree: dict[str, Any] = recipe_tree(recipe) if recipe else {}
+    if "loop" in tree:  # reap, leanlistener, eva: their own schema (proofrl.train.loops)
+        raise ConfigError(f"recipe {recipe!r} runs the {tree['loop']!r} loop, not whole-proof GRPO: "
+                          f"proofrl train --recipe {recipe}")  # fmt: skip
+    return validate(TrainConfig, apply_overrides(tree, overrides))
 
 
 def save_config(cfg: TrainConfig, path: Path) -> None:

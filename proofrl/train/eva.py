@@ -110,21 +110,11 @@ class EvaRecipe(Section):
 def load_eva_recipe(recipe: str | Path, overrides: Sequence[str] = ()) -> EvaRecipe:
     """The recipe's YAML with ``key.sub=value`` overrides (values parsed as YAML); one ConfigError line on
     any mistake."""
-    import yaml
-
-    from .config import _set
+    from .config import apply_overrides
     from .loops import recipe_tree
 
     tree = recipe_tree(recipe)
-    for item in overrides:
-        key, sep, raw = item.partition("=")
-        if not sep or not key:
-            raise ConfigError(f"override {item!r}: expected key.sub=value")
-        try:
-            value = yaml.safe_load(raw)
-        except yaml.YAMLError as e:
-            raise ConfigError(f"override {item!r}: the value is not YAML: {' '.join(str(e).split())}") from None
-        _set(tree, key.strip(), value)
+    apply_overrides(tree, overrides)
     cfg = validate(EvaRecipe, tree)
     if bad := [d for d in cfg.loss.dims if not d or not d.replace("_", "").isalnum()]:
         raise ConfigError(f"loss.dims: {bad[0]!r} is not a dimension name (letters, digits, _)")

@@ -154,19 +154,11 @@ class ReapConfig(Section):
 def load_reap_config(recipe: str | Path = "reap", overrides: list[str] | tuple[str, ...] = ()) -> ReapConfig:
     """A recipe name or YAML path with ``key.sub=value`` overrides (values read as YAML, as
     :func:`proofrl.train.config.load_recipe`); any mistake is one :class:`ConfigError` line."""
-    from .config import _set
+    from .config import apply_overrides
     from .loops import recipe_tree
 
     tree = recipe_tree(recipe)
-    for item in overrides:
-        key, sep, raw = item.partition("=")
-        if not sep or not key:
-            raise ConfigError(f"override {item!r}: expected key.sub=value")
-        try:
-            value = yaml.safe_load(raw)
-        except yaml.YAMLError as e:
-            raise ConfigError(f"override {item!r}: the value is not YAML: {' '.join(str(e).split())}") from None
-        _set(tree, key.strip(), value)
+    apply_overrides(tree, overrides)
     return validate(ReapConfig, tree)
 
 

@@ -150,19 +150,11 @@ class StepLevelConfig(Section):
 def load_config(recipe: str | Path | None = "leanlistener", overrides: Sequence[str] = ()) -> StepLevelConfig:
     """The recipe's mapping with ``key.sub=value`` overrides (values read as YAML), checked: one
     :class:`ConfigError` line naming the key on any mistake."""
-    from .config import _set
+    from .config import apply_overrides
     from .loops import recipe_tree
 
     tree = recipe_tree(recipe) if recipe else {}
-    for item in overrides:
-        key, sep, raw = item.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"override {item!r}: expected key.sub=value")
-        try:
-            value = yaml.safe_load(raw)
-        except yaml.YAMLError as e:
-            raise ConfigError(f"override {item!r}: the value is not YAML: {' '.join(str(e).split())}") from None
-        _set(tree, key.strip(), value)
+    apply_overrides(tree, overrides)
     return validate(StepLevelConfig, tree)
 
 
