@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import random
-import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +38,7 @@ from pydantic import Field
 
 from ..errors import ConfigError
 from ..schema import Section, validate
+from . import checkpoints
 from .replay_buffer import ReplayBuffer, ReplayFilter, human_samples, rehearsal_draw, samples_from_tree
 
 PositiveInt = Annotated[int, Field(ge=1)]
@@ -281,15 +281,10 @@ class Learner:
 def publish(learner: Learner, weights_root: Path, version: int) -> Path:
     """Write ``weights/vNNNN`` (whole, then renamed) and point ``weights/latest.json`` at it."""
     final = weights_root / f"v{version:04d}"
-    tmp = final.with_name(final.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    learner.save(tmp)
-    shutil.rmtree(final, ignore_errors=True)
-    tmp.rename(final)
+    with checkpoints.atomic_dir(final) as tmp:
+        learner.save(tmp)
     (weights_root / "latest.json").write_text(json.dumps({"version": version, "path": final.name}))
-    for old in sorted(weights_root.glob("v*"))[:-2]:  # the one in use and the newest are enough
-        if old.is_dir() and old != final:
-            shutil.rmtree(old, ignore_errors=True)
+    checkpoints.prune(weights_root, "v", 2)  # the one in use and the newest are enough
     return final
 
 
@@ -357,8 +352,7 @@ class ExpertIteration:
         return self.out / "checkpoints"
 
     def latest_checkpoint(self) -> Path | None:
-        done = sorted(p for p in self.checkpoint_dir.glob("round_*") if (p / "learner_state.pt").exists())
-        return done[-1] if done else None
+        return checkpoints.latest(self.checkpoint_dir, "round_", "learner_state.pt")
 
     def search_config(self) -> Any:
         from ..search.config import MCTSConfig, SearchConfig
@@ -501,18 +495,12 @@ class ExpertIteration:
 
     def save_checkpoint(self, learner: Learner, buffer: Any, sampler: Any, rng: random.Random, round_: int) -> Path:
         final = self.checkpoint_dir / f"round_{round_:04d}"
-        tmp = final.with_name(final.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        learner.model.save(tmp, head=True)  # the head travels with the checkpoint either way (it is untouched when off)
-        torch.save({"round": round_, "optimizer": learner.optimizer.state_dict(), "buffer": buffer.state_dict(),
-                    "sampler": sampler.state_dict(), "rng": {"random": rng.getstate(), "torch": torch.get_rng_state()}},
-                   tmp / "learner_state.pt")
-        shutil.rmtree(final, ignore_errors=True)
-        tmp.rename(final)
-        for old in sorted(self.checkpoint_dir.glob("round_*"))[: -self.cfg.keep_checkpoints]:
-            if not old.name.endswith(".tmp"):
-                shutil.rmtree(old, ignore_errors=True)
+        with checkpoints.atomic_dir(final) as tmp:
+            learner.model.save(tmp, head=True)  # the head travels with the checkpoint either way (it is untouched when off)
+            torch.save({"round": round_, "optimizer": learner.optimizer.state_dict(), "buffer": buffer.state_dict(),
+                        "sampler": sampler.state_dict(), "rng": {"random": rng.getstate(), "torch": torch.get_rng_state()}},
+                       tmp / "learner_state.pt")
+        checkpoints.prune(self.checkpoint_dir, "round_", self.cfg.keep_checkpoints)
         return final
 
     def summary(self) -> dict[str, Any]:

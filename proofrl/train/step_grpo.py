@@ -33,7 +33,6 @@ from __future__ import annotations
 import copy
 import json
 import random
-import shutil
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
@@ -49,6 +48,7 @@ from ..eval.tactics import GroupRun, StatePoint, TacticSampler, run_groups, stat
 from ..rewards import subgoal as _subgoal  # noqa: F401  (registers the ``subgoal`` step reward)
 from ..rewards.combine import STEP_REWARDS
 from ..schema import Section, one_of, validate
+from . import checkpoints
 from .grpo import ADV_ESTIMATORS, AGG_MODES, KL_ESTIMATORS, POLICY_LOSSES, PPOConfig, grpo_step, informative_groups
 
 PositiveInt = Annotated[int, Field(ge=1)]
@@ -410,24 +410,18 @@ class StepLevelTrainer:
         """Weights (``save_pretrained``) and ``trainer_state.pt``; written to a temporary folder, then renamed,
         so a run killed mid-write leaves the previous checkpoint as the newest complete one."""
         final = self.checkpoint_dir / f"step_{self.step:06d}"
-        tmp = final.with_name(final.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        self.model.save_pretrained(tmp)
-        self.tokenizer.save_pretrained(tmp)
-        torch.save({"step": self.step, "synced_at": self.synced_at, "optimizer": self.optimizer.state_dict(),
-                    "sampler": self.sampler_model.state_dict(), "sampler_calls": self.sampler.calls,
-                    "rng": self.rng.getstate(), "torch_rng": torch.get_rng_state(),
-                    "source": self.source.state_dict()}, tmp / "trainer_state.pt")  # fmt: skip
-        shutil.rmtree(final, ignore_errors=True)
-        tmp.rename(final)
-        for old in sorted(self.checkpoint_dir.glob("step_??????"))[: -self.cfg.keep_checkpoints]:
-            shutil.rmtree(old, ignore_errors=True)
+        with checkpoints.atomic_dir(final) as tmp:
+            self.model.save_pretrained(tmp)
+            self.tokenizer.save_pretrained(tmp)
+            torch.save({"step": self.step, "synced_at": self.synced_at, "optimizer": self.optimizer.state_dict(),
+                        "sampler": self.sampler_model.state_dict(), "sampler_calls": self.sampler.calls,
+                        "rng": self.rng.getstate(), "torch_rng": torch.get_rng_state(),
+                        "source": self.source.state_dict()}, tmp / "trainer_state.pt")  # fmt: skip
+        checkpoints.prune(self.checkpoint_dir, "step_", self.cfg.keep_checkpoints)
         return final
 
     def latest_checkpoint(self) -> Path | None:
-        done = sorted(p for p in self.checkpoint_dir.glob("step_??????") if (p / "trainer_state.pt").exists())
-        return done[-1] if done else None
+        return checkpoints.latest(self.checkpoint_dir, "step_", "trainer_state.pt")
 
     def resume(self) -> int:
         """Load the newest complete checkpoint, if any; the logs keep only lines up to its step."""

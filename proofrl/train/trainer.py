@@ -28,7 +28,6 @@ import dataclasses
 import json
 import logging
 import random
-import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -45,6 +44,7 @@ from ..policy.prompts import PromptFormat, get_format, render_messages
 from ..rewards.compose import RewardConfig, base_rewards, reward_config_from_dict, shape_group
 from ..verification import Verifier
 from ..rollout import Group, PromptItem, RolloutTimings, first_turn, sample_and_verify
+from . import checkpoints
 from .config import TrainConfig, save_config
 from .grpo import ADV_ESTIMATORS, GroupBuffer, PPOConfig, grpo_step
 
@@ -398,33 +398,26 @@ class Trainer:
         return self.out / "checkpoints"
 
     def latest_checkpoint(self) -> Path | None:
-        done = sorted(p for p in self.checkpoint_dir.glob("step_*") if (p / "trainer_state.pt").exists())
-        return done[-1] if done else None
+        return checkpoints.latest(self.checkpoint_dir, "step_", "trainer_state.pt")
 
     def save_checkpoint(self) -> Path:
         """Weights (or the LoRA adapter) + tokenizer + optimiser/RNG/sampler/buffer state, written atomically."""
         final = self.checkpoint_dir / f"step_{self.step:06d}"
-        tmp = final.with_name(final.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        self.model.save_pretrained(tmp)
-        self.tokenizer.save_pretrained(tmp)
-        state = {
-            "step": self.step,
-            "optimizer": self.optimizer.state_dict(),
-            "sampler": self.sampler.state_dict(),
-            "buffer": self.buffer.state_dict(),
-            "cache": self.cache.state_dict() if self.cache is not None else None,
-            "rng": {"torch": torch.get_rng_state(), "random": random.getstate(),
-                    "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None},
-            "ref": self.ref_model.state_dict() if isinstance(self.ref_model, torch.nn.Module) else None,
-        }
-        torch.save(state, tmp / "trainer_state.pt")
-        shutil.rmtree(final, ignore_errors=True)
-        tmp.rename(final)
-        for old in sorted(self.checkpoint_dir.glob("step_*"))[: -self.cfg.keep_checkpoints]:
-            if not old.name.endswith(".tmp"):
-                shutil.rmtree(old, ignore_errors=True)
+        with checkpoints.atomic_dir(final) as tmp:
+            self.model.save_pretrained(tmp)
+            self.tokenizer.save_pretrained(tmp)
+            state = {
+                "step": self.step,
+                "optimizer": self.optimizer.state_dict(),
+                "sampler": self.sampler.state_dict(),
+                "buffer": self.buffer.state_dict(),
+                "cache": self.cache.state_dict() if self.cache is not None else None,
+                "rng": {"torch": torch.get_rng_state(), "random": random.getstate(),
+                        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None},
+                "ref": self.ref_model.state_dict() if isinstance(self.ref_model, torch.nn.Module) else None,
+            }
+            torch.save(state, tmp / "trainer_state.pt")
+        checkpoints.prune(self.checkpoint_dir, "step_", self.cfg.keep_checkpoints)
         return final
 
     def resume(self) -> int:
