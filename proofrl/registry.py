@@ -3,6 +3,7 @@ a part, the registry finds it, and a new part is one decorated function."""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
@@ -37,3 +38,10 @@ class Registry(Generic[F]):
 
     def __contains__(self, name: object) -> bool:
         return name in self._fns
+
+
+def load_target(target: str) -> Any:
+    """The object a lazy ``"module:attribute"`` entry names, imported only now (demo parts, training loops, value
+    kinds: parts whose modules pull in heavy dependencies are named by string and loaded when used)."""
+    module, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module), attr)

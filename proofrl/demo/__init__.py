@@ -14,7 +14,6 @@ the part runs), and one line saying what it shows. The function takes a :class:`
 
 from __future__ import annotations
 
-import importlib
 import json
 import re
 import time
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..registry import load_target
 from .whole_proof import DemoConfig, demo_problems, run_demo
 
 __all__ = ["DEMO_PARTS", "DemoConfig", "DemoContext", "DemoPart", "demo_problems", "run_demo", "run_parts"]
@@ -36,8 +36,7 @@ class DemoPart:
     what: str
 
     def load(self) -> Any:
-        module, _, fn = self.target.partition(":")
-        return getattr(importlib.import_module(module), fn)
+        return load_target(self.target)
 
 
 DEMO_PARTS: dict[str, DemoPart] = {p.name: p for p in (

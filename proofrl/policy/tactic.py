@@ -458,10 +458,9 @@ def make_value_fn(spec: str | None = None, **kw: Any) -> ValueFn:
         return EndpointValue(spec, **kw)
     kind, sep, arg = spec.partition(":")
     if sep and kind in VALUE_KINDS:
-        import importlib
+        from ..registry import load_target
 
-        module, _, fn = VALUE_KINDS[kind].partition(":")
-        return getattr(importlib.import_module(module), fn)(arg, **kw)
+        return load_target(VALUE_KINDS[kind])(arg, **kw)
     raise ConfigError(f"unknown value function {spec!r}; use none, endpoint:URL, an http(s):// URL, "
                       f"{', '.join(k + ':DIR' for k in VALUE_KINDS)}")
 

@@ -8,7 +8,6 @@ user's own picks its loop the same way (``loop: reap``); without ``loop`` it is 
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 import yaml
 
 from ..errors import ConfigError
+from ..registry import load_target
 
 
 @dataclass(frozen=True)
@@ -25,8 +25,7 @@ class Loop:
     """``module:function``: ``run(recipe: str, overrides: list[str], *, show_config: bool = False) -> None``"""
 
     def load(self) -> Any:
-        module, _, fn = self.target.partition(":")
-        return getattr(importlib.import_module(module), fn)
+        return load_target(self.target)
 
 
 LOOPS: dict[str, Loop] = {loop.name: loop for loop in (
