@@ -241,9 +241,9 @@ def build_labels(transitions: Sequence[dict[str, Any]], *, policy: Any = None, s
         others = [t["tactic"] for k2 in keys if k2 != key for t in by_thm[k2] if not t.get("structural")][:400]
         jobs.append((steps, pick, rng.sample(others, min(20, len(others)))))
     if policy is not None and workers > 1 and not getattr(policy, "thread_safe", False):
-        from ..search.run import _Locked  # a local HF model is not thread-safe
+        from ..search.run import LockedPolicy  # a local HF model is not thread-safe
 
-        policy = _Locked(policy, threading.Lock())
+        policy = LockedPolicy(policy, threading.Lock())
     own = pool is None
     pool = pool or make_pool("coq", pool=PoolConfig(workers=workers))
     records: list[list[dict[str, Any]]] = [[] for _ in jobs]

@@ -86,7 +86,7 @@ def tree_files(names: Sequence[str]) -> list[str]:
     return out
 
 
-class _Locked:
+class LockedPolicy:
     """Serialises calls into a policy or value function that is not thread-safe (a local HF model) when
     workers > 1."""
 
@@ -132,8 +132,8 @@ def search_many(problems: str | Path | Iterable[Any], policy: TacticPolicy, algo
     shared_policy: Any = policy
     if workers > 1 and not getattr(policy, "thread_safe", False):
         lock = threading.Lock()
-        shared_policy = _Locked(policy, lock)
-        value_fn = _Locked(value_fn, lock) if value_fn is not None else None  # type: ignore[assignment]
+        shared_policy = LockedPolicy(policy, lock)
+        value_fn = LockedPolicy(value_fn, lock) if value_fn is not None else None  # type: ignore[assignment]
     write_lock = threading.Lock()
     stop = threading.Event()
     results: list[SearchResult | None] = [None] * len(theorems)
