@@ -112,11 +112,13 @@ def test_an_interrupted_run_resumes_exactly(files, tmp_path):
     torch.manual_seed(0)
     ExpertIteration(config(files, tmp_path / "cut", "taught", *quick)).run(stop_after=1)
     assert not (tmp_path / "cut" / "checkpoints" / "round_0002").exists()
+    with open(tmp_path / "cut" / "metrics.jsonl", "a") as f:  # killed after logging round 2, before its checkpoint
+        f.write(json.dumps({"round": 2, "rollout/solved": -1}) + "\n")
     torch.manual_seed(123)  # the resumed run restores the RNG from the checkpoint, not from here
     ExpertIteration(config(files, tmp_path / "cut", "taught", *quick)).run()
 
     a, b = rows(tmp_path / "straight"), rows(tmp_path / "cut")
-    assert [r["round"] for r in b] == [1, 2]  # each round logged once
+    assert [r["round"] for r in b] == [1, 2]  # each round logged once: the stale round 2 is gone
     assert a == b
     assert a[0]["rollout/solved"] > 0 and a[0]["replay/size"] > 0 and a[0]["learn/lm_loss"] > 0  # it did learn
     (sa, wa), (sb, wb) = final_state(tmp_path / "straight"), final_state(tmp_path / "cut")

@@ -398,7 +398,8 @@ class ExpertIteration:
         """All rounds (resuming from the newest checkpoint); ``stop_after``: return after that round (tests)."""
         from ..provers.factory import prover_factory
         from ..provers.pool import PoolConfig, ProverPool
-        from .trainer import ProblemSampler, _truncate_log
+        from .rundir import truncate_log
+        from .trainer import ProblemSampler
 
         cfg = self.cfg
         self.out.mkdir(parents=True, exist_ok=True)
@@ -417,7 +418,7 @@ class ExpertIteration:
             sampler.load_state_dict(state["sampler"])
             rng.setstate(state["rng"]["random"])
             torch.set_rng_state(state["rng"]["torch"])
-            _truncate_log(self.out / "metrics.jsonl", round_)
+            truncate_log(self.out / "metrics.jsonl", "round", round_)
             self.console.print(f"reap: resumed from {ckpt.name} (round {round_}, {len(buffer)} replay samples)")
         else:
             (self.out / "metrics.jsonl").write_text("")

@@ -425,7 +425,8 @@ class StepLevelTrainer:
 
     def resume(self) -> int:
         """Load the newest complete checkpoint, if any; the logs keep only lines up to its step."""
-        from .trainer import _truncate_log, load_weights
+        from .rundir import truncate_log
+        from .trainer import load_weights
 
         ckpt = self.latest_checkpoint()
         if ckpt is None:
@@ -439,8 +440,8 @@ class StepLevelTrainer:
         torch.set_rng_state(st["torch_rng"])
         self.source.load_state_dict(st["source"])
         self.step, self.synced_at = st["step"], st["synced_at"]
-        _truncate_log(self.out / "metrics.jsonl", self.step)
-        _truncate_log(self.out / "tactics.jsonl", self.step)
+        truncate_log(self.out / "metrics.jsonl", "step", self.step)
+        truncate_log(self.out / "tactics.jsonl", "step", self.step)
         return self.step
 
 

@@ -47,6 +47,7 @@ from ..rollout import Group, PromptItem, RolloutTimings, first_turn, sample_and_
 from . import checkpoints
 from .config import TrainConfig, save_config
 from .grpo import ADV_ESTIMATORS, GroupBuffer, PPOConfig, grpo_step
+from .rundir import truncate_log
 
 log = logging.getLogger(__name__)
 
@@ -442,7 +443,7 @@ class Trainer:
         random.setstate(state["rng"]["random"])
         if isinstance(self.ref_model, torch.nn.Module) and state["ref"] is not None:
             self.ref_model.load_state_dict(state["ref"])
-        _truncate_log(self.out / "metrics.jsonl", self.step)
+        truncate_log(self.out / "metrics.jsonl", "step", self.step)
         if self.sync_weights is not None:
             self.sync_weights(self.model)
         log.info("resumed from %s (step %d)", ckpt, self.step)
@@ -500,10 +501,3 @@ def load_weights(model: Any, ckpt: Path) -> None:
     if missing or unexpected:
         raise ValueError(f"{ckpt}: weights do not fit the model (missing {missing[:3]}, unexpected {unexpected[:3]})")
 
-
-def _truncate_log(path: Path, step: int) -> None:
-    """Drop metric lines written after the checkpoint we resume from, so a resumed run logs each step once."""
-    if not path.exists():
-        return
-    keep = [line for line in path.read_text().splitlines() if line.strip() and json.loads(line).get("step", 0) <= step]
-    path.write_text("".join(line + "\n" for line in keep))
