@@ -1,6 +1,7 @@
 """Tokens per second of the generation backends on the tiny model (CPU here), side by side.
 
     python benchmarks/generation_speed.py --prompts 16 --n 4 --max-tokens 64 --batch-sizes 8,64 --threads 1
+    python benchmarks/generation_speed.py --smoke    # 2 prompts x 2 samples of 8 tokens, one repeat: seconds
 
 Backends measured: ``hf`` (transformers ``generate`` with the log-prob recorder) with and without a stop
 string (the per-step tail decode of the stop criterion), and ``openai`` — the same HF sampler behind an
@@ -9,7 +10,8 @@ measures an external server instead. The tiny model is untrained, so completions
 On a machine shared with prover processes, ``--threads 1`` is the one to compare: two intra-op threads
 competing with other busy processes ran 10-15x slower than one in our runs.
 Each configuration is warmed once with the same shapes, then timed over ``--repeats`` calls (median and
-best reported: the machine is shared); tokens are those returned.
+best reported: the machine is shared); tokens are those returned. The ``ratio:`` lines compare median tokens/s
+at the largest batch size: with a stop string / without, and the OpenAI-style server / HF in process.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from pathlib import Path
 
 import torch
 
+from _bench import add_smoke, ratio
 from proofrl.data.problems import Problem
 from proofrl.policy import HFGenerator, OpenAIGenerator, SamplingParams, build_tiny_model, get_format, load_policy
 from proofrl.policy.tiny import sample_corpus
@@ -84,7 +87,10 @@ def main() -> None:
     ap.add_argument("--openai-url", default="")
     ap.add_argument("--openai-model", default="tiny")
     ap.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0: torch's default)")
+    add_smoke(ap)
     args = ap.parse_args()
+    if args.smoke:
+        args.prompts, args.n, args.max_tokens, args.batch_sizes, args.repeats, args.threads = 2, 2, 8, "4", 1, 1
     if args.threads:
         torch.set_num_threads(args.threads)
 
@@ -114,6 +120,9 @@ def main() -> None:
             server.should_exit = True
         for name, bs, tokens, median, best in rows:
             print(f"{name:<28}{bs:>6}{tokens:>12}{median:>14.0f}{best:>12.0f}")
+        hf, stop, openai = rows[-3][3], rows[-2][3], rows[-1][3]  # the largest batch size, and the server
+        ratio("hf with/without a stop string, tokens/s", stop / hf)
+        ratio("openai server/hf in process, tokens/s", openai / hf)
 
 
 if __name__ == "__main__":

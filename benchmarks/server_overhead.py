@@ -15,8 +15,12 @@ machine's load hits all of them alike):
 Both compared paths queue their jobs in the pool's one backlog, so they get the same header grouping; the
 ratio is HTTP throughput / direct throughput. ``starts`` counts prover processes started (each loads a
 header), the work besides the proofs themselves: equal starts mean equal work. Latency is per request
-(one batch), as a client sees it. Proofs are Coq standard library theorems (``Coq.Arith.``), falling back
-to the bundled sample repeated, in file order sorted by header.
+(one batch), as a client sees it. Proofs are Coq standard library theorems (``Coq.Arith.`` and ``Coq.Bool.``)
+whose snippet the server accepts (a header that declares something, such as ``Implicit Types``, is refused
+before any prover runs, so it would measure nothing), falling back to the bundled sample, repeated up to
+``--n`` in file order, sorted by header.
+
+    python benchmarks/server_overhead.py --smoke     # 8 proofs, one worker, one repeat: seconds
 """
 
 from __future__ import annotations
@@ -33,24 +37,36 @@ from dataclasses import dataclass
 import httpx
 import uvicorn
 
+from _bench import add_smoke, need_coq, ratio
 from proofrl.check import bundled_sample
 from proofrl.provers import sandbox
+from proofrl.provers.base import Verdict
 from proofrl.provers.factory import make_pool
 from proofrl.provers.pool import PoolConfig, ProverPool
+from proofrl.provers.snippets import Job, make_job
 from proofrl.server import ServerConfig, create_app
-from proofrl.provers.snippets import make_job
+
+PREFIXES = ("Coq.Arith.", "Coq.Bool.")
 
 
-def snippets(n: int) -> list[str]:
+def snippets(n: int) -> tuple[list[str], int]:
+    """``n`` snippets the server accepts (repeated in file order), and how many distinct ones it refused."""
     try:
         from proofrl.data.coq_stdlib import load_stdlib
 
-        records = load_stdlib(prefix="Coq.Arith.", limit=n)
+        records = [r for p in PREFIXES for r in load_stdlib(prefix=p)]
     except Exception:  # noqa: BLE001 - no Coq sources here: use the sample
         records = []
     records = records or bundled_sample()
-    out = [f"{r.get('header', '')}\n{r['formal_statement']}\n{r['proof']}" for r in records]
-    return [out[i % len(out)] for i in range(n)]
+    codes = [f"{r.get('header', '')}\n{r['formal_statement']}\n{r['proof']}" for r in records]
+    out = [c for c in codes if isinstance(make_job(c, "coq"), Job)]
+    return [out[i % len(out)] for i in range(n)], len(codes) - len(out)
+
+
+def job(code: str) -> Job:
+    j = make_job(code, "coq")
+    assert not isinstance(j, Verdict), "snippets() keeps only accepted snippets"
+    return j
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -73,8 +89,8 @@ class Run:
 
 def fresh_pool(workers: int, timeout: float, first: str) -> ProverPool:
     pool = make_pool("coq", pool=PoolConfig(workers=workers, timeout=timeout))
-    job = make_job(first, "coq")
-    pool.check(job.theorem, job.proof)  # warm one process
+    j = job(first)
+    pool.check(j.theorem, j.proof)  # warm one process
     return pool
 
 
@@ -97,7 +113,7 @@ def direct(codes: list[str], workers: int, timeout: float, clients: int, batch: 
                     return
                 b = todo.pop(0)
             t = time.monotonic()
-            jobs = [make_job(code, "coq") for _, code in b]
+            jobs = [job(code) for _, code in b]
             verdicts = pool.check_many([(j.theorem, j.proof) for j in jobs], timeout=timeout)
             with lock:
                 latencies.append(time.monotonic() - t)
@@ -117,7 +133,7 @@ def direct(codes: list[str], workers: int, timeout: float, clients: int, batch: 
 
 def one_call(codes: list[str], workers: int, timeout: float) -> Run:
     pool = fresh_pool(workers, timeout, codes[0])
-    jobs = [make_job(c, "coq") for c in codes]
+    jobs = [job(c) for c in codes]
     t0 = time.monotonic()
     verdicts = pool.check_many([(j.theorem, j.proof) for j in jobs], timeout=timeout)
     elapsed = time.monotonic() - t0
@@ -172,12 +188,17 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--timeout", type=float, default=20)
     ap.add_argument("--repeat", type=int, default=2)
+    add_smoke(ap)
     a = ap.parse_args()
-    codes = snippets(a.n)
-    codes.sort(key=lambda c: make_job(c, "coq").theorem.header)  # stable: file order within a header
-    headers = len({make_job(c, "coq").theorem.header for c in codes})
+    if a.smoke:
+        a.n, a.workers, a.clients, a.repeat = 8, 1, 2, 1
+    need_coq()
+    codes, refused = snippets(a.n)
+    codes.sort(key=lambda c: job(c).theorem.header)  # stable: file order within a header
+    headers = len({job(c).theorem.header for c in codes})
     sb = sandbox.current()
-    print(f"{a.n} proofs over {headers} headers, {a.workers} workers, {a.clients} clients x batches of {a.batch}, "
+    print(f"{a.n} proofs over {headers} headers ({refused} distinct snippets left out: refused by the snippet-header "
+          f"allowlist), {a.workers} workers, {a.clients} clients x batches of {a.batch}, "
           f"sandbox {sb.mode}, {os.cpu_count()} CPUs, load average at start {os.getloadavg()[0]:.2f}")
     for r in range(1, a.repeat + 1):
         d = direct(codes, a.workers, a.timeout, a.clients, a.batch)
@@ -187,8 +208,8 @@ def main() -> None:
         for run in (d, h, o):
             print("  " + run.line(a.n))
         same = sum(x == y for x, y in zip(d.statuses, h.statuses))
-        print(f"  ratio HTTP/direct throughput: {d.seconds / h.seconds:.3f}; verdicts equal {same}/{a.n}; "
-              f"statuses {dict(Counter(h.statuses))}")
+        print(f"  verdicts equal {same}/{a.n}; statuses {dict(Counter(h.statuses))}")
+        ratio("HTTP/direct throughput", d.seconds / h.seconds)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,12 @@
 """Time the full rank-bias toy experiment: every variant × 5 seeds × 200 GRPO steps.
 
-    python benchmarks/toy_experiment.py [--out /tmp/toy_bench] [--threads 1] [--seeds 5] [--steps 200]
+    python benchmarks/toy_experiment.py [--out runs/bench-toy] [--threads 1] [--seeds 5] [--steps 200]
+    python benchmarks/toy_experiment.py --smoke      # 1 seed x 4 steps: seconds
 
 Prints the wall time (training, evaluation, records, plots and report) and the time per GRPO step split into
 sampling (policy forward + drawing the group), reward (environment, skip rule, unlikeliness reward,
-advantages) and update (K PPO epochs), per batched step of all seeds and per seed. Target: < 60 s on 2 cores.
+advantages) and update (K PPO epochs), per batched step of all seeds and per seed. Target: < 60 s on 2 cores
+(the ``ratio:`` line is wall time / 60 s).
 """
 
 from __future__ import annotations
@@ -13,17 +15,21 @@ import argparse
 import os
 from pathlib import Path
 
+from _bench import SMOKE_ROOT, add_smoke, ratio
 from proofrl.toy.experiment import ToyConfig
 from proofrl.toy.run import run_experiment
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=Path("/tmp/toy_bench"))
+    ap.add_argument("--out", type=Path, default=Path("runs/bench-toy"))
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--steps", type=int, default=200)
+    add_smoke(ap)
     args = ap.parse_args()
+    if args.smoke:
+        args.seeds, args.steps, args.out = 1, 4, SMOKE_ROOT / "toy"
     cfg = ToyConfig(seeds=args.seeds, steps=args.steps)
     run = run_experiment(cfg, None, args.out, threads=args.threads, show_progress=False)
     t = run.timings
@@ -38,6 +44,7 @@ def main() -> None:
         print(f"  {name:8s} {1e3 * v / n:7.3f} ms | {1e3 * v / (n * cfg.seeds):7.3f} ms")
     total = t.sampling + t.reward + t.update
     print(f"  {'total':8s} {1e3 * total / n:7.3f} ms | {1e3 * total / (n * cfg.seeds):7.3f} ms")
+    ratio("wall time / 60 s target", run.wall_s / 60)
 
 
 if __name__ == "__main__":

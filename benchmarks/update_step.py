@@ -4,8 +4,9 @@
     python benchmarks/update_step.py                     # the tiny Llama (proofrl/policy/tiny.py), CPU, fp32
     python benchmarks/update_step.py --rows 64 --tokens 256 --micro 16
     python benchmarks/update_step.py --model DIR --device cuda --dtype bfloat16   # any local HF causal LM
+    python benchmarks/update_step.py --smoke         # 4 rows of <= 16 tokens, one repeat: seconds
 
-Without trl installed it says so and exits 0.
+Without trl installed it says so (a ``skipped:`` line) and exits 0.
 
 What is timed, on each side, is one optimiser step over ``--rows`` rows given their π_old and π_ref log-probs
 (both computed beforehand, outside the timing, as both trainers do): forward, loss, backward, gradient-norm
@@ -35,6 +36,8 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+
+from _bench import add_smoke, ratio, skip
 
 
 def _batch(tok: Any, rows: int, group: int, prompt: int, tokens: int, seed: int) -> dict[str, Any]:
@@ -188,15 +191,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kl", type=float, default=0.04)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--threads", type=int, default=None)
+    add_smoke(ap)
     args = ap.parse_args(argv)
+    if args.smoke:
+        args.rows, args.group, args.prompt, args.tokens, args.repeats, args.micro = 4, 2, 8, 16, 1, None
     args.micro = args.micro or args.rows
     if args.threads:
         torch.set_num_threads(args.threads)
     try:
         import trl
     except ImportError:
-        print("trl is not installed: `pip install trl` to run this comparison (it is not a proofrl dependency).")
-        return 0
+        skip("trl is not installed: `pip install trl` to run this comparison (it is not a proofrl dependency)")
     from proofrl.policy.model import load_policy
     from proofrl.policy.tiny import build_tiny_model, sample_corpus
 
@@ -227,6 +232,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'proofrl':10} {t_ours * 1e3:21.1f} ms {m_ours / 2**20:11.1f} MiB")
     print(f"{'trl':10} {t_trl * 1e3:21.1f} ms {m_trl / 2**20:11.1f} MiB")
     print(f"{'ours/trl':10} {t_ours / t_trl:23.2f}× {m_ours / max(m_trl, 1):12.2f}×")
+    ratio("proofrl/trl update time", t_ours / t_trl)
+    ratio("proofrl/trl peak memory", m_ours / max(m_trl, 1))
     print(f"loss of the first update (ρ = 1, π = π_ref): proofrl {l_ours:.6f}, trl {l_trl:.6f}"
           + ("" if args.micro == args.rows else " (TRL divides each micro-batch by its own token count)"))
     return 0

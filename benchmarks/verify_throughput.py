@@ -12,6 +12,9 @@ sum of the verdicts' own seconds at that k, / k). Most of these proofs fail with
 Coq, so whatever the pool spends per proof outside the check shows here.
 
     python benchmarks/verify_throughput.py --n 600 --naive 80 --rl 40
+    python benchmarks/verify_throughput.py --smoke   # 8 proofs, 2 through coqc, 2 RL-shaped theorems: seconds
+
+The ``ratio:`` lines are (b)/(a) and (b)/(c) at k = 2.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from rich.console import Console
 from rich.progress import track
 from rich.table import Table
 
+from _bench import add_smoke, need_coq, ratio
 from proofrl.data.coq_stdlib import CORE_PREFIXES, load_stdlib
 from proofrl.provers.base import Theorem
 from proofrl.provers.coq import CoqConfig, coqc_check
@@ -107,7 +111,11 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=30.0)
     ap.add_argument("--rl", type=int, default=40, help="theorems for the RL-shaped workload (32 samples each); 0 skips it")
     ap.add_argument("--rl-only", action="store_true", help="only the RL-shaped workload")
+    add_smoke(ap)
     args = ap.parse_args()
+    if args.smoke:
+        args.n, args.naive, args.rl = 8, 2, 2
+    need_coq()
     console = Console()
     if args.rl or args.rl_only:
         stdlib = [r for p in CORE_PREFIXES for r in load_stdlib(prefix=p)]
@@ -149,6 +157,9 @@ def main() -> None:
         table.add_row(f"(c) limit k={k}", str(len(jobs)), f"{in_process / k:.1f}", f"{limit:.2f}", "", "1.00")
     console.print(table)
     console.print(f"(a) and (b) agree on {agree}/{len(sample)} verdicts")
+    wall2 = results[2][0]
+    ratio("pool k=2 / fresh coqc, verdicts/s (b)/(a)", len(jobs) / wall2 / naive_rate)
+    ratio("pool k=2 / its limit, verdicts/s (b)/(c)", (len(jobs) / wall2) / (len(jobs) / (in_process / 2)))
     for a, b, (t, _) in zip(naive, results[1][1], sample):
         if a.status != b.status:
             console.print(f"  differ on {t.name}: coqc {a} / pool {b}")
