@@ -18,7 +18,8 @@ BAD_RECIPE_VALUES = [
     ("reward.unlikeliness.beta_rank=2", "reward.unlikeliness.beta_rank must be in [0, 1], got 2"),
     ("algorithm.ppo.beta_rank=2", "unknown keys in algorithm.ppo: ['beta_rank']; known: ['agg_mode',"),
     ("algorithm.ppo.agg_mode=mean", "algorithm.ppo.agg_mode must be one of ['seq-mean-token-mean', "
-                                    "'seq-mean-token-sum', 'seq-mean-token-sum-norm', 'token-mean'], got 'mean'"),
+                                    "'seq-mean-token-sum', 'seq-mean-token-sum-norm', 'token-mean', "
+                                    "'token-sum-norm'], got 'mean'"),
     ("algorithm.ppo.kl_kind=k9", "algorithm.ppo.kl_kind must be one of ['k1', 'k2', 'k3', 'kl', 'low_var_kl', 'mse'], got 'k9'"),
     ("algorithm.advantage=ppo", "algorithm.advantage must be one of ['dr_grpo', 'grpo'], got 'ppo'"),
     ("rollout.generator=hf2", "rollout.generator must be one of ['hf', 'vllm', 'openai'], got 'hf2'"),

@@ -101,7 +101,8 @@ MASK = torch.tensor([[1, 1, 1], [1, 0, 0], [0, 0, 0]])  # row 2 is padding only;
         ("token-mean", (1 + 2 + 3 + 4) / 4),
         ("seq-mean-token-mean", (2.0 + 4.0) / 2),  # per-row means 2 and 4; the empty row does not count
         ("seq-mean-token-sum", (6.0 + 4.0) / 2),
-        ("seq-mean-token-sum-norm", (6.0 + 4.0) / 3),  # divided by T = 3, not by the number of rows
+        ("seq-mean-token-sum-norm", (6.0 + 4.0) / 2 / 3),  # verl 0.9.1: the row mean, then divided by T = 3
+        ("token-sum-norm", (6.0 + 4.0) / 3),  # the older semantics: divided by T = 3 only, not by the rows
     ],
 )
 def test_agg_modes_by_hand(mode, expected):
@@ -109,7 +110,24 @@ def test_agg_modes_by_hand(mode, expected):
 
 
 def test_seq_mean_token_sum_norm_uses_constant_horizon():
-    assert agg_loss(LOSS, MASK, "seq-mean-token-sum-norm", horizon=5).item() == pytest.approx(10 / 5)
+    assert agg_loss(LOSS, MASK, "seq-mean-token-sum-norm", horizon=5).item() == pytest.approx(10 / 2 / 5)
+    assert agg_loss(LOSS, MASK, "token-sum-norm", horizon=5).item() == pytest.approx(10 / 5)
+
+
+@pytest.mark.parametrize("mode", ["token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm"])
+@pytest.mark.parametrize("horizon", [None, 11])
+def test_agg_modes_agree_with_verls_own_agg_loss(mode, horizon):
+    """Every mode verl has gives verl 0.9.1's number (H = ``loss_scale_factor``), on rows of different lengths,
+    an empty row included, at two batch sizes (the Dr.GRPO mode used to differ by the number of rows)."""
+    core = pytest.importorskip("verl.trainer.ppo.core_algos", reason="verl is not installed (the distributed extra)")
+    g = torch.Generator().manual_seed(0)
+    for rows in (3, 7):
+        loss = torch.randn(rows, 6, generator=g)
+        mask = (torch.arange(6)[None, :] < torch.randint(0, 7, (rows,), generator=g)[:, None]).float()
+        mask[0] = 0.0
+        mask[1, :2] = 1.0
+        theirs = core.agg_loss(loss, mask, mode, loss_scale_factor=horizon)
+        assert agg_loss(loss, mask, mode, horizon=horizon).item() == pytest.approx(theirs.item(), rel=1e-5, abs=1e-6)
 
 
 def test_agg_keeps_leading_dimensions_independent():
@@ -117,7 +135,7 @@ def test_agg_keeps_leading_dimensions_independent():
     out = agg_loss(stacked, torch.stack([MASK, MASK]), "token-mean")
     assert out.tolist() == pytest.approx([2.5, 5.0])
     assert set(AGG_MODES.names()) == {"token-mean", "seq-mean-token-mean", "seq-mean-token-sum",
-                                      "seq-mean-token-sum-norm"}
+                                      "seq-mean-token-sum-norm", "token-sum-norm"}
 
 
 def _clip_case(ratio: float, adv: float, low=0.2, high=0.3):

@@ -96,6 +96,13 @@ def test_one_grpo_group_is_the_tactics_of_one_state(tiny_dir, tmp_path):
     assert group_ids([2, 3]).tolist() == [0, 0, 1, 1, 1]
 
 
+def test_dr_grpos_horizon_is_the_tactic_budget(tiny_dir, tmp_path):
+    """H of ``seq-mean-token-sum-norm`` is ``model.max_tokens``, not the padded width of each update (which would
+    shrink a group's gradient next to long neighbours)."""
+    cfg, model, tok = _trainer(tiny_dir, tmp_path, "algorithm.agg_mode=seq-mean-token-sum-norm", "algorithm.advantage=dr_grpo")
+    assert StepLevelTrainer(cfg, model, tok, STATES, pool=None, out=tmp_path).ppo.horizon == 16
+
+
 @pytest.mark.parametrize("objective", ["grpo", "dpo"])
 def test_a_short_run_over_coq_logs_rewards_checkpoints_and_resumes(tiny_dir, tmp_path, objective):
     cfg, model, tok = _trainer(tiny_dir, tmp_path, "steps=1", f"algorithm.objective={objective}")

@@ -42,6 +42,7 @@ def test_overrides_are_accepted_by_verls_config_schema(recipe: str, tmp_path: Pa
     assert actor.use_kl_loss == (cfg.algorithm.ppo.kl_coef > 0) and actor.kl_loss_coef == cfg.algorithm.ppo.kl_coef
     assert actor.optim.lr == cfg.optim.lr and algorithm.filter_groups.enable and algorithm.filter_groups.metric == "score"
     assert rollout.val_kwargs.n == cfg.eval.samples and rollout.val_kwargs.top_p == cfg.eval.top_p
+    assert actor.loss_scale_factor == cfg.rollout.max_tokens  # Dr.GRPO's constant H, as the native trainer's
     assert config.reward.custom_reward_function.reward_kwargs.prompt_format == cfg.rollout.prompt_format
     if recipe == "kimina":  # Dr.GRPO: no std normalisation; the error-correction agent loop
         assert algorithm.norm_adv_by_std_in_grpo is False
@@ -112,3 +113,15 @@ def test_run_files_are_read_by_verls_dataset(tmp_path: Path) -> None:
         assert list(row["raw_prompt"]) == get_format("kimina-coq").messages(p)
         assert problem_of(row["extra_info"]) == p.__class__(name=p.name, formal_statement=p.formal_statement, header=p.header,
                                                             backend=p.backend)
+
+
+def test_dr_grpos_horizon_is_always_a_constant_for_verl() -> None:
+    """verl falls back to each micro-batch's padded width when ``loss_scale_factor`` is missing: it is emitted
+    whether or not the recipe sets ``horizon`` (then the rollout's ``max_tokens``, the native trainer's H)."""
+    code, out, err = _dry("--recipe", "kimina", "--set", "rollout.max_tokens=96")
+    assert code == 0, err
+    assert "actor_rollout_ref.actor.loss_scale_factor=96" in out.splitlines()
+    code, out, _ = _dry("--recipe", "kimina", "--set", "algorithm.ppo.horizon=40")
+    assert "actor_rollout_ref.actor.loss_scale_factor=40" in out.splitlines()
+    code, _, err = _dry("--recipe", "kimina", "--set", "algorithm.ppo.agg_mode=token-sum-norm")
+    assert code == 2 and err.strip().startswith("proofrl train: algorithm.ppo.agg_mode=token-sum-norm: verl has no such")

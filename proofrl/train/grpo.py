@@ -158,7 +158,7 @@ class AggScale:
     rows: torch.Tensor
     """rows with at least one real token (at least 1)"""
     horizon: float
-    """H of ``seq-mean-token-sum-norm`` (Dr.GRPO)"""
+    """H of ``seq-mean-token-sum-norm`` (Dr.GRPO) and ``token-sum-norm``"""
 
     @staticmethod
     def of(mask: torch.Tensor, horizon: int | float | None = None) -> AggScale:
@@ -200,12 +200,22 @@ def agg_seq_mean_token_sum(loss: torch.Tensor, mask: torch.Tensor, scale: AggSca
 
 @AGG_MODES.register("seq-mean-token-sum-norm")
 def agg_seq_mean_token_sum_norm(loss: torch.Tensor, mask: torch.Tensor, scale: AggScale) -> torch.Tensor:
-    """Dr.GRPO (arXiv:2503.20783): Σ_i Σ_t ℓ_it m_it / H, with H a constant (the maximum response length).
+    """Dr.GRPO (arXiv:2503.20783): mean_i (Σ_t ℓ_it m_it) / H, with H a constant (the maximum response length).
 
-    verl semantics: the sum over sequences is **not** divided by the number of sequences. H must not depend on
-    the batch (else the same samples get a different gradient next to longer neighbours): the trainer sets it
-    to the rollout's ``max_tokens``; alone, :func:`agg_loss` falls back to the padded length T as verl does.
+    verl 0.9.1 semantics (its ``agg_loss`` with ``loss_scale_factor`` = H): the token sums are averaged over the
+    sequences (rows without a real token do not count), then divided by H. H must not depend on the batch (else
+    the same samples get a different gradient next to longer neighbours): every loop sets it to its constant
+    response budget; alone, :func:`agg_loss` falls back to the padded length T as verl does.
     """
+    sums, _ = _masked_sums(loss, mask)
+    return sums.sum(-1) / scale.rows / scale.horizon
+
+
+@AGG_MODES.register("token-sum-norm")
+def agg_token_sum_norm(loss: torch.Tensor, mask: torch.Tensor, scale: AggScale) -> torch.Tensor:
+    """Σ_i Σ_t ℓ_it m_it / H: the older ``seq-mean-token-sum-norm`` of verl releases before the sequence mean
+    (the one kimina-prover-rl's fork trains with). It equals ``seq-mean-token-sum-norm`` × the rows of the
+    mini-batch, so its gradient grows with the mini-batch (what ``max_grad_norm`` then clips)."""
     sums, _ = _masked_sums(loss, mask)
     return sums.sum(-1) / scale.horizon
 

@@ -261,8 +261,9 @@ class StepLevelTrainer:
         self.optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=cfg.algorithm.lr,
                                            weight_decay=0.0)  # fmt: skip
         a = cfg.algorithm
+        # H of Dr.GRPO's aggregation is the tactic budget: a constant, not the padded width of the update
         self.ppo = PPOConfig(epochs=a.epochs, policy_loss=a.policy_loss, agg_mode=a.agg_mode, kl_coef=a.kl_coef,
-                             kl_kind=a.kl_kind, max_grad_norm=a.max_grad_norm)  # fmt: skip
+                             kl_kind=a.kl_kind, max_grad_norm=a.max_grad_norm, horizon=cfg.model.max_tokens)  # fmt: skip
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         self.step = 0
         self.synced_at = 0

@@ -31,6 +31,8 @@ from ..train.config import TrainConfig, load_recipe
 ACTOR = "actor_rollout_ref.actor"
 ROLLOUT = "actor_rollout_ref.rollout"
 KWARGS = "+reward.custom_reward_function.reward_kwargs"
+VERL_AGG_MODES = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm")
+"""the aggregation modes proofrl and verl 0.9.1 share, with the same numbers (``token-sum-norm`` is proofrl's only)"""
 PASS = "verl."
 """``--set`` prefix for a verl key passed through verbatim"""
 
@@ -55,6 +57,13 @@ def _mini_batch(cfg: TrainConfig) -> list[str]:
         raise ConfigError(f"algorithm.ppo.minibatch_rows={rows} is not a multiple of rollout.group_size={g}: "
                           "verl's mini-batches are whole groups")
     return [f"{ACTOR}.ppo_mini_batch_size={rows // g}"]
+
+
+def _agg_mode(mode: str) -> list[str]:
+    if mode not in VERL_AGG_MODES:
+        raise ConfigError(f"algorithm.ppo.agg_mode={mode}: verl has no such loss_agg_mode; valid with --engine verl: "
+                          f"{sorted(VERL_AGG_MODES)}")  # fmt: skip
+    return [f"{ACTOR}.loss_agg_mode={mode}"]
 
 
 def _kl(cfg: TrainConfig) -> list[str]:
@@ -97,10 +106,12 @@ MAPPED: dict[str, Rule] = {
     "algorithm.ppo.clip_ratio_low": lambda v, c: [f"{ACTOR}.clip_ratio_low={v}"],
     "algorithm.ppo.clip_ratio_high": lambda v, c: [f"{ACTOR}.clip_ratio_high={v}"],
     "algorithm.ppo.clip_ratio_c": lambda v, c: [f"{ACTOR}.clip_ratio_c={v}"],
-    "algorithm.ppo.agg_mode": lambda v, c: [f"{ACTOR}.loss_agg_mode={v}"],
+    "algorithm.ppo.agg_mode": lambda v, c: _agg_mode(v),
     "algorithm.ppo.kl_coef": lambda v, c: _kl(c),
     "algorithm.ppo.kl_kind": lambda v, c: [f"{ACTOR}.kl_loss_type={v}"],
-    "algorithm.ppo.horizon": lambda v, c: [f"{ACTOR}.loss_scale_factor={v}"] if v is not None else [],
+    # H is always a constant: the recipe's horizon or max_tokens, as the native trainer (verl's fallback, the
+    # padded width of each micro-batch, would weigh a group by its neighbours' lengths)
+    "algorithm.ppo.horizon": lambda v, c: [f"{ACTOR}.loss_scale_factor={v if v is not None else c.rollout.max_tokens}"],
     "algorithm.ppo.shuffle": lambda v, c: [f"{ACTOR}.shuffle={_v(v)}"],
     "optim.lr": lambda v, c: [f"{ACTOR}.optim.lr={v}"],
     "optim.weight_decay": lambda v, c: [f"{ACTOR}.optim.weight_decay={v}"],
