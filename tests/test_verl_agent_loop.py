@@ -20,14 +20,16 @@ class ScriptedServer:
     token's log-prob says which call and position it came from."""
 
     def __init__(self, tokenizer, answers: list[str]):
-        self.tokenizer, self.answers, self.prompts = tokenizer, list(answers), []
+        self.tokenizer, self.answers, self.prompts, self.params = tokenizer, list(answers), [], []
 
     async def generate(self, *, request_id, prompt_ids, sampling_params, **_):
         from verl.workers.rollout.replica import TokenOutput
 
         call = len(self.prompts)
         self.prompts.append(list(prompt_ids))
+        self.params.append(dict(sampling_params))
         ids = self.tokenizer(self.answers[call], add_special_tokens=False)["input_ids"] + [self.tokenizer.convert_tokens_to_ids("<|im_end|>")]
+        ids = ids[: sampling_params.get("max_tokens", len(ids))]  # as vLLM does
         return TokenOutput(token_ids=ids, log_probs=[-0.01 * (call + 1) * (k + 1) for k in range(len(ids))], stop_reason="completed")
 
 
@@ -35,7 +37,7 @@ def _answer(proof: str) -> str:
     return f"<think>\nTry it.\n</think>\n```coq\n{RECORD['formal_statement']}\nProof.\n{proof}\nQed.\n```"
 
 
-def _run(tmp_path, answers: list[str]):
+def _run(tmp_path, answers: list[str], response_length: int = 1024):
     from verl import DataProto
     from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
 
@@ -46,7 +48,7 @@ def _run(tmp_path, answers: list[str]):
         f"actor_rollout_ref.model.path={tiny_model(tmp_path / 'model')}",
         "actor_rollout_ref.rollout.name=vllm",
         "actor_rollout_ref.rollout.calculate_log_probs=true",
-        "data.max_prompt_length=1024", "data.max_response_length=1024",
+        "data.max_prompt_length=1024", f"data.max_response_length={response_length}",
         f"actor_rollout_ref.rollout.agent.agent_loop_config_path={resources.files('proofrl.verl') / 'agent_loops.yaml'}",
         "actor_rollout_ref.rollout.agent.default_agent_loop=proofrl_error_correction",
         f"reward.custom_reward_function.path={REWARD_PY}",
@@ -107,3 +109,17 @@ def test_valid_first_turn_ends_the_trajectory(tmp_path) -> None:
     n = int(out.batch["attention_mask"][0, out.batch["prompts"].shape[1]:].sum())
     assert out.batch["response_mask"][0, :n].tolist() == [1] * n
     assert out.batch["rm_scores"][0, n - 1] == 1.0 and out.non_tensor_batch["proofrl_turns"][0] == 1
+
+
+def test_the_second_answer_is_judged_only_as_far_as_it_is_trained(tmp_path) -> None:
+    """A second answer whose proof lies past the response budget: the call asks for the budget left, and the
+    reward judges the kept tokens (no proof: 0), not the whole text (a valid proof, 1.0, on untrained text)."""
+    long_second = _answer("intros. lia.").replace("Try it.", "Let me think about this. " * 400)
+    out, server, tok = _run(tmp_path, [_answer("intros. reflexivity."), long_second])
+    assert len(server.prompts) == 2
+    b = out.batch
+    n = int(b["attention_mask"][0, b["prompts"].shape[1]:].sum())
+    assert n == 1024  # the response is full: the second answer was cut
+    context = len(server.prompts[1]) - len(server.prompts[0])  # first answer + feedback turn, in the response
+    assert server.params[1]["max_tokens"] == 1024 - context
+    assert b["rm_scores"][0].sum() == 0.0 and out.non_tensor_batch["status"][0] != "valid"

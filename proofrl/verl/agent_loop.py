@@ -9,7 +9,9 @@ One trajectory per sample, for chat models (the row's ``raw_prompt`` is a list o
 3. append proofrl's error report as a user turn, exactly as the proofrl trainer builds it
    (:func:`proofrl.train.error_correction.build_feedback`, :func:`~proofrl.train.error_correction.second_turn_prompt`):
    these tokens get ``response_mask`` 0, so they are context, not loss;
-4. generate one second answer and judge it; its result is the trajectory's reward.
+4. generate one second answer, with ``max_tokens`` = the response budget left, and judge it; its result is the
+   trajectory's reward. Only the tokens kept in the response (``response_length``) are ever judged, so the
+   reward is always about text that is trained on.
 
 The loop sets ``reward_score`` itself (verl then skips its reward loop for the sample) and records the same
 extra keys as the reward function (``score``, ``status``, ``reasons``, ``format_ok``). Every generated token
@@ -51,6 +53,11 @@ class ErrorCorrectionAgentLoop(AgentLoopBase):
     async def _generate(self, ids: list[int], sampling_params: dict[str, Any]) -> Any:
         return await self.server_manager.generate(request_id=uuid4().hex, prompt_ids=ids, sampling_params=sampling_params)
 
+    def _kept_text(self, token_ids: list[int], start: int) -> str:
+        """The text of an answer's tokens that stay in the response (which starts ``start`` tokens in) once it is
+        cut to ``response_length``: a server that ignores ``max_tokens`` cannot get untrained text judged."""
+        return self.tokenizer.decode(token_ids[: max(0, self.response_length - start)], skip_special_tokens=True)
+
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
         messages = [dict(m) for m in kwargs["raw_prompt"]]
         ids = await self.ct_build_initial_tokens(messages)
@@ -59,7 +66,7 @@ class ErrorCorrectionAgentLoop(AgentLoopBase):
             ids, first.token_ids, [], [] if first.log_probs else None, assistant_logprobs=first.log_probs or None
         )
         ids = merged.token_ids
-        text = self.tokenizer.decode(first.token_ids, skip_special_tokens=True)
+        text = self._kept_text(first.token_ids, 0)
         turns = 1
         try:
             problem = problem_of(kwargs.get("extra_info"))
@@ -78,12 +85,14 @@ class ErrorCorrectionAgentLoop(AgentLoopBase):
                 # kimina drops a second turn whose prompt is too long rather than cut it
                 if len(merged.token_ids) <= ec.max_prompt_tokens and len(mask2) < self.response_length:
                     ids, mask, logps = merged.token_ids, mask2, logps2
-                    second = await self._generate(ids, sampling_params)
+                    used = len(mask)
+                    # the second answer gets only the response budget left: what is judged is what is trained on
+                    second = await self._generate(ids, {**sampling_params, "max_tokens": self.response_length - used})
                     merged, mask, logps = await self.ct_merge_assistant_token(
                         ids, second.token_ids, mask, logps if logps else None, assistant_logprobs=second.log_probs or None
                     )
                     ids = merged.token_ids
-                    text = self.tokenizer.decode(second.token_ids, skip_special_tokens=True)
+                    text = self._kept_text(second.token_ids, used)
                     result = (await self.judge.judge(problem, text))[2]
                     turns = 2
         n = len(mask)
