@@ -17,10 +17,10 @@ SMOKE_ROOT = Path("runs/bench-smoke")
 """where ``--smoke`` runs write (relative to the working directory), the shared tiny tactic assets included"""
 
 SMOKE_ASSETS: dict[str, Any] = dict(
-    prefixes=("Coq.Bool.",), max_proof_chars=80, epochs=1, batch=32, lr=3e-3, held_out_theorems=3, train_theorems=8,
+    prefixes=("Coq.Bool.",), max_proof_chars=80, epochs=3, batch=16, lr=3e-3, held_out_theorems=3, train_theorems=8,
     model={"hidden": 64, "layers": 1, "heads": 4, "vocab_size": 400},
 )  # fmt: skip
-"""tactic assets for ``--smoke``: one small stdlib module's short proofs, a tiny model taught for one epoch"""
+"""tactic assets for ``--smoke``: one small stdlib module's short proofs, a tiny model taught for 3 epochs"""
 
 
 def add_smoke(ap: argparse.ArgumentParser) -> None:

@@ -10,9 +10,11 @@
 Run (on a shared machine: nice, 2 torch threads)::
 
     nice -n 10 python benchmarks/eva.py --assets DIR --out runs/bench-eva [--train-theorems 24 --held-theorems 12]
+    python benchmarks/eva.py --smoke       # the tiny smoke tactic assets, 2 + 1 theorems, one epoch: seconds
 
 ``--assets`` holds ``tactic-assets/`` (built by :func:`proofrl.demo.assets.tactic_assets` when missing).
-Prints both tables side by side and writes ``OUT/summary.json`` and ``OUT/table4.png``.
+Prints both tables side by side and writes ``OUT/summary.json`` and ``OUT/table4.png``. The ``ratio:`` lines are
+EVA / value-head ranking accuracy and proved counts with EVA / without it, per engine.
 """
 
 from __future__ import annotations
@@ -22,10 +24,12 @@ import json
 import time
 from pathlib import Path
 
+from _bench import SMOKE_ROOT, add_smoke, div, need_coq, ratio, smoke_assets
+
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--assets", type=Path, required=True)
+    ap.add_argument("--assets", type=Path, help="root of tactic-assets/ (built there when missing); required unless --smoke")
     ap.add_argument("--out", type=Path, default=Path("runs/bench-eva"))
     ap.add_argument("--train-theorems", type=int, default=24)
     ap.add_argument("--held-theorems", type=int, default=12)
@@ -43,14 +47,21 @@ def main() -> None:
     ap.add_argument("--skip-search", action="store_true")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
+    add_smoke(ap)
     a = ap.parse_args()
+    need_coq()
+    if a.smoke:
+        a.out, a.train_theorems, a.held_theorems, a.epochs, a.batch = SMOKE_ROOT / "eva", 2, 1, 1, 4
+        a.search_theorems, a.expansions, a.width, a.mcts_steps, a.threads = 1, 1, 2, 1, 1
+    elif not a.assets:
+        ap.error("--assets is required (or --smoke)")
 
     import torch
     from rich.console import Console
 
     from proofrl.data.eva_labels import LabelSettings, build_labels, write_labels
     from proofrl.data.tactics import read_transitions
-    from proofrl.demo.assets import tactic_assets
+    from proofrl.demo.assets import built_settings, tactic_assets
     from proofrl.eval.rm import Table4Settings, markdown_table, plot_table, table4
     from proofrl.policy.tactic import make_tactic_policy
     from proofrl.train.eva import read_records
@@ -58,7 +69,7 @@ def main() -> None:
     torch.set_num_threads(a.threads)
     console = Console()
     a.out.mkdir(parents=True, exist_ok=True)
-    assets = tactic_assets(a.assets, seed=a.seed, console=console, settings=built_settings(a.assets))
+    assets = smoke_assets() if a.smoke else tactic_assets(a.assets, seed=a.seed, console=console, settings=built_settings(a.assets))
     summary: dict = {"args": {k: str(v) for k, v in vars(a).items()}}
     labels = a.out / "labels"
     if not (labels / "held-out.jsonl").is_file():
@@ -88,18 +99,14 @@ def main() -> None:
         summary["search"] = search_bench(a, assets, console)
     (a.out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
     console.print(f"summary: {a.out / 'summary.json'}")
-
-
-def built_settings(root: Path):
-    """The settings the assets under ``root`` were built with (so they are loaded, never rebuilt), or the
-    defaults when there are none yet."""
-    from proofrl.demo.assets import AssetSettings
-
-    ready = root / "tactic-assets" / "ready.json"
-    if not ready.is_file():
-        return None
-    s = json.loads(ready.read_text())["settings"]
-    return AssetSettings(**{**s, "prefixes": tuple(s["prefixes"]) if s.get("prefixes") else None})
+    rows = summary.get("table4", {}).get("rows", {})
+    if "eva" in rows and "value-head" in rows:
+        ratio("EVA / value-head ranking accuracy", div(rows["eva"]["ranking_acc"], rows["value-head"]["ranking_acc"]))
+    proved = {k: v["proved"] for k, v in summary.get("search", {}).items()}
+    if proved:
+        ratio("best-first proved, EVA / log-prob priority",
+              div(proved["best-first, EVA priority"], proved["best-first, log-prob priority"]))
+        ratio("MCTS proved, EVA value / -(open goals)", div(proved["MCTS, EVA value"], proved["MCTS, value -(open goals)"]))
 
 
 def search_bench(a: argparse.Namespace, assets, console) -> dict:

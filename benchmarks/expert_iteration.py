@@ -2,6 +2,7 @@
 search budget after each round, policy+value against policy-only, from the same starting checkpoint.
 
     python benchmarks/expert_iteration.py --assets ROOT --out OUT [--rounds 3] [--set key=value ...]
+    python benchmarks/expert_iteration.py --smoke   # the tiny smoke tactic assets, one round of tiny searches: seconds
 
 ``ROOT`` holds (or gets) the shared ``tactic-assets/`` (``proofrl.demo.assets.tactic_assets``): its tiny tactic
 model is the starting checkpoint of both arms and its held-out theorems (100) are the evaluation set. They are
@@ -9,7 +10,8 @@ copied once into ``OUT/start/`` (model, problem lists, training transitions), so
 files even if the shared folder is rebuilt meanwhile. The two
 arms run side by side as two processes (``--parallel``, the default; one Coq process and one torch thread each)
 in ``OUT/policy+value`` and ``OUT/policy-only``; a rerun resumes them. Prints one table with both arms per
-round and writes ``OUT/results.json`` and ``OUT/proved_by_round.png``.
+round and writes ``OUT/results.json`` and ``OUT/proved_by_round.png``. The ``ratio:`` line is policy+value /
+policy-only held-out theorems proved after the last round.
 """
 
 from __future__ import annotations
@@ -20,6 +22,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from _bench import SMOKE_ROOT, add_smoke, div, need_coq, ratio, smoke_assets
+
+SMOKE = ["search.num_samples=2", "search.max_steps=2", "search.max_nodes=8", "search.seconds=5", "rollout.batch_theorems=2",
+         "rollout.passes=1", "learner.epochs=1", "learner.max_samples=32", "eval.theorems=2"]  # fmt: skip
+"""``--smoke``: recipe overrides for one round in seconds"""
 
 ARMS = {"policy+value": ["model.value_head=true"], "policy-only": ["model.value_head=false"]}
 
@@ -59,13 +67,20 @@ def run_arm(arm: str, start: Path, out: Path, rounds: int, extra: list[str]) -> 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--assets", type=Path, required=True)
-    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--assets", type=Path, help="root of tactic-assets/; required unless --smoke")
+    ap.add_argument("--out", type=Path, help="required unless --smoke")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--set", dest="extra", action="append", default=[], help="recipe override key=value (both arms)")
     ap.add_argument("--arm", choices=list(ARMS), help="run one arm in this process (what --parallel launches)")
     ap.add_argument("--sequential", action="store_true", help="run the arms one after the other in this process")
+    add_smoke(ap)
     a = ap.parse_args()
+    need_coq()
+    if a.smoke:
+        smoke_assets()
+        a.assets, a.out, a.rounds, a.extra = SMOKE_ROOT, SMOKE_ROOT / "expert-iteration", 1, [*SMOKE, *a.extra]
+    elif not (a.assets and a.out):
+        ap.error("--assets and --out are required (or --smoke)")
     start = snapshot(a.assets, a.out)
     if a.arm:
         run_arm(a.arm, start, a.out, a.rounds, a.extra)
@@ -110,6 +125,8 @@ def report(out: Path, seconds: float) -> None:
     fig.tight_layout()
     fig.savefig(out / "proved_by_round.png", dpi=120)
     (out / "results.json").write_text(json.dumps({"seconds": seconds, "theorems": n, "arms": res}, indent=2))
+    last = [res[arm]["proved_by_round"].get(str(rounds[-1])) if rounds else None for arm in ARMS]
+    ratio("policy+value / policy-only held-out proved, last round", div(last[0] or 0, last[1] or 0))
 
 
 if __name__ == "__main__":

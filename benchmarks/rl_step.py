@@ -1,7 +1,9 @@
 """Time per whole-proof RL step, split into generation / verification / update, on the tiny model with Coq.
 
-    python benchmarks/rl_step.py --model runs/demo/sft-model --steps 4
+    python benchmarks/rl_step.py --model runs/demo/whole-proof/sft-model --steps 4
     python benchmarks/rl_step.py --steps 4            # builds and briefly teaches a tiny model first
+    python benchmarks/rl_step.py --steps 4 --model-size 512:6 --sft-epochs 2   # generation much slower than verification
+    python benchmarks/rl_step.py --smoke              # 4 prompts x 2 samples, one step each: seconds
 
 Each step of the ``demo`` recipe (16 problems × G samples) is timed by the trainer itself:
 
@@ -10,22 +12,28 @@ Each step of the ``demo`` recipe (16 problems × G samples) is timed by the trai
   hidden behind generation (the wait after the last chunk): ``hidden = 1 − wait / busy``;
 * update — π_old/π_ref recomputation + K PPO epochs.
 
-It also runs one step with chunking off (``chunk_prompts`` = all prompts: generate everything, then verify)
-for a side-by-side view of what the overlap buys.
+The same steps run twice from the same model, side by side: overlapped (chunks of ``rollout.chunk_prompts``
+prompts, verified while the next chunk is generated) and serial (``chunk_prompts`` = all prompts: generate
+everything, then verify). ``--model-size HIDDEN:LAYERS`` teaches a larger tiny model instead, whose generation
+is much slower than the verification of what it writes: the shape of a GPU policy beside CPU verifiers. The
+``ratio:`` line is overlapped / serial median step time.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import tempfile
 from pathlib import Path
 
 import torch
 
+from _bench import add_smoke, need_coq, ratio
 
-def taught_model(out: Path, epochs: int) -> Path:
+
+def taught_model(out: Path, epochs: int, size: str | None = None, limit: int | None = None) -> Path:
     from proofrl.demo import DemoConfig, demo_problems
     from proofrl.policy.sft import supervised_finetune
     from proofrl.policy.model import load_policy
@@ -34,8 +42,12 @@ def taught_model(out: Path, epochs: int) -> Path:
 
     cfg = DemoConfig()
     train, _ = demo_problems(cfg)
+    train = train[:limit]
     fmt = get_format("coq")
-    path = build_tiny_model(out / "tiny", [fmt.prompt(p) + fmt.completion(p, p.proof) for p in train], **cfg.model)
+    shape = dict(cfg.model)
+    if size:
+        shape["hidden"], shape["layers"] = (int(x) for x in size.split(":"))
+    path = build_tiny_model(out / "tiny", [fmt.prompt(p) + fmt.completion(p, p.proof) for p in train], **shape)
     model, tok = load_policy(path, device="cpu")
     supervised_finetune(model, tok, [(fmt.prompt(p, tok), fmt.completion(p, p.proof)) for p in train],
                         epochs=epochs, lr=cfg.sft_lr, batch=cfg.sft_batch, seed=0)  # fmt: skip
@@ -58,8 +70,12 @@ def run(model_path: Path, steps: int, overrides: list[str], out: Path) -> list[d
     return [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
 
 
+def median(rows: list[dict[str, float]], key: str) -> float:
+    return statistics.median(r.get(key, 0.0) for r in rows)
+
+
 def summarise(label: str, rows: list[dict[str, float]]) -> None:
-    med = lambda k: statistics.median(r.get(k, 0.0) for r in rows)  # noqa: E731
+    med = lambda k: median(rows, k)  # noqa: E731
     step, gen, busy, wait, upd = (med(k) for k in ("time/step_s", "time/generate_s", "time/verify_busy_s",
                                                     "time/verify_wait_s", "time/update_s"))  # fmt: skip
     print(f"{label}: step {step:.2f}s = generate {gen:.2f}s + verify wait {wait:.2f}s + update {upd:.2f}s "
@@ -70,21 +86,32 @@ def summarise(label: str, rows: list[dict[str, float]]) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", type=Path, help="a taught tiny model (e.g. runs/demo/sft-model); built if absent")
+    ap.add_argument("--model", type=Path, help="a taught tiny model (e.g. runs/demo/whole-proof/sft-model); built if absent")
+    ap.add_argument("--model-size", metavar="HIDDEN:LAYERS", help="build and teach a larger tiny model (default: the demo's)")
     ap.add_argument("--steps", type=int, default=4)
     ap.add_argument("--sft-epochs", type=int, default=6, help="teaching epochs when the model is built here")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (the demo's default: 1)")
     ap.add_argument("--set", dest="overrides", action="append", default=[], help="recipe override key=value")
+    add_smoke(ap)
     args = ap.parse_args()
+    need_coq()
+    limit = None
+    if args.smoke:
+        args.steps, args.sft_epochs, limit = 1, 1, 64
+        args.overrides = ["rollout.problems_per_step=4", "rollout.group_size=2", "rollout.max_tokens=16",
+                          "rollout.chunk_prompts=2", *args.overrides]  # fmt: skip
     torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as tmp:
         tmpd = Path(tmp)
-        model = args.model or taught_model(tmpd, args.sft_epochs)
+        model = args.model or taught_model(tmpd, args.sft_epochs, args.model_size, limit)
         overlapped = run(model, args.steps, args.overrides, tmpd / "overlap")
         serial = run(model, args.steps, [*args.overrides, "rollout.chunk_prompts=1000"], tmpd / "serial")
-    print(f"demo recipe, {args.steps} steps (median per step), torch threads {args.threads}, 2 Coq workers")
-    summarise("overlapped (chunks of 4 prompts)", overlapped)
+    chunk = next((o.split("=", 1)[1] for o in reversed(args.overrides) if o.startswith("rollout.chunk_prompts=")), "4")
+    print(f"demo recipe, {args.steps} steps (median per step), model {args.model or args.model_size or 'the demo size'}, "
+          f"torch threads {args.threads}, load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")  # fmt: skip
+    summarise(f"overlapped (chunks of {chunk} prompts)", overlapped)
     summarise("serial (generate all, then verify)", serial)
+    ratio("overlapped/serial step time", median(overlapped, "time/step_s") / median(serial, "time/step_s"))
 
 
 if __name__ == "__main__":

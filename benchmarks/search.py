@@ -3,13 +3,15 @@
     python -m proofrl.data.tactics --out runs/tactics --max-proof-chars 200
     python benchmarks/search.py --policy hf:runs/tactic-model --theorems 100 --budget expansions --expansions 16 -k 8
     python benchmarks/search.py --policy hf:runs/tactic-model --theorems 100 --budget seconds --seconds 10 -k 8
+    python benchmarks/search.py --smoke     # the tiny smoke tactic assets, 2 theorems, 2 expansions of 2: seconds
 
 Both engines get the same budget per theorem: the same number of expansions (policy calls: best-first
 ``max_expansions``, MCTS ``max_steps``, each MCTS step expanding one leaf) or the same wall time (and no
 other limit). Reported per engine: theorems proved (every one passed the fresh ``coqc`` check), unsound,
 the share of search time outside the prover and the model, tactic steps per second per prover process,
 and coqidetop's own time per tactic (the time between sending each XML call of a step and reading its
-reply), beside the whole step as the search sees it.
+reply), beside the whole step as the search sees it. The ``ratio:`` lines are MCTS / best-first theorems proved
+and, per engine, coqidetop's time per step / the whole step.
 """
 
 from __future__ import annotations
@@ -22,10 +24,12 @@ from pathlib import Path
 
 import torch
 
+from _bench import SMOKE_ROOT, add_smoke, div, need_coq, ratio, smoke_assets
+
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--policy", required=True, help="hf:DIR, vllm:DIR, openai:URL, openai-chat:URL")
+    ap.add_argument("--policy", help="hf:DIR, vllm:DIR, openai:URL, openai-chat:URL (required unless --smoke)")
     ap.add_argument("--model", default=None)
     ap.add_argument("--theorems", type=int, default=100)
     ap.add_argument("--max-proof-chars", type=int, default=200, help="held-out theorems whose human proof is at most this long")
@@ -36,8 +40,15 @@ def main() -> None:
     ap.add_argument("--tactic-timeout", type=float, default=5.0)
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--out", type=Path, default=Path("runs/search-bench"))
+    add_smoke(ap)
     args = ap.parse_args()
     torch.set_num_threads(1)
+    need_coq()
+    if args.smoke:
+        assets = smoke_assets()
+        args.policy, args.expansions, args.k, args.out = assets.policy_spec, 2, 2, SMOKE_ROOT / "search"
+    elif not args.policy:
+        ap.error("--policy is required (or --smoke)")
 
     from proofrl.data.splits import problem_set
     from proofrl.policy.tactic import make_tactic_policy
@@ -76,7 +87,10 @@ def main() -> None:
 
     coq_prover.CoqProver.step = timed_step  # type: ignore[method-assign]
 
-    problems = problem_set("coq-stdlib:held-out", max_proof_chars=args.max_proof_chars, limit=args.theorems)
+    if args.smoke:
+        problems = assets.held_out_problems[:2]
+    else:
+        problems = problem_set("coq-stdlib:held-out", max_proof_chars=args.max_proof_chars, limit=args.theorems)
     policy = make_tactic_policy(args.policy, model=args.model)
     report = {"theorems": len(problems), "budget": args.budget, "k": args.k, "engines": {}}
     for engine, recipe in (("best-first", "reprover"), ("mcts", "reap")):
@@ -110,6 +124,10 @@ def main() -> None:
         print(engine, json.dumps(report["engines"][engine]), flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "report.json").write_text(json.dumps(report, indent=2))
+    e = report["engines"]
+    ratio("mcts/best-first theorems proved", div(e["mcts"]["proved"], e["best-first"]["proved"]))
+    for engine in e:
+        ratio(f"{engine}: coqidetop time / whole step", div(e[engine]["coqidetop_ms_per_step"], e[engine]["ms_per_step"]))
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 the SFT model, offline DPO, online DPO and online GRPO (subgoal reward), each trained from the same SFT model.
 
     python benchmarks/step_level.py --model MODEL_DIR --data DATA_DIR --out runs/bench-step-level --steps 20
+    python benchmarks/step_level.py --smoke         # the tiny smoke tactic assets, 2 states, 1 update each: seconds
 
 ``--model`` / ``--data`` (train.jsonl, held-out.jsonl) are only read; without them ``--assets ROOT`` holds
 ``tactic-assets/`` (:func:`proofrl.demo.assets.tactic_assets` builds it there when missing). The SFT model is
@@ -9,7 +10,8 @@ copied into ``--out`` before anything trains. Columns: Prec@k (valid share of k 
 state), 0-precision (states with no valid sample), mean tactic length (characters), proved theorems and seconds
 per theorem under best-first search at one fixed budget (expansions × width, seconds; a proof counts only after
 the fresh ``coqc`` final check). Step counts, batch, learning rate and wall time of every variant are printed and
-written to ``summary.json``; the report (table + plot) is ``report.md``.
+written to ``summary.json``; the report (table + plot) is ``report.md``. The ``ratio:`` lines are each trained
+variant's Prec@k / the SFT model's.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ import time
 from pathlib import Path
 
 import torch
+
+from _bench import SMOKE_ROOT, add_smoke, div, need_coq, ratio, smoke_assets
 
 
 def main() -> None:
@@ -46,8 +50,13 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--variants", default="sft,offline-dpo,online-dpo,online-grpo",
                     help="also: online-grpo-unchanged0 (a valid step that changes nothing earns 0, not ln 2)")
+    add_smoke(ap)
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
+    need_coq()
+    if a.smoke:
+        a.out, a.states, a.theorems, a.k, a.steps, a.batch_states, a.offline_states = SMOKE_ROOT / "step-level", 2, 1, 2, 1, 2, 4
+        a.expansions, a.search_seconds, a.workers, a.model, a.data = 1, 5.0, 1, None, None
 
     from rich.console import Console
 
@@ -63,7 +72,7 @@ def main() -> None:
     if a.model and a.data:  # given folders are only read: nothing is built or written there
         model_dir, train_jsonl, held_jsonl = a.model, a.data / "train.jsonl", a.data / "held-out.jsonl"
     else:
-        assets = tactic_assets(a.assets, seed=a.seed, workers=a.workers, console=console)
+        assets = smoke_assets() if a.smoke else tactic_assets(a.assets, seed=a.seed, workers=a.workers, console=console)
         model_dir, train_jsonl, held_jsonl = assets.model_dir, assets.train_transitions, assets.held_out_transitions
     a.out.mkdir(parents=True, exist_ok=True)
     sft = a.out / "sft"
@@ -132,6 +141,10 @@ def main() -> None:
     (a.out / "summary.json").write_text(json.dumps({"metrics": summary, "runs": runs, "args": {k: str(v) for k, v in vars(a).items()}}, indent=2))
     console.print(markdown_table(results))
     console.print(json.dumps(runs, indent=1))
+    base = next((m.prec_at_k for m in results if m.label == "sft"), float("nan"))
+    for m in results:
+        if m.label != "sft":
+            ratio(f"{m.label} / sft, Prec@{a.k}", div(m.prec_at_k, base))
 
 
 def _human_tactic(records: list[dict], point) -> str:  # noqa: ANN001

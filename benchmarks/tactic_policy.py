@@ -2,6 +2,7 @@
 
     python -m proofrl.data.tactics --out runs/tactics
     python benchmarks/tactic_policy.py --data runs/tactics --policy hf:runs/tactic-model --states 100 -k 8
+    python benchmarks/tactic_policy.py --smoke      # the tiny smoke tactic assets, 2 states, k = 2: seconds
 
 For ``--states`` non-structural transitions of ``held-out.jsonl`` (a seeded draw), the policy proposes ``k``
 tactics for ``state_before``. Each state is re-reached in Coq by replaying the theorem's human tactics
@@ -12,6 +13,8 @@ before it, then every proposal is stepped from it. Reported:
 * ``zero_prec``: the share of states where Coq accepts none;
 * ``closes``: the share of states where some proposal leaves no goals at all;
 * proposals per state (after merging duplicates), seconds per ``propose`` call, and seconds per Coq step.
+
+The ``ratio:`` lines are ``prec@k`` and ``exact@k``.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from pathlib import Path
 
 import torch
 
+from _bench import add_smoke, need_coq, ratio, smoke_assets
+
 
 def norm(t: str) -> str:
     return " ".join(t.split())
@@ -33,16 +38,23 @@ def norm(t: str) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--data", type=Path, required=True, help="directory with held-out.jsonl (python -m proofrl.data.tactics)")
-    ap.add_argument("--policy", required=True, help="hf:DIR, vllm:DIR, openai:URL, openai-chat:URL")
+    ap.add_argument("--data", type=Path, help="directory with held-out.jsonl (python -m proofrl.data.tactics); required unless --smoke")
+    ap.add_argument("--policy", help="hf:DIR, vllm:DIR, openai:URL, openai-chat:URL; required unless --smoke")
     ap.add_argument("--model", default=None, help="served model name (openai policies)")
     ap.add_argument("--states", type=int, default=100)
     ap.add_argument("-k", type=int, default=8)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--split", default="held-out")
     ap.add_argument("--out", type=Path, default=None, help="write the summary JSON here")
+    add_smoke(ap)
     args = ap.parse_args()
     torch.set_num_threads(1)
+    need_coq()
+    if args.smoke:
+        assets = smoke_assets()
+        args.data, args.policy, args.states, args.k = assets.held_out_transitions.parent, assets.policy_spec, 2, 2
+    elif not (args.data and args.policy):
+        ap.error("--data and --policy are required (or --smoke)")
 
     from proofrl.data.problems import Problem
     from proofrl.data.tactics import read_transitions, state_text
@@ -98,6 +110,8 @@ def main() -> None:
         "coq_step_s": statistics.median(stats["step_s"]) if stats["step_s"] else None,
     }  # fmt: skip
     print(json.dumps(summary, indent=2))
+    ratio(f"prec@{args.k} (accepted / proposed)", summary[f"prec@{args.k}"])
+    ratio(f"exact@{args.k}", summary[f"exact@{args.k}"])
     if args.out:
         args.out.write_text(json.dumps(summary, indent=2))
 

@@ -2,6 +2,7 @@
 
     python -m proofrl.data.tactics --out runs/tactics --max-proof-chars 400
     python benchmarks/tactic_teaching.py --data runs/tactics --pairs 640
+    python benchmarks/tactic_teaching.py --smoke     # the tiny smoke tactic data, 32 pairs, one round: seconds
 
 Each row builds the tiny model (tokenizer trained on the pairs' text) and times one epoch of
 :func:`proofrl.policy.sft.supervised_finetune` on the same ``--pairs`` training pairs (a seeded draw of
@@ -9,7 +10,8 @@ Each row builds the tiny model (tokenizer trained on the pairs' text) and times 
 hidden size, vocabulary, the cap on state length. Printed side by side: wall and CPU seconds per epoch (the
 process's own CPU time, which other work on a shared machine barely moves; with 2 threads it adds both),
 padded tokens per real token, and the ratios to the first row. Rows run ``--rounds`` times, interleaved; the
-round with the least CPU time is kept. Building the model is not timed.
+round with the least CPU time is kept. Building the model is not timed. The ``ratio:`` lines are each row's CPU
+seconds per epoch / the first row's.
 
     python benchmarks/tactic_teaching.py --data DIR --trade-off 64:4 64:6 64:8 128:4 --out runs/teach-trade-off
 
@@ -31,6 +33,7 @@ from pathlib import Path
 
 import torch
 
+from _bench import add_smoke, div, ratio, smoke_assets
 from proofrl.data.tactics import read_transitions
 from proofrl.policy.model import load_policy
 from proofrl.policy.sft import supervised_finetune
@@ -67,7 +70,7 @@ def padding(tok: object, pairs: list[tuple[str, str]], batch: int, group: bool) 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--data", type=Path, required=True, help="directory with train.jsonl (python -m proofrl.data.tactics)")
+    ap.add_argument("--data", type=Path, help="directory with train.jsonl (python -m proofrl.data.tactics); required unless --smoke")
     ap.add_argument("--pairs", type=int, default=640, help="training pairs per epoch")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--rounds", type=int, default=2, help="every row this many times, rows interleaved; the fastest is kept")
@@ -75,8 +78,13 @@ def main() -> None:
     ap.add_argument("--theorems", type=int, default=100, help="--trade-off: held-out theorems searched")
     ap.add_argument("--workers", type=int, default=2, help="--trade-off: Coq processes")
     ap.add_argument("--out", type=Path, default=Path("runs/teach-trade-off"))
+    add_smoke(ap)
     args = ap.parse_args()
     torch.set_num_threads(1)
+    if args.smoke:
+        args.data, args.pairs, args.rounds, args.trade_off = smoke_assets().train_transitions.parent, 32, 1, None
+    elif not args.data:
+        ap.error("--data is required (or --smoke)")
     if args.trade_off is not None:
         trade_off(args)
         return
@@ -93,6 +101,8 @@ def main() -> None:
               f"padded/real {row['padding']:4.2f}   loss {row['loss']:.2f}   CPU ×{rows[0]['cpu_seconds'] / row['cpu_seconds']:.2f} "
               f"wall ×{rows[0]['seconds'] / row['seconds']:.2f} less")  # fmt: skip
     print(json.dumps({"pairs": args.pairs, "rounds": args.rounds, "rows": rows}))
+    for row in rows[1:]:
+        ratio(f"{row['setting']} / {rows[0]['setting']}, CPU seconds per epoch", div(row["cpu_seconds"], rows[0]["cpu_seconds"]))
 
 
 def trade_off(args: argparse.Namespace) -> None:
