@@ -30,7 +30,7 @@ def problems(pairs, split):
 
 def transitions():
     return [{"theorem": n, "module": "T", "step": 0, "state_before": f"⊢ {s}", "tactic": "intros; reflexivity.",
-             "structural": False} for n, s in TRAIN]
+             "structural": False, "goals_before": 1, "goals_after": 0} for n, s in TRAIN]
 
 
 @pytest.fixture(scope="module")

@@ -53,10 +53,12 @@ def test_steps_to_close_take_the_hardest_goal_at_and_nodes_and_the_shortest_tact
     assert steps_to_close(tree)[7] == 1 and steps_to_close(tree)[0] == 2
 
 
-def test_value_targets_are_minus_steps_and_unsolved_expanded_nodes_get_the_far_bin():
+def test_value_targets_are_minus_steps_and_unsolved_nodes_get_none_unless_asked():
     targets = {t.node: t for t in value_targets(and_tree(), num_bins=64)}
     assert targets[0].value == -3 and targets[1].value == -2 and targets[2].value == -1
     assert 4 not in targets and 6 not in targets  # closed: search gives 0 without asking
+    assert 7 not in targets  # unsolved: the AlphaProof pseudocode extracts no target from it
+    targets = {t.node: t for t in value_targets(and_tree(), num_bins=64, unsolved=True)}
     assert targets[7].value == -63 and not targets[7].solved
     assert 8 not in targets  # never expanded: nothing was learned about it
     assert targets[0].state == "⊢ A /\\ B" and targets[1].state == "⊢ A\n\n⊢ B"
@@ -78,7 +80,9 @@ def test_replay_samples_and_reaps_filters():
     on_path = [(s.state, s.tactic, s.cost) for s in samples if s.tactic]
     assert on_path == [("⊢ A /\\ B", "split.", 3), ("⊢ A", "auto.", 1), ("⊢ B", "simpl.", 2), ("⊢ B'", "auto.", 1)]
     off = {s.state: s.cost for s in samples if s.tactic is None}
-    assert off == {"⊢ A\n\n⊢ B": 2, "⊢ C": 63}  # closed nodes are left out: search gives them 0 itself
+    assert off == {"⊢ A\n\n⊢ B": 2}  # closed nodes are left out: search gives them 0 itself; unsolved ones too
+    with_unsolved = samples_from_tree(tree, 1, ReplayFilter(unsolved_values=True))
+    assert {s.state: s.cost for s in with_unsolved if s.tactic is None} == {"⊢ A\n\n⊢ B": 2, "⊢ C": 63}
     assert not [s for s in samples_from_tree(tree, 1, ReplayFilter(off_path_values=False)) if s.tactic is None]
     assert ReplayFilter(max_proof_steps=2).why_dropped(tree) == "too long"
     assert ReplayFilter(root_value_max=-3.0).why_dropped(tree) == "root value"  # root value −2.5: too easy
@@ -99,7 +103,8 @@ def test_buffer_drops_repeats_keeps_the_newest_and_round_trips():
 
 
 def test_human_rehearsal_targets_are_steps_left_and_the_ratio_holds():
-    trans = [{"theorem": "t", "module": "M", "step": i, "state_before": f"s{i}", "tactic": tac, "structural": tac == "-"}
+    trans = [{"theorem": "t", "module": "M", "step": i, "state_before": f"s{i}", "tactic": tac, "structural": tac == "-",
+              "goals_before": 1, "goals_after": 0 if tac == "auto." else 1}
              for i, tac in enumerate(["intros.", "-", "split.", "auto."])]
     hs = human_samples(trans)
     assert [(h.state, h.tactic, h.cost, h.source) for h in hs] == [("s0", "intros.", 3, "human"), ("s2", "split.", 2, "human"),
@@ -108,3 +113,31 @@ def test_human_rehearsal_targets_are_steps_left_and_the_ratio_holds():
     assert len(rehearsal_draw(many, 30, 0.25, random.Random(0))) == 10  # 10 of 40 = 25 %
     assert len(rehearsal_draw(many, 30, 0.5, random.Random(0))) == 30
     assert rehearsal_draw(many, 0, 0.5, random.Random(0)) == []
+
+
+def _split_proof():
+    """``split. - intros. simpl. lia. - intros. simpl. lia.``: 7 tactics, critical path 1 + max(3, 3) = 4."""
+    hidden = "\n\n(+ 1 unfocused, 0 shelved)"
+    rows = [("split.", 1, 2, "⊢ P /\\ Q"), ("-", 2, 2, "⊢ P\n\n⊢ Q"), ("intros.", 2, 2, "⊢ P" + hidden),
+            ("simpl.", 2, 2, "⊢ P1" + hidden), ("lia.", 2, 1, "⊢ P2" + hidden), ("-", 1, 1, "⊢ Q"), ("intros.", 1, 1, "⊢ Q"),
+            ("simpl.", 1, 1, "⊢ Q1"), ("lia.", 1, 0, "⊢ Q2")]
+    return [{"theorem": "t", "module": "M", "step": i, "state_before": st, "tactic": tac, "structural": tac == "-",
+             "goals_before": b, "goals_after": a} for i, (tac, b, a, st) in enumerate(rows)]
+
+
+def test_human_rehearsal_targets_are_in_the_unit_of_search_targets():
+    """The same proof shape as a search tree and as human transitions gives the same steps to close (the
+    critical path at the split, 4), not every tactic left (7)."""
+    nodes = [node(0, ["⊢ P /\\ Q"], solved=True, children=[0]), node(1, ["⊢ P", "⊢ Q"], kind="AND", solved=True, children=[1, 2])]
+    edges = [edge(0, 0, 1, "split."), edge(1, 1, 2, "1: {", "focus"), edge(2, 1, 6, "2: {", "focus")]
+    for first in (2, 6):  # each goal: three tactic steps, the last one closes it
+        for k in range(3):
+            nodes.append(node(first + k, [f"g{first + k}"], solved=True, children=[len(edges)]))
+            edges.append(edge(len(edges), first + k, first + k + 1, ["intros.", "simpl.", "lia."][k]))
+        nodes.append(node(first + 3, [], solved=True, closes=True, evaluations=0))
+    tree = {"root": 0, "nodes": sorted(nodes, key=lambda n: n["id"]), "edges": edges}
+    search = steps_to_close(tree)
+    human = {h.state: h.cost for h in human_samples(_split_proof())}
+    assert search[0] == 4 and human["⊢ P /\\ Q"] == search[0]
+    assert human["⊢ P" + "\n\n(+ 1 unfocused, 0 shelved)"] == search[2] == 3  # inside a bullet: the focused goal alone
+    assert human["⊢ Q2"] == search[8] == 1

@@ -101,6 +101,9 @@ class ReplaySection(Section):
     root_value_min: float | None = None
     root_value_max: float | None = None
     off_path_values: bool = True
+    """value-only samples of the tree's other solved nodes too"""
+    unsolved_values: bool = False
+    """value target −(B−1) for expanded unsolved nodes (ours; the AlphaProof pseudocode gives them none)"""
 
 
 class LearnerSection(Section):
@@ -430,7 +433,7 @@ class ExpertIteration:
         publish(learner, weights, round_)
         worker = RolloutWorker(cfg, weights)
         filt = ReplayFilter(cfg.replay.max_proof_steps, cfg.replay.root_value_min, cfg.replay.root_value_max,
-                            cfg.replay.off_path_values)
+                            cfg.replay.off_path_values, cfg.replay.unsolved_values)
         pool = ProverPool(prover_factory("coq", step_timeout=cfg.search.tactic_timeout), PoolConfig(workers=cfg.workers))
         try:
             if round_ == 0 and self.data.held_out and cfg.eval.before and ckpt is None:

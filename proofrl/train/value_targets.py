@@ -5,14 +5,14 @@ Values are reap's / AlphaProof's −(tactic steps still needed), 0 for a closed 
     v(s) = 0                                          if s closes its goals
     v(s) = max_{e = s→t tactic edge, t solved} v(t) − 1   at a solved OR node (the shortest way to close)
     v(s) = min_{e = s→t focus edge} v(t)              at a solved AND node (focus edges cost 0: the hardest goal)
-    v(s) = −(B − 1)                                   at an expanded node that is not solved
 
-The first three are AlphaProof's ``compute_value_target`` as the issue states it: −(steps to close) along
-solved paths, the minimum over the children at AND nodes (the same min rule reap's backup
-``backpropValueTowardsMin`` applies). For unsolved nodes the search gave no number of steps; we give them the
-far end of the value head's range, −(B − 1) (B = 64 bins), i.e. "not closable within the search's reach".
-That rule is our reading: the pseudocode's own text was not available to us (docs/expert_iteration.md says so).
-Unexpanded leaves get no target: nothing was learned about them.
+This is the AlphaProof pseudocode's ``compute_value_target`` (terminal 0, OR −1 + the child's, AND the min over
+its children), which it computes only once the root is proved and only for the nodes of the proof. One
+difference: at an OR node with several solved children the pseudocode follows the tactic its search marked
+optimal, we take the shortest. **Unsolved nodes get no target**, as there (the pseudocode extracts no
+transition from them); ``unsolved=True`` gives expanded unsolved nodes the far end of the value head's range,
+−(B − 1) (B = 64 bins), "not closable within the search's reach", our extension, off by default.
+Unexpanded leaves never get a target: nothing was learned about them.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ class NodeTarget:
     state: str
     """the state text as the policy and value function saw it (:func:`proofrl.data.tactics.state_text`)"""
     value: float
-    """−(steps to close), or −(B − 1) when unsolved"""
+    """−(steps to close), or −(B − 1) for an unsolved node (only with ``unsolved=True``)"""
     solved: bool
 
 
@@ -75,9 +75,10 @@ def steps_to_close(tree: dict[str, Any]) -> dict[int, int]:
     return {n["id"]: s for n in nodes if (s := steps(n["id"], frozenset())) is not None}
 
 
-def value_targets(tree: dict[str, Any], num_bins: int = 64) -> list[NodeTarget]:
-    """A target for every solved node and every expanded unsolved node (see the module docstring); nodes whose
-    goals are closed are left out (search gives them 0 itself and never asks the value function)."""
+def value_targets(tree: dict[str, Any], num_bins: int = 64, *, unsolved: bool = False) -> list[NodeTarget]:
+    """A target for every solved node, and with ``unsolved`` for every expanded unsolved node (see the module
+    docstring); nodes whose goals are closed are left out (search gives them 0 itself and never asks the value
+    function)."""
     solved = steps_to_close(tree)
     out = []
     for n in tree["nodes"]:
@@ -85,7 +86,7 @@ def value_targets(tree: dict[str, Any], num_bins: int = 64) -> list[NodeTarget]:
             continue
         if n["id"] in solved:
             out.append(NodeTarget(n["id"], node_state_text(n), -float(solved[n["id"]]), True))
-        elif n["evaluations"] > 0:
+        elif unsolved and n["evaluations"] > 0:
             out.append(NodeTarget(n["id"], node_state_text(n), -float(num_bins - 1), False))
     return out
 
