@@ -106,7 +106,7 @@ def test_keys_of_the_update_path_and_their_defaults():
     ("override", "message"),
     [
         ("reward.unlikeliness.beta_rank=2", r"reward.unlikeliness.beta_rank must be in \[0, 1\], got 2"),
-        ("algorithm.ppo.agg_mode=mean", r"algorithm.ppo.agg_mode must be one of \[.*'token-mean'\], got 'mean'"),
+        ("algorithm.ppo.agg_mode=mean", r"algorithm.ppo.agg_mode must be one of \[.*'token-mean', 'token-sum-norm'\], got 'mean'"),
         ("algorithm.ppo.kl_kind=k9", r"algorithm.ppo.kl_kind must be one of \[.*'low_var_kl'.*\], got 'k9'"),
         ("algorithm.advantage=ppo", r"algorithm.advantage must be one of \['dr_grpo', 'grpo'\], got 'ppo'"),
         ("rollout.generator=hf2", r"rollout.generator must be one of \['hf', 'vllm', 'openai'\], got 'hf2'"),

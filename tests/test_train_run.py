@@ -27,8 +27,18 @@ def test_the_rollout_generator_comes_from_policy_make_generator(monkeypatch, kin
     gen, sync = run.rollout_generator(cfg, model, tok)
     assert gen.kind == kind and sync == gen.sync_weights
     expected = {
-        "hf": {"model": model, "tokenizer": tok, "batch_size": cfg.micro_batch * 4},
+        "hf": {"model": model, "tokenizer": tok, "batch_size": cfg.rollout.generation_batch},
         "vllm": {"path": "/m"},
         "openai": {"base_url": "http://127.0.0.1:9", "model": "/m", "tokenizer": tok},
     }[kind]
     assert gen.kw == expected
+
+
+def test_the_update_micro_batch_does_not_change_the_generation_batch(monkeypatch):
+    """``micro_batch`` is a memory knob of the update; the HF generation batch (which changes the sampled
+    rollouts) is ``rollout.generation_batch`` alone."""
+    monkeypatch.setitem(generation.GENERATORS, "hf", lambda **kw: _Made("hf", **kw))
+    sizes = {mb: run.rollout_generator(load_recipe("demo", [f"micro_batch={mb}", "rollout.generation_batch=24"]),
+                                       object(), object())[0].kw["batch_size"] for mb in (1, 64)}  # fmt: skip
+    assert sizes == {1: 24, 64: 24}
+    assert load_recipe("demo").rollout.generation_batch == 256  # the demo's generation, as before the knob

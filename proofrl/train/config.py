@@ -114,6 +114,9 @@ class RolloutConfig(Section):
     max_tokens: PositiveInt = 512
     chunk_prompts: PositiveInt = 4
     """prompts generated per call; each chunk's verification starts while the next chunk is generated"""
+    generation_batch: PositiveInt = 64
+    """``hf``: sequences (prompts × G) per ``model.generate`` call. Its own knob: the batch changes the sampled
+    rollouts (padding and the RNG stream), so the training-side ``micro_batch`` must not set it"""
     error_correction: ErrorCorrectionConfig = Field(default_factory=ErrorCorrectionConfig)
 
     @model_validator(mode="after")
@@ -211,7 +214,7 @@ class TrainConfig(Section):
     checkpoint_every: PositiveInt = 10
     keep_checkpoints: PositiveInt = 2
     micro_batch: PositiveInt = 16
-    """rows per forward pass when computing log-probs"""
+    """rows per forward and backward pass of the update (a memory knob: it never changes what is sampled)"""
     model: ModelConfig = Field(default_factory=ModelConfig)
     data: DataConfig = Field(default_factory=DataConfig)
     rollout: RolloutConfig = Field(default_factory=RolloutConfig)

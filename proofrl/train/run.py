@@ -42,7 +42,7 @@ def rollout_generator(cfg: TrainConfig, model: Any, tokenizer: Any) -> tuple[Any
 
     r = cfg.rollout
     options: dict[str, dict[str, Any]] = {
-        "hf": {"model": model, "tokenizer": tokenizer, "batch_size": max(1, cfg.micro_batch * 4)},
+        "hf": {"model": model, "tokenizer": tokenizer, "batch_size": r.generation_batch},
         "vllm": {"path": cfg.model.path},
         "openai": {"base_url": r.base_url, "model": cfg.model.path, "tokenizer": tokenizer},
     }
