@@ -33,8 +33,18 @@ class _Commands(TyperGroup):
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__, cls=_Commands)
 
 
+def _version(show: bool) -> None:
+    if show:
+        from . import __version__
+
+        typer.echo(f"proofrl {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def main() -> None:
+def main(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="print the version and exit"),
+) -> None:
     """proofrl: train and evaluate LLM theorem provers, judged by a real proof assistant."""
 
 # Commands are registered below, one block each; implementations live in their packages.
@@ -443,6 +453,18 @@ def search(
     cli_search(probs, algorithm, policy, model, out, recipe=recipe, workers=workers, max_steps=max_steps,
                max_nodes=max_nodes, expansions=expansions, width=width, seconds=seconds,
                tactic_timeout=tactic_timeout, value=value, policy_obj=policy_obj)
+
+
+@app.command()
+def view(
+    run_dir: Path = typer.Argument(..., help="a `proofrl search --out` folder, or a folder holding several (a demo's)"),
+) -> None:
+    """Write one self-contained HTML page per search run (RUN/view.html): each theorem's status and proof, its
+    AND-OR tree (priors, visits, values, Q/U, failed tactics, the proof highlighted) and where the time went."""
+    from .view import write_views
+
+    for page in write_views(run_dir):
+        typer.echo(str(page))
 
 
 # -- eval tactics (step-level RL issue): @eval_app.command("tactics") --

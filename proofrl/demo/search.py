@@ -6,7 +6,8 @@ policy calls per theorem (best-first ``max_expansions``, MCTS ``max_steps``), th
 the same tactic timeout; each starts from a freshly loaded policy with the same seed. A theorem counts as
 proved only when the search's script passed the final check in a fresh ``coqc``. Writes ``report.md``,
 ``summary.json``, ``proved.png`` (proved counts per engine) and ``proved_vs_budget.png`` (theorems proved
-within b policy calls, read off each proof's search), plus each engine's ``results.jsonl``, trees and trace.
+within b policy calls, read off each proof's search), plus each engine's ``results.jsonl``, trees, trace and
+``view.html`` (``proofrl view``'s page, linked from the report).
 """
 
 from __future__ import annotations
@@ -94,12 +95,20 @@ def run_part(ctx: Any) -> dict[str, Any]:
     plots = plot(engines, s, out)
     summary = {"settings": asdict(s), "assets": {k: assets.build.get(k) for k in (
                    "pairs", "teaching_seconds", "teaching_cpu_seconds", "stepping_seconds", "losses")},
-               "engines": engines, "plots": [p.name for p in plots], "seconds": round(time.perf_counter() - t0, 1),
+               "engines": engines, "plots": [p.name for p in plots], "pages": view_pages(out, engines),
+               "seconds": round(time.perf_counter() - t0, 1),
                "assets_seconds": round(assets_seconds, 1)}  # fmt: skip
     summary["assets"]["epochs"] = assets.build.get("settings", {}).get("epochs")
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     (out / "report.md").write_text(report(summary, problems))
     return summary
+
+
+def view_pages(out: Path, engines: dict[str, Any]) -> dict[str, str]:
+    """``proofrl view``'s page of each engine's search run, written beside it: engine → path from ``out``."""
+    from ..view import write_view
+
+    return {engine: write_view(out / engine).relative_to(out).as_posix() for engine in engines}
 
 
 def plot(engines: dict[str, Any], s: SearchPartSettings, out: Path) -> list[Path]:
@@ -144,6 +153,9 @@ def report(summary: dict[str, Any], problems: list[Any]) -> str:
     for n, e in engines.items():
         if e["proofs"]:
             lines += [f"Proofs found by {n}:", ""] + [f"- `{name}`: `{' '.join(p.split())}`" for name, p in e["proofs"].items()] + [""]
+    if summary.get("pages"):
+        lines += ["Look at each search in a browser (every theorem's tree, its failed tactics, the proof highlighted): "
+                  + ", ".join(f"[{n}]({page})" for n, page in summary["pages"].items()) + ".", ""]
     lines += [f"Each engine's `results.jsonl`, `trees/` and `trace.jsonl` are in its folder here. Part time: {summary['seconds']} s, "
               f"of which {summary['assets_seconds']} s building or loading the shared tactic assets.", ""]
     return "\n".join(lines)
