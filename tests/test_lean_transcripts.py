@@ -1,23 +1,18 @@
-"""Every recorded real-Lean transcript pair, replayed through :class:`LeanSession` over real pipes.
+"""Every recorded real-Lean transcript pair (v4.33.0-rc2), replayed through :class:`LeanSession` over real pipes.
 
 For each pair: the replay process checks every request we send equals the recorded one, every response is
 parsed into its typed model (strict: unknown keys fail), and the verdict/step outcome of every response is
 asserted against the table below. Codes: for a command, ``ok`` (no error, no sorry) or the ``+``-joined
 reasons (``sorry``, ``incomplete``, ``kernel``, ``lean``); for a tactic, ``solved``, ``openN`` (N goals) or
-``fail:`` + ``error``/``sorry``/``meta``/``kernel``; ``repl`` for ``{"message": ...}``.
+``fail:`` + ``error``/``sorry``/``meta``/``kernel``; ``repl`` for ``{"message": ...}`` (:mod:`lean_conformance`).
+Older toolchains: ``test_lean_versions.py``.
 """
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from lean_replay_support import TRANSCRIPTS, needs_transcripts, pairs, replay_config
-
-from proofrl.provers.lean import LeanSession
-from proofrl.provers.lean.models import CommandResponse, ProofStepResponse, ReplError, parse_goal, parse_goals_text
-from proofrl.provers.lean.replay import requests_of
-from proofrl.provers.lean.rules import judge_command, judge_step
+from lean_conformance import run_pair
+from lean_replay_support import TRANSCRIPTS, needs_transcripts, pairs
 
 pytestmark = needs_transcripts
 
@@ -95,29 +90,6 @@ EXPECTED = {
     "variables": "ok ok sorry",
 }
 
-_STEP_REQUESTS = ("tactic", "pickleTo+proofState", "unpickleProofStateFrom")
-
-
-def outcome(resp: CommandResponse | ProofStepResponse | ReplError) -> str:
-    if isinstance(resp, ReplError):
-        return "repl"
-    if isinstance(resp, CommandResponse):
-        j = judge_command(resp)
-        return "ok" if j.status.value == "valid" else "+".join(r.split(":")[0].split(" ")[0] for r in j.reasons)
-    j = judge_step(resp)
-    if j.solved:
-        return "solved"
-    if j.ok:
-        return f"open{len(resp.goals)}"
-    m = j.message
-    kind = "kernel" if m.startswith("Error: kernel") else "meta" if "metavariable" in m else "sorry" if "sorry" in m else "error"
-    return f"fail:{kind}"
-
-
-def expects_step(request: dict) -> bool:
-    return "tactic" in request or "unpickleProofStateFrom" in request or ("pickleTo" in request and "proofState" in request)
-
-
 def test_every_pair_is_in_the_table() -> None:
     names = {p.relative_to(TRANSCRIPTS).as_posix()[: -len(".in")] for p in pairs()}
     assert len(names) == 71
@@ -127,26 +99,6 @@ def test_every_pair_is_in_the_table() -> None:
 @pytest.mark.parametrize("inp", pairs(), ids=lambda p: p.relative_to(TRANSCRIPTS).as_posix()[: -len(".in")])
 def test_transcript_replays_parses_and_judges(inp) -> None:
     name = inp.relative_to(TRANSCRIPTS).as_posix()[: -len(".in")]
-    requests = [json.loads(q) for q in requests_of(inp.read_text(encoding="utf-8"))]
-    got = []
-    with LeanSession(replay_config(inp)) as session:
-        for req in requests:
-            resp = session.send(req, timeout=10)
-            kind = ProofStepResponse if expects_step(req) else CommandResponse
-            assert isinstance(resp, (kind, ReplError)), (req, resp)
-            for goal in _goal_texts(resp):
-                g = parse_goal(goal)
-                assert g.conclusion and goal.endswith(g.conclusion)
-            if isinstance(resp, CommandResponse):
-                for t in resp.tactics:
-                    assert all(g.conclusion for g in parse_goals_text(t.goals))
-            got.append(outcome(resp))
-        assert session.alive  # the replay agreed with every request we sent
-    assert " ".join(got) == EXPECTED[name]
-
-
-def _goal_texts(resp):  # noqa: ANN001, ANN202
-    if isinstance(resp, ProofStepResponse):
-        yield from resp.goals
-    if isinstance(resp, (ProofStepResponse, CommandResponse)):
-        yield from (s.goal for s in resp.sorries)
+    run = run_pair(inp, "v4.33.0-rc2")
+    assert run.replayed and run.parsed, run.error  # the replay agreed with every request we sent
+    assert run.text == EXPECTED[name]

@@ -6,7 +6,8 @@ the REPL inside your Lean project (the one with Mathlib), for example::
     export PROOFRL_LEAN_REPL="lake -d /path/to/mathlib-project env /path/to/repl/.lake/build/bin/repl"
 
 ``PROOFRL_LEAN_PROJECT`` (optional) sets the working directory the command runs in, for those who prefer
-``lake env`` without ``-d``.
+``lake env`` without ``-d``. ``PROOFRL_LEAN_VERSION`` (optional) names the toolchain the REPL was built with
+(``v4.9.0``); without it the REPL's generation is detected from its answers (:mod:`.generations`).
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ import shutil
 from dataclasses import dataclass, field, replace
 
 from ...errors import BackendUnavailable
+from .generations import toolchain_key
 
 ENV_REPL = "PROOFRL_LEAN_REPL"
 ENV_PROJECT = "PROOFRL_LEAN_PROJECT"
+ENV_VERSION = "PROOFRL_LEAN_VERSION"
 
 DEFAULT_AXIOMS = frozenset({"propext", "Classical.choice", "Quot.sound"})
 DEFAULT_FORBIDDEN = ("sorry", "admit", "native_decide")
@@ -54,6 +57,13 @@ class LeanConfig:
     in scope, hence off by default)"""
     env: dict[str, str] | None = field(default=None, compare=False)
     """environment of the REPL process; None = inherit"""
+    version: str | None = None
+    """the Lean toolchain the REPL was built with (``v4.9.0``, ``leanprover/lean4:v4.15.0``), which fixes the
+    response shapes it is read with; None = detect them from its answers (:mod:`.generations`)"""
+
+    def __post_init__(self) -> None:
+        if self.version is not None:
+            toolchain_key(self.version)  # a name that is no toolchain is a one-line ConfigError
 
     @classmethod
     def from_env(cls, **overrides: object) -> LeanConfig:
@@ -61,7 +71,8 @@ class LeanConfig:
         value = os.environ.get(ENV_REPL, "").strip()
         if not value:
             raise BackendUnavailable("lean", f"{ENV_REPL} is not set (see docs/lean.md)")
-        base = cls(command=tuple(shlex.split(value)), cwd=os.environ.get(ENV_PROJECT) or None)
+        base = cls(command=tuple(shlex.split(value)), cwd=os.environ.get(ENV_PROJECT) or None,
+                   version=os.environ.get(ENV_VERSION, "").strip() or None)
         return replace(base, **overrides)  # type: ignore[arg-type]
 
     def with_overrides(self, **changes: object) -> LeanConfig:

@@ -1,11 +1,12 @@
 """Typed models of what the Lean REPL (leanprover-community/repl) answers, and the goal-text parser.
 
-Every shape recorded from real Lean in ``../shared/lean-repl-transcripts`` has a model here:
+Every shape recorded from real Lean, under every toolchain from ``nightly-2023-03-17`` to ``v4.33``, has a model
+here; what a generation of the REPL may send is in :mod:`.generations`, and each parser takes the generation:
 
 * :class:`CommandResponse` (command, file and ``pickleTo``/``unpickleEnvFrom`` requests):
   ``env``, optional ``messages``, ``sorries``, ``tactics`` (``allTactics``), ``infotree``;
 * :class:`ProofStepResponse` (``tactic`` and proof-state pickling): ``proofState``, ``goals``,
-  ``proofStatus``, optional ``messages``, ``sorries``, ``traces``;
+  ``proofStatus`` (from v4.19; ``None`` before), optional ``messages``, ``sorries``, ``traces``;
 * :class:`ReplError`: ``{"message": ...}`` (unknown env/proof state, a tactic that failed to parse or run).
 
 The REPL omits empty lists, so every list field defaults to ``()``. Parsing is strict: a key we do not
@@ -21,6 +22,7 @@ from typing import Any, Literal
 
 from ...errors import ProtocolError
 from ..base import Goal, Hypothesis
+from .generations import CURRENT, Generation
 
 Severity = Literal["error", "warning", "info", "trace"]
 
@@ -123,8 +125,8 @@ class TacticRecord:
     used_constants: tuple[str, ...] = ()
 
     @classmethod
-    def from_json(cls, d: Any) -> TacticRecord:
-        d = _keys(d, "tactic record", {"tactic", "goals", "pos", "endPos"}, {"proofState", "usedConstants"})
+    def from_json(cls, d: Any, gen: Generation = CURRENT) -> TacticRecord:
+        d = _keys(d, "tactic record", gen.tactic_record_required, gen.tactic_record_optional)
         ps = d.get("proofState")
         return cls(_str(d["tactic"], "tactic"), _str(d["goals"], "goals"),
                    None if ps is None else _int(ps, "proofState"), Pos.from_json(d["pos"]),
@@ -159,17 +161,17 @@ class InfoTree:
     raw: str | None = None
 
     @classmethod
-    def from_json(cls, d: Any) -> InfoTree:
+    def from_json(cls, d: Any, gen: Generation = CURRENT) -> InfoTree:
         d = _keys(d, "infotree node", {"kind"}, {"node", "children"})
-        children = tuple(cls.from_json(c) for c in _list(d, "children"))
+        children = tuple(cls.from_json(c, gen) for c in _list(d, "children"))
         node = d.get("node")
         if d["kind"] != "TacticInfo" or node is None:
             raw = None if node is None else json.dumps(node, ensure_ascii=False, sort_keys=True)
             return cls(_str(d["kind"], "kind"), children, raw=raw)
         node = _keys(node, "TacticInfo", {"stx", "goalsBefore", "goalsAfter"}, {"name"})
-        stx = _keys(node["stx"], "syntax", {"pp", "kind"}, {"range", "argKinds"})
+        stx = _keys(node["stx"], "syntax", gen.syntax_required, gen.syntax_optional)
         return cls(
-            "TacticInfo", children, name=node.get("name"), pp=stx["pp"], syntax_kind=stx["kind"],
+            "TacticInfo", children, name=node.get("name"), pp=stx["pp"], syntax_kind=stx.get("kind"),
             range=SyntaxRange.from_json(stx["range"]) if "range" in stx else None,
             goals_before=tuple(_str(g, "goal") for g in node["goalsBefore"]),
             goals_after=tuple(_str(g, "goal") for g in node["goalsAfter"]),
@@ -185,14 +187,14 @@ class CommandResponse:
     infotree: tuple[InfoTree, ...] = ()
 
     @classmethod
-    def from_json(cls, d: Any) -> CommandResponse:
+    def from_json(cls, d: Any, gen: Generation = CURRENT) -> CommandResponse:
         d = _keys(d, "command response", {"env"}, {"messages", "sorries", "tactics", "infotree"})
         return cls(
             _int(d["env"], "env"),
             tuple(ReplMessage.from_json(m) for m in _list(d, "messages")),
             tuple(Sorry.from_json(s) for s in _list(d, "sorries")),
-            tuple(TacticRecord.from_json(t) for t in _list(d, "tactics")),
-            tuple(InfoTree.from_json(n) for n in _list(d, "infotree")),
+            tuple(TacticRecord.from_json(t, gen) for t in _list(d, "tactics")),
+            tuple(InfoTree.from_json(n, gen) for n in _list(d, "infotree")),
         )
 
     @property
@@ -203,22 +205,23 @@ class CommandResponse:
 @dataclass(frozen=True)
 class ProofStepResponse:
     """The answer to a tactic. ``goals == ()`` does *not* mean solved: only ``proofStatus == "Completed"``
-    with no error message does (see :func:`proofrl.provers.lean.rules.judge_step`)."""
+    with no error message does (see :func:`proofrl.provers.lean.rules.judge_step`). ``proof_status`` is None
+    from a REPL before v4.19, which does not say it."""
 
     proof_state: int
     goals: tuple[str, ...]
-    proof_status: str
+    proof_status: str | None
     messages: tuple[ReplMessage, ...] = ()
     sorries: tuple[Sorry, ...] = ()
     traces: tuple[str, ...] = ()
 
     @classmethod
-    def from_json(cls, d: Any) -> ProofStepResponse:
-        d = _keys(d, "proof step response", {"proofState", "goals", "proofStatus"}, {"messages", "sorries", "traces"})
+    def from_json(cls, d: Any, gen: Generation = CURRENT) -> ProofStepResponse:
+        d = _keys(d, "proof step response", gen.step_required, gen.step_optional)
         return cls(
             _int(d["proofState"], "proofState"),
             tuple(_str(g, "goal") for g in _list(d, "goals")),
-            _str(d["proofStatus"], "proofStatus"),
+            _str(d["proofStatus"], "proofStatus") if gen.has_proof_status else None,
             tuple(ReplMessage.from_json(m) for m in _list(d, "messages")),
             tuple(Sorry.from_json(s) for s in _list(d, "sorries")),
             tuple(_str(t, "trace") for t in _list(d, "traces")),
@@ -243,16 +246,37 @@ class ReplError:
 Response = CommandResponse | ProofStepResponse | ReplError
 
 
-def parse_response(d: Any) -> Response:
-    """Pick the model by the keys the REPL sent (the three shapes share no required key)."""
+def parse_response(d: Any, gen: Generation = CURRENT) -> Response:
+    """Pick the model by the keys the REPL sent (the three shapes share no required key), and read it as
+    generation ``gen`` speaks it."""
     if isinstance(d, dict):
         if "message" in d:
             return ReplError.from_json(d)
-        if "proofStatus" in d:
-            return ProofStepResponse.from_json(d)
         if "env" in d:
-            return CommandResponse.from_json(d)
+            return CommandResponse.from_json(d, gen)
+        if "proofState" in d:
+            return ProofStepResponse.from_json(d, gen)
     raise _fail("response shape", d)
+
+
+def parse_as(d: Any, gens: tuple[Generation, ...]) -> tuple[Response, tuple[Generation, ...]]:
+    """Read ``d`` as the newest of ``gens`` that it fits; returns the model and the generations it fits
+    (the candidates left). Fitting none raises the newest one's :class:`ProtocolError`."""
+    fits: list[Generation] = []
+    first: Response | None = None
+    error: ProtocolError | None = None
+    for g in gens:
+        try:
+            r = parse_response(d, g)
+        except ProtocolError as e:
+            error = error or e
+            continue
+        fits.append(g)
+        first = r if first is None else first
+    if first is None:
+        assert error is not None
+        raise error
+    return first, tuple(fits)
 
 
 # -- goal text ----------------------------------------------------------------------------------------
@@ -264,8 +288,11 @@ def parse_goal(text: str) -> Goal:
         x : Nat := 3         <- a let-bound hypothesis
         ⊢ n✝ + 1 = 0         <- the conclusion (continuation lines are indented)
 
-    Long types wrap onto indented continuation lines; they are joined back with their newline kept.
+    Long types wrap onto indented continuation lines; they are joined back with their newline kept. Early
+    REPLs (seen up to v4.11) printed some goals on one line (:func:`_parse_flat_goal`).
     """
+    if "\n" not in text and not text.startswith("⊢") and " ⊢ " in text:
+        return _parse_flat_goal(text)
     lines = text.split("\n")
     name = None
     if lines and lines[0].startswith("case "):
@@ -290,6 +317,52 @@ def parse_goal(text: str) -> Goal:
         hyps.append(Hypothesis(tuple(names.split()), typ, value if sep else None))
     if conclusion is None:
         raise ProtocolError("goal text without ⊢", raw=text)
+    return Goal(tuple(hyps), conclusion, name)
+
+
+def _top_level(text: str, sep: str) -> list[int]:
+    """Offsets of ``sep`` in ``text`` outside brackets."""
+    out, depth = [], 0
+    for i, ch in enumerate(text):
+        depth += (ch in "([{⟨⦃") - (ch in ")]}⟩⦄")
+        if depth == 0 and text.startswith(sep, i):
+            out.append(i)
+    return out
+
+
+def _parse_flat_goal(text: str) -> Goal:
+    """A goal printed on one line (``case succ x : Nat hx : x + 1 > x ⊢ x + 2 > x + 1``), as early REPLs did.
+
+    The conclusion follows the last top-level `` ⊢ ``; the context is split at its top-level `` : ``, each
+    hypothesis after the first taking the last word before its colon as its name. The line does not say
+    where a group of several names after the first hypothesis starts (``a : Nat b c : Nat`` reads as
+    ``a : Nat b`` and ``c : Nat``); the goal's text is kept whole in every other respect.
+    """
+    turnstiles = _top_level(text, " ⊢ ")
+    if not turnstiles:
+        raise ProtocolError("goal text without ⊢", raw=text)
+    context, conclusion = text[: turnstiles[-1]], text[turnstiles[-1] + 3 :]
+    name = None
+    if context.startswith("case "):
+        name, _, context = context[len("case "):].partition(" ")
+    hyps: list[Hypothesis] = []
+    if context.strip():
+        cuts = _top_level(context, " : ")
+        if not cuts:
+            raise ProtocolError("hypothesis without a type in goal text", raw=text)
+        names = context[: cuts[0]].split()
+        for k, at in enumerate(cuts):
+            end = cuts[k + 1] if k + 1 < len(cuts) else len(context)
+            segment = context[at + 3 : end]
+            if k + 1 < len(cuts):
+                typ, _, nxt = segment.rpartition(" ")
+                if not typ:
+                    raise ProtocolError("hypothesis without a type in goal text", raw=text)
+            else:
+                typ, nxt = segment, ""
+            typ, sep, value = typ.partition(" := ")
+            hyps.append(Hypothesis(tuple(names), typ, value if sep else None))
+            names = [nxt]
     return Goal(tuple(hyps), conclusion, name)
 
 

@@ -22,6 +22,8 @@ A whole proof is ``valid`` only when *all* hold:
 A tactic step counts as a step only with no error, no sorry, and ``proofStatus`` either ``Completed`` (solved)
 or ``Incomplete: open goals remain``. ``goals == []`` alone means nothing: Lean also returns it for
 ``Incomplete: contains sorry``/``contains metavariable(s)`` and ``Error: kernel type check failed``.
+A REPL before v4.19 sends no ``proofStatus`` (:mod:`.generations`): a step that leaves goals is open as
+before, and one that leaves none is *unconfirmed* (:data:`UNCONFIRMED`), never solved on that answer.
 """
 
 from __future__ import annotations
@@ -363,15 +365,22 @@ def judge_axioms(axioms: tuple[str, ...] | None, allowed: frozenset[str]) -> Jud
     return Judgement(Status.REJECTED, bad) if bad else Judgement(Status.VALID)
 
 
+UNCONFIRMED = ("no goals left, but a REPL before v4.19 sends no proofStatus, so a kernel failure, a leftover "
+               "metavariable or a sorry an earlier step left in the term cannot be seen in tactic mode")
+
+
 @dataclass(frozen=True)
 class StepJudgement:
-    """``ok`` and ``solved`` for a good step; otherwise ``kind`` and ``message`` say why it failed."""
+    """``ok`` and ``solved`` for a good step; otherwise ``kind`` and ``message`` say why it failed.
+    ``unconfirmed`` (an ok step that left no goals on a REPL without ``proofStatus``) says why it is not
+    ``solved``: only elaborating the whole path can confirm it."""
 
     ok: bool
     solved: bool = False
     kind: FailureKind | None = None
     message: str = ""
     message_obj: ReplMessage | None = None
+    unconfirmed: str = ""
 
 
 def judge_step(resp: ProofStepResponse | ReplError) -> StepJudgement:
@@ -384,6 +393,8 @@ def judge_step(resp: ProofStepResponse | ReplError) -> StepJudgement:
     if resp.sorries:
         return StepJudgement(False, kind=FailureKind.FORBIDDEN, message="sorry")
     status = resp.proof_status
+    if status is None:  # a REPL before v4.19: the goals are all it says
+        return StepJudgement(True) if resp.goals else StepJudgement(True, unconfirmed=UNCONFIRMED)
     if status == "Completed" and not resp.goals:
         return StepJudgement(True, solved=True)
     if status == "Incomplete: open goals remain" and resp.goals:

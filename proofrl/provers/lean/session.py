@@ -2,8 +2,12 @@
 
 Framing (from the REPL's ``getLines``/``loop``): a request is read line by line up to a blank line and the
 lines are glued *without* their newlines, so a request must be exactly one JSON line followed by a blank
-line (``json.dumps`` escapes the newlines inside code). A response is pretty-printed JSON over several lines
-followed by one blank line; no line inside it is empty (strings are escaped), so the first ``\\n\\n`` ends it.
+line (``json.dumps`` escapes the newlines inside code). A response is one pretty-printed JSON object over
+several lines; REPLs since late 2023 follow it with a blank line, the earliest with a single newline, so the
+session reads exactly one JSON value (:class:`JsonEnd`) and skips the whitespace between values.
+
+Which shapes the answers may have depends on the REPL's generation (:mod:`.generations`): the config names
+the toolchain, or the session starts with every generation as a candidate and keeps those the answers fit.
 
 A crash is never reported in the stream: the REPL prints ``uncaught exception: ...`` on stderr and stdout
 reaches EOF. Hence EOF, a non-zero exit and output that is not JSON all raise
@@ -20,19 +24,73 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 from typing import Any
 
 from ...errors import OutputTooLarge, ProtocolError, ProverCrashed, ProverTimeout
 from ..process import ProverProcess
 from .config import LeanConfig
-from .models import CommandResponse, ProofStepResponse, ReplError, Response, parse_response
+from .generations import Generation, candidates
+from .models import CommandResponse, ProofStepResponse, ReplError, Response, parse_as
 
 _ids = itertools.count(1)
 
 
-FRAME_END = b"\n\n"  # a response is JSON followed by a blank line
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 """the most of one response kept (infotrees on Mathlib proofs run to megabytes); past it the process is killed"""
+
+
+class JsonEnd:
+    """Where the first JSON object or array in a growing buffer ends (-1 until all of it has arrived).
+
+    Resumable: each call scans only the bytes not yet seen (brackets counted outside strings, escapes
+    skipped), so a response arriving in many pieces costs linear time. Leading whitespace (the blank line
+    that ended the previous answer) is part of the frame. Output that does not start with ``{`` or ``[`` is
+    framed up to its first newline, so it fails as "not JSON" instead of waiting for a bracket.
+    """
+
+    _OUTSIDE = re.compile(rb'[{}\[\]"]')
+    _INSIDE = re.compile(rb'["\\]')
+
+    def __init__(self) -> None:
+        self.pos = 0
+        self.depth = 0
+        self.started = False
+        self.in_string = False
+
+    def __call__(self, buf: bytearray) -> int:
+        if not self.started:
+            while self.pos < len(buf) and buf[self.pos] in b" \t\r\n":
+                self.pos += 1
+            if self.pos == len(buf):
+                return -1
+            if buf[self.pos] not in b"{[":
+                nl = buf.find(b"\n", self.pos)
+                return -1 if nl < 0 else nl + 1
+            self.started = True
+        while True:
+            m = (self._INSIDE if self.in_string else self._OUTSIDE).search(buf, self.pos)
+            if m is None:
+                self.pos = len(buf)
+                return -1
+            c = buf[m.start()]
+            if self.in_string:
+                if c == ord("\\"):
+                    if m.start() + 1 >= len(buf):  # the escaped byte has not arrived yet
+                        self.pos = m.start()
+                        return -1
+                    self.pos = m.start() + 2
+                    continue
+                self.in_string = False
+            elif c == ord('"'):
+                self.in_string = True
+            elif c in b"{[":
+                self.depth += 1
+            else:
+                self.depth -= 1
+                if self.depth == 0:
+                    return m.start() + 1
+            self.pos = m.start() + 1
 
 
 def encode_request(request: dict[str, Any]) -> bytes:
@@ -53,6 +111,13 @@ class LeanSession:
         # the project directory (cwd) stays readable inside the sandbox; the scratch directory is for writes
         self._proc = ProverProcess(config.command, memory_mb=config.memory_mb, cwd=config.cwd or os.getcwd())
         self._dead = False
+        self.generations: tuple[Generation, ...] = candidates(config.version)
+        """the REPL generations its answers so far fit, newest first (one, once a tactic answer decided)"""
+
+    @property
+    def generation(self) -> Generation:
+        """The generation answers are read as: the newest candidate left."""
+        return self.generations[0]
 
     # -- lifecycle --------------------------------------------------------------------------------------
     @property
@@ -94,7 +159,7 @@ class LeanSession:
         self.requests += 1
         try:
             self._proc.write(encode_request(request))
-            raw = self._proc.read_until(FRAME_END, timeout, command=text, max_bytes=MAX_RESPONSE_BYTES)
+            raw = self._proc.read_until(JsonEnd(), timeout, command=text, max_bytes=MAX_RESPONSE_BYTES)
         except (ProverTimeout, OutputTooLarge):  # read in linear time; a flood is the proof's, and ends it
             self.kill()
             raise
@@ -102,7 +167,8 @@ class LeanSession:
             self.kill()
             raise
         try:
-            return parse_response(json.loads(raw.decode("utf-8")))
+            resp, self.generations = parse_as(json.loads(raw.decode("utf-8")), self.generations)
+            return resp
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
             self.kill()
             raise ProverCrashed(
