@@ -41,9 +41,9 @@ _PR_SET_PDEATHSIG = 1
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
-def _read_or_eof(fd: int) -> bytes:
+def _read_or_eof(fd: int, size: int = 4096) -> bytes:
     try:
-        return os.read(fd, 4096)
+        return os.read(fd, size)
     except OSError:
         return b""
 
@@ -298,10 +298,12 @@ class ProverProcess:
 
 
 class RunResult:
-    __slots__ = ("returncode", "stdout", "stderr", "timed_out")
+    __slots__ = ("returncode", "stdout", "stderr", "timed_out", "too_large")
 
-    def __init__(self, returncode: int | None, stdout: str, stderr: str, timed_out: bool):
+    def __init__(self, returncode: int | None, stdout: str, stderr: str, timed_out: bool, too_large: bool = False):
         self.returncode, self.stdout, self.stderr, self.timed_out = returncode, stdout, stderr, timed_out
+        self.too_large = too_large
+        """the command printed more than ``max_output`` bytes and was killed for it"""
 
 
 def run_once(
@@ -312,23 +314,46 @@ def run_once(
     memory_mb: int | None = None,
     readable: Sequence[str] = (),
     sandbox: Sandbox | None = None,
+    max_output: int | None = None,
 ) -> RunResult:
     """Run a command to completion under the same guards, with ``cwd`` as its scratch directory (the only
-    place it may write); on timeout its whole process group is killed."""
+    place it may write); on timeout its whole process group is killed. Its stdout and stderr are read as they
+    come; past ``max_output`` bytes of both together it is killed too (``too_large``), so a command printing
+    without end costs the caller that many bytes, not all it printed."""
     sb = sandbox or current()
     proc = _spawner.popen(
         args=sb.wrap(list(argv), scratch=cwd, cwd=cwd, readable=readable), stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, cwd=cwd, env=sb.env(os.environ, cwd),
         start_new_session=True, preexec_fn=_limits(memory_mb, sb.max_file_mb),
     )
-    try:
-        out, err = proc.communicate(timeout=timeout)
-        timed_out = False
-    except subprocess.TimeoutExpired:
+    deadline = time.monotonic() + timeout
+    buffers = {proc.stdout.fileno(): bytearray(), proc.stderr.fileno(): bytearray()}  # type: ignore[union-attr]
+    out, err = buffers.values()
+    reading, timed_out, too_large = set(buffers), False, False
+    while reading and not too_large:
+        wait = deadline - time.monotonic()
+        if wait <= 0:
+            timed_out = True
+            break
+        for fd in select.select(list(reading), [], [], wait)[0]:
+            chunk = _read_or_eof(fd, 1 << 16)
+            if not chunk:
+                reading.discard(fd)
+            buffers[fd].extend(chunk)
+        too_large = max_output is not None and len(out) + len(err) > max_output
+    if not (timed_out or too_large):
+        try:
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:  # both pipes closed, the process still running
+            timed_out = True
+    if timed_out or too_large:
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        out, err = proc.communicate()
-        timed_out = True
-    return RunResult(proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), timed_out)
+        proc.wait()
+    for f in (proc.stdout, proc.stderr):
+        f.close()  # type: ignore[union-attr]
+    cap = max_output if max_output is not None else len(out) + len(err)
+    decode = lambda b: bytes(b[:cap]).decode("utf-8", "replace")  # noqa: E731
+    return RunResult(proc.returncode, decode(out), decode(err), timed_out, too_large)

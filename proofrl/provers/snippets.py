@@ -13,9 +13,10 @@ taken as the first declaration up to its ``:=``.
 
 Through the server the header is untrusted too: it comes from the client, not from a problem set, and a header
 can change what an unchanged statement means (``Notation "'False'" := True.``, a coercion, an axiom named like
-an allowed one, a module named like a library). So a Coq snippet header may hold only what loads libraries,
-opens scopes and sets options (:func:`header_refusal`, an allowlist); any other sentence makes the snippet
-``rejected`` with its reason before Coq runs. The proof itself may hold only tactics
+an allowed one, a module named like a library) or how the judge runs (``Unset Guard Checking``). So a Coq
+snippet header may hold only what loads libraries, opens scopes and sets harmless options, read by Coq's
+grammar (:func:`~proofrl.provers.coq.header.header_refusal`, an allowlist); any other sentence makes the
+snippet ``rejected`` with its reason before Coq runs. The proof itself may hold only tactics
 (:mod:`proofrl.provers.coq.rules`). The sandbox is the wall behind both.
 """
 
@@ -30,13 +31,6 @@ from .base import Message, Position, Status, Theorem, Verdict
 if TYPE_CHECKING:
     from ..data.problems import Problem
 
-HEADER_FORBIDDEN = (
-    "Load", "Cd", "Redirect", "Drop", "Declare ML Module", "Add LoadPath", "Add Rec LoadPath", "Add ML Path",
-    "Remove LoadPath", "Extraction", "Separate Extraction", "Recursive Extraction", "Set Extraction",
-)
-"""Coq commands that read or write files by path, change directory, load native plugins or leave the
-toplevel; ``Extraction`` with a file name writes that file."""
-_CONTROL = re.compile(r"^\s*(?:#\[[^\]]*\]\s*|(?:Time|Instructions|Fail|Succeed|Local|Global|Timeout\s+\d+)\s+)")
 _COQ_STATEMENT = re.compile(r"(Theorem|Lemma|Fact|Remark|Corollary|Proposition|Example)\s+([A-Za-z_][\w']*)")
 _LEAN_DECL = re.compile(r"(?m)^\s*((?:@\[[^\]]*\]\s*)?(?:private\s+|protected\s+)?(theorem|lemma|example))\b")
 
@@ -49,49 +43,12 @@ class Job:
     """where the proof starts in the snippet (to move message positions back into the snippet)"""
 
 
-def header_command(sentence: str) -> str | None:
-    """The ``HEADER_FORBIDDEN`` command a header sentence runs (under ``Time``, ``Fail``, attributes, ...)."""
-    from .coq.rules import strip_comments_and_strings
-
-    text = strip_comments_and_strings(sentence)
-    while (m := _CONTROL.match(text)) is not None:
-        text = text[m.end() :]
-    words = " ".join(text.replace(".", " ").split())
-    return next((c for c in sorted(HEADER_FORBIDDEN, key=len, reverse=True) if (words + " ").startswith(c + " ")), None)
-
-
-_Q = r"[A-Za-z_][\w']*(?:\.[A-Za-z_][\w']*)*"
-HEADER_ALLOWED = (
-    re.compile(rf"(?:From {_Q} )?Require(?: Import| Export)?(?: {_Q})+ ?\."),
-    re.compile(rf"(?:Import|Export)(?: {_Q})+ ?\."),
-    re.compile(r"(?:Local |Global )?(?:Open|Close) Scope [A-Za-z_][\w']* ?\."),
-    re.compile(r"(?:Set|Unset)(?: [A-Z][\w']*)+(?: (?:\d+|\"[^\"]*\"|[A-Za-z_][\w']*))? ?\."),
-)
-"""What a snippet header may do: load libraries (``Require``, ``From .. Require``, ``Import``), open or
-close scopes, set options. Nothing that declares (notations, coercions, axioms, parameters, modules,
-definitions, admitted constants, hints, tactics)."""
-UNSAFE_OPTIONS = ("Guard Checking", "Positivity Checking", "Universe Checking", "Definitional UIP", "Nested Proofs Allowed")
-"""Options that switch a kernel check off or let a proof be nested in another: refused in a header."""
-
-
 def header_refusal(sentence: str) -> str | None:
-    """``None`` if a snippet header may hold the sentence, else the reason (``forbidden: Notation``)."""
-    from .coq.rules import strip_comments_and_strings
+    """``None`` if a snippet header may hold the sentence, else the reason (see
+    :func:`proofrl.provers.coq.header.header_refusal`)."""
+    from .coq.header import header_refusal as refusal
 
-    if command := header_command(sentence):
-        return f"forbidden: {command}"
-    text = " ".join(strip_comments_and_strings(sentence).split())
-    if any(p.fullmatch(text) for p in HEADER_ALLOWED):
-        option = next((o for o in UNSAFE_OPTIONS if re.fullmatch(rf"(?:Set|Unset) {o} ?\.", text)), None)
-        return f"forbidden: {text.split()[0]} {option}" if option else None
-    head = text
-    while (m := _CONTROL.match(head)) is not None and m.end() > 0:
-        head = head[m.end() :]
-    words = re.findall(r"[A-Za-z_][\w']*", head)[:2]
-    first = words[0] if words else (head[:20] or "?")
-    if first in ("Tactic", "Reserved", "Number", "String", "Declare", "Hint", "Existing", "Program") and len(words) > 1:
-        first = " ".join(words)
-    return f"forbidden: {first}"
+    return refusal(sentence)
 
 
 def coq_job(code: str) -> Job | Verdict:

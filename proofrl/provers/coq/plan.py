@@ -1,7 +1,9 @@
 """Turn untrusted proof text into a checked plan: the statement we add ourselves, then tactic sentences.
 
 Rejections that need no prover happen here (bad bytes, unbalanced comments, any sentence not known to be a
-tactic, ``Admitted``, a restated statement that differs from the problem's), so they cost microseconds.
+tactic, ``Admitted``, a restated statement under another name), so they cost microseconds. A restatement
+whose text differs from the problem's in more than comments, blanks and the keyword is elaborated in its
+place, and the kernel-type comparison after the proof decides whether it is the same statement.
 """
 
 from __future__ import annotations
@@ -10,11 +12,10 @@ import re
 from dataclasses import dataclass
 
 from ..base import Message, Status, Theorem, Verdict
-from .rules import Outgoing, forbidden_reason, outgoing
+from .rules import Outgoing, blank_comments, forbidden_reason, outgoing, proof_end, reference_statement
 from .sentences import Sentence, SplitError, position, split_sentences
 
 _DECL = re.compile(r"^\s*(?:Local\s+|Global\s+)?(?:Theorem|Lemma|Fact|Remark|Corollary|Proposition|Example)\s+([\w'.]+)")
-_END = {"Qed.", "Defined."}
 
 
 @dataclass(frozen=True)
@@ -24,7 +25,13 @@ class Plan:
     tactics: tuple[Sentence, ...]  # offsets into ``source``; the first may be ``Proof``
     source: str
     name_span: tuple[int, int]
-    """where the theorem's name stands in ``statement`` (to elaborate the statement again under another)"""
+    """where the theorem's name stands in ``statement``"""
+    reference: str = ""
+    """the problem's statement under :data:`~proofrl.provers.coq.rules.REFERENCE_NAME`: elaborated again after
+    the proof, its kernel type must be the proved constant's"""
+    restated: bool = False
+    """``statement`` is the proof's own restatement (it differs from the problem's in its text: spacing, a
+    comment, ``Lemma`` for ``Theorem``); the kernel-type comparison alone says whether it means the same"""
 
     def outgoing(self, i: int, timeout: float | None = None) -> Outgoing:
         """Tactic ``i`` as Coq receives it (see :func:`~proofrl.provers.coq.rules.outgoing`)."""
@@ -37,7 +44,9 @@ def theorem_name(theorem: Theorem) -> str:
 
 
 def _norm(s: str) -> str:
-    return " ".join(s.split())
+    """A statement sentence with comments and blanks normalised and its keyword made ``Theorem``."""
+    return re.sub(r"^((?:Local |Global )?)(?:Theorem|Lemma|Fact|Remark|Corollary|Proposition|Example)\b", r"\1Theorem",
+                  " ".join(blank_comments(s).split()))
 
 
 def plan_proof(theorem: Theorem, proof: str, *, max_chars: int, forbidden_tactics: tuple[str, ...]) -> Plan | Verdict:
@@ -73,15 +82,21 @@ def plan_proof(theorem: Theorem, proof: str, *, max_chars: int, forbidden_tactic
     except SplitError as e:
         return no(Status.ERROR, f"parse_error: {e}", str(e), e.offset)
 
-    if sentences and _DECL.match(sentences[0].text):  # the model restated the theorem
+    statement, name_span, restated = stmt.text, decl.span(1), False
+    if sentences and (again := _DECL.match(sentences[0].text)):  # the model restated the theorem
         if _norm(sentences[0].text) != _norm(stmt.text):
-            return no(Status.REJECTED, "statement changed", "the proof restates the theorem differently", sentences[0].start)
+            # Another text may still be the same statement (``n+0`` for ``n + 0``): it is what Coq elaborates
+            # then, and wall 3 compares its kernel type with the problem's. Same name, no universe binders.
+            if again.group(1) != decl.group(1) or sentences[0].text[again.end() :].lstrip().startswith("@"):
+                return no(Status.REJECTED, "statement changed", "the proof restates the theorem differently", sentences[0].start)
+            statement, name_span, restated = sentences[0].text, again.span(1), True
         sentences = sentences[1:]
-    if sentences and sentences[-1].text in _END:
+    end = proof_end(sentences[-1].text) if sentences else None
+    if end in ("Qed", "Defined"):
         sentences = sentences[:-1]
-    elif sentences and sentences[-1].text == "Admitted.":
+    elif end == "Admitted":
         return no(Status.REJECTED, "admitted", "the proof ends with Admitted", sentences[-1].start)
     for i, s in enumerate(sentences):
         if why := forbidden_reason(s.text, forbidden_tactics, first=i == 0):
             return no(Status.REJECTED, why, f"{why} (only tactics may appear in a proof)", s.start)
-    return Plan(stmt.text, decl.group(1), tuple(sentences), proof, decl.span(1))
+    return Plan(statement, decl.group(1), tuple(sentences), proof, name_span, reference_statement(stmt.text, decl.span(1)), restated)

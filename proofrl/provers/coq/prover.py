@@ -25,6 +25,7 @@ from .plan import Plan, plan_proof
 from .rules import (
     DEFAULT_AXIOM_ALLOWLIST,
     FORBIDDEN_TACTICS,
+    PRINTING_RESET,
     REFERENCE_NAME,
     Outgoing,
     assumption_reasons,
@@ -32,11 +33,10 @@ from .rules import (
     outgoing,
     parse_assumptions,
     printed_names,
-    reference_statement,
     type_mismatch,
 )
 from .sentences import Sentence, SplitError, position, split_sentences
-from .session import CoqFailure, CoqSession, ProofStatus, coq_library
+from .session import MAX_REPLY_BYTES, CoqFailure, CoqSession, ProofStatus, coq_library
 
 GRACE = 2.0  # seconds past Coq's own Timeout before the process-level deadline fires
 _session_ids = iter(range(1, 1 << 62))
@@ -147,6 +147,8 @@ class CoqProver:
             s.run(timeout=max(1.0, deadline - time.monotonic()))
             opened = s.proof_status(timeout=left())
         except CoqFailure as e:
+            if plan.restated:  # the proof's own restatement is not a statement of Coq's
+                return Verdict(Status.REJECTED, ("statement changed",), (Message("error", e.message),))
             return Verdict(Status.ERROR, ("statement does not elaborate",), (Message("error", e.message),))
         owner: dict[int, tuple[Sentence, Outgoing]] = {}  # state id -> (sentence, what Coq received)
         for i, sent in enumerate(plan.tactics):
@@ -178,10 +180,16 @@ class CoqProver:
         if s.goals() is not None or (why := _status_change(opened, s.proof_status(timeout=left()), proof_open=False)):
             return Verdict(Status.REJECTED, (why or "a proof is still open after Qed",))
         after_qed = s.tip
+        try:
+            for line in PRINTING_RESET:  # what the header set must not blind what is read below
+                after_qed = s.add(line, after_qed)
+            s.run(timeout=left())
+        except CoqFailure as e:
+            return Verdict(Status.ERROR, ("statement check failed",), (Message("error", e.message),))
         assumptions = _notices(s.query(f"Print Assumptions {plan.name}.", after_qed, timeout=left()))
         located = {a: _notices(s.query(f"Locate {a}.", after_qed, timeout=left())) for a in self.config.axiom_allowlist}
         try:
-            ref = s.add(reference_statement(plan.statement, plan.name_span), after_qed)
+            ref = s.add(plan.reference, after_qed)
             ref = s.add("Admitted.", ref)
             ref = s.add("Set Printing All.", ref)
             s.run(timeout=left())
@@ -189,7 +197,7 @@ class CoqProver:
             reference = _notices(s.query(f"Check @{REFERENCE_NAME}.", ref, timeout=left()))
         except CoqFailure as e:
             return Verdict(Status.ERROR, ("statement check failed",), (Message("error", e.message),))
-        return judge_after_qed(plan.name, assumptions, located, checked, reference)
+        return judge_after_qed(plan.name, assumptions, located, checked, reference, restated=plan.restated)
 
     def _failed(self, e: CoqFailure, plan: Plan, sent: Sentence | None, out: Outgoing | None) -> Verdict:
         pos = end = None
@@ -321,12 +329,14 @@ def _status_change(opened: ProofStatus, now: ProofStatus, *, proof_open: bool) -
     return None
 
 
-def judge_after_qed(name: str, assumptions: str, located: dict[str, str], checked: str, reference: str) -> Verdict:
+def judge_after_qed(name: str, assumptions: str, located: dict[str, str], checked: str, reference: str, *, restated: bool = False) -> Verdict:
     """The verdict after a successful ``Qed``: the kernel type of ``name`` is the statement's (``checked`` and
     ``reference`` are ``Check @...`` under ``Set Printing All``), and every assumption is allowed by origin
-    (``located``: ``Locate FQN`` output per allowlisted name)."""
+    (``located``: ``Locate FQN`` output per allowlisted name). ``restated``: the proof stated the theorem
+    itself, and a type that differs is a ``statement changed`` of its own."""
     a = parse_assumptions(assumptions)
     if why := type_mismatch(checked, reference):
+        why = "statement changed" if restated and why.startswith("statement changed") else why
         return Verdict(Status.REJECTED, (why,), (Message("error", f"proved: {' '.join(checked.split())}; stated: {' '.join(reference.split())}"),), axioms=a.axioms)
     reasons = assumption_reasons(a, name, printed_names(located))
     return Verdict(Status.REJECTED if reasons else Status.VALID, tuple(reasons), axioms=a.axioms)
@@ -338,7 +348,10 @@ _MARK = "proofrl_output_marker_"
 def coqc_check(theorem: Theorem, proof: str, config: CoqConfig, *, timeout: float | None = None, version: str = "") -> Verdict:
     """Whole file through a fresh ``coqc``: header + statement + ``Proof.`` tactics ``Qed.``, then the same
     checks as a session (assumptions by origin, the kernel type of the constant against the statement's).
-    Outputs are told apart by ``Locate`` of marker names, which print ``No object of basename <marker>``."""
+    Outputs are told apart by ``Locate`` of marker names, which print ``No object of basename <marker>``;
+    the printing options are reset before them (:data:`~proofrl.provers.coq.rules.PRINTING_RESET`). A failure
+    gets the status ``check`` gives the same failure: the line ``coqc`` names says which part failed. Its output
+    is capped as a session's reply is (a flood is ``rejected``, ``output too large``)."""
     t0 = time.monotonic()
     timeout = config.timeout if timeout is None else timeout
     plan = plan_proof(theorem, proof, max_chars=config.max_proof_chars, forbidden_tactics=config.forbidden_tactics)
@@ -349,32 +362,56 @@ def coqc_check(theorem: Theorem, proof: str, config: CoqConfig, *, timeout: floa
         body.insert(0, "Proof.")
     allow = config.axiom_allowlist
     # what the proof printed comes before the first marker; a marker printed by the proof adds a part
-    checks = [f"Locate {_MARK}0.", f"Print Assumptions {plan.name}."]
+    checks = [*PRINTING_RESET, f"Locate {_MARK}0.", f"Print Assumptions {plan.name}."]
     for k, a in enumerate(allow, 1):
         checks += [f"Locate {_MARK}{k}.", f"Locate {a}."]
-    checks += [f"Locate {_MARK}{len(allow) + 1}.", reference_statement(plan.statement, plan.name_span), "Admitted.",
+    checks += [f"Locate {_MARK}{len(allow) + 1}.", plan.reference, "Admitted.",
                "Set Printing All.", f"Check @{plan.name}.", f"Locate {_MARK}{len(allow) + 2}.", f"Check @{REFERENCE_NAME}."]
-    text = f"{theorem.header}\n{plan.statement}\n" + "\n".join(body) + "\nQed.\n" + "\n".join(checks) + "\n"
+    parts = [("header", theorem.header), ("statement", plan.statement), ("proof", "\n".join(body)), ("qed", "Qed."), ("checks", "\n".join(checks))]
+    text = "\n".join(t for _, t in parts) + "\n"
     with tempfile.TemporaryDirectory(prefix="proofrl-coqc-") as d:
         path = Path(d) / "Check.v"
         path.write_text(text, encoding="utf-8")
-        res = run_once(["coqc", "-q", path.name], timeout=timeout, memory_mb=config.memory_mb, cwd=d, readable=coq_library())
+        res = run_once(["coqc", "-q", path.name], timeout=timeout, memory_mb=config.memory_mb, cwd=d,
+                       readable=coq_library(), max_output=MAX_REPLY_BYTES)
     seconds = time.monotonic() - t0
+    if res.too_large:
+        return Verdict(Status.REJECTED, ("output too large",), (Message("error", f"rejected: coqc printed more than {MAX_REPLY_BYTES >> 20} MiB"),), seconds=seconds, prover=version)
     if res.timed_out:
         return Verdict(Status.TIMEOUT, (f"timeout after {timeout:g}s",), seconds=seconds, prover=version)
     if res.returncode != 0:
-        err = res.stderr.strip() or res.stdout.strip()
-        if "given up" in err:
-            reason = "admitted"
-        elif "Error:" in err:
-            reason = _first_line(err.split("Error:", 1)[-1])
-        else:
-            reason = f"coqc exit {res.returncode}"
-        status = Status.REJECTED if reason == "admitted" or "incomplete" in err or "pending" in err else Status.ERROR
+        status, reason, err = _coqc_failure(res.stderr.strip() or res.stdout.strip(), res.returncode, parts, plan.restated)
         return Verdict(status, (reason,), (Message("error", err[-2000:]),), seconds=seconds, prover=version)
-    parts = re.split(rf"No object of basename {_MARK}\d+\n?", res.stdout)
-    if len(parts) != len(allow) + 4:
+    outputs = re.split(rf"No object of basename {_MARK}\d+\n?", res.stdout)
+    if len(outputs) != len(allow) + 4:
         return Verdict(Status.ERROR, ("final check output unreadable",), (Message("error", res.stdout[-2000:]),), seconds=seconds, prover=version)
-    located = dict(zip(allow, parts[2 : len(allow) + 2]))
-    v = judge_after_qed(plan.name, parts[1], located, parts[-2], parts[-1])
+    located = dict(zip(allow, outputs[2 : len(allow) + 2]))
+    v = judge_after_qed(plan.name, outputs[1], located, outputs[-2], outputs[-1], restated=plan.restated)
     return Verdict(v.status, v.reasons, v.messages, v.axioms, seconds, version)
+
+
+def _coqc_failure(err: str, returncode: int | None, parts: list[tuple[str, str]], restated: bool) -> tuple[Status, str, str]:
+    """``(status, reason, message)`` for a failed ``coqc`` run, as :meth:`CoqProver.check` judges the same
+    failure in a session: the part of the file holding the line ``coqc`` names decides (``parts`` in file
+    order, each ``(kind, text)``, joined by newlines)."""
+    m = re.search(r'File "[^"]*", line (\d+)', err)
+    where, line = "", int(m.group(1)) if m else 0
+    first = 1
+    for kind, text in parts:
+        last = first + text.count("\n")
+        if first <= line <= last:
+            where = kind
+            break
+        first = last + 1
+    message = err.split("Error:", 1)[-1] if "Error:" in err else ""
+    if "given up" in err:
+        return Status.REJECTED, "admitted", err
+    if where == "qed" or "incomplete" in err or "pending" in err:  # the kernel's own check, or goals left
+        return Status.REJECTED, "kernel rejected the proof" if where == "qed" and "incomplete" not in err else "incomplete", err
+    if "Out of memory" in message or "Stack overflow" in message:
+        return Status.REJECTED, _first_line(message).strip(".").lower(), err
+    if where == "statement":
+        return (Status.REJECTED, "statement changed", err) if restated else (Status.ERROR, "statement does not elaborate", err)
+    if where == "checks":
+        return Status.ERROR, "statement check failed", err
+    return Status.ERROR, _first_line(message) if message else f"coqc exit {returncode}", err

@@ -39,11 +39,52 @@ DEFAULT_AXIOM_ALLOWLIST: tuple[str, ...] = (
 FORBIDDEN_TACTICS: tuple[str, ...] = ("admit", "give_up")
 
 _SELECTOR = re.compile(r"(?:\d+(?:\s*-\s*\d+)?(?:\s*,\s*\d+(?:\s*-\s*\d+)?)*|all|par|!|\[\s*[A-Za-z_][\w']*\s*\])\s*:(?!=)\s*")
-_PROOF_USING = re.compile(r"Proof\s+using(?:\s[\w'\s,()*+-]*)?\.")
+_PROOF = re.compile(r"Proof\s*\.")
+_PROOF_USING = re.compile(r"Proof\s+using\b(?:(?!\bwith\b)[\w'\s,()*+-])*(?:\bwith\b(?P<tac>.*))?\.", re.S)
+"""``Proof using <section variables> [with <tactic>].``, on the text with comments blanked (strings kept, so a
+string is never taken for section variables)"""
 _PROOF_WITH = re.compile(r"Proof\s+with\s")
+_END = re.compile(r"(?P<end>Qed|Defined|Admitted)\s*\.")
 _SHOW = re.compile(r"Show(?:\s+[A-Za-z0-9_]+)*\s*\.")
 _TACTIC_START = re.compile(r"[a-z(\[]")
 _WORD = re.compile(r"[A-Za-z_][\w']*")
+
+
+def blank_comments(sentence: str, *, strings: bool = False) -> str:
+    """The sentence with each comment (and each string literal too when ``strings``) replaced by as many
+    blanks, so that offsets in the result are offsets in the sentence. Strings inside comments are read as
+    Coq reads them (``(* "*)" *)`` is one comment)."""
+    out, i, n, depth = list(sentence), 0, len(sentence), 0
+    while i < n:
+        if sentence.startswith("(*", i):
+            depth += 1
+            out[i] = out[i + 1] = " "
+            i += 2
+            continue
+        if depth and sentence.startswith("*)", i):
+            depth -= 1
+            out[i] = out[i + 1] = " "
+            i += 2
+            continue
+        if sentence[i] == '"':
+            j = i + 1
+            while j < n and not (sentence[j] == '"' and not sentence.startswith('""', j)):
+                j += 2 if sentence.startswith('""', j) else 1
+            if depth or strings:
+                out[i : j + 1] = " " * len(out[i : j + 1])
+            i = j + 1
+            continue
+        if depth:
+            out[i] = " " if sentence[i] != "\n" else "\n"
+        i += 1
+    return "".join(out)
+
+
+def proof_end(sentence: str) -> str | None:
+    """``Qed``, ``Defined`` or ``Admitted`` when the sentence is that command and nothing else (comments and
+    blanks aside: ``Qed .`` and ``Qed (* done *).`` are Coq's ``Qed`` too), else None."""
+    m = _END.fullmatch(blank_comments(sentence).strip())
+    return m.group("end") if m else None
 
 
 def strip_comments_and_strings(sentence: str) -> str:
@@ -92,21 +133,46 @@ def forbidden_reason(sentence: str, forbidden_tactics: tuple[str, ...] = FORBIDD
     if is_structural(sentence):
         return None
     code = strip_comments_and_strings(sentence).strip()
-    # these are sent as they are, so they must match in full, with no comment or string inside
-    if first and (code == "Proof." or _PROOF_USING.fullmatch(sentence)):
-        return None
+    if first and (span := _proof_tactic(sentence)) is not None:
+        if span == (0, 0):  # ``Proof.`` or ``Proof using <variables>.``: sent as written (Coq skips the comments)
+            return None
+        body = blank_comments(sentence, strings=True)[span[0] : span[1]].strip()  # the tactic of ``with``
+        if not _TACTIC_START.match(body):
+            return f"forbidden: {_command_name(body)}"
+        return _forbidden_word(body, forbidden_tactics)
     if sentence == "Unshelve." or _SHOW.fullmatch(sentence):
         return None
-    body = code
-    if first and _PROOF_WITH.match(code):
-        body = code[_PROOF_WITH.match(code).end() :]
-    sel = _SELECTOR.match(body)
-    rest = body[sel.end() :] if sel else body
+    sel = _SELECTOR.match(code)
+    rest = code[sel.end() :] if sel else code
     if not _TACTIC_START.match(rest):
         return f"forbidden: {_command_name(rest)}"
+    return _forbidden_word(code, forbidden_tactics)
+
+
+def _forbidden_word(code: str, forbidden_tactics: tuple[str, ...]) -> str | None:
     for w in _WORD.findall(code):
         if w in forbidden_tactics:
             return f"forbidden: {w}"
+    return None
+
+
+def _proof_tactic(sentence: str) -> tuple[int, int] | None:
+    """For a sentence that opens a proof (``Proof.``, ``Proof using X.``, ``Proof with T.``, ``Proof using X
+    with T.``, comments anywhere between the words): the span of ``T`` in the sentence, ``(0, 0)`` when there
+    is none; None for any other sentence. Read on the sentence with its comments blanked, so the span is one
+    of the text as written."""
+    blank = blank_comments(sentence)
+    lead = len(blank) - len(blank.lstrip())
+    code = blank.strip()
+    if _PROOF.fullmatch(code):
+        return (0, 0)
+    if m := _PROOF_USING.fullmatch(code):
+        if m.group("tac") is None:
+            return (0, 0)
+        tac = m.group("tac")
+        return (lead + m.end("tac") - len(tac.lstrip()), lead + m.end("tac"))
+    if m := _PROOF_WITH.match(code):
+        return (lead + m.end(), lead + len(code) - len(_terminator(code)))
     return None
 
 
@@ -142,15 +208,18 @@ def outgoing(sentence: str, timeout: float | None = None, *, first: bool = False
     """What to send for an accepted proof sentence: tactics wrapped as ``sel: ( tac ).`` so that Coq's
     parser accepts nothing but tactic syntax, under ``Timeout n`` when ``timeout`` is given (bullets, braces
     and ``Proof`` take neither)."""
-    if is_structural(sentence) or (first and re.match(r"Proof\b", sentence) and not _PROOF_WITH.match(sentence)):
-        return Outgoing(sentence)  # only ``Proof.`` (comments aside) and ``Proof using ...`` get here
+    span = _proof_tactic(sentence) if first else None
+    if is_structural(sentence) or span == (0, 0):
+        return Outgoing(sentence)  # ``Proof.`` and ``Proof using <variables>.``, comments as written
+    if span is not None:  # ``Proof [using X] with T.``: T wrapped, no Timeout (it runs later, under each step's)
+        head, tail = span
+        text = f"{sentence[:head]}( {sentence[head:tail]} ){sentence[tail:]}"
+        return Outgoing(text, ((head, 2), (tail + 2, 2)))
     prefix = f"Timeout {max(1, -(-int(timeout * 1000) // 1000))} " if timeout is not None else ""
     if sentence == "Unshelve." or _SHOW.fullmatch(sentence):
         return Outgoing(prefix + sentence, ((0, len(prefix)),) if prefix else ())
     head = 0
-    if first and (m := _PROOF_WITH.match(sentence)):
-        head, prefix = m.end(), ""  # Proof with takes no Timeout; its tactic runs later, under each step's
-    elif (m := _SELECTOR.match(sentence)) is not None:  # on the text as written: a comment inside = no selector
+    if (m := _SELECTOR.match(sentence)) is not None:  # on the text as written: a comment inside = no selector
         head = m.end()
     term = _terminator(sentence)
     body = sentence[head : len(sentence) - len(term)]
@@ -224,6 +293,11 @@ def assumption_reasons(a: Assumptions, theorem_name: str, allowed_printed: dict[
             reasons.append(f"axiom: {ax}")
     return reasons
 
+
+PRINTING_RESET: tuple[str, ...] = ("Unset Printing Depth.", "Set Printing Width 100.", "Unset Printing Universes.")
+"""Sent after ``Qed`` and before every output the verdict reads (``Print Assumptions``, ``Locate``, markers,
+``Check``): a header's printing options must neither elide them (``Set Printing Depth 2`` prints ``...``) nor
+make honest types differ (``Set Printing Universes`` names each constant's universes apart)."""
 
 REFERENCE_NAME = "proofrl_reference_statement"
 """The statement is elaborated again under this name after the proof, to compare kernel types."""
