@@ -11,6 +11,7 @@ Ray is imported only when one of these runs, so the rest of proofrl works withou
 from __future__ import annotations
 
 import os
+import socket
 from typing import Any
 
 from ..errors import ConfigError
@@ -42,9 +43,27 @@ def connect(address: str | None = None) -> Any:
         path = os.pathsep.join(p for p in (os.getcwd(), os.environ.get("PYTHONPATH", "")) if p)
         kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": path}}
     else:
+        if address != "auto":
+            _require_answer(address)
         kwargs["address"] = address
     try:
         ray.init(**kwargs)
     except (ConnectionError, RuntimeError, ValueError) as e:
         raise ConfigError(f"--ray {address}: cannot join the Ray cluster: {' '.join(str(e).split())[:300]}") from None
     return ray
+
+
+ANSWER_SECONDS = 5.0
+"""how long a head node's port gets to accept a connection before ``--ray host:port`` gives up"""
+
+
+def _require_answer(address: str) -> None:
+    """A one-line :class:`ConfigError` unless something listens at ``host:port``: ``ray.init`` would otherwise
+    retry a dead address for minutes."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        raise ConfigError(f"--ray {address}: expected local, auto or host:port (a Ray head node)")
+    try:
+        socket.create_connection((host, int(port)), timeout=ANSWER_SECONDS).close()
+    except OSError as e:
+        raise ConfigError(f"--ray {address}: no Ray cluster answers there ({e.strerror or e})") from None

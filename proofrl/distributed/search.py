@@ -10,6 +10,12 @@ Chunks keep a header's theorems together (a worker's prover process loads each h
 are small enough (about two per worker) that a slow chunk does not hold the run back. A policy failure stops
 the run as it does locally: chunks running finish, none start, the results so far are written, then
 :class:`~proofrl.search.policy.PolicyError` is raised.
+
+Workers are spread over the nodes (Ray's ``SPREAD``). A chunk's results are written only when its whole chunk
+comes back, so a worker lost with its node (or killed) has written nothing: its chunk is handed to another
+worker and named on stderr (``chunk 2/6 re-run (t_a, t_b): ...``) and in ``summary.json`` (``rerun``); a
+chunk that somehow comes back twice is written once. A worker on a node without the prover says so in one
+line and leaves; its chunks go to the others.
 """
 
 from __future__ import annotations
@@ -18,11 +24,13 @@ import contextlib
 import io
 import json
 import math
+import sys
 import tempfile
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from ..errors import BackendUnavailable, ConfigError
 from ..provers.base import Verdict
 from . import connect
 
@@ -36,11 +44,23 @@ class SearchWorker:
         self.spec, self.model = policy, model
         self.policy = policy_obj if policy_obj is not None else policy_from_spec(policy, model, **({"api_key": api_key} if api_key else {}))
 
+    def node(self) -> str:
+        import ray
+
+        return ray.get_runtime_context().get_node_id()
+
     def run(self, problems: list[Any], algorithm: str, options: dict[str, Any]) -> dict[str, Any]:
-        """Search ``problems`` with :func:`cli_search`; the files it wrote, as text."""
+        """Search ``problems`` with :func:`cli_search`; the files it wrote, as text (or ``unavailable``: why this
+        node cannot run the chunk's prover)."""
+        from ..preflight import require_backend
         from ..search.policy import PolicyError
         from ..search.run import cli_search
 
+        try:
+            for backend in sorted({p.backend for p in problems}):
+                require_backend(backend)
+        except BackendUnavailable as e:
+            return {"unavailable": str(e), "node": self.node()}
         policy_error = ""
         with tempfile.TemporaryDirectory(prefix="proofrl-search-") as tmp:
             out = Path(tmp)
@@ -79,15 +99,17 @@ def cli_search_ray(address: str, problems: Any, algorithm: str = "mcts", policy:
     from ..search.run import _print_table, summarize_results
 
     ray = connect(address)
-    from ray.exceptions import RayTaskError
+    from ray.exceptions import ActorUnschedulableError, NodeDiedError, RayActorError, RayTaskError, WorkerCrashedError
     probs = load_problems(problems, limit=limit) if isinstance(problems, (str, Path)) else list(problems)[:limit]
     if workers <= 1:
         workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
     pieces = chunks(probs, workers)
+    label = lambda i: f"chunk {i + 1}/{len(pieces)} ({', '.join(p.name for p in pieces[i])})"  # noqa: E731
     options = {"recipe": recipe, "max_steps": max_steps, "max_nodes": max_nodes, "expansions": expansions,
                "width": width, "seconds": seconds, "tactic_timeout": tactic_timeout, "value": value}
-    actor = ray.remote(SearchWorker).options(num_cpus=1)
-    pool = [actor.remote(policy, model, api_key, policy_obj) for _ in range(min(workers, len(pieces)))]
+    actor = ray.remote(SearchWorker).options(num_cpus=1, scheduling_strategy="SPREAD")
+    start = lambda: actor.remote(policy, model, api_key, policy_obj)  # noqa: E731
+    pool = [start() for _ in range(min(workers, len(pieces)))]
 
     dest = Path(out)
     (dest / "trees").mkdir(parents=True, exist_ok=True)
@@ -97,29 +119,69 @@ def cli_search_ray(address: str, problems: Any, algorithm: str = "mcts", policy:
     events: list[dict[str, Any]] = []
     used: set[str] = set()
     policy_errors: list[str] = []
-    todo = list(reversed(pieces))
-    running: dict[Any, Any] = {}  # object ref -> worker
+    rerun: list[dict[str, Any]] = []
+    done: set[int] = set()
+    todo = list(reversed(range(len(pieces))))  # chunk indices, next one last
+    running: dict[Any, tuple[Any, int]] = {}  # object ref -> (worker, chunk index)
+    idle: list[Any] = list(pool)
+    unable: dict[str, str] = {}  # node id -> why it cannot run the prover
+
+    def say(line: str) -> None:
+        print(f"proofrl search: {line}", file=sys.stderr, flush=True)
+
+    def hand_out() -> None:
+        while idle and todo:
+            w, i = idle.pop(), todo.pop()
+            running[w.run.remote(pieces[i], algorithm, options)] = (w, i)
+
+    def lost(w: Any, i: int, why: str) -> None:
+        """A worker gone with its chunk: the chunk goes back to the front of the queue."""
+        pool.remove(w)
+        ray.kill(w)
+        todo.append(i)
+        rerun.append({"chunk": i + 1, "theorems": [p.name for p in pieces[i]], "why": why})
+        say(f"{label(i)} re-run: {why}")
+        if not pool:  # the last worker is gone: a new one, scheduled when the cluster has a CPU for it
+            pool.append(start())
+            idle.append(pool[-1])
+
     try:
-        for w in pool:
-            if todo:
-                running[w.run.remote(todo.pop(), algorithm, options)] = w
+        hand_out()
         while running:
             (ref,), _ = ray.wait(list(running), num_returns=1)
-            w = running.pop(ref)
+            w, i = running.pop(ref)
             try:
                 got = ray.get(ref)
             except RayTaskError as e:  # a worker's own error (a bad recipe: ConfigError) is raised as it is locally
                 raise (e.cause if isinstance(e.cause, Exception) else e) from None
-            _write(dest, got, used, results, events, SearchResult)
+            except (RayActorError, ActorUnschedulableError, NodeDiedError, WorkerCrashedError) as e:
+                lost(w, i, f"its worker was lost ({' '.join(str(e).split())[:200]})")
+                hand_out()
+                continue
+            if "unavailable" in got:  # this node has no prover: the worker leaves, its chunk goes to another
+                if got["node"] not in unable:  # said once per node (a later worker may land there too)
+                    say(f"node {got['node'][:12]} cannot run the prover ({got['unavailable']}); its chunks go to other nodes")
+                unable[got["node"]] = got["unavailable"]
+                pool.remove(w)
+                ray.kill(w)
+                todo.append(i)
+                if not pool:
+                    raise ConfigError(f"no search worker can run the prover: {got['unavailable']}")
+                hand_out()
+                continue
+            if i not in done:  # a chunk written twice would duplicate its theorems' lines
+                done.add(i)
+                _write(dest, got, used, results, events, SearchResult)
             if got["policy_error"]:
                 policy_errors.append(got["policy_error"])
                 todo.clear()
-            if todo:
-                running[w.run.remote(todo.pop(), algorithm, options)] = w
+            idle.append(w)
+            hand_out()
     finally:
         for w in pool:
             ray.kill(w)
     summary = summarize_results(results, events)
+    summary["rerun"] = rerun
     (dest / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
     if policy_errors:
         raise PolicyError(f"the policy failed; {len(results)} of {len(probs)} theorems have results in "

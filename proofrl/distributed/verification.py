@@ -13,17 +13,25 @@ backlog and go to processes already holding their header.
   are sent again (``max_task_retries``); if the actor stays unreachable, the caller asks for it once more by
   name (a new one is started if it is gone for good), and past that each item is an ``error`` verdict
   ``verifier unavailable: ...`` — never a missing or reordered item.
+* **A batch over every node.** :func:`averify_across_nodes` splits a batch by header over the actors of all
+  nodes with CPUs. A node lost mid-batch takes its actor with it (the actor is pinned there): its items go to
+  the verifier of the surviving node given the fewest items of the batch, started there if it has none. A node without the prover
+  says so in one line and its items go elsewhere.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import os
+import sys
 import threading
+from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
 from ..data.problems import Problem
+from ..errors import BackendUnavailable
 from ..provers.base import Status, Theorem, Verdict
 from ..provers.factory import make_pool
 from ..provers.pool import PoolConfig, ProverPool
@@ -49,11 +57,24 @@ class VerificationService:
             self._pools[backend] = make_pool(backend, pool=PoolConfig(workers=self.workers, timeout=self.timeout))
         return self._pools[backend]
 
-    async def check(self, backend: str, jobs: list[tuple[Theorem, str]], timeout: float | None) -> list[Verdict]:
+    async def check(self, backend: str, jobs: list[tuple[Theorem, str]], timeout: float | None) -> list[Verdict] | str:
+        """The verdicts, in order; or, on a node without the backend's prover, one line saying so (the caller
+        sends the jobs elsewhere)."""
+        from ..preflight import require_backend
+
+        try:
+            require_backend(backend)
+        except BackendUnavailable as e:
+            return f"node {self.node()[:12]}: {e}"
         return await self._pool(backend).acheck_many(jobs, timeout=timeout)
 
     def pid(self) -> int:
         return os.getpid()
+
+    def node(self) -> str:
+        import ray
+
+        return ray.get_runtime_context().get_node_id()
 
     def prover_pids(self, backend: str = "coq") -> list[int]:
         """Live prover processes (tests kill these)."""
@@ -97,9 +118,9 @@ def verifier(actor_name: str = ACTOR_NAME, *, workers: int | None = None, timeou
         return handle
 
 
-def _forget(actor_name: str) -> None:
+def _forget(actor_name: str, node: str | None = None) -> None:
     with _lock:
-        for key in [k for k in _handles if k[0] == actor_name]:
+        for key in [k for k in _handles if k[0] == actor_name and node in (None, k[1])]:
             del _handles[key]
 
 
@@ -128,6 +149,8 @@ async def averify_on_ray(jobs: Sequence[tuple[Problem, str | None]], *, backend:
             _forget(actor_name)
     else:
         got = [Verdict(Status.ERROR, (f"verifier unavailable: {why}",))] * len(send)
+    if isinstance(got, str):  # this node has no such prover
+        got = [Verdict(Status.ERROR, (f"verifier unavailable: {got}"[:300],))] * len(send)
     for i, v in zip(todo, got, strict=True):
         out[i] = v
     return out  # type: ignore[return-value]
@@ -141,6 +164,91 @@ def verify_on_ray(jobs: Sequence[tuple[Problem, str | None]], *, backend: str = 
     except RuntimeError:
         return asyncio.run(averify_on_ray(jobs, backend=backend, timeout=timeout, actor_name=actor_name))
     raise RuntimeError("verify_on_ray was called inside a running event loop: use `await averify_on_ray(...)`")
+
+
+def working_nodes() -> list[str]:
+    """Ids of the alive nodes that declare CPUs (a node with none, such as a head kept for the driver, does no
+    work), in the order Ray lists them."""
+    ray = connect()
+    return [n["NodeID"] for n in ray.nodes() if n["Alive"] and n["Resources"].get("CPU", 0) > 0]
+
+
+def _split(jobs: Sequence[tuple[Problem, str | None]], todo: list[int], nodes: int) -> list[list[int]]:
+    """``todo`` cut into ``nodes`` shares: a header's items together, in pieces of at most n / nodes, each piece
+    to the share with the fewest items so far."""
+    size = max(1, math.ceil(len(todo) / nodes))
+    by_header: dict[str, list[int]] = defaultdict(list)
+    for i in todo:
+        by_header[jobs[i][0].header].append(i)
+    pieces = sorted((g[k : k + size] for g in by_header.values() for k in range(0, len(g), size)), key=len, reverse=True)
+    shares: list[list[int]] = [[] for _ in range(nodes)]
+    for piece in pieces:
+        min(shares, key=len).extend(piece)
+    return shares
+
+
+async def averify_across_nodes(jobs: Sequence[tuple[Problem, str | None]], *, backend: str = "coq",
+                               timeout: float | None = None, actor_name: str = ACTOR_NAME,
+                               nodes: Sequence[str] | None = None, moves: list[dict[str, Any]] | None = None
+                               ) -> list[Verdict]:
+    """One verdict per pair, in input order, from the verification actors of ``nodes`` (default: every
+    :func:`working_nodes`), the batch split by header. A share whose node is lost mid-batch, or whose node has
+    no prover, is sent to the actor of the surviving node given the fewest items of this batch (started there
+    if needed); each such move is
+    one line on stderr and, when ``moves`` is given, a dict appended to it (``from``, ``to``, ``items``, ``why``).
+    Past every node, the items left are ``error`` verdicts ``verifier unavailable: ...``."""
+    from ray.exceptions import ActorUnschedulableError, NodeDiedError, RayActorError, RayTaskError, WorkerCrashedError
+
+    lost = (RayActorError, ActorUnschedulableError, NodeDiedError, WorkerCrashedError)
+    out: list[Verdict | None] = [answer_unchecked(problem, proof, backend) for problem, proof in jobs]
+    todo = [i for i, v in enumerate(out) if v is None]
+    if not todo:
+        return out  # type: ignore[return-value]
+    targets = list(nodes) if nodes is not None else working_nodes()
+    if not targets:
+        raise RuntimeError("no alive Ray node with CPUs to verify on")
+    load: dict[str, int] = defaultdict(int)  # items given to each node in this batch
+    gone: set[str] = set()  # nodes lost or without the prover, for this batch
+
+    def send(node: str, share: list[int]) -> Any:
+        load[node] += len(share)
+        return verifier(actor_name, node_id=node).check.remote(backend, [(jobs[i][0].theorem, jobs[i][1]) for i in share], timeout)
+
+    running: dict[asyncio.Future, tuple[str, list[int]]] = {}
+    for node, share in zip(targets, _split(jobs, todo, len(targets)), strict=True):
+        if share:
+            running[asyncio.ensure_future(send(node, share))] = (node, share)
+    while running:
+        finished, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+        for fut in finished:
+            node, share = running.pop(fut)
+            try:
+                got = fut.result()
+                if not isinstance(got, str):
+                    for i, v in zip(share, got, strict=True):
+                        out[i] = v
+                    continue
+                why = got  # no prover on that node
+            except RayTaskError as e:  # the actor ran and raised: that is the share's answer
+                for i in share:
+                    out[i] = Verdict(Status.ERROR, (f"verifier failed: {type(e.cause).__name__}: {e.cause}"[:300],))
+                continue
+            except lost as e:  # the node died: its pinned actor cannot be restarted there
+                why = "node lost: " + " ".join(str(e).split())[:200]
+                _forget(actor_name, node)
+            gone.add(node)
+            alive = [n for n in working_nodes() if n not in gone]
+            if not alive:
+                for i in share:
+                    out[i] = Verdict(Status.ERROR, (f"verifier unavailable: {why}"[:300],))
+                continue
+            to = min(alive, key=lambda n: load[n])
+            print(f"proofrl verify: {len(share)} items moved from node {node[:12]} to node {to[:12]}: {why}",
+                  file=sys.stderr, flush=True)
+            if moves is not None:
+                moves.append({"from": node, "to": to, "items": len(share), "why": why})
+            running[asyncio.ensure_future(send(to, share))] = (to, share)
+    return out  # type: ignore[return-value]
 
 
 def stop_verifiers(actor_name: str = ACTOR_NAME) -> int:
