@@ -12,6 +12,7 @@ for ``../shared/lean-repl-versions`` and ``../shared/lean-repl-transcripts``.
 
 from __future__ import annotations
 
+import ast
 import json
 import sys
 from dataclasses import dataclass
@@ -157,8 +158,20 @@ def markdown(rows: list[tuple[str, int, int, int, int]]) -> str:
     return "\n".join(out)
 
 
-if __name__ == "__main__":
-    from test_lean_versions import EXPECTED
+def expected_tables() -> dict[str, dict[str, str]]:
+    """The expected codes per toolchain and pair: the literal tables of ``test_lean_versions.py`` and, for the
+    newest toolchain, ``test_lean_transcripts.py`` (read as literals, so no test module is imported)."""
 
-    detect = "--named" not in sys.argv
-    print(markdown(table(EXPECTED, detect=detect)))
+    def literal(name: str) -> dict:
+        tree = ast.parse((Path(__file__).parent / name).read_text(encoding="utf-8"))
+        for node in tree.body:
+            target = node.target if isinstance(node, ast.AnnAssign) else node.targets[0] if isinstance(node, ast.Assign) else None
+            if isinstance(target, ast.Name) and target.id == "EXPECTED":
+                return ast.literal_eval(node.value)
+        raise LookupError(f"no EXPECTED table in {name}")
+
+    return {**literal("test_lean_versions.py"), NEWEST: literal("test_lean_transcripts.py")}
+
+
+if __name__ == "__main__":
+    print(markdown(table(expected_tables(), detect="--named" not in sys.argv)))
