@@ -244,3 +244,21 @@ def test_a_tree_of_10000_nodes_opens_lazily_and_quickly(tmp_path):
         print(f"expand all: {rows} rows in {expand_s:.2f} s")
         assert 2000 <= rows < 2400 and "stopped after 2000 rows" in c.js("document.querySelector('.toolbar .msg').textContent")
         assert c.problems() == []
+
+
+# -- the browser comes from scripts/setup.sh when CI asks for it ---------------------------------------------------
+def test_setup_installs_chromium_only_when_asked(tmp_path):
+    """PROOFRL_CHROMIUM=1 (CI's .ci/run) adds chromium to the apt-get line; a user's plain set-up does not."""
+    from conftest import programs_except
+    from test_setup_script import STANDS_IN, _setup
+
+    (tmp_path / "tools").mkdir()
+    tools = programs_except((*STANDS_IN, "chromium"), tmp_path / "tools")
+    have = ("coqc", "coqidetop.opt", "bwrap")
+    for name, env, want in (("plain", {}, []), ("ci", {"PROOFRL_CHROMIUM": "1"}, ["apt-get install -y -qq chromium"])):
+        (tmp_path / name).mkdir()
+        res, calls = _setup(tmp_path / name, tools, have=have, NO_TORCH="0", FAKE_UID="0", **env)
+        assert res.returncode == 0, res.stderr
+        assert [c for c in calls if c.startswith("apt-get install")] == want
+    ci = (Path(__file__).resolve().parent.parent / ".ci" / "run").read_text()
+    assert "export PROOFRL_CHROMIUM=1" in ci.split("bash scripts/setup.sh")[0]
