@@ -214,8 +214,9 @@ def test_a_proof_that_relies_on_a_header_axiom_is_unsound_not_proved(coq):
         r = search_one(th, prover, ScriptedPolicy([], default=["apply cheat."]), mcts())
     finally:
         prover.close()
-    assert r.tree.root.solved  # no goals in the session ...
+    (leaf,) = [n for n in r.tree.nodes if n.goals_gone]  # no goals in the session ...
     assert r.status == "unsound"  # ... but the fresh coqc check rejects the axiom
+    assert "cheat" in leaf.unsound and leaf.dead and not r.tree.root.solved
     assert r.verdict is not None and not r.verdict.valid and any("cheat" in x for x in r.verdict.reasons)
 
 

@@ -73,7 +73,8 @@ def test_lean_search_walks_recorded_states_keeps_goal_lists_whole_and_never_prov
             r = search_one(th, prover, ScriptedPolicy(table), cfg)
         finally:
             prover.close()
-        assert r.tree.root.solved and all(e.failure is None for e in r.tree.edges), cfg.algorithm
+        assert all(e.failure is None for e in r.tree.edges), cfg.algorithm
+        assert [n.id for n in r.tree.nodes if n.unsound] == [4] and not r.tree.root.solved  # refused, kept dead
         assert [n.kind for n in r.tree.nodes] == ["OR"] * 5 and len(r.tree.nodes[1].state.goals) == 2
         assert r.proof.splitlines() == ["apply And.intro", "exact h1.left", "apply h2", "exact h1.right"]
         assert r.status == "unsound" and r.verdict is not None and not r.verdict.valid

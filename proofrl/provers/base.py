@@ -4,7 +4,9 @@ Every backend (Coq over ``coqidetop``, Lean over the REPL) implements :class:`Pr
 
 * ``check(theorem, proof) -> Verdict`` judges a whole proof;
 * ``start(theorem) -> ProofState`` opens the statement for tactic-by-tactic work;
-* ``step(state, tactic) -> StepResult`` runs one tactic;
+* ``step(state, tactic) -> StepResult`` runs one tactic; a state with no goals left comes back only when the
+  prover would accept the proof it completes (Coq: ``Qed`` passes, so no guard condition or type check
+  deferred to the kernel is skipped), else the step fails as ``kernel``;
 * ``final_check(theorem, tactics) -> Verdict`` replays tactics in a *fresh* process (the trusted judge).
 
 A :class:`Verdict` is ``valid`` only when every check passes (closed with the kernel, nothing admitted,
@@ -38,6 +40,8 @@ class FailureKind(str, enum.Enum):
     PARSE_ERROR = "parse_error"  # not exactly one well-formed sentence
     FORBIDDEN = "forbidden"  # a command or tactic the rules forbid (admit, Axiom, sorry, ...)
     ERROR = "error"  # the prover rejected the tactic (message and location attached)
+    KERNEL = "kernel"  # the tactic left no goals, but the prover's kernel refuses the proof it completed
+    # (Coq: ``Qed`` fails, e.g. a recursive call the guard condition forbids); the state is not solved
     TIMEOUT = "timeout"
     CRASH = "crash"
 

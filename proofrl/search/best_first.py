@@ -9,7 +9,8 @@ prover, and every new state joins the queue. Priorities (:class:`~proofrl.search
   tactic's mean token log-prob and ``depth_reward`` α = 2.0, 4 tactics per expansion, 600 s, 18 s a tactic).
 
 States are merged by fingerprint (ReProver's global state table); the search ends when the root is solved
-(some path reaches a state with no goals), the queue is empty, or the expansion or seconds budget is spent.
+(some path reaches a state with no goals), the queue is empty, or the expansion or seconds budget is spent;
+a solved root whose proof the final check refuses sends it back to its queue (see :mod:`.engine`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from .tree import Node
 class BestFirstSearch(Search):
     algorithm = "best-first"
     decompose = False
+    queue: list[tuple[float, int]] | None = None
+    """the open nodes by priority (negated, for heapq)"""
 
     @property
     def seconds_budget(self) -> float | None:
@@ -50,8 +53,10 @@ class BestFirstSearch(Search):
         cfg, tree = self.config.best_first, self.tree
         assert tree is not None
         root = tree.root
-        root.priority = 0.0
-        queue: list[tuple[float, int]] = [(-0.0, root.id)]
+        if self.queue is None or not root.expanded:  # a later call (after a refused proof) goes on with the queue
+            root.priority = 0.0
+            self.queue = [(-0.0, root.id)]
+        queue = self.queue
         while not root.solved:
             if cfg.max_expansions is not None and self.expansions >= cfg.max_expansions:
                 self.stop_reason = f"expansion budget spent ({cfg.max_expansions})"

@@ -1,6 +1,11 @@
 """What both engines share: the prover and policy calls (traced), tactic refusal, crash retry, expansion into
 the tree, AND-node decomposition, budgets and the end of a search (replay and final check).
 
+A solved root is never the end by itself: its proof goes to the final check in a fresh process; when that
+refuses it, the proof's closing leaves are marked unsound (:meth:`SearchTree.mark_unsound`) and the engine's
+loop goes on within its budget. ``proved`` needs a valid final check; ``unsound`` means the budget ended with
+only refused proofs found; ``failed`` that none was found.
+
 A search runs on one prover process it holds alone (a pool lease). A prover that dies mid-search is restarted
 by the backend on the next call, which re-reaches the state by replaying its tactic path; a step that crashed
 is retried once that way before it is recorded as a ``crash`` edge.
@@ -50,6 +55,8 @@ class SearchResult:
     crashes: int = 0
     scores: dict[int, dict[str, float]] = field(default_factory=dict)
     """per edge at the end of the search: MCTS ``{c, prior, Q, U, score}``, best-first ``{score}``"""
+    refused: int = 0
+    """proofs the search found that the final check refused (their closing leaves are marked unsound)"""
 
     def line(self) -> dict[str, Any]:
         """The ``results.jsonl`` record."""
@@ -57,7 +64,7 @@ class SearchResult:
                 "verdict": self.verdict.to_json() if self.verdict else None, "reason": self.reason,
                 "expansions": self.expansions, "steps": self.steps, "iterations": self.iterations,
                 "seconds": round(self.seconds, 4), "algorithm": self.algorithm,
-                "nodes": len(self.tree.nodes) if self.tree else 0,
+                "nodes": len(self.tree.nodes) if self.tree else 0, "refused_proofs": self.refused,
                 "failed_edges": sum(e.failure is not None for e in self.tree.edges) if self.tree else 0}
 
     def tree_json(self, scores: dict[int, dict[str, float]] | None = None) -> dict[str, Any]:
@@ -89,6 +96,8 @@ class Search:
         self.expansions = self.steps = self.iterations = self.crashes = 0
         self.deadline = math.inf
         self.stop_reason = ""
+        self.sound: tuple[str, Verdict] | None = None  # (proof, valid verdict)
+        self.refused: list[tuple[str, Verdict]] = []  # proofs the final check refused, in order
 
     # -- to implement -----------------------------------------------------------------------------------
     @property
@@ -123,10 +132,13 @@ class Search:
                 return SearchResult(theorem.name, "error", reason=f"prover failed at start: {e}",
                                     seconds=time.monotonic() - t0, algorithm=self.algorithm, config=cfg)
             self.tree = SearchTree(theorem, root, decompose=self.decompose, backend=self.config.backend)
+            self.sound, self.refused = None, []
             try:
                 if self.tree.root.kind == "AND":
                     self.decompose_node(self.tree.root)
                 self.loop()
+                while self.tree.root.solved and not self.judge(theorem):
+                    self.loop()  # the refused proof's leaves are dead: search on within the budget
             except PolicyError as e:
                 policy_error = str(e)
             result = self.finish(theorem, t0, policy_error)
@@ -135,22 +147,38 @@ class Search:
         result.seconds = time.monotonic() - t0
         return result
 
+    def judge(self, theorem: Theorem) -> bool:
+        """The solved tree's proof through the final check. True (kept as the result) when valid; else its
+        closing leaves are marked unsound with the verdict and False."""
+        tree = self.tree
+        assert tree is not None
+        script = tree.script()
+        verdict = final_verdict(self.prover, theorem, script, timeout=self.config.final_check_timeout, tracer=self.tracer)
+        proof = script_text(script)
+        if verdict.valid:
+            self.sound = (proof, verdict)
+            return True
+        self.refused.append((proof, verdict))
+        tree.mark_unsound(f"final check: {verdict}")
+        return False
+
     def finish(self, theorem: Theorem, t0: float, policy_error: str = "") -> SearchResult:
         tree = self.tree
         assert tree is not None
         common = dict(expansions=self.expansions, steps=self.steps, iterations=self.iterations, tree=tree,
-                      algorithm=self.algorithm, config=self.config.model_dump(mode="json"), crashes=self.crashes)
-        if tree.root.solved:
-            script = tree.script()
-            verdict = final_verdict(self.prover, theorem, script, timeout=self.config.final_check_timeout, tracer=self.tracer)
-            proof = script_text(script)
-            if verdict.valid:
-                return SearchResult(theorem.name, "proved", proof, verdict, "final check valid", **common)  # type: ignore[arg-type]
-            return SearchResult(theorem.name, "unsound", proof, verdict, f"final check: {verdict}", **common)  # type: ignore[arg-type]
+                      algorithm=self.algorithm, config=self.config.model_dump(mode="json"), crashes=self.crashes,
+                      refused=len(self.refused))
+        if self.sound is not None:
+            proof, verdict = self.sound
+            return SearchResult(theorem.name, "proved", proof, verdict, "final check valid", **common)  # type: ignore[arg-type]
         if policy_error:
             return SearchResult(theorem.name, "error", reason=policy_error, policy_error=policy_error, **common)  # type: ignore[arg-type]
-        reason = self.stop_reason or ("every branch failed" if tree.root.dead else "budget spent")
-        return SearchResult(theorem.name, "failed", reason=reason, **common)  # type: ignore[arg-type]
+        stop = self.stop_reason or ("every branch failed" if tree.root.dead else "budget spent")
+        if self.refused:  # the last refused proof stands for them all
+            proof, verdict = self.refused[-1]
+            reason = f"final check: {verdict} ({len(self.refused)} proof(s) refused, no sound one; {stop})"
+            return SearchResult(theorem.name, "unsound", proof, verdict, reason, **common)  # type: ignore[arg-type]
+        return SearchResult(theorem.name, "failed", reason=stop, **common)  # type: ignore[arg-type]
 
     def out_of_time(self) -> bool:
         if time.monotonic() >= self.deadline:

@@ -9,7 +9,11 @@
 * **Merging.** States are merged by fingerprint (a DAG, as ReProver / BFS-Prover's global state table); an
   edge back to its own node (a self-loop) or to an ancestor (a cycle, reap's rule) is dropped and listed in
   ``dropped``; a repeated tactic string, or a second tactic reaching the same child, adds its prior to the
-  existing edge (reap).
+  existing edge (reap). States whose goals are closed are never merged: "no goals" says nothing of how they
+  were closed, and each closing path is judged on its own.
+* **Unsound leaves.** A solved tree's proof is replayed by the final check in a fresh process; when that
+  refuses it, the closing leaves of the proof are marked ``unsound`` (with the verdict as reason): dead, never
+  solved, kept in the export, and the search goes on.
 """
 
 from __future__ import annotations
@@ -21,11 +25,11 @@ from typing import Any, Literal
 
 from ..provers.base import ProofState, StepFailure, Theorem
 from ..data.tactics import is_structural
+from ..provers.coq.prover import unchecked_reason
 from ..provers.coq.rules import forbidden_reason
 
 Kind = Literal["OR", "AND"]
 
-_NO_CHECK = re.compile(r"\b\w*_no_check\b")
 _LEAN_FORBIDDEN = re.compile(r"(?<![\w.'])(sorry|admit)(?![\w'])")
 _LEAN_QUERY = re.compile(r"[\w'!]\?")  # exact?, apply?, simp?, simp_all? ... (``?_`` holes start with ``?``)
 _EVAR = re.compile(r"\?[A-Za-z_][\w']*")
@@ -42,9 +46,10 @@ def normalize_tactic(tactic: str, backend: str = "coq") -> str:
 def refusal(tactic: str, backend: str = "coq") -> str | None:
     """Why the search refuses a proposed tactic before the prover sees it, or None.
 
-    Coq: anything :func:`proofrl.provers.coq.rules.forbidden_reason` refuses (every command, ``Abort``,
-    ``admit``, ``give_up``), every ``*_no_check`` tactic (``exact_no_check`` ...), and bullets / braces, which
-    the search manages itself. Lean (reap's forbidden syntax kinds): ``sorry``, ``admit``, ``repeat'`` and any
+    Coq: what ``CoqProver.step`` refuses itself, asked here without a prover call
+    (:func:`proofrl.provers.coq.rules.forbidden_reason`: every command, ``Abort``, ``admit``, ``give_up``;
+    :func:`proofrl.provers.coq.prover.unchecked_reason`: ``exact_no_check`` and the rest of the
+    ``*_no_check`` family), and bullets / braces, which the search manages itself. Lean (reap's forbidden syntax kinds): ``sorry``, ``admit``, ``repeat'`` and any
     tactic whose name ends in ``?``.
     """
     if not tactic.strip():
@@ -52,11 +57,7 @@ def refusal(tactic: str, backend: str = "coq") -> str | None:
     if backend == "coq":
         if is_structural(tactic) or re.fullmatch(r"\s*(?:\[\s*\w+\s*\]\s*:\s*\{|all\s*:\s*\{|[-+*{}]+\s*\.?)\s*", tactic):
             return "forbidden: bullets and braces are managed by the search"
-        if why := forbidden_reason(tactic.strip()):
-            return why
-        if m := _NO_CHECK.search(tactic):
-            return f"forbidden: {m.group()}"
-        return None
+        return forbidden_reason(tactic.strip()) or unchecked_reason(tactic)
     if m := _LEAN_FORBIDDEN.search(tactic):
         return f"forbidden: {m.group(1)}"
     if "repeat'" in tactic:
@@ -64,6 +65,12 @@ def refusal(tactic: str, backend: str = "coq") -> str | None:
     if m := _LEAN_QUERY.search(tactic):
         return f"forbidden: {tactic[max(0, m.start() - 20): m.end()].split()[-1]}"
     return None
+
+
+def goals_gone(state: ProofState, focus_depth: int) -> bool:
+    """No goal left to prove at this point: none focused, shelved or given up, and none in the background
+    unless a focus block is open (then the focused goal is what was owed)."""
+    return not state.goals and not state.shelved and not state.given_up and (focus_depth > 0 or state.background == 0)
 
 
 def mentions_evar(state: ProofState) -> bool:
@@ -105,14 +112,20 @@ class Node:
     logprob: float = 0.0  # best-first: Σ tactic log-prob along the creating path
     solved: bool = False
     dead: bool = False
-    """expanded and no way forward (every child failed or dead; for AND: some child dead)"""
+    """expanded and no way forward (every child failed or dead; for AND: some child dead), or unsound"""
+    unsound: str = ""
+    """why the final check refused a proof that closed here (a closing leaf that is dead for good)"""
+
+    @property
+    def goals_gone(self) -> bool:
+        """The state's goals are all gone (inside a focus block: the focused goal is)."""
+        return goals_gone(self.state, self.focus_depth)
 
     @property
     def closes(self) -> bool:
-        """The state's goals are all gone (inside a focus block: the focused goal is). Necessary for a proof,
-        never sufficient: only the final check in a fresh process makes a search ``proved``."""
-        s = self.state
-        return not s.goals and not s.shelved and not s.given_up and (self.focus_depth > 0 or s.background == 0)
+        """The goals are gone and no final check refused a proof through here. Necessary for a proof, never
+        sufficient: only the final check in a fresh process makes a search ``proved``."""
+        return self.goals_gone and not self.unsound
 
     @property
     def expanded(self) -> bool:
@@ -199,8 +212,10 @@ class SearchTree:
                   logprob_sum: float = 0.0, logprob_mean: float = 0.0, prior: float = 0.0, seconds: float = 0.0,
                   focus_index: int | None = None) -> Edge | None:
         """The edge ``src --tactic--> node(state)``, merging as the module says; None when dropped."""
-        fp = state.fingerprint
-        existing = self._by_fp.get(fp)
+        depth = src.depth + (kind == "tactic")
+        focus = src.focus_depth + (kind == "focus")
+        # closing leaves are never merged (module docstring)
+        existing = None if goals_gone(state, focus) else self._by_fp.get(state.fingerprint)
         if existing == src.id:
             self.dropped.append({"src": src.id, "tactic": tactic, "reason": "self-loop", "dst": src.id})
             return None
@@ -215,8 +230,6 @@ class SearchTree:
                     if tactic != e.tactic and tactic not in e.aliases:
                         e.aliases.append(tactic)
                     return e
-        depth = src.depth + (kind == "tactic")
-        focus = src.focus_depth + (kind == "focus")
         dst = self.nodes[existing] if existing is not None else self._new_node(state, focus, depth)
         e = Edge(len(self.edges), src.id, tactic, kind, dst.id, logprob_sum, logprob_mean, prior, focus_index=focus_index,
                  seconds=seconds)
@@ -247,7 +260,9 @@ class SearchTree:
         while todo:
             n = self.nodes[todo.pop()]
             kids = [self.nodes[e.dst] for e in self.live_children(n)]  # type: ignore[index]
-            if n.closes:
+            if n.unsound:
+                solved, dead = False, True
+            elif n.closes:
                 solved, dead = True, False
             elif n.kind == "AND":  # one focus edge per goal, each solved (a failed focus makes the node dead)
                 want = len(n.state.goals)
@@ -259,6 +274,18 @@ class SearchTree:
             if (solved, dead) != (n.solved, n.dead):
                 n.solved, n.dead = solved, dead
                 todo.extend(self.edges[e].src for e in n.parents)
+
+    def mark_unsound(self, reason: str) -> list[int]:
+        """The final check refused the current solution: its closing leaves become unsound (dead, with
+        ``reason``) and the solved/dead flags are recomputed up to the root. Returns the leaves' ids.
+
+        The check judges the whole proof, so when the solution closes several focused goals the culprit is
+        not known and every closing leaf of it is marked (an honest sibling among them is lost with it)."""
+        leaves = [e.dst for e in (self.edges[i] for i in self.solution()) if self.nodes[e.dst].closes]  # type: ignore[index]
+        for nid in leaves:
+            self.nodes[nid].unsound = reason  # type: ignore[index]
+            self.refresh(self.nodes[nid])  # type: ignore[index]
+        return leaves  # type: ignore[return-value]
 
     # -- the proof ------------------------------------------------------------------------------------
     def solution(self) -> list[int]:
@@ -327,6 +354,7 @@ class SearchTree:
             "tactics": list(n.state.tactics), "visits": n.visits, "value_sum": n.value_sum,
             "value": n.mean_value if n.visits else None, "estimate": fin(n.estimate), "evaluations": n.evaluations,
             "priority": fin(n.priority), "solved": n.solved, "closes": n.closes, "dead": n.dead,
+            "unsound": n.unsound or None,
             "parents": list(n.parents), "children": list(n.children),
         } for n in self.nodes]
         edges = []

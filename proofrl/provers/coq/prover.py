@@ -33,6 +33,7 @@ from .rules import (
     outgoing,
     parse_assumptions,
     printed_names,
+    strip_comments_and_strings,
     type_mismatch,
 )
 from .sentences import Sentence, SplitError, position, split_sentences
@@ -247,7 +248,7 @@ class CoqProver:
             return fail(FailureKind.PARSE_ERROR, "a step must be exactly one sentence")
         if re.match(r"(Proof|Qed|Defined)\b", sent.text):
             return fail(FailureKind.FORBIDDEN, "forbidden: proof commands are managed by the prover")
-        if why := forbidden_reason(sent.text, self.config.forbidden_tactics):
+        if why := forbidden_reason(sent.text, self.config.forbidden_tactics) or unchecked_reason(sent.text):
             return fail(FailureKind.FORBIDDEN, why)
         try:
             s = self._ensure()
@@ -268,13 +269,36 @@ class CoqProver:
             if st.open_proofs != (self._live_proof,):  # wall 3 while stepping: Coq still edits our proof only
                 s.edit_at(sid)
                 return fail(FailureKind.FORBIDDEN, f"forbidden: the step changed which proofs are open ({', '.join(st.open_proofs) or 'none'})")
+            after = self._state(state.theorem, (*state.tactics, sent.text), goals, new)
+            if after.solved and (why := self._kernel_refuses(s, new, sid, timeout + GRACE)):
+                return fail(FailureKind.KERNEL, why)
             self._live.append((sent.text, new))
-            tactics = (*state.tactics, sent.text)
-            return StepResult(tactic, self._state(state.theorem, tactics, goals, new), seconds=time.monotonic() - t0)
+            return StepResult(tactic, after, seconds=time.monotonic() - t0)
         except ProverTimeout:
             return fail(FailureKind.TIMEOUT, f"no answer within {timeout:g}s; process restarted")
         except ProverCrashed as e:
             return fail(FailureKind.CRASH, str(e))
+
+    def _kernel_refuses(self, s: CoqSession, new: int, before: int, timeout: float) -> str | None:
+        """``Qed`` on the proof the step at ``new`` closed, then back to ``new``; None when the kernel accepts.
+
+        Coq checks the guard condition of every ``fix``/``cofix`` in the proof term, and the types a tactic
+        left to the kernel (``lra``'s ``vm_cast_no_check``), only at ``Qed``: ``fix IH 1. apply IH.`` leaves no
+        goals on any statement. A ``Guarded.`` query would see the guard only, and fails on honest partial
+        terms (just after ``fix IH 1.``: "Not enough abstractions"), so the one definitive question is asked
+        once, when the goals run out. A failed ``Qed`` sends Coq back to a state at or before ``before``."""
+        try:
+            s.add("Qed.", new)
+            s.run(timeout=timeout)
+        except CoqFailure as e:
+            try:
+                s.edit_at(before)
+            except CoqFailure:  # Coq went back further than the step: the live path is replayed when next needed
+                s.edit_at(s.base)
+                self._live = []
+            return _first_line(e.message)
+        s.edit_at(new)
+        return None
 
     def _goto(self, state: ProofState) -> int:
         """Make ``state`` the tip: Edit_at the longest live prefix of its path, replay the rest."""
@@ -302,6 +326,19 @@ class CoqProver:
     def final_check(self, theorem: Theorem, tactics: list[str] | tuple[str, ...], *, timeout: float | None = None) -> Verdict:
         """Replay in a fresh ``coqc`` (no session state), then ``Print Assumptions``."""
         return coqc_check(theorem, "\n".join(tactics), self.config, timeout=timeout, version=self.version)
+
+
+_UNCHECKED = re.compile(r"\b\w*_no_check\b")
+
+
+def unchecked_reason(sentence: str) -> str | None:
+    """``forbidden: NAME`` for a tactic whose term Coq does not type-check when it runs (in Coq 8.16, Ltac1 and
+    Ltac2: ``exact_no_check``, ``vm_cast_no_check``, ``native_cast_no_check``, ``change_no_check``; the
+    ``*_no_check`` family by name, in code outside comments and strings), else None. ``Qed`` would catch a
+    wrong term too, but a step's reward must not depend on a check deferred past it."""
+    if m := _UNCHECKED.search(strip_comments_and_strings(sentence)):
+        return f"forbidden: {m.group()}"
+    return None
 
 
 def _first_line(message: str) -> str:
@@ -394,8 +431,9 @@ def _coqc_failure(err: str, returncode: int | None, parts: list[tuple[str, str]]
     """``(status, reason, message)`` for a failed ``coqc`` run, as :meth:`CoqProver.check` judges the same
     failure in a session: the part of the file holding the line ``coqc`` names decides (``parts`` in file
     order, each ``(kind, text)``, joined by newlines)."""
-    m = re.search(r'File "[^"]*", line (\d+)', err)
-    where, line = "", int(m.group(1)) if m else 0
+    at = err.find("Error:")
+    named = re.findall(r'File "[^"]*", line (\d+)', err[: at if at >= 0 else len(err)])  # warnings name lines too
+    where, line = "", int(named[-1]) if named else 0
     first = 1
     for kind, text in parts:
         last = first + text.count("\n")
@@ -404,14 +442,17 @@ def _coqc_failure(err: str, returncode: int | None, parts: list[tuple[str, str]]
             break
         first = last + 1
     message = err.split("Error:", 1)[-1] if "Error:" in err else ""
-    if "given up" in err:
-        return Status.REJECTED, "admitted", err
-    if where == "qed" or "incomplete" in err or "pending" in err:  # the kernel's own check, or goals left
-        return Status.REJECTED, "kernel rejected the proof" if where == "qed" and "incomplete" not in err else "incomplete", err
-    if "Out of memory" in message or "Stack overflow" in message:
-        return Status.REJECTED, _first_line(message).strip(".").lower(), err
+    if where == "qed":  # goals left (check() counts them before Qed) or the kernel's own check
+        if "given up" in message:
+            return Status.REJECTED, "admitted", err
+        left = "incomplete" in message or "shelved" in message
+        return Status.REJECTED, "incomplete" if left else "kernel rejected the proof", err
     if where == "statement":
         return (Status.REJECTED, "statement changed", err) if restated else (Status.ERROR, "statement does not elaborate", err)
     if where == "checks":
         return Status.ERROR, "statement check failed", err
+    if "Out of memory" in message or "Stack overflow" in message:
+        return Status.REJECTED, _first_line(message).strip(".").lower(), err
+    if not where and ("given up" in err or "incomplete" in err or "pending" in err):  # no line named
+        return Status.REJECTED, "admitted" if "given up" in err else "incomplete", err
     return Status.ERROR, _first_line(message) if message else f"coqc exit {returncode}", err

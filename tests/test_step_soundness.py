@@ -1,0 +1,243 @@
+"""The step channel is sound: a state with no goals is ``solved`` only when Coq's kernel accepts the proof
+(an unguarded ``fix``/``cofix`` is a failed ``kernel`` step, whatever tactic spelling built it), tactics whose
+terms Coq does not type-check are refused by ``CoqProver.step`` itself, and a search never stops at a leaf the
+final check refuses (library, step API and ``proofrl search``, best-first and MCTS)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import NAT, requires_coq
+from search_support import ScriptedPolicy
+
+from proofrl.provers.base import FailureKind, Theorem
+from proofrl.rewards.subgoal import softplus, subgoal_reward
+from proofrl.search import BestFirstConfig, MCTSConfig, SearchConfig, refusal, search_one
+
+pytestmark = requires_coq
+
+FALSE_NAT = Theorem("t_false", "Theorem t_false : forall n : nat, n = 0.", NAT)
+PLUS = Theorem("plus0", "Theorem plus0 : forall n : nat, n + 0 = n.", NAT)
+STREAM = "CoInductive stream : Type := Cons : nat -> stream -> stream.\nCoInductive all0 : stream -> Prop := A0 : forall s, all0 s -> all0 (Cons 0 s)."
+HONEST_FIX = ["fix IH 1.", "intros n.", "destruct n.", "reflexivity.", "simpl.", "f_equal.", "apply IH."]
+
+
+def walk(prover, theorem, tactics):
+    """Step ``tactics`` in order; returns (the last state before the last step, the last StepResult)."""
+    st = prover.start(theorem)
+    r = None
+    for tac in tactics:
+        before = st
+        r = prover.step(st, tac)
+        if not r.ok:
+            return before, r
+        st = r.state
+    return before, r
+
+
+@pytest.mark.parametrize("tactics", [
+    ["fix IH 1.", "apply IH."],
+    ["fix IH 1.", "intros n.", "apply IH."],
+    ["refine (fix f n := _).", "apply f."],
+    ["try (fix IH 1; apply IH)."],
+    ["do 1 (fix IH 1); apply IH."],
+    ["fix IH 1; intros n; solve [apply IH | reflexivity]."],
+], ids=["fix-apply", "fix-intros-apply", "refine-fix", "try", "do-seq", "solve"])
+def test_an_unguarded_fix_is_a_kernel_failure_and_earns_nothing(coq, tactics):
+    before, r = walk(coq, FALSE_NAT, tactics)
+    assert not r.ok and r.failure.kind is FailureKind.KERNEL, r
+    assert "ill-formed" in r.failure.message or "guard" in r.failure.message.lower(), r.failure.message
+    assert subgoal_reward(before, r) == 0.0
+    # the state before the refused step is still usable in the same session
+    again = coq.step(before, "idtac.")
+    assert again.ok and not again.state.solved
+
+
+def test_a_whole_unguarded_fix_term_is_refused_by_elaboration(coq):
+    """A complete ``fix`` term is guard-checked when Coq elaborates it: an ordinary ``error``, never solved."""
+    _, r = walk(coq, FALSE_NAT, ["refine (fix f (n : nat) : n = 0 := f n)."])
+    assert not r.ok and r.failure.kind is FailureKind.ERROR and "ill-formed" in r.failure.message
+
+
+def test_a_guarded_fix_proof_closes_and_earns_its_reward(coq):
+    before, r = walk(coq, PLUS, HONEST_FIX)
+    assert r.ok and r.state.solved
+    assert subgoal_reward(before, r) == pytest.approx(softplus(1.0))  # ≈ 1.313: the closing step's reward
+    assert coq.final_check(PLUS, HONEST_FIX).valid
+    _, r = walk(coq, PLUS, ["induction n.", "reflexivity.", "simpl.", "rewrite IHn.", "reflexivity."])
+    assert r.ok and r.state.solved
+
+
+def test_cofix_on_a_coinductive_goal():
+    from proofrl.provers.coq import CoqProver
+
+    th = Theorem("zeros", "Theorem zeros : forall s, all0 s -> all0 (Cons 0 s).", STREAM)
+    th2 = Theorem("any0", "Theorem any0 : forall s : stream, all0 s.", STREAM)
+    prover = CoqProver(STREAM)
+    try:
+        _, r = walk(prover, th2, ["cofix f.", "exact f."])
+        assert not r.ok and r.failure.kind is FailureKind.KERNEL, r
+        _, r = walk(prover, th2, ["cofix f.", "intros s.", "apply f."])
+        assert not r.ok and r.failure.kind is FailureKind.KERNEL, r
+        _, r = walk(prover, th, ["cofix f.", "intros s h.", "apply A0.", "exact h."])  # guarded (and needs no f)
+        assert r.ok and r.state.solved
+    finally:
+        prover.close()
+
+
+def test_a_fix_hidden_in_a_header_tactic_and_an_unchecked_term_are_caught_by_the_kernel_not_by_name():
+    """The step's text names neither ``fix`` nor ``*_no_check``: only Coq's ``Qed`` can tell."""
+    from proofrl.provers.coq import CoqProver
+
+    header = NAT + "\nLtac loop_on := fix IH 1; assumption.\nLtac trust_me := exact_no_check I."
+    prover = CoqProver(header)
+    try:
+        _, r = walk(prover, Theorem("f", "Theorem f : forall n : nat, n = 0.", header), ["loop_on."])
+        assert not r.ok and r.failure.kind is FailureKind.KERNEL, r
+        _, r = walk(prover, Theorem("g", "Theorem g : False.", header), ["trust_me."])
+        assert not r.ok and r.failure.kind is FailureKind.KERNEL, r
+        _, r = walk(prover, Theorem("h", "Theorem h : True.", header), ["trust_me."])  # well typed after all
+        assert r.ok and r.state.solved
+    finally:
+        prover.close()
+
+
+@pytest.mark.parametrize("tactic", ["exact_no_check I.", "vm_cast_no_check (eq_refl 0).", "native_cast_no_check I.",
+                                    "change_no_check (0 = 0).", "idtac; exact_no_check I.", "try exact_no_check I.",
+                                    "first [exact_no_check I | idtac]."])
+def test_tactics_that_skip_the_type_check_are_refused_by_step_itself(coq, tactic):
+    st = coq.start(Theorem("tt", "Theorem tt : True.", NAT))
+    r = coq.step(st, tactic)
+    assert not r.ok and r.failure.kind is FailureKind.FORBIDDEN and "_no_check" in r.failure.message
+    assert refusal(tactic, "coq") == r.failure.message  # the search asks the same question, without a prover call
+
+
+def test_a_name_in_a_string_is_not_a_use(coq):
+    st = coq.start(Theorem("tt", "Theorem tt : True.", NAT))
+    r = coq.step(st, 'idtac "exact_no_check"; exact I.')
+    assert r.ok and r.state.solved
+
+
+# -- the search ---------------------------------------------------------------------------------------------
+
+CHEAT_HEADER = NAT + "\nAxiom cheat : forall P : Prop, P."
+PLUS_CHEAT = Theorem("plus0", "Theorem plus0 : forall n : nat, n + 0 = n.", CHEAT_HEADER)
+
+
+def mcts(**kw) -> SearchConfig:
+    return SearchConfig(algorithm="mcts", mcts=MCTSConfig(**{"tactic_timeout": 5.0, "max_steps": 16, **kw}))
+
+
+def bfs(**kw) -> SearchConfig:
+    return SearchConfig(algorithm="best-first", best_first=BestFirstConfig(**{"tactic_timeout": 5.0, "width": 4,
+                                                                            "max_expansions": 16, "seconds": 60.0, **kw}))
+
+
+@pytest.mark.parametrize("config", [mcts(), bfs()], ids=["mcts", "best-first"])
+def test_search_offered_an_unguarded_fix_beside_the_honest_proof_proves_honestly(coq, config):
+    pol = ScriptedPolicy([("IH :", ["apply IH."]), ("⊢ forall n", ["fix IH 1.", "intros n."]), ("n + 0 = n", ["lia."])])
+    r = search_one(PLUS, coq, pol, config)
+    assert r.status == "proved" and r.proof.split() == ["intros", "n.", "lia."], (r.status, r.proof, r.reason)
+    (cheat,) = [e for e in r.tree.edges if e.tactic == "apply IH."]
+    assert cheat.failure is not None and cheat.failure.kind == "kernel"
+
+
+@pytest.mark.parametrize("config", [mcts(), bfs()], ids=["mcts", "best-first"])
+def test_a_leaf_the_final_check_refuses_is_dead_and_the_search_goes_on(config):
+    """``apply cheat.`` closes the goal in the session (the header's axiom), and the policy likes it best;
+    only the fresh final check refuses it. The search marks that leaf unsound and finds the honest proof."""
+    from proofrl.provers.coq import CoqProver
+
+    pol = ScriptedPolicy([("⊢ forall n", ["apply cheat.", "intros n."]), ("n + 0 = n", ["apply cheat.", "lia."])])
+    prover = CoqProver(CHEAT_HEADER)
+    try:
+        r = search_one(PLUS_CHEAT, prover, pol, config)
+    finally:
+        prover.close()
+    assert r.status == "proved" and r.proof.split() == ["intros", "n.", "lia."], (r.status, r.proof, r.reason)
+    assert r.refused >= 1 and r.line()["refused_proofs"] == r.refused
+    tree = r.tree_json()
+    dead = [n for n in tree["nodes"] if n["unsound"]]
+    assert dead and all(n["dead"] and not n["solved"] and not n["closes"] and "cheat" in n["unsound"] for n in dead)
+    assert all(n["tactics"][-1] == "apply cheat." for n in dead)
+    assert tree["nodes"][tree["root"]]["solved"]
+
+
+def test_unsound_only_when_the_budget_ends_without_a_sound_proof():
+    from proofrl.provers.coq import CoqProver
+
+    pol = ScriptedPolicy([("⊢ forall n", ["apply cheat.", "intros n."]), ("n + 0 = n", ["apply cheat."])])
+    prover = CoqProver(CHEAT_HEADER)
+    try:
+        r = search_one(PLUS_CHEAT, prover, pol, bfs())
+    finally:
+        prover.close()
+    assert r.status == "unsound" and r.refused == 2 and "2 proof(s) refused" in r.reason
+    assert r.verdict is not None and not r.verdict.valid
+    assert [n.state.tactics for n in r.tree.nodes if n.unsound] == [("apply cheat.",), ("intros n.", "apply cheat.")]
+
+
+def test_mcts_an_unguarded_fix_inside_a_focus_block_is_refused_by_the_final_check_and_search_goes_on(coq):
+    """Inside ``1: {`` other goals remain, so the step cannot ask ``Qed``; the final check refuses the proof,
+    its closing leaves are marked unsound and MCTS goes on to the honest proof."""
+    th = Theorem("pt", "Theorem pt : forall n : nat, n + 0 = n /\\ True.", NAT)
+    table = [("IH : forall n : nat, n + 0 = n /\\ True\n⊢ forall", ["intros n."]),
+             ("⊢ forall", ["fix IH 1.", "intros n."]),
+             ("⊢ n + 0 = n /\\", ["split."]),
+             ("⊢ n + 0 = n", ["apply (proj1 (IH n)).", "lia."]),
+             ("⊢ True", ["exact I."])]
+    r = search_one(th, coq, ScriptedPolicy(table), mcts(max_steps=40))
+    assert r.status == "proved", (r.status, r.proof, r.reason)
+    assert "IH" not in r.proof and r.refused >= 1
+    dead = [n for n in r.tree.nodes if n.unsound]
+    assert any(n.state.tactics[-1] == "apply (proj1 (IH n))." for n in dead)
+
+
+def _scripted_app(table):
+    """An OpenAI-compatible chat endpoint that answers from ``table`` (the state text is in the prompt)."""
+    from fastapi import FastAPI
+
+    from proofrl.policy.tactic import tactic_prompt  # noqa: F401 - the prompt holds the state text
+
+    app = FastAPI()
+    pol = ScriptedPolicy(table)
+
+    @app.post("/v1/chat/completions")
+    def chat(body: dict):
+        (msg,) = [m for m in body["messages"] if m["role"] == "user"]
+        props = pol.propose(msg["content"], body.get("n", 1)) or []
+        props = (props * body.get("n", 1))[: body.get("n", 1)]
+        choices = [{"index": j, "finish_reason": "stop", "message": {"role": "assistant", "content": p.tactic},
+                    "logprobs": {"content": [{"token": p.tactic, "logprob": p.logprob_sum, "top_logprobs": []}]}}
+                   for j, p in enumerate(props)]
+        return {"id": "c", "object": "chat.completion", "model": body["model"], "choices": choices}
+
+    return app
+
+
+@pytest.mark.parametrize("algorithm", ["best-first", "mcts"])
+def test_proofrl_search_with_a_cheating_policy_proves_honestly_and_keeps_the_dead_leaf(tmp_path, algorithm):
+    from test_policy_generation import serve
+    from typer.testing import CliRunner
+
+    from proofrl.cli import app
+
+    table = [("IH :", ["apply IH."]), ("⊢ forall n", ["fix IH 1.", "apply cheat.", "intros n."]),
+             ("n + 0 = n", ["apply cheat.", "lia."])]
+    url, stop = serve(_scripted_app(table))
+    problems = tmp_path / "p.jsonl"
+    problems.write_text(json.dumps({"name": "plus0", "header": CHEAT_HEADER, "formal_statement": PLUS_CHEAT.statement}) + "\n")
+    try:
+        r = CliRunner().invoke(app, ["search", str(problems), "--algorithm", algorithm, "--policy", f"openai-chat:{url}",
+                                     "--model", "scripted", "--out", str(tmp_path / "out"), "--width", "3",
+                                     "--expansions", "12", "--max-steps", "16", "--threads", "1"])  # fmt: skip
+    finally:
+        stop()
+    assert r.exit_code == 0, r.output
+    (line,) = [json.loads(x) for x in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
+    assert line["status"] == "proved" and line["proof"].split() == ["intros", "n.", "lia."], line
+    assert line["verdict"]["status"] == "valid" and line["refused_proofs"] >= 1
+    tree = json.loads((tmp_path / "out" / "trees" / "plus0.json").read_text())
+    assert any(n["unsound"] and "cheat" in n["unsound"] and n["dead"] for n in tree["nodes"])
+    assert any(e["tactic"] == "apply IH." and e["failure"]["kind"] == "kernel" for e in tree["edges"])
