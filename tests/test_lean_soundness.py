@@ -12,6 +12,10 @@ Where Lean must answer, the answer is SYNTHETIC and says what Lean would do with
 Lean's source, not recorded: the recordings contain neither ``#print axioms`` nor these attacks). Each such
 test shows the hole end to end: with rules that let the text through, the prover says ``valid``. Once the
 rules refuse the text before Lean runs, the replay is never asked.
+
+Every attack Lean answers is judged in each REPL generation's shapes (the ``shape`` fixture): v4.33 named,
+v4.9 named (no ``proofStatus``, ``endPos: null``, ``'sorry'``, one newline between answers) and v4.9 detected.
+Section 5 holds the tactic-mode attacks that differ by generation.
 """
 
 from __future__ import annotations
@@ -19,7 +23,16 @@ from __future__ import annotations
 import json
 
 import pytest
-from lean_replay_support import TRANSCRIPTS, needs_transcripts, replay_config, synthetic_axioms, write_transcript
+from lean_replay_support import (
+    LEGACY_TOOLCHAIN,
+    TRANSCRIPTS,
+    legacy_shape,
+    needs_transcripts,
+    recorded,
+    replay_config,
+    synthetic_axioms,
+    write_transcript,
+)
 
 from proofrl.provers.base import FailureKind, Status, Theorem
 from proofrl.provers.lean import LeanProver
@@ -33,10 +46,21 @@ FALSE = Theorem("t", "theorem t : 1 = 2 := by", "", "lean")  # false: every `val
 CHEAT_HEADER = "axiom cheat : False"  # a (trusted) header that declares an axiom; only the audit stops its use
 
 
+SHAPES = {"v4.33": ("v4.33.0", False), "v4.9": (LEGACY_TOOLCHAIN, True), "v4.9-detected": (None, True)}
+"""(toolchain named in the config or None to detect, answers in the legacy shapes)"""
+
+
+@pytest.fixture(params=list(SHAPES))
+def shape(request) -> tuple[str | None, bool]:  # noqa: ANN001
+    return SHAPES[request.param]
+
+
 def lean_accepts(tmp_path, code: str, *, name: str = "t", header: str = "", audit: dict | None = None,
-                 tag: str = "ok") -> LeanProver:
+                 tag: str = "ok", shape: tuple[str | None, bool] = SHAPES["v4.33"]) -> LeanProver:
     """A prover whose (SYNTHETIC) Lean elaborates ``code`` without a message and answers the audit with
-    ``audit`` (default: no axioms), which is what real Lean does for the attacks below once it runs them."""
+    ``audit`` (default: no axioms), which is what real Lean does for the attacks below once it runs them;
+    ``shape`` picks the REPL generation the answers are shaped and read as."""
+    version, legacy = shape
     ex = []
     if header:
         ex.append(({"cmd": header}, {"env": 0}))
@@ -44,7 +68,10 @@ def lean_accepts(tmp_path, code: str, *, name: str = "t", header: str = "", audi
     env = 1 if header else 0
     ex.append((body, {"env": env}))
     ex.append(({"cmd": f"#print axioms {name}", "env": env}, audit or synthetic_axioms(name, [], env + 1)))
-    return LeanProver(replay_config(write_transcript(tmp_path, tag, ex)), header)
+    if legacy:
+        ex = [(q, legacy_shape(a)) for q, a in ex]
+    inp = write_transcript(tmp_path, tag, ex, framing="\n" if legacy else "\n\n")
+    return LeanProver(replay_config(inp, version=version), header)
 
 
 def no_lean(tmp_path, header: str = "") -> LeanProver:
@@ -58,33 +85,33 @@ def refused(v, prefix: str) -> bool:  # noqa: ANN001
 
 
 # == 1. commands hidden in proof text; text Lean reads otherwise ================================================
-def test_statement_in_a_doc_comment_does_not_count(tmp_path) -> None:
+def test_statement_in_a_doc_comment_does_not_count(tmp_path, shape) -> None:
     # `/--` opens a doc comment whose body starts after the third character, so `/--/` does not close it:
     # Lean sees one comment, then `theorem t : True`. Read as `/-` + `-/`, the false statement was "found".
     code = "/--/ theorem t : 1 = 2 := by -/\ntheorem t : True := trivial"
-    v = lean_accepts(tmp_path, code).check(FALSE, code)
+    v = lean_accepts(tmp_path, shape=shape, code=code).check(FALSE, code)
     assert v.status is Status.REJECTED and v.reasons == ("statement changed",)
 
 
-def test_comment_nesting_cannot_hide_an_instance(tmp_path) -> None:
+def test_comment_nesting_cannot_hide_an_instance(tmp_path, shape) -> None:
     # Lean consumes the character after `/-` unseen, so `/-/-` opens ONE comment, closed by the first `-/`;
     # `-- -/` is then a line comment. The instance makes `2` mean 1, and `rfl` proves `1 = 2`.
     code = "/-/- -/ instance : OfNat Nat 2 := ⟨1⟩ -- -/\ntheorem t : 1 = 2 := by rfl"
-    v = lean_accepts(tmp_path, code).check(FALSE, code)
+    v = lean_accepts(tmp_path, shape=shape, code=code).check(FALSE, code)
     assert v.reasons == ("statement changed: `instance` before it",)
 
 
-def test_raw_string_cannot_hide_an_instance(tmp_path) -> None:
+def test_raw_string_cannot_hide_an_instance(tmp_path, shape) -> None:
     # r"\" is a raw string holding one backslash (no escapes in raw strings), so the instance is code.
     code = 'example : r"\\" = "\\\\" := rfl\ninstance : OfNat Nat 2 := ⟨1⟩\n-- "\ntheorem t : 1 = 2 := by rfl'
-    v = lean_accepts(tmp_path, code).check(FALSE, code)
+    v = lean_accepts(tmp_path, shape=shape, code=code).check(FALSE, code)
     assert v.reasons == ("statement changed: `instance` before it",)
 
 
-def test_statement_in_an_escaped_identifier_does_not_count(tmp_path) -> None:
+def test_statement_in_an_escaped_identifier_does_not_count(tmp_path, shape) -> None:
     # `«...»` is one identifier to Lean, whatever it holds
     code = "theorem «x theorem t : 1 = 2 := by » : True := trivial\ntheorem t : True := trivial"
-    v = lean_accepts(tmp_path, code).check(FALSE, code)
+    v = lean_accepts(tmp_path, shape=shape, code=code).check(FALSE, code)
     assert v.reasons == ("statement changed",)
 
 
@@ -153,14 +180,14 @@ def test_code_evaluated_at_elaboration_cannot_reach_outside(tmp_path, tactic, wo
     assert v.status is Status.REJECTED and v.reasons == (f"forbidden: {word}",), v
 
 
-def test_print_axioms_hijacked_by_macro_rules_is_refused(tmp_path) -> None:
+def test_print_axioms_hijacked_by_macro_rules_is_refused(tmp_path, shape) -> None:
     # Macros expand before elaborators, so this rule turns the audit into a `#print "..."` of our choosing.
     proof = "exact cheat.elim\nmacro_rules | `(#print axioms t) => `(#print \"'t' does not depend on any axioms\")"
     thm = Theorem("t", "theorem t : 1 = 2 := by", CHEAT_HEADER, "lean")
     code = "theorem t : 1 = 2 := by\n  exact cheat.elim\n  macro_rules | `(#print axioms t) => `(#print \"'t' does not depend on any axioms\")"
     hijacked = {"messages": [{"severity": "info", "pos": {"line": 1, "column": 0}, "endPos": {"line": 1, "column": 6},
                               "data": "'t' does not depend on any axioms"}], "env": 2}
-    v = lean_accepts(tmp_path, code, header=CHEAT_HEADER, audit=hijacked).check(thm, proof)
+    v = lean_accepts(tmp_path, shape=shape, code=code, header=CHEAT_HEADER, audit=hijacked).check(thm, proof)
     assert v.status is Status.REJECTED and v.reasons[0] in ("forbidden: macro_rules", "unsupported: a syntax quotation `` `( ``")
 
 
@@ -237,10 +264,10 @@ def _audit(*texts: str) -> dict:
     _audit("'t' does not depend on any axioms", "'t' depends on axioms: [cheat]"),
     _audit("no axioms here"),
 ])
-def test_audit_must_be_one_answer_about_the_statement(tmp_path, answer) -> None:
+def test_audit_must_be_one_answer_about_the_statement(tmp_path, answer, shape) -> None:
     thm = Theorem("t", "theorem t : 1 = 2 := by", CHEAT_HEADER, "lean")
     code = "theorem t : 1 = 2 := by exact cheat.elim"
-    v = lean_accepts(tmp_path, code, header=CHEAT_HEADER, audit=answer).check(thm, "exact cheat.elim")
+    v = lean_accepts(tmp_path, shape=shape, code=code, header=CHEAT_HEADER, audit=answer).check(thm, "exact cheat.elim")
     assert v.status is Status.REJECTED and v.reasons[0].startswith("axiom"), v
 
 
@@ -264,39 +291,39 @@ def test_audit_rules() -> None:
     assert rules.judge_audit(both, "t", DEFAULT_AXIOMS)[0].reasons == ("axiom: cheat",)
 
 
-def test_namespace_left_open_after_the_statement_is_refused(tmp_path) -> None:
+def test_namespace_left_open_after_the_statement_is_refused(tmp_path, shape) -> None:
     # `namespace X` stays open in the REPL's environment, so the audit's `t` would be X.t, not the statement
     thm = Theorem("t", "theorem t : 1 = 2 := by", CHEAT_HEADER, "lean")
     proof = "theorem t : 1 = 2 := by exact cheat.elim\nnamespace X\ntheorem t : True := trivial"
-    v = lean_accepts(tmp_path, proof, header=CHEAT_HEADER,
+    v = lean_accepts(tmp_path, shape=shape, code=proof, header=CHEAT_HEADER,
                      audit=_audit("'X.t' does not depend on any axioms")).check(thm, proof)
     assert v.status is Status.REJECTED and v.reasons[0] in ("forbidden: namespace", "axiom audit of `X.t`, not `t`")
 
 
-def test_statement_literals_are_compared_as_written(tmp_path) -> None:
+def test_statement_literals_are_compared_as_written(tmp_path, shape) -> None:
     # "ab".length = 3 is false; blanking the strings made "abc".length = 3 look like the same statement
     thm = Theorem("t", 'theorem t : "ab".length = 3 := by', "", "lean")
     code = 'theorem t : "abc".length = 3 := by decide'
-    v = lean_accepts(tmp_path, code).check(thm, code)
+    v = lean_accepts(tmp_path, shape=shape, code=code).check(thm, code)
     assert v.status is Status.REJECTED and v.reasons == ("statement changed",)
     assert rules.find_statement("theorem t : 'a' = 'b' := by", "theorem t : 'a' = 'a' := by") is None
 
 
-def test_example_statement_is_audited_under_its_given_name(tmp_path) -> None:
+def test_example_statement_is_audited_under_its_given_name(tmp_path, shape) -> None:
     thm = Theorem("e", "example : 1 = 2 := by", "", "lean")
     code = "example : 1 = 2 := by\n  rfl"
     sent = "theorem proofrl_example_ : 1 = 2 := by\n  rfl"
-    v = lean_accepts(tmp_path, sent, name="proofrl_example_",
+    v = lean_accepts(tmp_path, shape=shape, code=sent, name="proofrl_example_",
                      audit=_audit("'t' does not depend on any axioms")).check(thm, code)
     assert v.status is Status.REJECTED and v.reasons == ("axiom audit of `t`, not `proofrl_example_`",)
 
 
 # == 4. meaning changed by notations, instances, options =========================================================
-def test_header_options_are_allowlisted(tmp_path) -> None:
+def test_header_options_are_allowlisted(tmp_path, shape) -> None:
     # Through the server the header is the client's: `debug.skipKernelTC` would let the kernel accept anything
     header = "set_option debug.skipKernelTC true"
     thm = Theorem("t", "theorem t : 1 = 2 := by", header, "lean")
-    v = lean_accepts(tmp_path, "theorem t : 1 = 2 := by rfl", header=header).check(thm, "rfl")
+    v = lean_accepts(tmp_path, shape=shape, code="theorem t : 1 = 2 := by rfl", header=header).check(thm, "rfl")
     assert v.status is Status.REJECTED and v.reasons == ("forbidden: set_option debug.skipKernelTC (header)",)
 
 
@@ -346,7 +373,7 @@ def test_honest_tactic_proofs_pass_the_text_rules(tail) -> None:
     assert rules.untrusted_constructs(tail, LeanConfig(command=("x",)).allowed_options) == ()
 
 
-def test_honest_whole_file_with_helpers_is_valid(tmp_path) -> None:
+def test_honest_whole_file_with_helpers_is_valid(tmp_path, shape) -> None:
     header = "import Mathlib\nimport Aesop\nset_option maxHeartbeats 400000\nopen BigOperators Real Nat Topology Rat"
     thm = Theorem("mathd_algebra_1", "theorem mathd_algebra_1 (a b : ℝ) (h : a = b) : a ^ 2 = b ^ 2 := by", header, "lean")
     proof = (header + "\n\n/-- A helper. -/\nlemma sq_eq (a b : ℝ) (h : a = b) :\n    a ^ 2 = b ^ 2 := by\n  rw [h]\n\n"
@@ -356,7 +383,7 @@ def test_honest_whole_file_with_helpers_is_valid(tmp_path) -> None:
              "theorem after (x : ℕ) : x = x := rfl\n")
     split = split_header(proof)
     sent = "\n" * split.line_count + split.body  # the header lines are blanked, not removed
-    v = lean_accepts(tmp_path, sent, name="mathd_algebra_1", header=header).check(thm, proof)
+    v = lean_accepts(tmp_path, shape=shape, code=sent, name="mathd_algebra_1", header=header).check(thm, proof)
     assert v.status is Status.VALID, v
 
 
@@ -375,3 +402,55 @@ def test_recorded_commands_pass_the_lexer() -> None:
             if cmd.lstrip().startswith(("theorem", "example", "--")) and "sorry" not in cmd:
                 assert rules.untrusted_constructs(cmd, LeanConfig(command=("x",)).allowed_options) == (), (inp.name, cmd)
     assert flagged == ["H20231110.in"]
+
+
+# == 5. tactic mode on every REPL generation =====================================================================
+SELF = Theorem("ex", "theorem ex : False := by", "", "lean")  # `exact ex` closes its goal; the kernel refuses it
+
+
+def _self_proof(tmp_path, shape, confirm: dict | None) -> LeanProver:  # noqa: ANN001
+    """``theorem ex : False`` proved by itself in tactic mode: the answers are real Lean's (v4.33, copied from
+    ``self_proof_exact_check``), shaped as ``shape``'s generation says; a REPL without ``proofStatus`` is then
+    asked to elaborate the path as one command, answered ``confirm``."""
+    version, legacy = shape
+    sorry_answer = json.loads(recorded("self_proof_exact_check", 2)[1])
+    step_answer = json.loads(recorded("self_proof_exact_check", 3)[1])
+    ex = [({"cmd": "theorem ex : False := by sorry"}, sorry_answer), ({"tactic": "exact ex", "proofState": 0}, step_answer)]
+    if legacy:
+        ex = [(q, legacy_shape(a)) for q, a in ex]
+        if confirm is not None:
+            ex.append(({"cmd": "theorem ex : False := by exact ex"}, legacy_shape(confirm)))
+    inp = write_transcript(tmp_path, "self", ex, framing="\n" if legacy else "\n\n")
+    return LeanProver(replay_config(inp, version=version))
+
+
+@needs_transcripts
+def test_a_kernel_refusal_in_tactic_mode_is_never_a_solved_state(tmp_path, shape) -> None:
+    """v4.19+ says ``Error: kernel type check failed``; an older REPL only says ``goals: []``, so the path is
+    elaborated as one command, which real Lean refuses (its first recorded answer); the failure says why."""
+    prover = _self_proof(tmp_path, shape, json.loads(recorded("self_proof_exact_check", 1)[1]))
+    r = prover.step(prover.start(SELF), "exact ex")
+    assert r.state is None and r.failure.kind is FailureKind.ERROR
+    if shape[1]:
+        assert "fail to show termination" in r.failure.message and rules.UNCONFIRMED in r.failure.message
+    else:
+        assert r.failure.message.startswith("Error: kernel type check failed")
+
+
+@needs_transcripts
+@pytest.mark.parametrize("confirm, why", [
+    ({"messages": [{"severity": "error", "pos": {"line": 1, "column": 8}, "endPos": {"line": 1, "column": 10},
+                    "data": "(kernel) declaration has metavariables 'ex'"}], "env": 0}, "kernel: declaration has metavariables"),
+    ({"messages": [{"severity": "warning", "pos": {"line": 1, "column": 8}, "endPos": {"line": 1, "column": 10},
+                    "data": "declaration uses `sorry`"}], "env": 0}, "sorry"),
+    ({"env": 0}, None),
+])
+def test_a_legacy_closing_step_stands_only_if_the_path_elaborates_as_one_command(tmp_path, confirm, why) -> None:
+    """SYNTHETIC confirmation answers (the shapes Lean gives a whole command): a kernel error or a sorry refuses
+    the step, a clean command confirms it. With v4.19+ shapes no command is asked (the replay would crash)."""
+    prover = _self_proof(tmp_path, SHAPES["v4.9"], confirm)
+    r = prover.step(prover.start(SELF), "exact ex")
+    if why is None:
+        assert r.ok and r.state.solved and r.state.tactics == ("exact ex",)
+    else:
+        assert r.state is None and why in r.failure.message and rules.UNCONFIRMED in r.failure.message

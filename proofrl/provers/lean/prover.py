@@ -8,6 +8,8 @@
   judges the one answer about the statement's declaration. The rules are in :mod:`.rules`.
 * ``start``/``step`` use tactic mode: ``start`` elaborates ``statement sorry`` and takes the sorry's proof
   state; ``step`` sends ``{"tactic", "proofState"}`` (a tactic the rules refuse is a ``forbidden`` failure).
+  On a REPL before v4.19 (no ``proofStatus``) a step that leaves no goals is confirmed by elaborating its
+  whole path as one command in the same process, the kernel included; refused, the step fails and says why.
 * ``final_check`` replays tactics as one command in a *fresh* process (tactic mode has had false positives,
   repl#44, and a long-lived process carries state).
 
@@ -37,6 +39,7 @@ from .rules import (
     judge_audit,
     judge_axioms,
     judge_command,
+    UNCONFIRMED,
     judge_step,
     meaning_changers,
     prefix_problems,
@@ -293,6 +296,10 @@ class LeanProver:
         except ProverCrashed as e:
             return StepResult(tactic, failure=StepFailure(FailureKind.CRASH, str(e)[-2000:]), seconds=time.monotonic() - t0)
         j = judge_step(resp)
+        if j.ok and j.unconfirmed:
+            left = max(timeout - (time.monotonic() - t0), 1.0)
+            if why := self._confirm_closed(state, tactic, left):
+                return StepResult(tactic, failure=StepFailure(FailureKind.ERROR, why), seconds=time.monotonic() - t0)
         if not j.ok:
             m = j.message_obj
             start = to_message(m).start if m is not None else None
@@ -303,6 +310,25 @@ class LeanProver:
         new = ProofState(state.theorem, state.tactics + (tactic,), goals,
                          handle=resp.proof_state, session=self.session_id)  # type: ignore[union-attr]
         return StepResult(tactic, state=new, seconds=time.monotonic() - t0)
+
+    def _confirm_closed(self, state: ProofState, tactic: str, timeout: float) -> str | None:
+        """Why the path ending in ``tactic``, which left no goals on a REPL that cannot say more
+        (:data:`~.rules.UNCONFIRMED`), is no finished proof; None when Lean elaborates it as one command with
+        no error and no sorry (the kernel checks the declaration; a metavariable left is an error)."""
+        plan = assemble(state.theorem, "\n".join((*state.tactics, tactic)), self.header, self.config)
+        if isinstance(plan, Verdict):
+            return f"{'; '.join(plan.reasons)} ({UNCONFIRMED})"
+        assert self._session is not None
+        try:
+            resp = self._session.command(plan.code, env=self._env, timeout=timeout)
+        except ProverTimeout as e:
+            return f"confirming it as one command timed out after {e.seconds:.1f}s ({UNCONFIRMED})"
+        except ProverCrashed as e:
+            return f"confirming it as one command crashed the REPL: {str(e)[-300:]} ({UNCONFIRMED})"
+        judged = judge_command(resp)
+        if judged.status is Status.VALID:
+            return None
+        return f"the path as one command: {'; '.join(judged.reasons)} ({UNCONFIRMED})"
 
     def _reach(self, state: ProofState, timeout: float) -> ProofState:
         """Re-reach ``state`` in this process by replaying its tactic path (its handle belongs elsewhere)."""
