@@ -12,6 +12,9 @@
 * **One queue for every caller.** ``check_many``, ``acheck`` and ``acheck_many`` (the server's concurrent
   requests) all queue jobs in one backlog; free workers take jobs whose header their process already holds
   (see :class:`_Backlog`), so mixed-header traffic does not reload headers over and over.
+* **Fair between callers.** Among the jobs of one header, a free worker takes one of the caller (one call, or
+  the ``caller`` it names: the server's request) with the fewest jobs running, so one caller's many slow jobs
+  do not hold another's few behind them.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import inspect
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -62,7 +65,7 @@ class PoolConfig:
     affinity_wait: float = 10.0
     """seconds a header's queued jobs may go unserved while every worker stays on headers it holds; past
     that the next free worker switches to them (bounds the wait header affinity adds for each caller: jobs of
-    the batch a worker is already serving do not count as waiting; 0 = first come, first served, for
+    the caller a worker is already serving do not count as waiting; 0 = headers first come, first served, for
     comparison)"""
 
 
@@ -247,11 +250,15 @@ class ProverPool:
             raise failures[0]
         return results  # type: ignore[return-value]
 
-    async def acheck(self, theorem: Theorem, proof: str, *, timeout: float | None = None) -> Verdict:
-        return (await self.acheck_many([(theorem, proof)], timeout=timeout))[0]
+    async def acheck(self, theorem: Theorem, proof: str, *, timeout: float | None = None, caller: Hashable | None = None) -> Verdict:
+        return (await self.acheck_many([(theorem, proof)], timeout=timeout, caller=caller))[0]
 
-    async def acheck_many(self, jobs: Sequence[tuple[Theorem, str]], *, timeout: float | None = None) -> list[Verdict]:
-        """The asyncio entry point: the jobs join the same queue as every other caller's."""
+    async def acheck_many(
+        self, jobs: Sequence[tuple[Theorem, str]], *, timeout: float | None = None, caller: Hashable | None = None
+    ) -> list[Verdict]:
+        """The asyncio entry point: the jobs join the same queue as every other caller's. ``caller``: whom the
+        workers are shared fairly between (the server passes one per request, so a request's items, each its
+        own call, count as one caller); by default this call."""
         loop = asyncio.get_running_loop()
         futures = [loop.create_future() for _ in jobs]
 
@@ -259,12 +266,14 @@ class ProverPool:
             if not f.done():
                 f.set_result(v)
 
-        self._submit(jobs, timeout, lambda i, v: loop.call_soon_threadsafe(settle, futures[i], v))
+        self._submit(jobs, timeout, lambda i, v: loop.call_soon_threadsafe(settle, futures[i], v), caller)
         return list(await asyncio.gather(*futures))
 
-    def _submit(self, jobs: Sequence[tuple[Theorem, str]], timeout: float | None, done: Callable[[int, Verdict], None]) -> None:
+    def _submit(
+        self, jobs: Sequence[tuple[Theorem, str]], timeout: float | None, done: Callable[[int, Verdict], None], caller: Hashable | None = None
+    ) -> None:
         now = time.monotonic()
-        items = [_Item(theorem, proof, timeout, i, done, now) for i, (theorem, proof) in enumerate(jobs)]
+        items = [_Item(theorem, proof, timeout, i, done, now, caller) for i, (theorem, proof) in enumerate(jobs)]
         start = self._backlog.put(items)
         if start is None:  # closed: nobody will drain the queue
             for it in items:
@@ -282,6 +291,7 @@ class ProverPool:
                 v = self.check(item.theorem, item.proof, timeout=item.timeout)
             except BaseException as e:  # noqa: BLE001 - one item never sinks a batch
                 v = Verdict(Status.ERROR, (f"internal error: {type(e).__name__}: {e}",))
+            self._backlog.finished(item)
             with contextlib.suppress(RuntimeError):  # the caller's event loop has closed: nobody to tell
                 item.done(item.index, v)
 
@@ -330,31 +340,41 @@ class _Item:
     index: int
     done: Callable[[int, Verdict], None]
     queued_at: float
+    caller: Hashable | None = None
+    """whom this job is scheduled fairly against; None: its call (``done``)"""
+
+    @property
+    def owner(self) -> Hashable:
+        return self.done if self.caller is None else self.caller
 
 
 class _Backlog:
-    """Every caller's queued jobs, by header, shared by at most ``workers`` draining threads.
+    """Every caller's queued jobs, by header and then by caller, shared by at most ``workers`` draining threads.
 
     ``take(header)`` is the scheduling rule: a worker stays on the header its process holds while that
     header has jobs (a switch costs a header load: 0.4 s for Coq, 10+ s for Mathlib); a worker that must
     switch takes the header nobody works on whose jobs have waited longest, else joins the longest-waiting
     one (so one big group still ends in parallel). A header that has gone ``affinity_wait`` seconds without
     service is taken next whatever the worker holds, so affinity never starves a header, unless its next job
-    belongs to the same batch (caller) as the worker's own next job. Within a header, jobs go in arrival order.
+    belongs to the same caller as the worker's own next job. Within a header the job is the next of the caller
+    with the fewest jobs running (ties: the one whose next job has waited longest), so callers share the
+    workers of a header round-robin rather than first come, first served: six slow jobs of one request no
+    longer hold a one-job request of another until all six are done. A caller's own jobs go in arrival order.
     """
 
     def __init__(self, workers: int, affinity_wait: float, clock: Callable[[], float] = time.monotonic):
         self._lock = threading.Lock()
-        self._queues: dict[str, deque[_Item]] = {}
+        self._queues: dict[str, dict[Hashable, deque[_Item]]] = {}  # header -> caller -> jobs; no empty entries
         self._served: dict[str, float] = {}  # header -> when a job of it was last taken
         self._on: Counter = Counter()  # header -> workers on it
+        self._running: Counter = Counter()  # caller -> its jobs taken and not finished
         self._workers, self._max_workers = 0, workers
         self._closed = False
         self.affinity_wait, self._clock = affinity_wait, clock
 
     def __len__(self) -> int:
         with self._lock:
-            return sum(len(q) for q in self._queues.values())
+            return sum(len(q) for by in self._queues.values() for q in by.values())
 
     def put(self, items: Sequence[_Item]) -> int | None:
         """Queue ``items``; returns how many new workers the caller must start, or None once closed."""
@@ -362,48 +382,67 @@ class _Backlog:
             if self._closed:
                 return None
             for it in items:
-                self._queues.setdefault(it.theorem.header, deque()).append(it)
+                self._queues.setdefault(it.theorem.header, {}).setdefault(it.owner, deque()).append(it)
             start = min(self._max_workers - self._workers, len(items))
             self._workers += start
             return start
 
     def take(self, current: str | None) -> _Item | None:
         """The next job for a worker whose process holds ``current``; None (and the worker retires) when
-        nothing is queued."""
+        nothing is queued. Tell :meth:`finished` when the job is judged."""
         with self._lock:
-            waiting = {h: q for h, q in self._queues.items() if q}
-            if not waiting:
+            if not self._queues:
                 self._on[current] -= current is not None
                 self._workers -= 1
                 return None
-            h = self._choose(current, waiting, self._clock())
+            heads = {h: self._next(by) for h, by in self._queues.items()}
+            h = self._choose(current, heads, self._clock())
             if h != current:
                 self._on[current] -= current is not None
                 self._on[h] += 1
             self._served[h] = self._clock()
-            return waiting[h].popleft()
+            by = self._queues[h]
+            item = by[heads[h]].popleft()
+            if not by[heads[h]]:
+                del by[heads[h]]
+                if not by:
+                    del self._queues[h]
+            self._running[item.owner] += 1
+            return item
 
-    def _choose(self, current: str | None, waiting: dict[str, deque[_Item]], now: float) -> str:
+    def finished(self, item: _Item) -> None:
+        """``item`` (from :meth:`take`) is judged: its caller has one job fewer running."""
+        with self._lock:
+            self._running[item.owner] -= 1
+            if self._running[item.owner] <= 0:
+                del self._running[item.owner]
+
+    def _next(self, by_caller: dict[Hashable, deque[_Item]]) -> Hashable:
+        """The caller whose job a worker on this header takes next: the fewest running, then the longest waiting."""
+        return min(by_caller, key=lambda c: (self._running[c], by_caller[c][0].queued_at))
+
+    def _choose(self, current: str | None, heads: dict[str, Hashable], now: float) -> str:
+        oldest = {h: min(q[0].queued_at for q in by.values()) for h, by in self._queues.items()}
         if self.affinity_wait <= 0:  # first come, first served
-            return min(waiting, key=lambda h: waiting[h][0].queued_at)
-        unserved = {h: now - max(self._served.get(h, 0.0), q[0].queued_at) for h, q in waiting.items()}
+            return min(oldest, key=oldest.__getitem__)
+        unserved = {h: now - max(self._served.get(h, 0.0), t) for h, t in oldest.items()}
         starving = max(unserved, key=unserved.__getitem__)
-        # Fairness is between callers: when the starving header's next job is of the same batch (one check_many,
-        # one request) as this worker's next job, the caller waits for the whole batch either way, and a
-        # switch would only add header loads (under load, one batch of many headers used to reload each).
-        same_batch = current in waiting and waiting[current][0].done is waiting[starving][0].done
-        if unserved[starving] > self.affinity_wait and not same_batch:
+        # Fairness is between callers: when the starving header's next job is of the same caller (one check_many,
+        # one request) as this worker's next job, the caller waits for all its jobs either way, and a switch
+        # would only add header loads (under load, one batch of many headers used to reload each).
+        same_caller = current in heads and heads[current] == heads[starving]
+        if unserved[starving] > self.affinity_wait and not same_caller:
             return starving
-        if current in waiting:
+        if current in heads:
             return current
-        idle = [h for h in waiting if self._on[h] <= 0] or list(waiting)
+        idle = [h for h in heads if self._on[h] <= 0] or list(heads)
         return max(idle, key=unserved.__getitem__)
 
     def close(self, verdict: Callable[[], Verdict]) -> None:
         """Refuse new jobs and answer every queued one with ``verdict()``."""
         with self._lock:
             self._closed = True
-            items = [it for q in self._queues.values() for it in q]
+            items = [it for by in self._queues.values() for q in by.values() for it in q]
             self._queues.clear()
         for it in items:
             it.done(it.index, verdict())

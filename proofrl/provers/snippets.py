@@ -52,7 +52,7 @@ def header_refusal(sentence: str) -> str | None:
 
 
 def coq_job(code: str) -> Job | Verdict:
-    from .coq.sentences import SplitError, split_sentences
+    from .coq.sentences import SplitError, normalise, split_sentences
 
     try:
         sentences = split_sentences(code)
@@ -68,7 +68,8 @@ def coq_job(code: str) -> Job | Verdict:
             return Verdict(Status.REJECTED, (why,), (Message("error", text, _position(code, s.start)),), prover="coq")
     stmt = sentences[at]
     m = _COQ_STATEMENT.match(stmt.text)
-    theorem = Theorem(name=m.group(2), statement=stmt.text, header=code[: stmt.start].strip(), backend="coq")
+    header = "\n".join(normalise(s.text) for s in sentences[:at])  # one process serves headers that differ in comments or blanks
+    theorem = Theorem(name=m.group(2), statement=stmt.text, header=header, backend="coq")
     return Job(theorem, code[stmt.end :], _position(code, stmt.end))
 
 

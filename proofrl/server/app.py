@@ -30,7 +30,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse
 
 from ..provers import sandbox
-from ..provers.base import Status, Verdict
+from ..provers.base import Message, Status, Verdict
 from ..provers.pool import ProverPool
 from .schemas import (
     CheckRequest,
@@ -59,6 +59,9 @@ class ServerConfig:
     max_batch: int = 1024
     """items in one request; beyond it (or beyond ``max_inflight``): 413"""
     max_body_bytes: int = 8 * 2**20
+    max_code_chars: int = 2**19
+    """characters in one item's code; a longer one is ``error: code too long`` at once, never cut into sentences
+    (cutting is pure Python, about a second per MiB; the Coq prover refuses proofs over 256 KiB anyway)"""
     max_timeout: float = 300.0
     """cap on a request's ``timeout`` (seconds per item); ``timeout: 0`` means the pool's default"""
     retry_after: int = 1
@@ -147,23 +150,32 @@ class Service:
         timeout = self.item_timeout(pool, requested_timeout)
         self.admit(len(codes))
         try:
-            return list(await asyncio.gather(*(self._one(name, pool, c, timeout) for c in codes)))
+            t0 = time.monotonic()
+            # Cutting snippets is pure Python: in a thread, so that the event loop answers /health and other
+            # requests meanwhile. Each request is one caller for the pool, which shares its workers fairly
+            # between callers.
+            made = await asyncio.to_thread(lambda: [self._cut(name, c) for c in codes])
+            request = object()
+            return list(await asyncio.gather(*(self._one(name, pool, m, timeout, t0, request) for m in made)))
         finally:
             self.inflight -= len(codes)
 
-    async def _one(self, backend: str, pool: ProverPool, code: str | None, timeout: float) -> Judged:
-        t0 = time.monotonic()
-        job: Job | None = None
+    def _cut(self, backend: str, code: str | None) -> Job | Verdict:
+        """The item as a job for the pool, or its verdict when it cannot be one (size checked before cutting)."""
+        if code is None:
+            return Verdict(Status.ERROR, ("no proof or code given",), prover=backend)
+        if len(code) > self.config.max_code_chars:
+            text = f"{len(code)} characters > limit {self.config.max_code_chars} (max_code_chars)"
+            return Verdict(Status.ERROR, ("code too long",), (Message("error", text),), prover=backend)
         try:
-            if code is None:
-                verdict = Verdict(Status.ERROR, ("no proof or code given",), prover=backend)
-            else:
-                made = make_job(code, backend)
-                if isinstance(made, Verdict):
-                    verdict = made
-                else:
-                    job = made
-                    verdict = await pool.acheck(job.theorem, job.proof, timeout=timeout)
+            return make_job(code, backend)
+        except Exception as e:  # noqa: BLE001 - one item never sinks a batch
+            return Verdict(Status.ERROR, (f"internal error: {type(e).__name__}: {e}",), prover=backend)
+
+    async def _one(self, backend: str, pool: ProverPool, made: Job | Verdict, timeout: float, t0: float, caller: object) -> Judged:
+        job = made if isinstance(made, Job) else None
+        try:
+            verdict = made if job is None else await pool.acheck(job.theorem, job.proof, timeout=timeout, caller=caller)
         except Exception as e:  # noqa: BLE001 - one item never sinks a batch
             verdict = Verdict(Status.ERROR, (f"internal error: {type(e).__name__}: {e}",), prover=backend)
         seconds = time.monotonic() - t0

@@ -7,7 +7,7 @@ sandbox: auto              # auto | bwrap | unshare | off: how prover processes 
 host: 127.0.0.1
 port: 8000
 pool: {workers: 2, timeout: 30, max_uses: 500, max_rss_mb: 2048}
-server: {max_inflight: 256, max_batch: 1024, max_body_bytes: 8388608, max_timeout: 300, retry_after: 1}
+server: {max_inflight: 256, max_batch: 1024, max_body_bytes: 8388608, max_code_chars: 524288, max_timeout: 300, retry_after: 1}
 prover: {memory_mb: 4096}  # per-process options of the backend (CoqConfig / LeanConfig fields)
 ```
 """

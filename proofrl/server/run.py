@@ -1,8 +1,11 @@
 """Running the app the way ``proofrl serve`` does: uvicorn with bounds on connections and on the time a client
 may take, and a bounded drain at shutdown.
 
-* **Connections.** At most ``max_connections`` open at once: one more is answered ``503`` and closed as soon
-  as it is accepted (uvicorn's own ``limit_concurrency`` only answers requests, leaving idle sockets open).
+* **Connections.** At most ``max_connections`` open at once. When one more is accepted, the connection that
+  has waited longest for its next request (idle, kept alive, or still sending its head) is closed to make room;
+  only when every connection has a request in progress is the new one answered ``503`` and closed (uvicorn's
+  own ``limit_concurrency`` only answers requests, leaving idle sockets open). So idle sockets, however many,
+  never lock clients out.
 * **Time to send a request.** The head (request line and headers) must arrive within
   ``request_read_seconds`` of the connection opening, or of the previous response on a kept-alive
   connection; the body within what is left of it (:class:`~proofrl.server.app.BodyLimit`, since uvicorn
@@ -53,12 +56,23 @@ class BoundedH11Protocol(H11Protocol):
         self._read_deadline = 0.0
         self._partial = False
         super().connection_made(transport)
-        if len(self.connections) > self.limits.max_connections:
+        if len(self.connections) > self.limits.max_connections and not self._close_longest_idle():
             self.logger.warning("refused a connection: %d open, limit %d", len(self.connections) - 1, self.limits.max_connections)
             transport.write(_raw_response(503, "Service Unavailable", f"too many connections (limit {self.limits.max_connections})"))
             transport.close()
             return
         self._arm()
+
+    def _close_longest_idle(self) -> bool:
+        """Close the connection that has waited longest for a request (its read clock armed earliest), to let
+        this one in; False when every other connection has a request in progress."""
+        idle = [c for c in self.connections if c is not self and getattr(c, "_read_timer", None) is not None]
+        if not idle:
+            return False
+        oldest = min(idle, key=lambda c: c._read_deadline)
+        oldest._disarm()
+        oldest.transport.close()
+        return True
 
     def _arm(self) -> None:
         """Start the clock for the next request (head and body)."""

@@ -126,3 +126,32 @@ def position(text: str, offset: int) -> Position:
 def byte_to_char(s: str, byte_offset: int) -> int:
     """Coq reports UTF-8 byte offsets; Python and users count characters."""
     return len(s.encode("utf-8")[:byte_offset].decode("utf-8", "ignore"))
+
+
+def normalise(sentence: str) -> str:
+    """One sentence (as :func:`split_sentences` cuts it) in a canonical form that Coq's lexer reads as the same
+    tokens: each run of blanks becomes one space and each comment that follows a blank goes (a comment is a
+    blank to the lexer). Strings are kept as written, ``(*`` in them included, and so is a comment right after
+    a non-blank: after a period it keeps the period from ending the sentence, which a blank would do.
+    Texts that differ only in comments and blanks share one form (the prover pool's key for a header)."""
+    out: list[str] = []
+    i, n, blank = 0, len(sentence), True
+    while i < n:
+        c = sentence[i]
+        if sentence.startswith("(*", i):
+            j = _skip_comment(sentence, i)
+            if not blank:
+                out.append(sentence[i:j])
+            i = j
+        elif c == '"':
+            j = _skip_string(sentence, i)
+            out.append(sentence[i:j])
+            i, blank = j, False
+        elif c in COQ_BLANKS:
+            if not blank:
+                out.append(" ")
+            i, blank = i + 1, True
+        else:
+            out.append(c)
+            i, blank = i + 1, False
+    return "".join(out).rstrip(" ")
