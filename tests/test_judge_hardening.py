@@ -94,6 +94,17 @@ def test_every_harmless_option_is_one_coq_knows():
     assert "There is no flag" not in out.stderr + out.stdout, out.stderr
 
 
+@requires_coq
+def test_every_allowed_sentence_is_one_coq_runs(tmp_path):
+    """The allowlist's shapes are Coq's: each allowed sentence loads in a real ``coqc``, the
+    ``Export Set``/``#[local]`` forms included."""
+    import subprocess
+
+    (tmp_path / "H.v").write_text("\n".join(ALLOWED) + "\n")
+    out = subprocess.run(["coqc", "-q", "H.v"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "Warning" not in out.stderr, out.stderr
+
+
 @pytest.mark.parametrize("sentence", ["Export Unset Guard Checking.", "Set Firstorder Solver admit.", "Set Ltac Debug."])
 def test_a_snippet_with_such_a_header_is_rejected_before_coq_runs(sentence):
     v = coq_job(sentence + "\nTheorem t : False.\nProof. firstorder. Qed.")
@@ -187,6 +198,9 @@ def test_a_proof_that_floods_is_rejected_by_both_checks_without_reading_it_all(p
     ("Theorem t : forall n : nat, n = 0.", "Proof. fix IH 1. apply IH. Qed.", Status.REJECTED, "kernel rejected the proof"),
     ("Theorem t : forall n : nat, n = n.", "Proof. intros n. Qed.", Status.REJECTED, None),
     ("Theorem t : True.", "Proof. exact 0. Qed.", Status.ERROR, None),
+    ("Theorem t : True.", 'Proof. fail "given up, incomplete, pending". Qed.', Status.ERROR, None),  # a tactic's words
+    ("Theorem t : True.", "Proof. shelve. Qed.", Status.REJECTED, None),
+    ("Theorem t : forall n : nat, n = n.", "Proof. Fail idtac. intros n; reflexivity. Qed.", Status.REJECTED, "forbidden: Fail"),
     ("Theorem t : Ture.", "Proof. exact I. Qed.", Status.ERROR, "statement does not elaborate"),
 ])
 def test_check_and_the_final_check_give_one_proof_one_status(pool, statement, proof, status, reason):
