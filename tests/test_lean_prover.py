@@ -232,7 +232,7 @@ def test_start_and_steps_keep_case_names_and_never_trust_empty_goals() -> None:
     s2 = prover.step(s1, "rfl").state
     assert s2.goal_count == 1 and s2.tactics == ("cases 1", "rfl")
     r = prover.step(s2, "have: true := by\n    apply ?succ\n    trivial")
-    assert r.state is None and r.failure.kind is FailureKind.ERROR
+    assert r.state is None and r.failure.kind is FailureKind.KERNEL
     assert r.failure.message.startswith("Error: kernel type check failed")
     r = prover.step(s2, "have: true := sorry")
     assert r.failure.kind is FailureKind.FORBIDDEN  # refused before Lean

@@ -430,7 +430,7 @@ def test_a_kernel_refusal_in_tactic_mode_is_never_a_solved_state(tmp_path, shape
     elaborated as one command, which real Lean refuses (its first recorded answer); the failure says why."""
     prover = _self_proof(tmp_path, shape, json.loads(recorded("self_proof_exact_check", 1)[1]))
     r = prover.step(prover.start(SELF), "exact ex")
-    assert r.state is None and r.failure.kind is FailureKind.ERROR
+    assert r.state is None and r.failure.kind is FailureKind.KERNEL
     if shape[1]:
         assert "fail to show termination" in r.failure.message and rules.UNCONFIRMED in r.failure.message
     else:

@@ -241,3 +241,30 @@ def test_proofrl_search_with_a_cheating_policy_proves_honestly_and_keeps_the_dea
     tree = json.loads((tmp_path / "out" / "trees" / "plus0.json").read_text())
     assert any(n["unsound"] and "cheat" in n["unsound"] and n["dead"] for n in tree["nodes"])
     assert any(e["tactic"] == "apply IH." and e["failure"]["kind"] == "kernel" for e in tree["edges"])
+
+
+# -- Lean: what the end of a declaration checks, in tactic mode ------------------------------------------------
+
+
+@pytest.mark.parametrize("name, statement, tactic", [
+    ("self_proof_apply_check", "theorem ex : False :=", "apply ex"),
+    ("self_proof_exact_check", "theorem ex : False :=", "exact ex"),
+    ("self_proof_rw", "set_option pp.fvars.anonymous false in theorem self_application : 1 = 0 := by", "rw [self_application]"),
+])
+def test_lean_a_proof_by_itself_closes_no_goal_and_earns_nothing(name, statement, tactic):
+    """Real Lean (recorded): in tactic mode the theorem's own name is a free variable; the REPL's check of the
+    finished term says ``Error: kernel type check failed`` (command mode: "fail to show termination")."""
+    from lean_replay_support import TRANSCRIPTS, replay_config
+
+    if not TRANSCRIPTS.is_dir():
+        pytest.skip(f"no transcripts at {TRANSCRIPTS}")
+    from proofrl.provers.lean import LeanProver
+
+    prover = LeanProver(replay_config(TRANSCRIPTS / f"{name}.in", "--start", "2"))
+    try:
+        s0 = prover.start(Theorem("ex", statement, "", "lean"))
+        r = prover.step(s0, tactic)
+    finally:
+        prover.close()
+    assert not r.ok and r.failure.kind is FailureKind.KERNEL and "kernel type check failed" in r.failure.message
+    assert subgoal_reward(s0, r) == 0.0

@@ -40,8 +40,9 @@ class FailureKind(str, enum.Enum):
     PARSE_ERROR = "parse_error"  # not exactly one well-formed sentence
     FORBIDDEN = "forbidden"  # a command or tactic the rules forbid (admit, Axiom, sorry, ...)
     ERROR = "error"  # the prover rejected the tactic (message and location attached)
-    KERNEL = "kernel"  # the tactic left no goals, but the prover's kernel refuses the proof it completed
-    # (Coq: ``Qed`` fails, e.g. a recursive call the guard condition forbids); the state is not solved
+    KERNEL = "kernel"  # the tactic left no goals, but the prover refuses the proof it completed (Coq: ``Qed``
+    # fails, e.g. a recursive call the guard condition forbids; Lean: the REPL's ``Error: kernel type check
+    # failed``, or the path elaborated as one command is refused); the state is not solved
     TIMEOUT = "timeout"
     CRASH = "crash"
 

@@ -9,7 +9,8 @@
 * ``start``/``step`` use tactic mode: ``start`` elaborates ``statement sorry`` and takes the sorry's proof
   state; ``step`` sends ``{"tactic", "proofState"}`` (a tactic the rules refuse is a ``forbidden`` failure).
   On a REPL before v4.19 (no ``proofStatus``) a step that leaves no goals is confirmed by elaborating its
-  whole path as one command in the same process, the kernel included; refused, the step fails and says why.
+  whole path as one command in the same process, the kernel included; refused, the step fails (``kernel``)
+  and says why.
 * ``final_check`` replays tactics as one command in a *fresh* process (tactic mode has had false positives,
   repl#44, and a long-lived process carries state).
 
@@ -299,7 +300,7 @@ class LeanProver:
         if j.ok and j.unconfirmed:
             left = max(timeout - (time.monotonic() - t0), 1.0)
             if why := self._confirm_closed(state, tactic, left):
-                return StepResult(tactic, failure=StepFailure(FailureKind.ERROR, why), seconds=time.monotonic() - t0)
+                return StepResult(tactic, failure=StepFailure(FailureKind.KERNEL, why), seconds=time.monotonic() - t0)
         if not j.ok:
             m = j.message_obj
             start = to_message(m).start if m is not None else None

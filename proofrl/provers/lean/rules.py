@@ -21,7 +21,8 @@ A whole proof is ``valid`` only when *all* hold:
 
 A tactic step counts as a step only with no error, no sorry, and ``proofStatus`` either ``Completed`` (solved)
 or ``Incomplete: open goals remain``. ``goals == []`` alone means nothing: Lean also returns it for
-``Incomplete: contains sorry``/``contains metavariable(s)`` and ``Error: kernel type check failed``.
+``Incomplete: contains sorry``/``contains metavariable(s)`` and ``Error: kernel type check failed``; an
+``Error: …`` status with no goals left (the REPL's kernel check of the finished term) is a ``kernel`` failure.
 A REPL before v4.19 sends no ``proofStatus`` (:mod:`.generations`): a step that leaves goals is open as
 before, and one that leaves none is *unconfirmed* (:data:`UNCONFIRMED`), never solved on that answer.
 """
@@ -399,4 +400,6 @@ def judge_step(resp: ProofStepResponse | ReplError) -> StepJudgement:
         return StepJudgement(True, solved=True)
     if status == "Incomplete: open goals remain" and resp.goals:
         return StepJudgement(True)
+    if status.startswith("Error:") and not resp.goals:  # the REPL's check of the finished term refused it
+        return StepJudgement(False, kind=FailureKind.KERNEL, message=status)
     return StepJudgement(False, kind=FailureKind.ERROR, message=status)
