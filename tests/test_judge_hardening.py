@@ -41,6 +41,8 @@ REFUSED = {
     'Set Default Goal Selector "admit".': 'forbidden: Set Default Goal Selector "admit"',
     "Set Implicit Arguments admit.": "forbidden: Set Implicit Arguments admit",
     "Unset Printing Width 3.": "forbidden: Unset Printing Width 3",
+    "Set Printing Width \u0661\u0660\u0660.": "forbidden: Set Printing Width \u0661 \u0660 \u0660",  # not Coq's digits
+    "Set\u00a0Printing All.": "forbidden: Set",  # a no-break space is no blank to Coq
     # attributes other than a locality, control prefixes, two localities
     "#[bypass_check(guard)] Set Printing All.": "forbidden: #[bypass_check(guard)]",
     "#[bypass_check(positivity)] Require Import Arith.": "forbidden: #[bypass_check(positivity)]",

@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 
 from .rules import blank_comments, strip_comments_and_strings
+from .sentences import COQ_BLANKS
 
 _FLAG = "flag"
 _Value = str | tuple[int, int] | re.Pattern[str]
@@ -62,7 +63,8 @@ plugins or leave the toplevel."""
 LOCALITIES = ("local", "global", "export")
 _CONTROLS = ("Time", "Instructions", "Fail", "Succeed", "Timeout")
 _CONTROL = re.compile(r"^\s*(?:#\[[^\]]*\]\s*|(?:Time|Instructions|Fail|Succeed|Local|Global|Timeout\s+\d+)\s+)")
-_TOKEN = re.compile(r'"(?:[^"]|"")*"|[A-Za-z_][\w\']*(?:\.[A-Za-z_][\w\']*)*|\d+|\S')
+_TOKEN = re.compile(r'"(?:[^"]|"")*"|[A-Za-z_][\w\']*(?:\.[A-Za-z_][\w\']*)*|[0-9]+|[^ ]')
+_BLANKS = re.compile(f"[{re.escape(COQ_BLANKS)}]+")
 _QUALID = re.compile(r"[A-Za-z_][\w']*(?:\.[A-Za-z_][\w']*)*")
 _IDENT = re.compile(r"[A-Za-z_][\w']*")
 _OPTION_WORD = re.compile(r"[A-Z][\w']*")
@@ -71,7 +73,7 @@ _OPTION_WORD = re.compile(r"[A-Z][\w']*")
 def header_refusal(sentence: str) -> str | None:
     """``None`` if a snippet header may hold the sentence, else the reason (``forbidden: Notation``,
     ``forbidden: Set Firstorder Solver``, ``forbidden: #[bypass_check(guard)]``)."""
-    text = " ".join(blank_comments(sentence).split())
+    text = _BLANKS.sub(" ", blank_comments(sentence)).strip(" ")  # Coq's blanks only: a no-break space is a token
     if not text.endswith(".") or text.endswith(".."):
         return f"forbidden: {_name(sentence)}"
     body, localities = text[:-1].rstrip(), []
@@ -152,7 +154,7 @@ def _option_refusal(verb: str, words: list[str]) -> str | None:
         return shown
     (v,) = value
     if isinstance(kind, tuple):
-        return None if v.isdigit() and kind[0] <= int(v) <= kind[1] else shown
+        return None if re.fullmatch("[0-9]+", v) and kind[0] <= int(v) <= kind[1] else shown
     if isinstance(kind, re.Pattern) and len(v) >= 2 and v[0] == v[-1] == '"' and kind.fullmatch(v[1:-1].replace('""', '"')):
         return None
     return shown

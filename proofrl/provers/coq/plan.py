@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from ..base import Message, Status, Theorem, Verdict
 from .rules import Outgoing, blank_comments, forbidden_reason, outgoing, proof_end, reference_statement
-from .sentences import Sentence, SplitError, position, split_sentences
+from .sentences import COQ_BLANKS, Sentence, SplitError, position, split_sentences
 
 _DECL = re.compile(r"^\s*(?:Local\s+|Global\s+)?(?:Theorem|Lemma|Fact|Remark|Corollary|Proposition|Example)\s+([\w'.]+)")
 
@@ -46,7 +46,7 @@ def theorem_name(theorem: Theorem) -> str:
 def _norm(s: str) -> str:
     """A statement sentence with comments and blanks normalised and its keyword made ``Theorem``."""
     return re.sub(r"^((?:Local |Global )?)(?:Theorem|Lemma|Fact|Remark|Corollary|Proposition|Example)\b", r"\1Theorem",
-                  " ".join(blank_comments(s).split()))
+                  " ".join(re.split(f"[{re.escape(COQ_BLANKS)}]+", blank_comments(s).strip(COQ_BLANKS))))
 
 
 def plan_proof(theorem: Theorem, proof: str, *, max_chars: int, forbidden_tactics: tuple[str, ...]) -> Plan | Verdict:
