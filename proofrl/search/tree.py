@@ -5,7 +5,7 @@
   ``childKindAfterTactic``: several goals, none mentioning an existential variable) when every focused child is.
 * **Edges** are tactics (cost 1) or focus edges (``i: {`` in Coq, cost 0) from an AND node to one goal.
   A failed tactic stays in the tree as an edge without a child and with its structured failure
-  (``parse_error``, ``forbidden``, ``error`` + message, ``timeout``, ``crash``) — unlike reap, which drops them.
+  (``parse_error``, ``forbidden``, ``error`` + message, ``kernel``, ``timeout``, ``crash``) — unlike reap, which drops them.
 * **Merging.** States are merged by fingerprint (a DAG, as ReProver / BFS-Prover's global state table); an
   edge back to its own node (a self-loop) or to an ancestor (a cycle, reap's rule) is dropped and listed in
   ``dropped``; a repeated tactic string, or a second tactic reaching the same child, adds its prior to the
