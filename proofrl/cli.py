@@ -243,15 +243,8 @@ def train(
 ) -> None:
     """Train by a recipe: whole-proof GRPO, search-and-learn (reap), step-level GRPO (leanlistener) or the EVA
     reward model (eva); checkpoints and resumes in --out."""
-    import yaml
-    from rich.console import Console
-    from rich.progress import Progress
-
     from .errors import ConfigError
-    from .preflight import require_backend
-    from .train.config import load_recipe
-    from .train.loops import loop_for
-    from .train.run import build_trainer
+    from .train import recipes
 
     if engine not in ("proofrl", "verl"):
         raise ConfigError(f"--engine {engine!r}: valid: proofrl, verl")
@@ -261,40 +254,8 @@ def train(
 
         cli_launch(recipe, overrides, dry_run=dry_run)
         return
-    loop = loop_for(recipe)
-    if loop is not None:  # a recipe with its own loop (reap, leanlistener, eva): its own schema and runner
-        torch_threads(threads)
-        loop.load()(recipe, overrides, show_config=show_config)
-        return
-    cfg = load_recipe(recipe, overrides)
-    if show_config:
-        print(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
-        return
-    if not cfg.verify.server_url:
-        require_backend(cfg.verify.backend)
-    if any(s.startswith("coq-stdlib") for s in (cfg.data.train, cfg.data.eval)):
-        require_backend("coq")  # the problems are read where coqc says the standard library is
     torch_threads(threads)
-    try:
-        trainer = build_trainer(cfg)
-    except ConfigError:
-        raise
-    except (ValueError, FileNotFoundError) as e:
-        raise typer.BadParameter(str(e)) from e
-    console = Console()
-    try:
-        with Progress(console=console) as bar:
-            task = bar.add_task(f"training ({cfg.name})", total=cfg.steps, completed=trainer.resume())
-
-            def show(step: int, m: dict[str, float]) -> None:
-                bar.update(task, completed=step)
-                keys = ("reward/mean", "valid/turn1", "loss/loss", "time/step_s", "eval/pass@1")
-                console.print(f"step {step}: " + "  ".join(f"{k} {m[k]:.3g}" for k in keys if k in m))
-
-            trainer.fit(progress=show)
-    finally:
-        trainer.verifier.close()
-    console.print(f"done: {trainer.out}/metrics.jsonl, checkpoints in {trainer.checkpoint_dir}")
+    recipes.run(recipe, overrides, show_config=show_config)  # the recipe's loop: its schema, its runner
 
 
 eval_app = typer.Typer(cls=_Commands, invoke_without_command=True, no_args_is_help=False)

@@ -271,13 +271,13 @@ def test_step_reward_and_value_kind_are_registered():
 
 
 def test_the_recipe_holds_the_paper_defaults_and_refuses_bad_keys():
-    from proofrl.train.loops import loop_for
+    from proofrl.train.recipes import loop_for
 
     assert loop_for("eva").name == "eva"
     cfg = load_eva_recipe("eva")
     assert (cfg.loss.alpha, cfg.loss.tau, cfg.optim.lr, cfg.optim.batch, cfg.optim.epochs) == (0.5, 1.0, 2e-5, 8, 3)
     assert (cfg.model.lora.r, cfg.model.lora.alpha) == (16, 32)
-    assert cfg.model.lora.target_modules == ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    assert cfg.model.lora.target_modules == ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
     assert load_eva_recipe("eva", ["loss.alpha=0", "optim.epochs=1"]).loss.alpha == 0
     with pytest.raises(ConfigError, match=r"unknown keys in loss: \['alfa'\]"):
         load_eva_recipe("eva", ["loss.alfa=1"])

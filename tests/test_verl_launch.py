@@ -125,3 +125,10 @@ def test_dr_grpos_horizon_is_always_a_constant_for_verl() -> None:
     assert "actor_rollout_ref.actor.loss_scale_factor=40" in out.splitlines()
     code, _, err = _dry("--recipe", "kimina", "--set", "algorithm.ppo.agg_mode=token-sum-norm")
     assert code == 2 and err.strip().startswith("proofrl train: algorithm.ppo.agg_mode=token-sum-norm: verl has no such")
+
+
+def test_the_logger_list_becomes_verls_trainer_logger() -> None:
+    code, out, err = _dry("--recipe", "kimina", "--set", "logger=[tensorboard,wandb,mlflow]")
+    assert code == 0, err
+    assert "trainer.logger=[file,tensorboard,wandb,mlflow]" in out.splitlines()  # jsonl is verl's file logger
+    assert "logger" not in err

@@ -1,7 +1,8 @@
 """Typed configuration of the whole-proof RL trainer, loaded from YAML recipes and overridden from the CLI.
 
 A recipe (``proofrl/recipes/*.yaml``) is a nested mapping whose sections mirror the sections below
-(pydantic models, :mod:`proofrl.schema`); ``--set rollout.group_size=8`` overrides one leaf. Everything is
+(pydantic models, :mod:`proofrl.schema`; LoRA, AdamW and ``logger:`` are the sections every loop shares,
+:mod:`proofrl.train.sections`); ``--set rollout.group_size=8`` overrides one leaf (:mod:`proofrl.train.recipes`). Everything is
 checked when the recipe loads: unknown keys are errors, so a typo never silently falls back to a default; every
 enumeration is a ``Literal`` or a name in its live registry (advantage estimators, KL estimators, aggregation
 modes, generators, prompt formats, backends); every range is a constraint. A mistake is one
@@ -21,7 +22,9 @@ from pydantic import Field, model_validator
 from ..errors import ConfigError
 from ..rewards.compose import RewardConfig
 from ..schema import Section, one_of, validate
+from .recipes import LOOPS, RECIPES_DIR, apply_overrides, recipe_names  # noqa: F401  (re-exported)
 from .grpo import ADV_ESTIMATORS, AGG_MODES, KL_ESTIMATORS, POLICY_LOSSES, PPOConfig
+from .sections import LOGGER_FIELD, Loggers, LoraSection, OptimSection
 
 __all__ = [
     "AlgorithmConfig", "ConfigError", "DataConfig", "ErrorCorrectionConfig", "EvalConfig", "LoraConfig",
@@ -29,7 +32,6 @@ __all__ = [
     "recipe_names", "save_config",
 ]
 
-RECIPES_DIR = Path(__file__).resolve().parent.parent / "recipes"
 
 Probability = Annotated[float, Field(ge=0.0, le=1.0)]
 PositiveInt = Annotated[int, Field(ge=1)]
@@ -54,11 +56,8 @@ def _backends() -> list[str]:
     return list(BACKENDS)
 
 
-class LoraConfig(Section):
-    r: PositiveInt = 16
-    alpha: Annotated[float, Field(gt=0)] = 32
-    dropout: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.05
-    target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
+LoraConfig = LoraSection
+"""the shared LoRA section (:class:`proofrl.train.sections.LoraSection`)"""
 
 
 class ModelConfig(Section):
@@ -114,6 +113,10 @@ class RolloutConfig(Section):
     max_tokens: PositiveInt = 512
     chunk_prompts: PositiveInt = 4
     """prompts generated per call; each chunk's verification starts while the next chunk is generated"""
+    overlap: Literal["auto", "on", "off"] = "auto"
+    """``on``: chunks of ``chunk_prompts``, each verified while the next is generated; ``off``: one generation call,
+    then one verification; ``auto``: on only where generation runs off the provers' CPU (a GPU, a server:
+    :func:`proofrl.rollout.overlap_pays`, measured in docs/training.md)"""
     generation_batch: PositiveInt = 64
     """``hf``: sequences (prompts × G) per ``model.generate`` call. Its own knob: the batch changes the sampled
     rollouts (padding and the RNG stream), so the training-side ``micro_batch`` must not set it"""
@@ -190,10 +193,8 @@ class AlgorithmConfig(Section):
         return data
 
 
-class OptimConfig(Section):
-    lr: Annotated[float, Field(gt=0.0)] = 1e-6
-    weight_decay: Annotated[float, Field(ge=0.0)] = 0.01
-    betas: tuple[Annotated[float, Field(ge=0.0, lt=1.0)], Annotated[float, Field(ge=0.0, lt=1.0)]] = (0.9, 0.999)
+OptimConfig = OptimSection
+"""the shared AdamW section (:class:`proofrl.train.sections.OptimSection`)"""
 
 
 class EvalConfig(Section):
@@ -213,6 +214,8 @@ class TrainConfig(Section):
     out: str = "runs/train"
     checkpoint_every: PositiveInt = 10
     keep_checkpoints: PositiveInt = 2
+    logger: Loggers = LOGGER_FIELD
+    """trackers (:mod:`proofrl.train.tracking`): jsonl, tensorboard, console, wandb, mlflow"""
     micro_batch: PositiveInt = 16
     """rows per forward and backward pass of the update (a memory knob: it never changes what is sampled)"""
     model: ModelConfig = Field(default_factory=ModelConfig)
@@ -225,45 +228,10 @@ class TrainConfig(Section):
     eval: EvalConfig = Field(default_factory=EvalConfig)
 
 
-def _set(tree: dict[str, Any], dotted: str, value: Any) -> None:
-    *parents, leaf = dotted.split(".")
-    node = tree
-    for p in parents:
-        node = node.setdefault(p, {})
-        if not isinstance(node, dict):
-            raise ConfigError(f"{dotted}: {p} is not a section")
-    node[leaf] = value
-
-
-def recipe_names() -> list[str]:
-    return sorted(p.stem for p in RECIPES_DIR.glob("*.yaml"))
-
-
-def apply_overrides(tree: dict[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
-    """Set each ``key.sub=value`` of ``overrides`` in ``tree`` (values parsed as YAML: ``8``, ``true``,
-    ``[1, 8]``); a malformed override is one :class:`ConfigError` line. Every recipe loader uses this one."""
-    for item in overrides:
-        key, sep, raw = item.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"override {item!r}: expected key.sub=value")
-        try:
-            value = yaml.safe_load(raw)
-        except yaml.YAMLError as e:
-            raise ConfigError(f"override {item!r}: the value is not YAML: {' '.join(str(e).split())}") from None
-        _set(tree, key.strip(), value)
-    return tree
-
-
 def load_recipe(recipe: str | Path | None = None, overrides: Sequence[str] = ()) -> TrainConfig:
-    """A :class:`TrainConfig` from a recipe name (``unlikeliness``, ``kimina``, ``deepseek-v1.5``, …) or a YAML
-    path, with ``key.sub=value`` overrides (:func:`apply_overrides`)."""
-    from .loops import recipe_tree
-
-    tree: dict[str, Any] = recipe_tree(recipe) if recipe else {}
-    if "loop" in tree:  # reap, leanlistener, eva: their own schema (proofrl.train.loops)
-        raise ConfigError(f"recipe {recipe!r} runs the {tree['loop']!r} loop, not whole-proof GRPO: "
-                          f"proofrl train --recipe {recipe}")  # fmt: skip
-    return validate(TrainConfig, apply_overrides(tree, overrides))
+    """A :class:`TrainConfig` from a whole-proof recipe name (``unlikeliness``, ``kimina``, ``deepseek-v1.5``, …)
+    or a YAML path, with ``key.sub=value`` overrides (:func:`proofrl.train.recipes.apply_overrides`)."""
+    return LOOPS["grpo"].config(recipe, overrides)
 
 
 def save_config(cfg: TrainConfig, path: Path) -> None:

@@ -33,13 +33,14 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import torch
-from pydantic import Field
+from pydantic import Field, model_validator
 from torch import nn
 
 from ..errors import ConfigError
 from ..rewards.eva import (ANCHORS, CONFIG_FILE, DIMENSIONS, INSTRUCTION, ScorePositionError, anchor_token_ids,
                            expected_score, render_target, rm_prompt, score_key, score_token_positions)  # fmt: skip
 from ..schema import Section, validate
+from .sections import LOGGER_FIELD, Loggers, LoraSection
 
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
@@ -47,12 +48,11 @@ LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", 
 # -- config ---------------------------------------------------------------------------------------------------
 
 
-class EvaLoraConfig(Section):
+class EvaLoraConfig(LoraSection):
+    """The shared LoRA section, on by default on every projection (the paper: attention and MLP)."""
+
     enabled: bool = True
-    r: Annotated[int, Field(ge=1)] = 16
-    alpha: Annotated[int, Field(ge=1)] = 32
-    dropout: Annotated[float, Field(ge=0, lt=1)] = 0.05
-    target_modules: list[str] = Field(default_factory=lambda: list(LORA_TARGETS))
+    target_modules: tuple[str, ...] = LORA_TARGETS
 
 
 class EvaModelConfig(Section):
@@ -84,6 +84,12 @@ class EvaLossConfig(Section):
     weights: dict[str, float] = Field(default_factory=dict)
     """weights of the combined score (empty: equal)"""
 
+    @model_validator(mode="after")
+    def _dimension_names(self) -> EvaLossConfig:
+        if bad := [d for d in self.dims if not d or not d.replace("_", "").isalnum()]:
+            raise ValueError(f"{bad[0]!r} is not a dimension name (letters, digits, _)")
+        return self
+
 
 class EvaOptimConfig(Section):
     lr: Annotated[float, Field(gt=0)] = 2e-5
@@ -96,6 +102,7 @@ class EvaOptimConfig(Section):
 class EvaRecipe(Section):
     loop: Literal["eva"] = "eva"
     out: str = "runs/eva"
+    logger: Loggers = LOGGER_FIELD
     model: EvaModelConfig = Field(default_factory=EvaModelConfig)
     data: EvaDataConfig = Field(default_factory=EvaDataConfig)
     loss: EvaLossConfig = Field(default_factory=EvaLossConfig)
@@ -108,17 +115,11 @@ class EvaRecipe(Section):
 
 
 def load_eva_recipe(recipe: str | Path, overrides: Sequence[str] = ()) -> EvaRecipe:
-    """The recipe's YAML with ``key.sub=value`` overrides (values parsed as YAML); one ConfigError line on
+    """The recipe's YAML with ``key.sub=value`` overrides (:mod:`proofrl.train.recipes`); one ConfigError line on
     any mistake."""
-    from .config import apply_overrides
-    from .loops import recipe_tree
+    from .recipes import LOOPS
 
-    tree = recipe_tree(recipe)
-    apply_overrides(tree, overrides)
-    cfg = validate(EvaRecipe, tree)
-    if bad := [d for d in cfg.loss.dims if not d or not d.replace("_", "").isalnum()]:
-        raise ConfigError(f"loss.dims: {bad[0]!r} is not a dimension name (letters, digits, _)")
-    return cfg
+    return LOOPS["eva"].config(recipe, overrides)
 
 
 # -- data -----------------------------------------------------------------------------------------------------
@@ -403,10 +404,9 @@ def train_value_head(rm: RegressionHeadRM, records: Sequence[Record], *, lr: flo
 
 def load_base(path: str | Path, *, lora: EvaLoraConfig | None, device: str | None = None) -> tuple[Any, Any]:
     """The base model (a fresh copy each call) with LoRA when enabled."""
-    from ..policy.model import LoraSpec, load_policy
+    from ..policy.model import load_policy
 
-    spec = LoraSpec(r=lora.r, alpha=lora.alpha, dropout=lora.dropout, target_modules=tuple(lora.target_modules)) \
-        if lora is not None and lora.enabled else None
+    spec = lora.spec() if lora is not None and lora.enabled else None
     model, tok = load_policy(path, device=device or None, lora=spec)
     if spec is None:
         for p in model.parameters():
@@ -464,19 +464,24 @@ def prover_labelled_data(out: Path, *, theorems: int, policy: str = "", seed: in
     return paths["train"], paths["held-out"]
 
 
-def run_recipe(recipe: str, overrides: Sequence[str] = (), *, show_config: bool = False) -> dict[str, Any] | None:
+def run(cfg: EvaRecipe) -> dict[str, Any]:
     """``proofrl train --recipe eva``: read the data, train with L_SFT + α·L_EVA, save the model with its
-    ``eva_config.json``, score the held-out file when there is one; writes ``OUT/summary.json``."""
-    import yaml
+    ``eva_config.json``, score the held-out file when there is one. The run folder (:class:`.rundir.RunDir`,
+    step name ``epoch``) gets ``config.yaml``, one record per epoch and ``summary.json`` in the recipe's trackers."""
     from rich.console import Console
 
-    cfg = load_eva_recipe(recipe, overrides)
-    if show_config:
-        print(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
-        return None
+    from .rundir import RunDir
+
     console = Console()
     out = Path(cfg.out)
-    out.mkdir(parents=True, exist_ok=True)
+    run_dir = RunDir(out, step_key="epoch", loggers=cfg.logger, name="eva").start(cfg)
+    try:
+        return _train_and_score(cfg, out, run_dir, console)
+    finally:
+        run_dir.close()
+
+
+def _train_and_score(cfg: EvaRecipe, out: Path, run_dir: Any, console: Any) -> dict[str, Any]:
     t0 = time.perf_counter()
     train_path, eval_path = cfg.data.train, cfg.data.eval
     if not train_path:
@@ -498,8 +503,8 @@ def run_recipe(recipe: str, overrides: Sequence[str] = (), *, show_config: bool 
     console.print(f"[bold]EVA[/]: {rep.examples} examples, {rep.in_eva_loss} in the EVA loss, left out {dict(rep.left_out)}")
     hist = train_eva(model, tok, examples, alpha=cfg.loss.alpha, tau=cfg.loss.tau, lr=cfg.optim.lr, batch=cfg.optim.batch,
                      epochs=cfg.optim.epochs, seed=cfg.optim.seed, weight_decay=cfg.optim.weight_decay, dims=cfg.loss.dims,
-                     console=console, on_epoch=lambda e, h: console.print(
-                         f"epoch {e + 1}: loss {h['loss']:.4f} (LM {h['lm']:.4f}, EVA MSE {h['eva_mse']:.4f})"))  # fmt: skip
+                     console=console, on_epoch=lambda e, h: (run_dir.log(e + 1, h), console.print(
+                         f"epoch {e + 1}: loss {h['loss']:.4f} (LM {h['lm']:.4f}, EVA MSE {h['eva_mse']:.4f})")))  # fmt: skip
     model_dir = save_rm(model, tok, out / "model", cfg, {"base": base})
     summary: dict[str, Any] = {"train": train_path, "records": len(records), "skipped_lines": dict(skipped),
                                "index": rep.to_json(), "history": hist, "model": str(model_dir)}  # fmt: skip
@@ -516,6 +521,6 @@ def run_recipe(recipe: str, overrides: Sequence[str] = (), *, show_config: bool 
             m = summary["eval"]
             console.print(f"held-out ({len(ev)}): MSE {m['mse']}, Pearson r {m['pearson']:.3f}, ranking acc {m['ranking_acc']:.3f}")
     summary["seconds"] = round(time.perf_counter() - t0, 1)
-    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+    run_dir.summary(summary)
     console.print(f"model: {model_dir}\nsummary: {out / 'summary.json'}")
     return summary

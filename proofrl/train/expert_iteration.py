@@ -33,12 +33,12 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import torch
-import yaml
 from pydantic import Field
 
 from ..errors import ConfigError
 from ..schema import Section, validate
 from . import checkpoints
+from .sections import LOGGER_FIELD, Loggers, LoraSection
 from .replay_buffer import ReplayBuffer, ReplayFilter, human_samples, rehearsal_draw, samples_from_tree
 
 PositiveInt = Annotated[int, Field(ge=1)]
@@ -46,12 +46,6 @@ Positive = Annotated[float, Field(gt=0)]
 
 
 # -- the recipe ---------------------------------------------------------------------------------------------
-
-
-class LoraSection(Section):
-    r: PositiveInt = 16
-    alpha: PositiveInt = 32
-    dropout: Annotated[float, Field(ge=0, lt=1)] = 0.05
 
 
 class ModelSection(Section):
@@ -144,6 +138,7 @@ class ReapConfig(Section):
     """Coq processes searching at once"""
     keep_checkpoints: PositiveInt = 2
     progress: bool = True
+    logger: Loggers = LOGGER_FIELD
     model: ModelSection = ModelSection()
     data: DataSection = DataSection()
     search: SearchSection = SearchSection()
@@ -155,22 +150,15 @@ class ReapConfig(Section):
 
 
 def load_reap_config(recipe: str | Path = "reap", overrides: list[str] | tuple[str, ...] = ()) -> ReapConfig:
-    """A recipe name or YAML path with ``key.sub=value`` overrides (values read as YAML, as
-    :func:`proofrl.train.config.load_recipe`); any mistake is one :class:`ConfigError` line."""
-    from .config import apply_overrides
-    from .loops import recipe_tree
+    """A recipe name or YAML path with ``key.sub=value`` overrides (:mod:`proofrl.train.recipes`); any mistake is
+    one :class:`ConfigError` line."""
+    from .recipes import LOOPS
 
-    tree = recipe_tree(recipe)
-    apply_overrides(tree, overrides)
-    return validate(ReapConfig, tree)
+    return LOOPS["reap"].config(recipe, overrides)
 
 
-def run_recipe(recipe: str, overrides: list[str], *, show_config: bool = False) -> None:
-    """``proofrl train --recipe reap [--set key=value ...]`` (the entry in :data:`proofrl.train.loops.LOOPS`)."""
-    cfg = load_reap_config(recipe, overrides)
-    if show_config:
-        print(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
-        return
+def run(cfg: ReapConfig) -> dict[str, Any]:
+    """``proofrl train --recipe reap [--set key=value ...]`` (the ``reap`` loop of :mod:`proofrl.train.recipes`)."""
     if not cfg.serving.policy.startswith(("openai:", "openai-chat:")) and cfg.serving.policy != "in-process":
         raise ConfigError(f"serving.policy {cfg.serving.policy!r}: valid: in-process, openai:URL, openai-chat:URL")
     if cfg.serving.value != "in-process" and not cfg.serving.value.startswith(("endpoint:", "http://", "https://")):
@@ -182,6 +170,7 @@ def run_recipe(recipe: str, overrides: list[str], *, show_config: bool = False) 
     from rich.console import Console
 
     Console().print(f"[bold]reap[/]: held-out proved by round {summary['proved_by_round']}; run folder {cfg.out}")
+    return summary
 
 
 # -- data -----------------------------------------------------------------------------------------------------
@@ -229,11 +218,10 @@ class Learner:
     """Owns the trainable policy+value model and its optimiser; updates both heads; publishes weights."""
 
     def __init__(self, cfg: ReapConfig, start: Path):
-        from ..policy.model import LoraSpec
         from ..policy.value_head import load_policy_value
 
         self.cfg = cfg
-        lora = None if cfg.model.lora is None else LoraSpec(cfg.model.lora.r, cfg.model.lora.alpha, cfg.model.lora.dropout)
+        lora = None if cfg.model.lora is None else cfg.model.lora.spec()
         bins = cfg.model.num_bins if cfg.model.value_head else None
         self.model = load_policy_value(start, num_bins=bins, device=cfg.model.device, lora=lora, seed=cfg.seed)
         params = [p for p in self.model.parameters() if p.requires_grad]
@@ -343,19 +331,21 @@ class ExpertIteration:
     def __init__(self, cfg: ReapConfig, console: Any = None, data: RunData | None = None):
         from rich.console import Console
 
+        from .rundir import RunDir
+
         self.cfg = cfg
         self.out = Path(cfg.out)
         self.console = console or Console()
         self._data = data
-        self._writer: Any = None
+        self.run_dir = RunDir(self.out, step_key="round", loggers=cfg.logger, name="reap")
 
     # paths
     @property
     def checkpoint_dir(self) -> Path:
-        return self.out / "checkpoints"
+        return self.run_dir.checkpoint_dir
 
     def latest_checkpoint(self) -> Path | None:
-        return checkpoints.latest(self.checkpoint_dir, "round_", "learner_state.pt")
+        return self.run_dir.latest("round_", "learner_state.pt")
 
     def search_config(self) -> Any:
         from ..search.config import MCTSConfig, SearchConfig
@@ -366,20 +356,7 @@ class ExpertIteration:
             seconds=s.seconds, value="model"))
 
     def log(self, round_: int, metrics: dict[str, Any]) -> None:
-        with open(self.out / "metrics.jsonl", "a") as f:
-            f.write(json.dumps({"round": round_, **metrics}) + "\n")
-        if self._writer is None:
-            try:
-                from torch.utils.tensorboard import SummaryWriter
-
-                self._writer = SummaryWriter(str(self.out / "tb"))
-            except ImportError:
-                self._writer = False
-        if self._writer:
-            for k, v in metrics.items():
-                if isinstance(v, (int, float)) and not isinstance(v, bool):
-                    self._writer.add_scalar(k, v, round_)
-            self._writer.flush()
+        self.run_dir.log(round_, metrics)
 
     def _search(self, worker: RolloutWorker, problems: list[Any], seed: int, out: Path, pool: Any) -> list[Any]:
         from ..search.run import search_many
@@ -401,7 +378,6 @@ class ExpertIteration:
         """All rounds (resuming from the newest checkpoint); ``stop_after``: return after that round (tests)."""
         from ..provers.factory import prover_factory
         from ..provers.pool import PoolConfig, ProverPool
-        from .rundir import truncate_log
         from .trainer import ProblemSampler
 
         cfg = self.cfg
@@ -421,13 +397,10 @@ class ExpertIteration:
             sampler.load_state_dict(state["sampler"])
             rng.setstate(state["rng"]["random"])
             torch.set_rng_state(state["rng"]["torch"])
-            truncate_log(self.out / "metrics.jsonl", "round", round_)
             self.console.print(f"reap: resumed from {ckpt.name} (round {round_}, {len(buffer)} replay samples)")
-        else:
-            (self.out / "metrics.jsonl").write_text("")
+        self.run_dir.start(cfg, resumed_from=round_ if ckpt is not None else None)
         if ckpt is None:
             self.save_checkpoint(learner, buffer, sampler, rng, 0)  # round 0: the start, RNG included
-        (self.out / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
         weights = self.out / "weights"
         weights.mkdir(exist_ok=True)
         publish(learner, weights, round_)
@@ -450,11 +423,10 @@ class ExpertIteration:
                 self.save_checkpoint(learner, buffer, sampler, rng, round_)
                 if stop_after is not None and round_ >= stop_after:
                     break
+            return self.summary()
         finally:
             pool.close()
-            if self._writer:
-                self._writer.close()
-        return self.summary()
+            self.run_dir.close()
 
     def round(self, round_: int, learner: Learner, worker: RolloutWorker, buffer: ReplayBuffer, sampler: Any,
               rng: random.Random, filt: ReplayFilter, pool: Any) -> dict[str, Any]:
@@ -498,19 +470,18 @@ class ExpertIteration:
         return m
 
     def save_checkpoint(self, learner: Learner, buffer: Any, sampler: Any, rng: random.Random, round_: int) -> Path:
-        final = self.checkpoint_dir / f"round_{round_:04d}"
-        with checkpoints.atomic_dir(final) as tmp:
+        name = f"round_{round_:04d}"
+        with self.run_dir.checkpoint(name, self.cfg.keep_checkpoints) as tmp:
             learner.model.save(tmp, head=True)  # the head travels with the checkpoint either way (it is untouched when off)
             torch.save({"round": round_, "optimizer": learner.optimizer.state_dict(), "buffer": buffer.state_dict(),
                         "sampler": sampler.state_dict(), "rng": {"random": rng.getstate(), "torch": torch.get_rng_state()}},
                        tmp / "learner_state.pt")
-        checkpoints.prune(self.checkpoint_dir, "round_", self.cfg.keep_checkpoints)
-        return final
+        return self.checkpoint_dir / name
 
     def summary(self) -> dict[str, Any]:
-        rows = [json.loads(line) for line in (self.out / "metrics.jsonl").read_text().splitlines() if line.strip()]
+        rows = self.run_dir.rows()
         proved = {r["round"]: r["eval/proved"] for r in rows if "eval/proved" in r}
         summary = {"rounds": rows, "proved_by_round": proved, "value_head": self.cfg.model.value_head}
-        (self.out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+        self.run_dir.summary(summary)
         return summary
 

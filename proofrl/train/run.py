@@ -1,4 +1,6 @@
-"""Wire a :class:`~proofrl.train.config.TrainConfig` into running parts: problems, policy, generator, verifier."""
+"""Whole-proof GRPO as a loop like the others (``proofrl train --recipe unlikeliness``): wire a
+:class:`~proofrl.train.config.TrainConfig` into running parts (problems, policy, generator, verifier) and run
+the :class:`~proofrl.train.trainer.Trainer` with a progress bar (:func:`run`)."""
 
 from __future__ import annotations
 
@@ -24,14 +26,14 @@ def make_verifier(cfg: TrainConfig) -> Any:
 def make_policy(cfg: TrainConfig) -> tuple[Any, Any]:
     import torch
 
-    from ..policy.model import LoraSpec, load_policy
+    from ..policy.model import load_policy
 
     m = cfg.model
     if not m.path:
         raise ConfigError("model.path is empty: give a local Hugging Face model directory (--set model.path=DIR); "
                           "`proofrl demo` builds a tiny one")  # fmt: skip
     dtypes = {"auto": None, "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}  # model.dtype's Literal
-    lora = LoraSpec(m.lora.r, m.lora.alpha, m.lora.dropout, tuple(m.lora.target_modules)) if m.lora else None
+    lora = m.lora.spec() if m.lora else None
     return load_policy(m.path, dtype=dtypes[m.dtype], lora=lora)
 
 
@@ -76,3 +78,35 @@ def build_trainer(cfg: TrainConfig, *, extra_eval: Sequence[Problem] | None = No
         return {f"eval/pass@{k}": v["unbiased"] for k, v in res.table().items()}
 
     return Trainer(cfg, model, tok, gen, verifier, train, eval_fn=eval_fn if held else None, sync_weights=sync)
+
+
+def run(cfg: TrainConfig) -> Any:
+    """Train by ``cfg`` (resuming in ``cfg.out``) with a progress bar; returns the trainer."""
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from ..preflight import require_backend
+
+    if not cfg.verify.server_url:
+        require_backend(cfg.verify.backend)
+    if any(s.startswith("coq-stdlib") for s in (cfg.data.train, cfg.data.eval)):
+        require_backend("coq")  # the problems are read where coqc says the standard library is
+    try:
+        trainer = build_trainer(cfg)
+    except (ValueError, FileNotFoundError) as e:
+        raise ConfigError(str(e)) from e
+    console = Console()
+    try:
+        with Progress(console=console) as bar:
+            task = bar.add_task(f"training ({cfg.name})", total=cfg.steps, completed=trainer.resume())
+
+            def show(step: int, m: dict[str, float]) -> None:
+                bar.update(task, completed=step)
+                keys = ("reward/mean", "valid/turn1", "loss/loss", "time/step_s", "eval/pass@1")
+                console.print(f"step {step}: " + "  ".join(f"{k} {m[k]:.3g}" for k in keys if k in m))
+
+            trainer.fit(progress=show)
+    finally:
+        trainer.verifier.close()
+    console.print(f"done: {trainer.out}/metrics.jsonl, checkpoints in {trainer.checkpoint_dir}")
+    return trainer

@@ -40,7 +40,6 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import torch
-import yaml
 from pydantic import Field
 
 from ..errors import ConfigError
@@ -48,7 +47,8 @@ from ..eval.tactics import GroupRun, StatePoint, TacticSampler, run_groups, stat
 from ..rewards import subgoal as _subgoal  # noqa: F401  (registers the ``subgoal`` step reward)
 from ..rewards.combine import STEP_REWARDS
 from ..schema import Section, one_of, validate
-from . import checkpoints
+from .rundir import RunDir
+from .sections import LOGGER_FIELD, Loggers
 from .grpo import ADV_ESTIMATORS, AGG_MODES, KL_ESTIMATORS, POLICY_LOSSES, PPOConfig, grpo_step, informative_groups
 
 PositiveInt = Annotated[int, Field(ge=1)]
@@ -140,6 +140,7 @@ class StepLevelConfig(Section):
     keep_checkpoints: PositiveInt = 2
     threads: Count = 0
     """torch CPU threads (0 = torch's choice)"""
+    logger: Loggers = LOGGER_FIELD
     model: ModelSection = Field(default_factory=ModelSection)
     data: DataSection = Field(default_factory=DataSection)
     rollout: RolloutSection = Field(default_factory=RolloutSection)
@@ -148,14 +149,11 @@ class StepLevelConfig(Section):
 
 
 def load_config(recipe: str | Path | None = "leanlistener", overrides: Sequence[str] = ()) -> StepLevelConfig:
-    """The recipe's mapping with ``key.sub=value`` overrides (values read as YAML), checked: one
+    """The recipe's mapping with ``key.sub=value`` overrides (:mod:`proofrl.train.recipes`), checked: one
     :class:`ConfigError` line naming the key on any mistake."""
-    from .config import apply_overrides
-    from .loops import recipe_tree
+    from .recipes import LOOPS
 
-    tree = recipe_tree(recipe) if recipe else {}
-    apply_overrides(tree, overrides)
-    return validate(StepLevelConfig, tree)
+    return LOOPS["leanlistener"].config(recipe, overrides)
 
 
 # ---------------------------------------------------------------------------------------------------- parts
@@ -250,7 +248,7 @@ class StepLevelTrainer:
                  held_out: Sequence[StatePoint] = (), out: Path | None = None):
         self.cfg, self.model, self.tokenizer, self.pool = cfg, model, tokenizer, pool
         self.out = Path(out or cfg.out)
-        self.out.mkdir(parents=True, exist_ok=True)
+        self.run_dir = RunDir(self.out, step_key="step", loggers=cfg.logger, name=cfg.name, logs=("tactics.jsonl",))
         self.rng = random.Random(cfg.seed)
         self.source = StateSource(train, own_share=cfg.rollout.own_state_share, own_cap=cfg.rollout.own_state_cap, rng=self.rng)
         self.held_out = list(held_out)
@@ -377,21 +375,25 @@ class StepLevelTrainer:
     # -- the loop -----------------------------------------------------------------------------------------
     def fit(self, *, progress: Callable[[int, dict[str, float]], None] | None = None) -> list[dict[str, float]]:
         """Train until ``cfg.steps`` updates, resuming from the newest checkpoint in ``out``."""
+        resumed = self.latest_checkpoint() is not None
         self.resume()
-        (self.out / "config.yaml").write_text(yaml.safe_dump(self.cfg.to_dict(), sort_keys=False))
+        self.run_dir.start(self.cfg, resumed_from=self.step if resumed else None)
         history = []
-        while self.step < self.cfg.steps:
-            m = self.train_step()
-            e = self.cfg.eval
-            if e.every and self.held_out and self.step % e.every == 0:
-                m |= self.evaluate()
-            with open(self.out / "metrics.jsonl", "a") as f:
-                f.write(json.dumps(m) + "\n")
-            history.append(m)
-            if progress is not None:
-                progress(self.step, m)
-            if self.step % self.cfg.checkpoint_every == 0 or self.step == self.cfg.steps:
-                self.save_checkpoint()
+        try:
+            while self.step < self.cfg.steps:
+                m = self.train_step()
+                e = self.cfg.eval
+                if e.every and self.held_out and self.step % e.every == 0:
+                    m |= self.evaluate()
+                self.run_dir.log(self.step, m)
+                history.append(m)
+                if progress is not None:
+                    progress(self.step, m)
+                if self.step % self.cfg.checkpoint_every == 0 or self.step == self.cfg.steps:
+                    self.save_checkpoint()
+            self.run_dir.summary({"steps": self.step, "last": history[-1] if history else {}})
+        finally:
+            self.run_dir.close()
         return history
 
     def evaluate(self) -> dict[str, float]:
@@ -405,28 +407,26 @@ class StepLevelTrainer:
     # -- checkpoints --------------------------------------------------------------------------------------
     @property
     def checkpoint_dir(self) -> Path:
-        return self.out / "checkpoints"
+        return self.run_dir.checkpoint_dir
 
     def save_checkpoint(self) -> Path:
         """Weights (``save_pretrained``) and ``trainer_state.pt``; written to a temporary folder, then renamed,
         so a run killed mid-write leaves the previous checkpoint as the newest complete one."""
-        final = self.checkpoint_dir / f"step_{self.step:06d}"
-        with checkpoints.atomic_dir(final) as tmp:
+        name = f"step_{self.step:06d}"
+        with self.run_dir.checkpoint(name, self.cfg.keep_checkpoints) as tmp:
             self.model.save_pretrained(tmp)
             self.tokenizer.save_pretrained(tmp)
             torch.save({"step": self.step, "synced_at": self.synced_at, "optimizer": self.optimizer.state_dict(),
                         "sampler": self.sampler_model.state_dict(), "sampler_calls": self.sampler.calls,
                         "rng": self.rng.getstate(), "torch_rng": torch.get_rng_state(),
                         "source": self.source.state_dict()}, tmp / "trainer_state.pt")  # fmt: skip
-        checkpoints.prune(self.checkpoint_dir, "step_", self.cfg.keep_checkpoints)
-        return final
+        return self.checkpoint_dir / name
 
     def latest_checkpoint(self) -> Path | None:
-        return checkpoints.latest(self.checkpoint_dir, "step_", "trainer_state.pt")
+        return self.run_dir.latest("step_", "trainer_state.pt")
 
     def resume(self) -> int:
-        """Load the newest complete checkpoint, if any; the logs keep only lines up to its step."""
-        from .rundir import truncate_log
+        """Load the newest complete checkpoint, if any (:meth:`fit` then cuts the logs back to its step)."""
         from .trainer import load_weights
 
         ckpt = self.latest_checkpoint()
@@ -441,8 +441,6 @@ class StepLevelTrainer:
         torch.set_rng_state(st["torch_rng"])
         self.source.load_state_dict(st["source"])
         self.step, self.synced_at = st["step"], st["synced_at"]
-        truncate_log(self.out / "metrics.jsonl", "step", self.step)
-        truncate_log(self.out / "tactics.jsonl", "step", self.step)
         return self.step
 
 
@@ -484,12 +482,16 @@ def build_trainer(cfg: StepLevelConfig, *, pool: Any, console: Any = None) -> St
 
 
 def run(cfg: StepLevelConfig, *, console: Any = None) -> StepLevelTrainer:
-    """Train by ``cfg`` with a rich progress bar; returns the trainer (its ``out`` holds everything)."""
+    """``proofrl train --recipe leanlistener``: train by ``cfg`` with a rich progress bar; returns the trainer (its
+    ``out`` holds everything)."""
     from rich.console import Console
     from rich.progress import Progress
 
     from ..eval.tactics import coq_pool
 
+    from ..preflight import require_backend
+
+    require_backend("coq")
     console = console or Console()
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
@@ -507,15 +509,3 @@ def run(cfg: StepLevelConfig, *, console: Any = None) -> StepLevelTrainer:
             trainer.fit(progress=show)
     console.print(f"done: {trainer.out}/metrics.jsonl, checkpoints in {trainer.checkpoint_dir}")
     return trainer
-
-
-def run_recipe(recipe: str, overrides: Sequence[str], *, show_config: bool = False) -> None:
-    """``proofrl train --recipe leanlistener [--set key=value ...]``."""
-    from ..preflight import require_backend
-
-    cfg = load_config(recipe, overrides)
-    if show_config:
-        print(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
-        return
-    require_backend("coq")
-    run(cfg)

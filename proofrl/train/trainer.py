@@ -16,7 +16,8 @@ One step, as in DeepSeek-Prover-V1.5-RL, "Rewarding the Unlikely" (arXiv:2506.02
 Precision: trainable weights and AdamW state are fp32 (master weights); with ``model.dtype`` bfloat16 (or
 ``auto`` on bf16 weights) every forward pass runs under bf16 autocast. float16 is refused.
 
-Everything is logged to ``out/metrics.jsonl`` and TensorBoard (``out/tb``); checkpoints hold the weights,
+Every step goes to the run folder (:class:`~proofrl.train.rundir.RunDir`: ``metrics.jsonl`` and the recipe's
+``logger:`` list, TensorBoard by default); checkpoints hold the weights,
 the optimiser, the RNG states, the problem sampler and the buffer, so a killed run resumes exactly.
 """
 
@@ -25,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
-import json
 import logging
 import random
 import time
@@ -43,11 +43,10 @@ from ..policy.logprobs import response_logprobs
 from ..policy.prompts import PromptFormat, get_format, render_messages
 from ..rewards.compose import RewardConfig, base_rewards, reward_config_from_dict, shape_group
 from ..verification import Verifier
-from ..rollout import Group, PromptItem, RolloutTimings, first_turn, sample_and_verify
-from . import checkpoints
-from .config import TrainConfig, save_config
+from ..rollout import Group, PromptItem, RolloutTimings, choose_overlap, first_turn, sample_and_verify
+from .config import TrainConfig
 from .grpo import ADV_ESTIMATORS, GroupBuffer, PPOConfig, grpo_step
-from .rundir import truncate_log
+from .rundir import RunDir
 
 log = logging.getLogger(__name__)
 
@@ -148,7 +147,8 @@ class Trainer:
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         self.optimizer = torch.optim.AdamW(params, lr=cfg.optim.lr, weight_decay=cfg.optim.weight_decay,
                                            betas=tuple(cfg.optim.betas))  # fmt: skip
-        self._writer = None
+        self.run = RunDir(self.out, step_key="step", loggers=cfg.logger, name=cfg.name)
+        self._resumed: int | None = None
 
     # ------------------------------------------------------------------------------------------ set-up
 
@@ -193,18 +193,6 @@ class Trainer:
             for m in layers:
                 m.training = False
 
-    @property
-    def writer(self) -> Any:
-        if self._writer is None:
-            try:
-                from torch.utils.tensorboard import SummaryWriter
-
-                self._writer = SummaryWriter(str(self.out / "tb"))
-            except ImportError:  # tensorboard is a dependency, but a broken install should not stop training
-                log.warning("tensorboard is not importable; logging to metrics.jsonl only")
-                self._writer = False
-        return self._writer
-
     # ---------------------------------------------------------------------------------------- rollouts
 
     def _prompt_items(self) -> list[PromptItem]:
@@ -224,7 +212,7 @@ class Trainer:
         self.model.eval()
         with self.autocast():
             groups, timings = sample_and_verify(self.generator, self._prompt_items(), params, self.fmt, self.verifier,
-                                                chunk_prompts=r.chunk_prompts)  # fmt: skip
+                                                chunk_prompts=r.chunk_prompts, overlap=choose_overlap(r.overlap, self.generator))  # fmt: skip
         for g in groups:
             texts = [c.text for c in g.completions]
             g.rewards = base_rewards(texts, [g.item.problem] * len(texts), g.verdicts, self.reward_cfg, g.proofs)
@@ -364,47 +352,45 @@ class Trainer:
         m["time/step_s"] = time.perf_counter() - t0
         return m
 
-    def log(self, step: int, metrics: dict[str, float]) -> None:
-        with open(self.out / "metrics.jsonl", "a") as f:
-            f.write(json.dumps({"step": step, **metrics}) + "\n")
-        if self.writer:
-            for k, v in metrics.items():
-                self.writer.add_scalar(k, v, step)
-            self.writer.flush()
-
     def fit(self, *, progress: Callable[[int, dict[str, float]], None] | None = None) -> list[StepRecord]:
-        """Train until ``cfg.steps``, resuming from the newest checkpoint in ``out`` when there is one."""
+        """Train until ``cfg.steps``, resuming from the newest checkpoint in ``out`` when there is one; every step
+        goes to the run folder's trackers, and the last step's metrics are the run's summary."""
+        ckpt = self.latest_checkpoint()
         self.resume()
-        save_config(self.cfg, self.out / "config.yaml")
+        self.run.start(self.cfg, resumed_from=self.step if ckpt is not None else None)
         records = []
-        while self.step < self.cfg.steps:
-            metrics = self.train_step()
-            self.step += 1
-            every = self.cfg.eval.every
-            if self.eval_fn is not None and ((every and self.step % every == 0) or self.step == self.cfg.steps):
-                with self.autocast():
-                    metrics.update(self.eval_fn(self, self.step))
-            self.log(self.step, metrics)
-            records.append(StepRecord(self.step, metrics))
-            if progress:
-                progress(self.step, metrics)
-            if self.step % self.cfg.checkpoint_every == 0 or self.step == self.cfg.steps:
-                self.save_checkpoint()
+        try:
+            while self.step < self.cfg.steps:
+                metrics = self.train_step()
+                self.step += 1
+                every = self.cfg.eval.every
+                if self.eval_fn is not None and ((every and self.step % every == 0) or self.step == self.cfg.steps):
+                    with self.autocast():
+                        metrics.update(self.eval_fn(self, self.step))
+                self.run.log(self.step, metrics)
+                records.append(StepRecord(self.step, metrics))
+                if progress:
+                    progress(self.step, metrics)
+                if self.step % self.cfg.checkpoint_every == 0 or self.step == self.cfg.steps:
+                    self.save_checkpoint()
+            self.run.summary({"steps": self.step, "last": records[-1].metrics if records else {}})
+        finally:
+            self.run.close()
         return records
 
     # ------------------------------------------------------------------------------------- checkpoints
 
     @property
     def checkpoint_dir(self) -> Path:
-        return self.out / "checkpoints"
+        return self.run.checkpoint_dir
 
     def latest_checkpoint(self) -> Path | None:
-        return checkpoints.latest(self.checkpoint_dir, "step_", "trainer_state.pt")
+        return self.run.latest("step_", "trainer_state.pt")
 
     def save_checkpoint(self) -> Path:
         """Weights (or the LoRA adapter) + tokenizer + optimiser/RNG/sampler/buffer state, written atomically."""
-        final = self.checkpoint_dir / f"step_{self.step:06d}"
-        with checkpoints.atomic_dir(final) as tmp:
+        name = f"step_{self.step:06d}"
+        with self.run.checkpoint(name, self.cfg.keep_checkpoints) as tmp:
             self.model.save_pretrained(tmp)
             self.tokenizer.save_pretrained(tmp)
             state = {
@@ -418,12 +404,15 @@ class Trainer:
                 "ref": self.ref_model.state_dict() if isinstance(self.ref_model, torch.nn.Module) else None,
             }
             torch.save(state, tmp / "trainer_state.pt")
-        checkpoints.prune(self.checkpoint_dir, "step_", self.cfg.keep_checkpoints)
-        return final
+        return self.checkpoint_dir / name
 
     def resume(self) -> int:
-        """Load the newest complete checkpoint (if any); returns the step it resumes from."""
+        """Load the newest complete checkpoint (if any) once; returns the step it resumes from (a second call,
+        e.g. :meth:`fit` after a caller's own ``resume()`` for its progress bar, loads nothing again)."""
+        if self._resumed is not None:
+            return self._resumed
         ckpt = self.latest_checkpoint()
+        self._resumed = 0
         if ckpt is None:
             return 0
         load_weights(self.model, ckpt)
@@ -443,7 +432,7 @@ class Trainer:
         random.setstate(state["rng"]["random"])
         if isinstance(self.ref_model, torch.nn.Module) and state["ref"] is not None:
             self.ref_model.load_state_dict(state["ref"])
-        truncate_log(self.out / "metrics.jsonl", "step", self.step)
+        self._resumed = self.step
         if self.sync_weights is not None:
             self.sync_weights(self.model)
         log.info("resumed from %s (step %d)", ckpt, self.step)

@@ -74,6 +74,8 @@ def _kl(cfg: TrainConfig) -> list[str]:
 Rule = Callable[[Any, TrainConfig], list[str]]
 MAPPED: dict[str, Rule] = {
     "name": lambda v, c: [f"trainer.experiment_name={v}"],
+    # the same trackers through verl's own: jsonl is verl's `file` logger (metrics as JSON lines)
+    "logger": lambda v, c: [f"trainer.logger={_v(list(dict.fromkeys(['file', *(x for x in v if x != 'jsonl')])))}"],
     "steps": lambda v, c: [f"trainer.total_training_steps={v}"],
     "seed": lambda v, c: [f"data.seed={v}", f"{ROLLOUT}.seed={v}"],
     "out": lambda v, c: [f"trainer.default_local_dir={Path(v).resolve() / 'checkpoints'}"],

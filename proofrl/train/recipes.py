@@ -1,0 +1,127 @@
+"""Recipes and the training loops they run: one registry of loops, one recipe reader, one override rule.
+
+A recipe (``proofrl/recipes/NAME.yaml`` or a YAML path) is a mapping checked by its loop's schema (a
+:class:`~proofrl.schema.Section`); its ``loop:`` key names the loop (none: whole-proof GRPO). ``--set
+key.sub=value`` overrides one leaf (the value read as YAML). ``proofrl train --recipe R`` is :func:`run`:
+
+====================  ===================================================  =============================
+loop                  schema                                               what it trains
+====================  ===================================================  =============================
+``grpo`` (default)    :class:`proofrl.train.config.TrainConfig`            whole-proof GRPO
+``reap``              :class:`proofrl.train.expert_iteration.ReapConfig`   search-and-learn
+``leanlistener``      :class:`proofrl.train.step_grpo.StepLevelConfig`     step-level GRPO
+``eva``               :class:`proofrl.train.eva.EvaRecipe`                 the EVA reward model
+====================  ===================================================  =============================
+
+Each loop's schema and runner (``run(cfg)``) are named by ``module:attribute`` and imported only when used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import ConfigError
+from ..registry import load_target
+from ..schema import validate
+
+RECIPES_DIR = Path(__file__).resolve().parent.parent / "recipes"
+
+
+@dataclass(frozen=True)
+class Loop:
+    name: str
+    schema: str
+    """``module:Class``, the loop's config section"""
+    runner: str
+    """``module:function``: ``run(cfg) -> None``, trains by a checked config"""
+
+    def config(self, recipe: str | Path | None, overrides: Sequence[str] = ()) -> Any:
+        """The recipe (name, path, or None: the schema's defaults) with ``overrides``, checked by this loop's
+        schema; one :class:`ConfigError` line on any mistake."""
+        tree = recipe_tree(recipe) if recipe else {}
+        found = tree.get("loop", DEFAULT_LOOP if recipe else self.name)
+        if found != self.name:
+            hint = f": proofrl train --recipe {recipe}" if found in LOOPS else ""
+            raise ConfigError(f"recipe {str(recipe)!r} runs the {found!r} loop, not {self.name!r}{hint}")
+        if self.name == DEFAULT_LOOP:
+            tree.pop("loop", None)
+        return validate(load_target(self.schema), apply_overrides(tree, overrides))
+
+    def run(self, cfg: Any) -> Any:
+        return load_target(self.runner)(cfg)
+
+
+DEFAULT_LOOP = "grpo"
+LOOPS: dict[str, Loop] = {loop.name: loop for loop in (
+    Loop("grpo", "proofrl.train.config:TrainConfig", "proofrl.train.run:run"),
+    Loop("reap", "proofrl.train.expert_iteration:ReapConfig", "proofrl.train.expert_iteration:run"),
+    Loop("leanlistener", "proofrl.train.step_grpo:StepLevelConfig", "proofrl.train.step_grpo:run"),
+    Loop("eva", "proofrl.train.eva:EvaRecipe", "proofrl.train.eva:run"),
+)}  # fmt: skip
+
+
+def recipe_names() -> list[str]:
+    return sorted(p.stem for p in RECIPES_DIR.glob("*.yaml"))
+
+
+def recipe_tree(recipe: str | Path) -> dict[str, Any]:
+    """The YAML mapping of a recipe name (``proofrl/recipes/NAME.yaml``) or path; a clear error otherwise."""
+    path = RECIPES_DIR / f"{recipe}.yaml" if str(recipe) in recipe_names() else Path(recipe)
+    if not path.is_file():
+        raise ConfigError(f"unknown recipe {str(recipe)!r}; valid: {recipe_names()} or a YAML path")
+    try:
+        tree = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path}: not YAML: {' '.join(str(e).split())}") from None
+    if not isinstance(tree, dict):
+        raise ConfigError(f"{path}: a recipe must be a mapping")
+    return tree
+
+
+def _set(tree: dict[str, Any], dotted: str, value: Any) -> None:
+    *parents, leaf = dotted.split(".")
+    node = tree
+    for p in parents:
+        node = node.setdefault(p, {})
+        if not isinstance(node, dict):
+            raise ConfigError(f"{dotted}: {p} is not a section")
+    node[leaf] = value
+
+
+def apply_overrides(tree: dict[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
+    """Set each ``key.sub=value`` of ``overrides`` in ``tree`` (values parsed as YAML: ``8``, ``true``,
+    ``[1, 8]``); a malformed override is one :class:`ConfigError` line."""
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"override {item!r}: expected key.sub=value")
+        try:
+            value = yaml.safe_load(raw)
+        except yaml.YAMLError as e:
+            raise ConfigError(f"override {item!r}: the value is not YAML: {' '.join(str(e).split())}") from None
+        _set(tree, key.strip(), value)
+    return tree
+
+
+def loop_for(recipe: str | Path) -> Loop:
+    """The loop a recipe runs under (its ``loop:`` key; none: whole-proof GRPO)."""
+    name = recipe_tree(recipe).get("loop", DEFAULT_LOOP)
+    if name not in LOOPS:
+        raise ConfigError(f"{recipe}: loop {name!r} is not a training loop; valid: {sorted(LOOPS)}")
+    return LOOPS[name]
+
+
+def run(recipe: str, overrides: Sequence[str] = (), *, show_config: bool = False) -> Any:
+    """``proofrl train --recipe R [--set k=v …] [--show-config]``: the recipe's loop, its checked config, and
+    (unless ``show_config``, which prints the config) the loop's run."""
+    loop = loop_for(recipe)
+    cfg = loop.config(recipe, overrides)
+    if show_config:
+        print(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+        return None
+    return loop.run(cfg)
