@@ -4,8 +4,9 @@ The header and the statement belong to the problem; the proof is untrusted text.
 keep a proof from proving something other than the statement:
 
 1. **Only tactics, by allowlist** (:func:`forbidden_reason`): a proof sentence is accepted only in a shape
-   known to be tactic syntax: a bullet or brace, ``Proof.`` / ``Proof using ...`` / ``Proof with tac`` as the
-   first sentence, ``Unshelve.``, ``Show ...``, or an optional goal selector followed by text that starts
+   known to be tactic syntax: a bullet or brace, ``Proof.`` / ``Proof using ...`` / ``Proof with tac`` /
+   ``Proof using ... with tac`` as the first sentence (comments and blanks between its words as Coq allows
+   them; ``tac`` is scanned and wrapped like any tactic), ``Unshelve.``, ``Show ...``, or an optional goal selector followed by text that starts
    like a tactic (a lowercase letter, ``(`` or ``[``). Anything else is refused as a command, however it is
    spelt (``#[] Abort.``, ``#[local] Axiom``, ``Time Qed.``, a Unicode letter ...). ``admit`` and
    ``give_up`` are refused anywhere in a sentence.
@@ -14,7 +15,7 @@ keep a proof from proving something other than the statement:
    wall 1 is a syntax error in Coq, not a command. ``coqc``'s final check receives the same wrapped text.
 3. **After the proof** (the prover): no proof is open, no section or module is open, and the kernel's type of
    the checked constant, printed with ``Set Printing All``, is that of the statement elaborated afresh
-   (:func:`type_of_check`).
+   (:func:`type_mismatch`), every output read after :data:`PRINTING_RESET`.
 4. **Assumptions by origin** (:func:`assumption_reasons`): ``Print Assumptions`` prints short names, so each
    allowlisted axiom is looked up by its fully qualified name with ``Locate``; a printed assumption is
    allowed only when it is the very object that fully qualified name denotes (a user axiom that shares its
