@@ -1,9 +1,13 @@
 """Sample whole proofs and have the prover judge them: the step shared by the trainer and ``proofrl eval``.
 
-Prompts are generated in chunks; each chunk's proofs go to the verifier (a background thread over the prover
-pool or a server) while the next chunk is generated, so verification hides behind generation. The timings
-say how much did: ``hidden = 1 − wait / verify_busy``, where ``wait`` is how long the caller still waited for
-verdicts after the last chunk was generated.
+Overlapped (``overlap=True``): prompts are generated in chunks; each chunk's proofs go to the verifier (a
+background thread over the prover pool or a server) while the next chunk is generated, so verification hides
+behind generation. The timings say how much did: ``hidden = 1 − wait / verify_busy``, where ``wait`` is how
+long the caller still waited for verdicts after the last chunk was generated. Serial (``overlap=False``): every
+prompt in one generation call, then every proof to the verifier at once.
+
+Which schedule pays depends on where generation runs (:func:`overlap_pays`, the trainer's ``rollout.overlap:
+auto``): overlap hides verification only when generation leaves the provers' CPU cores free.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .data.problems import Problem
-from .policy.generation import Completion, Generator, SamplingParams
+from .policy.generation import Completion, Generator, HFGenerator, SamplingParams
 from .policy.prompts import PromptFormat
 from .provers.base import Verdict
 from .verification import Verifier
@@ -85,6 +89,28 @@ def first_turn(problem: Problem, fmt: PromptFormat, tokenizer: Any = None) -> Pr
     return PromptItem(problem, text, 1, messages if messages is not None else text)
 
 
+def overlap_pays(generator: Generator) -> bool:
+    """Whether overlapping verification with generation is the faster schedule for ``generator`` (what
+    ``rollout.overlap: auto`` picks): yes where generation runs off the CPU the provers use (a policy on a GPU,
+    vLLM, an OpenAI-compatible endpoint), no for an in-process policy on the CPU.
+
+    Measured with ``benchmarks/rl_step.py`` on 2 CPU cores (docs/training.md, "Where a step's time goes"): with
+    the policy on the CPU, the sampler and Coq compete for the same cores and chunks shrink the generation
+    batches, so the overlapped demo step was slower than the serial one (1.24x). A policy whose generation is
+    much slower than verification and keeps the CPU free (a GPU) is the case overlap is for. The choice is fixed
+    per run rather than taken from each step's timings: the schedule changes what is sampled (each generation
+    call is seeded, and batches differ), so a timing-driven choice would make a seeded run irreproducible.
+    """
+    if isinstance(generator, HFGenerator):
+        return next(generator.model.parameters()).device.type != "cpu"
+    return True
+
+
+def choose_overlap(setting: str, generator: Generator) -> bool:
+    """``rollout.overlap``: ``on``, ``off``, or ``auto`` (:func:`overlap_pays`)."""
+    return setting == "on" or (setting == "auto" and overlap_pays(generator))
+
+
 def sample_and_verify(
     generator: Generator,
     items: Sequence[PromptItem],
@@ -93,15 +119,18 @@ def sample_and_verify(
     verifier: Verifier,
     *,
     chunk_prompts: int = 4,
+    overlap: bool = True,
     on_chunk: Callable[[int], None] | None = None,
 ) -> tuple[list[Group], RolloutTimings]:
-    """Generate ``params.n`` completions per item, extract proofs and verify them, overlapping the two."""
+    """Generate ``params.n`` completions per item, extract proofs and verify them: overlapped (chunks of
+    ``chunk_prompts`` prompts, each verified while the next is generated) or serial (``overlap=False``: one
+    generation call, then one verification of everything)."""
     timings = RolloutTimings()
     groups: list[Group] = []
     pending: list[tuple[list[Group], Future[list[Verdict]], float, list[int]]] = []
     done: dict[int, float] = {}  # chunk → when its verdicts were ready (set from the verifier's thread)
 
-    chunk = max(1, chunk_prompts)
+    chunk = max(1, chunk_prompts if overlap else len(items))
     for start in range(0, len(items), chunk):
         part = items[start : start + chunk]
         t0 = time.perf_counter()
