@@ -2,7 +2,7 @@
 
     python benchmarks/rl_step.py --model runs/demo/whole-proof/sft-model --steps 4
     python benchmarks/rl_step.py --steps 4            # builds and briefly teaches a tiny model first
-    python benchmarks/rl_step.py --steps 4 --model-size 512:6 --sft-epochs 2   # generation much slower than verification
+    python benchmarks/rl_step.py --steps 3 --model-size 384:4 --sft-epochs 1 --sft-problems 200   # generation much slower than verification
     python benchmarks/rl_step.py --smoke              # 4 prompts x 2 samples, one step each: seconds
 
 Each step of the ``demo`` recipe (16 problems × G samples) is timed by the trainer itself:
@@ -12,9 +12,9 @@ Each step of the ``demo`` recipe (16 problems × G samples) is timed by the trai
   hidden behind generation (the wait after the last chunk): ``hidden = 1 − wait / busy``;
 * update — π_old/π_ref recomputation + K PPO epochs.
 
-The same steps run twice from the same model, side by side: overlapped (chunks of ``rollout.chunk_prompts``
-prompts, verified while the next chunk is generated) and serial (``chunk_prompts`` = all prompts: generate
-everything, then verify). ``--model-size HIDDEN:LAYERS`` teaches a larger tiny model instead, whose generation
+The same steps run twice from the same model, side by side: overlapped (``rollout.overlap=on``: chunks of
+``rollout.chunk_prompts`` prompts, verified while the next chunk is generated) and serial (``rollout.overlap=off``:
+generate everything in one call, then verify). ``--model-size HIDDEN:LAYERS`` teaches a larger tiny model instead, whose generation
 is much slower than the verification of what it writes: the shape of a GPU policy beside CPU verifiers. The
 ``ratio:`` line is overlapped / serial median step time.
 """
@@ -90,12 +90,13 @@ def main() -> None:
     ap.add_argument("--model-size", metavar="HIDDEN:LAYERS", help="build and teach a larger tiny model (default: the demo's)")
     ap.add_argument("--steps", type=int, default=4)
     ap.add_argument("--sft-epochs", type=int, default=6, help="teaching epochs when the model is built here")
+    ap.add_argument("--sft-problems", type=int, default=None, help="teach on the first N training theorems (default: all)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (the demo's default: 1)")
     ap.add_argument("--set", dest="overrides", action="append", default=[], help="recipe override key=value")
     add_smoke(ap)
     args = ap.parse_args()
     need_coq()
-    limit = None
+    limit = args.sft_problems
     if args.smoke:
         args.steps, args.sft_epochs, limit = 1, 1, 64
         args.overrides = ["rollout.problems_per_step=4", "rollout.group_size=2", "rollout.max_tokens=16",
@@ -104,8 +105,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tmpd = Path(tmp)
         model = args.model or taught_model(tmpd, args.sft_epochs, args.model_size, limit)
-        overlapped = run(model, args.steps, args.overrides, tmpd / "overlap")
-        serial = run(model, args.steps, [*args.overrides, "rollout.chunk_prompts=1000"], tmpd / "serial")
+        overlapped = run(model, args.steps, [*args.overrides, "rollout.overlap=on"], tmpd / "overlap")
+        serial = run(model, args.steps, [*args.overrides, "rollout.overlap=off"], tmpd / "serial")
     chunk = next((o.split("=", 1)[1] for o in reversed(args.overrides) if o.startswith("rollout.chunk_prompts=")), "4")
     print(f"demo recipe, {args.steps} steps (median per step), model {args.model or args.model_size or 'the demo size'}, "
           f"torch threads {args.threads}, load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")  # fmt: skip
