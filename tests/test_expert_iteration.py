@@ -76,9 +76,11 @@ def test_a_bad_recipe_key_is_one_line():
 
 
 @requires_coq
-def test_a_round_that_solves_nothing_makes_no_update_and_the_loop_goes_on(files, tmp_path):
+def test_a_round_that_solves_nothing_makes_no_update_and_the_loop_goes_on(files, tmp_path, monkeypatch):
+    mlflow = pytest.importorskip("mlflow", reason="the tracking extra is not installed: pip install -e \".[tracking]\"")
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     torch.manual_seed(0)
-    run = ExpertIteration(config(files, tmp_path / "run", "untaught", "rounds=2"))
+    run = ExpertIteration(config(files, tmp_path / "run", "untaught", "rounds=2", "logger=[tensorboard,mlflow]"))
     summary = run.run()
     rows = {r["round"]: r for r in summary["rounds"]}
     assert sorted(rows) == [0, 1, 2]  # evaluated before, and after each round
@@ -88,6 +90,12 @@ def test_a_round_that_solves_nothing_makes_no_update_and_the_loop_goes_on(files,
         assert rows[r]["eval/theorems"] == 1
     assert (tmp_path / "run" / "checkpoints" / "round_0002" / "learner_state.pt").exists()
     assert json.loads((tmp_path / "run" / "weights" / "latest.json").read_text())["version"] == 2
+    # the recipe's logger list, through the one run folder: mlflow holds each round's values and the config
+    client = mlflow.tracking.MlflowClient((tmp_path / "run" / "mlruns").resolve().as_uri())
+    run_id = json.loads((tmp_path / "run" / "trackers.json").read_text())["mlflow"]
+    history = client.get_metric_history(run_id, "eval/theorems")
+    assert [(m.step, m.value) for m in history] == [(0, 1.0), (1, 1.0), (2, 1.0)]
+    assert client.get_run(run_id).data.params["rounds"] == "2"
 
 
 @requires_coq

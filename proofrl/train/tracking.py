@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -141,7 +142,7 @@ class WandbTracker:
     def __init__(self, run: Any):
         wandb = _need("wandb")
         self.run = wandb.init(project=os.environ.get("WANDB_PROJECT", "proofrl"), name=run.name, dir=str(run.out),
-                              id=run.tracker_id("wandb", lambda: wandb.util.generate_id()), resume="allow",
+                              id=run.tracker_id("wandb", lambda: uuid.uuid4().hex[:12]), resume="allow",
                               reinit="create_new")  # fmt: skip
 
     def config(self, cfg: dict[str, Any]) -> None:
