@@ -45,13 +45,13 @@ from typing import Any
 import torch
 from _bench import add_smoke, ratio
 
-QWEN2_0_5B = dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
-                  num_key_value_heads=2, vocab_size=151936, max_position_embeddings=32768, rope_theta=1e6,
-                  rms_norm_eps=1e-6, tie_word_embeddings=True)  # fmt: skip
+QWEN2_0_5B = {"hidden_size": 896, "intermediate_size": 4864, "num_hidden_layers": 24, "num_attention_heads": 14,
+              "num_key_value_heads": 2, "vocab_size": 151936, "max_position_embeddings": 32768, "rope_theta": 1e6,
+              "rms_norm_eps": 1e-6, "tie_word_embeddings": True}  # fmt: skip
 """Qwen2.5-0.5B's published shape"""
-TINY_QWEN2 = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-                  num_key_value_heads=2, max_position_embeddings=1024, rope_theta=1e6, rms_norm_eps=1e-6,
-                  tie_word_embeddings=True)  # fmt: skip
+TINY_QWEN2 = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+              "num_key_value_heads": 2, "max_position_embeddings": 1024, "rope_theta": 1e6, "rms_norm_eps": 1e-6,
+              "tie_word_embeddings": True}  # fmt: skip
 GROUP = 8
 LR = 1e-6
 

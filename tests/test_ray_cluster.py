@@ -1,14 +1,9 @@
-"""proofrl's Ray workers on Ray's own multi-node test cluster (``ray.cluster_utils.Cluster``): a head node with
-no CPUs (the driver's) and three worker raylets of one CPU each, every one with its own resources
-(``node0``..``node2``, ``coq``), all on this machine, with real Coq. A node is removed mid-run (its raylet and
-its workers killed, as when a machine dies) and the work must still be answered, once.
-
-Kept cheap for 2 cores: one declared CPU per node, 80 MiB object stores, Ray's health check every 300 ms so
-a dead node is noticed in about a second."""
+"""proofrl's Ray workers on Ray's own multi-node test cluster (``tests/ray_cluster_support.py``: three worker
+raylets of one CPU each with their own resources, on this machine), with real Coq. A node is removed mid-run
+(its raylet and its workers killed, as when a machine dies) and the work must still be answered, once."""
 
 import functools
 import json
-import os
 import subprocess
 import sys
 import threading
@@ -16,79 +11,26 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import NAT, programs_except, requires_coq
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install -e \".[distributed]\")")
 
-from ray.cluster_utils import Cluster  # noqa: E402
+from ray_cluster_support import start_cluster, stop_cluster
 
-from proofrl.data.problems import Problem, load_problems  # noqa: E402
-from proofrl.provers.base import Status  # noqa: E402
+from proofrl.data.problems import Problem, load_problems
+from proofrl.provers.base import Status
 
 pytestmark = requires_coq
-
-TESTS = Path(__file__).parent
-STORE = 80 * 2**20
-FAST_HEALTH = {"health_check_initial_delay_ms": 0, "health_check_period_ms": 300, "health_check_timeout_ms": 300,
-               "health_check_failure_threshold": 3}
-
-
-class SimCluster:
-    """The cluster and its worker nodes (``nodes``: the live ones, in the order they were added)."""
-
-    def __init__(self):
-        self.c = Cluster(initialize_head=True, head_node_args={
-            "num_cpus": 0, "object_store_memory": STORE, "include_dashboard": False, "_system_config": FAST_HEALTH})
-        self.nodes: list = []
-        self.without_coq: list = []
-        self.added = 0
-
-    def add(self, path: str | None = None, coq: bool = True):
-        """A worker node of one CPU; ``path``: the PATH its raylet (and so its workers) gets."""
-        resources = {f"node{self.added}": 1.0, **({"coq": 1.0} if coq else {})}
-        old = os.environ.get("PATH", "")
-        if path is not None:
-            os.environ["PATH"] = path
-        try:
-            node = self.c.add_node(num_cpus=1, resources=resources, object_store_memory=STORE)
-        finally:
-            os.environ["PATH"] = old
-        self.added += 1
-        self.nodes.append(node)
-        if path is not None:
-            self.without_coq.append(node)
-        self.c.wait_for_nodes()
-        return node
-
-    def remove(self, node) -> None:
-        self.nodes.remove(node)
-        self.c.remove_node(node, allow_graceful=False)  # SIGKILL: the node dies, it does not drain
-
-    def coq_nodes(self) -> list:
-        return [x for x in self.nodes if x not in self.without_coq]
-
-    def ensure(self, n: int = 3) -> None:
-        """At least ``n`` live nodes with Coq."""
-        while len(self.coq_nodes()) < n:
-            self.add()
 
 
 @pytest.fixture(scope="module")
 def cluster():
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # no token file written for a throwaway cluster
-    sim = SimCluster()
-    sim.ensure(3)
-    path = os.pathsep.join([str(TESTS), str(TESTS.parent), os.environ.get("PYTHONPATH", "")])
-    ray.init(address=sim.c.address, namespace="proofrl", log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": path}})  # workers import the tests' scripted policy
+    sim = start_cluster(3)
     yield sim
-    ray.shutdown()
-    sim.c.shutdown()
+    stop_cluster(sim)
 
 
 # -- search over three nodes ---------------------------------------------------------------------------------
-HEADERS = {"": "", "nat": NAT, "bool": "Require Import Bool."}
 PROBLEMS = [
     {"name": "t_true", "header": "", "formal_statement": "Theorem t_true : True."},
     {"name": "t_bad", "header": "", "formal_statement": "Theorem t_bad : undefined_thing."},
@@ -212,7 +154,7 @@ def test_verifiers_answer_every_item_when_a_node_is_removed_mid_batch(cluster):
 def no_coq_node(cluster, tmp_path_factory):
     """A fourth worker node whose PATH has no Coq (its raylet and workers cannot start coqidetop)."""
     path = str(programs_except(("coq",), tmp_path_factory.mktemp("bin-without-coq")))
-    node = cluster.add(path=path, coq=False)
+    node = cluster.add(path=path)
     yield node
     if node in cluster.nodes:
         cluster.remove(node)
@@ -258,6 +200,6 @@ def test_a_ray_address_that_does_not_answer_is_one_line_naming_it(tmp_path):
     (tmp_path / "p.jsonl").write_text(json.dumps(PROBLEMS[0]) + "\n")
     r = subprocess.run([sys.executable, "-m", "proofrl.cli", "search", str(tmp_path / "p.jsonl"), "--policy",
                         "openai:http://127.0.0.1:9/v1", "--model", "m", "--ray", f"127.0.0.1:{port}",
-                        "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=120)
+                        "--out", str(tmp_path / "out")], check=False, capture_output=True, text=True, timeout=120)
     assert r.returncode == 2, r.stderr
     assert r.stderr.strip() == f"proofrl search: --ray 127.0.0.1:{port}: no Ray cluster answers there (Connection refused)"
