@@ -63,7 +63,7 @@ def coq_job(code: str) -> Job | Verdict:
         return Verdict(Status.ERROR, ("no Theorem or Lemma in the snippet",), prover="coq")
     for s in sentences[:at]:
         if why := header_refusal(s.text):
-            text = (f"{why} (a snippet header may only load libraries, open or close scopes and set options; send "
+            text = (f"{why} (a snippet header may only load libraries, open or close scopes and set harmless options; send "
                     "definitions and notations as part of a library problem)")
             return Verdict(Status.REJECTED, (why,), (Message("error", text, _position(code, s.start)),), prover="coq")
     stmt = sentences[at]
