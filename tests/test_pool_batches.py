@@ -35,3 +35,19 @@ def test_another_callers_header_is_still_served_past_affinity_wait():
     now[0] = 6.0
     assert taken(b, "A") == ("B", 0)  # the other caller has waited 5.5 s > 5: served before A's remaining jobs
     assert [taken(b, "B"), taken(b, "A")] == [("A", 2), ("A", 3)]
+
+
+def test_within_a_header_callers_share_the_workers():
+    """Six jobs of one caller, two of them running on the two workers, then one job of another caller: the other
+    caller's job is next once a worker frees, not after the other four; a caller's own jobs keep their order."""
+    b = _Backlog(workers=2, affinity_wait=5, clock=lambda: 0.0)
+    many, one = batch("AAAAAA"), batch("A", t0=1.0)
+    b.put(many)
+    first, second = b.take(None), b.take(None)
+    assert (first.index, second.index) == (0, 1)
+    b.put(one)
+    b.finished(first)
+    assert b.take("A") is one[0]  # the caller with no job running goes before the one with one running
+    b.finished(second)
+    assert [taken(b, "A") for _ in range(4)] == [("A", 2), ("A", 3), ("A", 4), ("A", 5)]
+    assert taken(b, "A") is None and len(b) == 0
