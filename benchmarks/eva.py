@@ -62,7 +62,8 @@ def main() -> None:
     from proofrl.data.eva_labels import LabelSettings, build_labels, write_labels
     from proofrl.data.tactics import read_transitions
     from proofrl.demo.assets import built_settings, tactic_assets
-    from proofrl.eval.rm import Table4Settings, markdown_table, plot_table, table4
+    from proofrl.eval.rm import markdown_table, plot_table
+    from proofrl.train.eva import Table4Settings, table4
     from proofrl.policy.tactic import make_tactic_policy
     from proofrl.train.eva import read_records
 

@@ -473,11 +473,22 @@ def eval_rm(
 ) -> None:
     """A process reward model on held-out judged proposals: MSE per dimension, Pearson r, ranking accuracy
     (greedy decoding); with --train and --base, the EVA paper's Table 4 (zero-shot, SFT-only, value head, EVA)."""
-    from .eval.rm import cli_eval_rm
+    from .errors import ConfigError
 
     torch_threads(threads)
-    cli_eval_rm(data, model=model, train=train_data, base=base, out=out, epochs=epochs, lr=lr, batch=batch,
-                alpha=alpha, max_new_tokens=max_new_tokens, seed=seed)
+    if train_data is not None or base is not None:  # Table 4 trains its models: the train layer's
+        if train_data is None or base is None:
+            raise ConfigError("Table 4 needs both --train (JSONL) and --base (a model directory)")
+        from .train.eva import cli_table4
+
+        cli_table4(data, train=train_data, base=base, out=out, epochs=epochs, lr=lr, batch=batch, alpha=alpha,
+                   max_new_tokens=max_new_tokens, seed=seed)  # fmt: skip
+        return
+    if model is None:
+        raise ConfigError("give --model DIR (a trained EVA model), or --train and --base for Table 4")
+    from .eval.rm import cli_eval_rm
+
+    cli_eval_rm(data, model=model, out=out, max_new_tokens=max_new_tokens)
 
 
 

@@ -306,6 +306,8 @@ def test_train_and_eval_rm_commands(tiny, tmp_path):
     assert summary["index"] == {"examples": 6, "in_eva_loss": 6, "left_out": {}}
     assert set(summary["eval"]["mse"]) == {"logic", "align", "clarity"}
     assert json.loads((out / "model" / "eva_config.json").read_text())["alpha"] == 0.5
+    epochs = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]  # the run folder of every loop
+    assert [e["epoch"] for e in epochs] == [1] and epochs[0]["loss"] == summary["history"][0]["loss"]
     res = runner.invoke(app, ["eval", "rm", "--data", str(data), "--model", str(out / "model"), "--max-new-tokens", "8",
                               "--out", str(tmp_path / "ev")])
     assert res.exit_code == 0, res.output

@@ -1,6 +1,7 @@
 """Evaluating process reward models: the EVA paper's Table 4 (``proofrl eval rm``).
 
-Metrics on held-out judged proposals (records of :func:`proofrl.train.eva.read_records`):
+Metrics on held-out judged proposals (records of :func:`read_records`, the EVA data format: one JSON line per
+judged proposal, ``state``, ``proposal``, ``critique``, ``scores``):
 
 * **MSE per dimension**: mean (prediction − target)² of each score (logic, align, clarity).
 * **Pearson r**: between the predicted and the target *combined* score (the weighted mean of the dimensions,
@@ -9,7 +10,8 @@ Metrics on held-out judged proposals (records of :func:`proofrl.train.eva.read_r
   by at least ``margin`` (0.5), the share the model orders the same way; a tie counts one half (a textual
   integer score ties often: the quantisation EVA removes).
 
-Models (:func:`table4`), each scored with greedy decoding:
+Models of Table 4 (trained by :func:`proofrl.train.eva.table4`; this module only scores), each with greedy
+decoding:
 
 * ``zero-shot``: the base model untrained; its text rarely holds the JSON, so its score is E[R] read at a
   probe ``"<dim>_score":`` (:class:`~proofrl.rewards.eva.EvaScorer`), flagged;
@@ -24,17 +26,75 @@ from __future__ import annotations
 
 import json
 import math
-import time
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..rewards.eva import DIMENSIONS, combined_score
+from ..errors import ConfigError
+from ..rewards.eva import DIMENSIONS, INSTRUCTION, combined_score, rm_prompt, score_key
 
 MIDDLE = 3.0
 """the prediction for a dimension whose text score cannot be parsed"""
+
+
+# -- the data format ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Record:
+    state: str
+    proposal: str
+    critique: str
+    scores: dict[str, float]
+    instruction: str = INSTRUCTION
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def parse_record(obj: Any, dims: Sequence[str] = DIMENSIONS) -> Record:
+    """One JSON line → :class:`Record`; ``ValueError`` naming the field to fix."""
+    if not isinstance(obj, dict):
+        raise ValueError("not a JSON object")
+    for k in ("state", "proposal", "critique"):
+        if not isinstance(obj.get(k), str):
+            raise ValueError(f"field {k!r} missing or not text")
+    raw = obj.get("scores", obj)
+    if not isinstance(raw, dict):
+        raise ValueError("field 'scores' is not an object")
+    scores = {}
+    for d in dims:
+        v = raw.get(d, raw.get(score_key(d)))
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise ValueError(f"score {d!r} missing or not a number")
+        if not 1.0 <= v <= 5.0:
+            raise ValueError(f"score {d!r} = {v} outside 1.0-5.0")
+        scores[d] = float(v)
+    extra = {k: v for k, v in obj.items() if k not in ("state", "proposal", "critique", "scores", "instruction")}
+    return Record(obj["state"], obj["proposal"], obj["critique"], scores, obj.get("instruction") or INSTRUCTION, extra)
+
+
+def read_records(path: str | Path, dims: Sequence[str] = DIMENSIONS) -> tuple[list[Record], Counter]:
+    """Records of a JSONL file and the reasons lines were skipped (``line N: why`` counted by why)."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"no EVA data file at {path}")
+    out, skipped = [], Counter()
+    for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            out.append(parse_record(json.loads(line), dims))
+        except ValueError as e:  # json.JSONDecodeError is one
+            skipped[str(e).split(":")[0] if isinstance(e, json.JSONDecodeError) else str(e)] += 1
+    return out, skipped
+
+
+def prompt_of(r: Record, max_state_chars: int = 600) -> str:
+    return rm_prompt(r.state, r.proposal, r.instruction, max_state_chars)
+
+
+# -- metrics --------------------------------------------------------------------------------------------------
 
 
 def pearson(x: Sequence[float], y: Sequence[float]) -> float:
@@ -81,8 +141,6 @@ def _fill(scores: Mapping[str, float], dims: Sequence[str]) -> dict[str, float]:
 def evaluate_generative(scorer: Any, records: Sequence[Any], *, margin: float = 0.5) -> dict[str, Any]:
     """A generative RM scored both ways: ``eva`` (E[R] from the anchor logits) and ``text`` (the parsed
     integers), with the flags of its outputs counted."""
-    from ..train.eva import prompt_of
-
     dims = scorer.dims
     prompts = [prompt_of(r, scorer.max_state_chars) for r in records]
     outputs = scorer.generate(prompts)
@@ -98,77 +156,6 @@ def evaluate_generative(scorer: Any, records: Sequence[Any], *, margin: float = 
            "text": metrics([_fill(p.scores, dims) for p in parsed], records, dims=dims, weights=scorer.weights, margin=margin),
            "flags": dict(flags), "examples": outputs[:3]}  # fmt: skip
     return out
-
-
-@dataclass(frozen=True)
-class Table4Settings:
-    alpha: float = 0.5
-    tau: float = 1.0
-    lr: float = 2e-5
-    batch: int = 8
-    epochs: int = 3
-    lora: bool = True
-    seed: int = 0
-    max_new_tokens: int = 96
-    max_state_chars: int = 600
-    device: str | None = None
-
-
-def table4(base: str | Path, train: Sequence[Any], held_out: Sequence[Any], settings: Table4Settings = Table4Settings(),
-           *, console: Any = None, out: Path | None = None) -> dict[str, Any]:
-    """Train the SFT-only generative RM, the value-head RM and EVA from ``base`` on ``train``; score them and
-    the untrained base on ``held_out``. Returns ``{"rows": {name: metrics}, "flags", "seconds", "index"}``;
-    with ``out``, the EVA model is saved in ``out/eva-model``."""
-    import torch
-
-    from ..rewards.eva import EvaScorer
-    from ..train.eva import (EvaLoraConfig, RegressionHeadRM, build_examples, load_base, train_eva,
-                             train_value_head)  # fmt: skip
-
-    torch.manual_seed(settings.seed)
-    lora = EvaLoraConfig(enabled=settings.lora)
-    rows: dict[str, Any] = {}
-    flags: dict[str, Any] = {}
-    seconds: dict[str, float] = {}
-    kw = dict(max_new_tokens=settings.max_new_tokens, max_state_chars=settings.max_state_chars, tau=settings.tau)
-
-    def log(msg: str) -> None:
-        if console is not None:
-            console.print(msg)
-
-    t = time.perf_counter()
-    m, tok = load_base(base, lora=None, device=settings.device)
-    r = evaluate_generative(EvaScorer(m, tok, **kw), held_out)
-    rows["zero-shot"], flags["zero-shot"] = r["eva"], r["flags"]
-    seconds["zero-shot"] = time.perf_counter() - t
-    index = None
-    for name, alpha in (("sft", 0.0), ("eva", settings.alpha)):
-        t = time.perf_counter()
-        m, tok = load_base(base, lora=lora, device=settings.device)
-        ex, rep = build_examples(train, tok, max_state_chars=settings.max_state_chars)
-        index = rep.to_json()
-        train_eva(m, tok, ex, alpha=alpha, tau=settings.tau, lr=settings.lr, batch=settings.batch,
-                  epochs=settings.epochs, seed=settings.seed, console=console)  # fmt: skip
-        r = evaluate_generative(EvaScorer(m, tok, **kw), held_out)
-        if name == "sft":
-            rows["sft-text"], rows["sft-eR"] = r["text"], r["eva"]
-        else:
-            rows["eva"], rows["eva-text"] = r["eva"], r["text"]
-            if out is not None:
-                m.save_pretrained(out / "eva-model")
-                tok.save_pretrained(out / "eva-model")
-        flags[name] = r["flags"]
-        seconds[name] = time.perf_counter() - t
-        log(f"{name}: trained and scored in {seconds[name]:.0f} s; flags {r['flags']}")
-    t = time.perf_counter()
-    m, tok = load_base(base, lora=lora, device=settings.device)
-    vh = RegressionHeadRM(m, tok, max_state_chars=settings.max_state_chars)
-    train_value_head(vh, train, lr=settings.lr, batch=settings.batch, epochs=settings.epochs, seed=settings.seed)
-    rows["value-head"] = metrics(vh.predict(held_out), held_out)
-    seconds["value-head"] = time.perf_counter() - t
-    order = ["zero-shot", "sft-text", "sft-eR", "value-head", "eva-text", "eva"]
-    return {"rows": {k: rows[k] for k in order}, "flags": flags, "seconds": {k: round(v, 1) for k, v in seconds.items()},
-            "index": index, "train": len(train), "held_out": len(held_out)}
 
 
 ROW_NAMES = {"zero-shot": "Zero-shot base (E[R] at a probe)", "sft-text": "SFT-only generative RM (text score)",
@@ -213,44 +200,38 @@ def plot_table(rows: Mapping[str, Mapping[str, Any]], path: Path) -> Path:
     return path
 
 
-def cli_eval_rm(data: Path, *, model: Path | None = None, train: Path | None = None, base: Path | None = None,
-                out: Path = Path("runs/eval-rm"), epochs: int = 3, lr: float = 2e-5, batch: int = 8, alpha: float = 0.5,
-                max_new_tokens: int = 96, seed: int = 0) -> dict[str, Any]:
-    """``proofrl eval rm``: score one trained generative RM (``--model``) on ``data``, or, with ``--train``
-    and ``--base``, the whole Table 4. Writes ``out/report.md``, ``out/summary.json``, ``out/table4.png``."""
-    from rich.console import Console
-
-    from ..errors import ConfigError
-    from ..rewards.eva import EvaScorer
-    from ..train.eva import read_records
-
-    console = Console()
-    held, skipped = read_records(data)
-    if not held:
-        raise ConfigError(f"{data}: no usable EVA record (skipped: {dict(skipped)})")
-    out.mkdir(parents=True, exist_ok=True)
-    if train is not None or base is not None:
-        if train is None or base is None:
-            raise ConfigError("Table 4 needs both --train (JSONL) and --base (a model directory)")
-        tr, _ = read_records(train)
-        if not tr:
-            raise ConfigError(f"{train}: no usable EVA record")
-        res = table4(base, tr, held, Table4Settings(alpha=alpha, lr=lr, batch=batch, epochs=epochs, seed=seed,
-                                                    max_new_tokens=max_new_tokens), console=console, out=out)  # fmt: skip
-        rows = res["rows"]
-    else:
-        if model is None:
-            raise ConfigError("give --model DIR (a trained EVA model), or --train and --base for Table 4")
-        if not model.is_dir():
-            raise ConfigError(f"--model {model}: no model directory there")
-        r = evaluate_generative(EvaScorer.from_dir(model, max_new_tokens=max_new_tokens), held)
-        rows = {"eva": r["eva"], "eva-text": r["text"]}
-        res = {"rows": rows, "flags": r["flags"], "examples": r["examples"]}
+def write_report(res: Mapping[str, Any], held: int, data: Path, out: Path, skipped: Mapping[str, int]) -> str:
+    """``out/report.md``, ``out/summary.json`` and ``out/table4.png`` for the rows of ``res``; the table's text."""
+    rows = res["rows"]
     table = markdown_table(rows)
     plot_table(rows, out / "table4.png")
     (out / "summary.json").write_text(json.dumps({**res, "skipped": dict(skipped)}, indent=2, default=str))
-    (out / "report.md").write_text(f"# proofrl eval rm\n\n{len(held)} held-out records from `{data.name}`; greedy "
+    (out / "report.md").write_text(f"# proofrl eval rm\n\n{held} held-out records from `{data.name}`; greedy "
                                    f"decoding.\n\n{table}\n\n![Table 4](table4.png)\n")  # fmt: skip
-    console.print(table)
+    return table
+
+
+def held_out_records(data: Path) -> tuple[list[Record], Counter]:
+    held, skipped = read_records(data)
+    if not held:
+        raise ConfigError(f"{data}: no usable EVA record (skipped: {dict(skipped)})")
+    return held, skipped
+
+
+def cli_eval_rm(data: Path, *, model: Path, out: Path = Path("runs/eval-rm"), max_new_tokens: int = 96) -> dict[str, Any]:
+    """``proofrl eval rm --model DIR``: score one trained generative RM on ``data``. Writes ``out/report.md``,
+    ``out/summary.json``, ``out/table4.png``. (Table 4, which trains its models: :func:`proofrl.train.eva.cli_table4`.)"""
+    from rich.console import Console
+
+    from ..rewards.eva import EvaScorer
+
+    console = Console()
+    held, skipped = held_out_records(data)
+    if not model.is_dir():
+        raise ConfigError(f"--model {model}: no model directory there")
+    out.mkdir(parents=True, exist_ok=True)
+    r = evaluate_generative(EvaScorer.from_dir(model, max_new_tokens=max_new_tokens), held)
+    res = {"rows": {"eva": r["eva"], "eva-text": r["text"]}, "flags": r["flags"], "examples": r["examples"]}
+    console.print(write_report(res, len(held), data, out, skipped))
     console.print(f"report: {out / 'report.md'}")
     return res

@@ -40,6 +40,7 @@ from ..errors import ConfigError
 from ..rewards.eva import (ANCHORS, CONFIG_FILE, DIMENSIONS, INSTRUCTION, ScorePositionError, anchor_token_ids,
                            expected_score, render_target, rm_prompt, score_key, score_token_positions)  # fmt: skip
 from ..schema import Section, validate
+from ..eval.rm import Record, parse_record, prompt_of, read_records  # noqa: F401  (the EVA data format)
 from .sections import LOGGER_FIELD, Loggers, LoraSection
 
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -126,54 +127,6 @@ def load_eva_recipe(recipe: str | Path, overrides: Sequence[str] = ()) -> EvaRec
 
 
 @dataclass
-class Record:
-    state: str
-    proposal: str
-    critique: str
-    scores: dict[str, float]
-    instruction: str = INSTRUCTION
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-def parse_record(obj: Any, dims: Sequence[str] = DIMENSIONS) -> Record:
-    """One JSON line → :class:`Record`; ``ValueError`` naming the field to fix."""
-    if not isinstance(obj, dict):
-        raise ValueError("not a JSON object")
-    for k in ("state", "proposal", "critique"):
-        if not isinstance(obj.get(k), str):
-            raise ValueError(f"field {k!r} missing or not text")
-    raw = obj.get("scores", obj)
-    if not isinstance(raw, dict):
-        raise ValueError("field 'scores' is not an object")
-    scores = {}
-    for d in dims:
-        v = raw.get(d, raw.get(score_key(d)))
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-            raise ValueError(f"score {d!r} missing or not a number")
-        if not 1.0 <= v <= 5.0:
-            raise ValueError(f"score {d!r} = {v} outside 1.0-5.0")
-        scores[d] = float(v)
-    extra = {k: v for k, v in obj.items() if k not in ("state", "proposal", "critique", "scores", "instruction")}
-    return Record(obj["state"], obj["proposal"], obj["critique"], scores, obj.get("instruction") or INSTRUCTION, extra)
-
-
-def read_records(path: str | Path, dims: Sequence[str] = DIMENSIONS) -> tuple[list[Record], Counter]:
-    """Records of a JSONL file and the reasons lines were skipped (``line N: why`` counted by why)."""
-    p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"no EVA data file at {path}")
-    out, skipped = [], Counter()
-    for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            out.append(parse_record(json.loads(line), dims))
-        except ValueError as e:  # json.JSONDecodeError is one
-            skipped[str(e).split(":")[0] if isinstance(e, json.JSONDecodeError) else str(e)] += 1
-    return out, skipped
-
-
-@dataclass
 class Example:
     prompt_ids: list[int]
     target_ids: list[int]
@@ -191,10 +144,6 @@ class IndexReport:
 
     def to_json(self) -> dict[str, Any]:
         return {"examples": self.examples, "in_eva_loss": self.in_eva_loss, "left_out": dict(self.left_out)}
-
-
-def prompt_of(r: Record, max_state_chars: int = 600) -> str:
-    return rm_prompt(r.state, r.proposal, r.instruction, max_state_chars)
 
 
 def build_examples(records: Sequence[Record], tokenizer: Any, *, dims: Sequence[str] = DIMENSIONS,
@@ -434,6 +383,101 @@ def save_rm(model: Any, tokenizer: Any, out: Path, cfg: EvaRecipe, extra: dict[s
     return out
 
 
+# -- Table 4 ----------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Table4Settings:
+    alpha: float = 0.5
+    tau: float = 1.0
+    lr: float = 2e-5
+    batch: int = 8
+    epochs: int = 3
+    lora: bool = True
+    seed: int = 0
+    max_new_tokens: int = 96
+    max_state_chars: int = 600
+    device: str | None = None
+
+
+def table4(base: str | Path, train: Sequence[Any], held_out: Sequence[Any], settings: Table4Settings = Table4Settings(),
+           *, console: Any = None, out: Path | None = None) -> dict[str, Any]:
+    """The EVA paper's Table 4: train the SFT-only generative RM, the value-head RM and EVA from ``base`` on
+    ``train``; score them and the untrained base on ``held_out`` (:mod:`proofrl.eval.rm`). Returns ``{"rows": {name: metrics}, "flags", "seconds", "index"}``;
+    with ``out``, the EVA model is saved in ``out/eva-model``."""
+    import torch
+
+    from ..eval.rm import evaluate_generative, metrics
+    from ..rewards.eva import EvaScorer
+
+    torch.manual_seed(settings.seed)
+    lora = EvaLoraConfig(enabled=settings.lora)
+    rows: dict[str, Any] = {}
+    flags: dict[str, Any] = {}
+    seconds: dict[str, float] = {}
+    kw = dict(max_new_tokens=settings.max_new_tokens, max_state_chars=settings.max_state_chars, tau=settings.tau)
+
+    def log(msg: str) -> None:
+        if console is not None:
+            console.print(msg)
+
+    t = time.perf_counter()
+    m, tok = load_base(base, lora=None, device=settings.device)
+    r = evaluate_generative(EvaScorer(m, tok, **kw), held_out)
+    rows["zero-shot"], flags["zero-shot"] = r["eva"], r["flags"]
+    seconds["zero-shot"] = time.perf_counter() - t
+    index = None
+    for name, alpha in (("sft", 0.0), ("eva", settings.alpha)):
+        t = time.perf_counter()
+        m, tok = load_base(base, lora=lora, device=settings.device)
+        ex, rep = build_examples(train, tok, max_state_chars=settings.max_state_chars)
+        index = rep.to_json()
+        train_eva(m, tok, ex, alpha=alpha, tau=settings.tau, lr=settings.lr, batch=settings.batch,
+                  epochs=settings.epochs, seed=settings.seed, console=console)  # fmt: skip
+        r = evaluate_generative(EvaScorer(m, tok, **kw), held_out)
+        if name == "sft":
+            rows["sft-text"], rows["sft-eR"] = r["text"], r["eva"]
+        else:
+            rows["eva"], rows["eva-text"] = r["eva"], r["text"]
+            if out is not None:
+                m.save_pretrained(out / "eva-model")
+                tok.save_pretrained(out / "eva-model")
+        flags[name] = r["flags"]
+        seconds[name] = time.perf_counter() - t
+        log(f"{name}: trained and scored in {seconds[name]:.0f} s; flags {r['flags']}")
+    t = time.perf_counter()
+    m, tok = load_base(base, lora=lora, device=settings.device)
+    vh = RegressionHeadRM(m, tok, max_state_chars=settings.max_state_chars)
+    train_value_head(vh, train, lr=settings.lr, batch=settings.batch, epochs=settings.epochs, seed=settings.seed)
+    rows["value-head"] = metrics(vh.predict(held_out), held_out)
+    seconds["value-head"] = time.perf_counter() - t
+    order = ["zero-shot", "sft-text", "sft-eR", "value-head", "eva-text", "eva"]
+    return {"rows": {k: rows[k] for k in order}, "flags": flags, "seconds": {k: round(v, 1) for k, v in seconds.items()},
+            "index": index, "train": len(train), "held_out": len(held_out)}
+
+
+def cli_table4(data: Path, *, train: Path, base: Path, out: Path = Path("runs/eval-rm"), epochs: int = 3,
+               lr: float = 2e-5, batch: int = 8, alpha: float = 0.5, max_new_tokens: int = 96,
+               seed: int = 0) -> dict[str, Any]:
+    """``proofrl eval rm --train T --base B``: Table 4 trained here and scored by :mod:`proofrl.eval.rm` on
+    ``data``; writes ``out/report.md``, ``out/summary.json``, ``out/table4.png``."""
+    from rich.console import Console
+
+    from ..eval.rm import held_out_records, write_report
+
+    console = Console()
+    held, skipped = held_out_records(data)
+    tr, _ = read_records(train)
+    if not tr:
+        raise ConfigError(f"{train}: no usable EVA record")
+    out.mkdir(parents=True, exist_ok=True)
+    res = table4(base, tr, held, Table4Settings(alpha=alpha, lr=lr, batch=batch, epochs=epochs, seed=seed,
+                                                max_new_tokens=max_new_tokens), console=console, out=out)  # fmt: skip
+    console.print(write_report(res, len(held), data, out, skipped))
+    console.print(f"report: {out / 'report.md'}")
+    return res
+
+
 # -- the recipe ---------------------------------------------------------------------------------------------------
 
 
@@ -509,7 +553,7 @@ def _train_and_score(cfg: EvaRecipe, out: Path, run_dir: Any, console: Any) -> d
     summary: dict[str, Any] = {"train": train_path, "records": len(records), "skipped_lines": dict(skipped),
                                "index": rep.to_json(), "history": hist, "model": str(model_dir)}  # fmt: skip
     if eval_path:
-        from ..eval.rm import evaluate_generative
+        from ..eval.rm import evaluate_generative  # eval only evaluates; training stays here
 
         ev, _ = read_records(eval_path, cfg.loss.dims)
         if ev:
