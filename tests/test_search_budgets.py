@@ -12,7 +12,7 @@ from lean_replay_support import TRANSCRIPTS, needs_transcripts, replay_config
 from search_support import ScriptedPolicy
 
 from proofrl.provers.base import Theorem
-from proofrl.search import BestFirstConfig, MCTSConfig, SearchConfig, search_one
+from proofrl.search import BestFirstConfig, SearchConfig, search_one
 from proofrl.search.run import search_many, tree_files
 
 LOOP = "do 1000000000 idtac."  # minutes of work, and no stack to overflow
@@ -57,17 +57,16 @@ def test_two_theorems_of_one_name_keep_two_trees(tmp_path):
 
 @needs_transcripts
 def test_lean_search_walks_recorded_states_keeps_goal_lists_whole_and_never_proves_without_the_final_check():
-    """``proof_branching``: real Lean answers to ``apply And.intro`` (two goals), then one tactic per goal. Lean
-    searches keep the two goals in one OR node (AND decomposition is Coq-only; a focus step would not match
-    the recording and crash the replay). Every state reached is Lean's; the session reaches no goals, yet the
+    """``proof_branching``: real Lean answers to ``apply And.intro`` (two goals), then one tactic per goal.
+    Best-first keeps the two goals in one OR node (AND nodes for Lean goals under MCTS: test_lean_search.py).
+    Every state reached is Lean's; the session reaches no goals, yet the
     final check in a fresh process has no recording (the replay crashes on its first request), so the search
     is ``unsound`` with the crash as the reason, never ``proved``."""
     from proofrl.provers.lean import LeanProver
 
     th = Theorem("complex_and", "theorem complex_and (p q r : Prop) (h1 : p ∧ q) (h2 : q → r) : p ∧ r := by", "", "lean")
     table = [("⊢ p ∧ r", ["apply And.intro"]), ("⊢ p\n", ["exact h1.left"]), ("⊢ r", ["apply h2"]), ("⊢ q", ["exact h1.right"])]
-    for cfg in (SearchConfig(algorithm="best-first", backend="lean", best_first=BestFirstConfig(width=1, max_expansions=8, tactic_timeout=10.0)),
-                SearchConfig(algorithm="mcts", backend="lean", mcts=MCTSConfig(num_samples=1, max_steps=8, tactic_timeout=10.0))):  # fmt: skip
+    for cfg in (SearchConfig(algorithm="best-first", backend="lean", best_first=BestFirstConfig(width=1, max_expansions=8, tactic_timeout=10.0)),):
         prover = LeanProver(replay_config(TRANSCRIPTS / "proof_branching.in"))
         try:
             r = search_one(th, prover, ScriptedPolicy(table), cfg)

@@ -21,6 +21,7 @@ from typing import Any, Literal
 from ..data.tactics import state_text  # the text the tactic policy was taught on
 from ..errors import ProverError, StatementError
 from ..provers.base import FailureKind, Prover, StepFailure, StepResult, Theorem, Verdict
+from ..provers.lean import goals as lean_goals
 from .config import SearchConfig
 from .policy import PolicyError, Proposal, TacticPolicy, ValueFn
 from .replay import final_verdict, script_text
@@ -276,14 +277,15 @@ class Search:
         return new
 
     def decompose_node(self, node: Node) -> None:
-        """An AND node gets one focused OR child per goal (``i: {`` in Coq), each with prior 1/#goals (reap)."""
+        """An AND node gets one focused OR child per goal (``i: {`` in Coq, ``focus_goal i`` in Lean), each with
+        prior 1/#goals (reap)."""
         tree = self.tree
         assert tree is not None
         n = len(node.state.goals)
         for i in range(1, n + 1):
             if self.out_of_time():
                 break
-            tactic = f"{i}: {{"
+            tactic = lean_goals.focus_tactic(i) if self.config.backend == "lean" else f"{i}: {{"
             r = self.step(node, tactic)
             if r.failure is not None or r.state is None:
                 tree.add_failed(node, tactic, Failure.of(r.failure) if r.failure else Failure("error", "no state"))

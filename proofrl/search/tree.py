@@ -27,6 +27,7 @@ from ..provers.base import ProofState, StepFailure, Theorem
 from ..data.tactics import is_structural
 from ..provers.coq.prover import unchecked_reason
 from ..provers.coq.rules import forbidden_reason
+from ..provers.lean import goals as lean_goals
 
 Kind = Literal["OR", "AND"]
 
@@ -62,6 +63,8 @@ def refusal(tactic: str, backend: str = "coq") -> str | None:
         return f"forbidden: {m.group(1)}"
     if "repeat'" in tactic:
         return "forbidden: repeat'"
+    if lean_goals.focus_index(tactic) is not None:
+        return "forbidden: focus steps are managed by the search"
     if m := _LEAN_QUERY.search(tactic):
         return f"forbidden: {tactic[max(0, m.start() - 20): m.end()].split()[-1]}"
     return None
@@ -168,9 +171,9 @@ class SearchTree:
     def __init__(self, theorem: Theorem, root: ProofState, *, decompose: bool = True, backend: str = "coq"):
         self.theorem = theorem
         self.backend = backend
-        self.decompose = decompose and backend == "coq"
-        """AND nodes for independent goals (MCTS, Coq: focus blocks ``i: {``); best-first, and Lean for now, keep
-        the whole goal list in one node"""
+        self.decompose = decompose and backend in ("coq", "lean")
+        """AND nodes for independent goals (MCTS; Coq: focus blocks ``i: {``, Lean: ``focus_goal i`` views,
+        :mod:`proofrl.provers.lean.goals`); best-first keeps the whole goal list in one node"""
         self.nodes: list[Node] = []
         self.edges: list[Edge] = []
         self.dropped: list[dict[str, Any]] = []
@@ -180,6 +183,8 @@ class SearchTree:
     # -- construction ---------------------------------------------------------------------------------
     def kind_for(self, state: ProofState) -> Kind:
         """reap's rule: AND only when the tactic left several goals and none mentions an existential variable."""
+        if self.decompose and self.backend == "lean":
+            return "AND" if lean_goals.decomposable([str(g) for g in state.goals]) else "OR"
         if self.decompose and len(state.goals) > 1 and not mentions_evar(state):
             return "AND"
         return "OR"
@@ -325,7 +330,15 @@ class SearchTree:
             if n.closes:
                 return
             kids = sorted((e for e in self.live_children(n) if e.id in chosen), key=lambda e: (e.focus_index or 0, e.id))
-            if n.kind == "AND":
+            if n.kind == "AND" and self.backend == "lean":  # one `·` bullet per goal, in goal order
+                blocks = []
+                for e in kids:
+                    mark = len(out)
+                    emit(e.dst)  # type: ignore[arg-type]
+                    blocks.append(out[mark:])
+                    del out[mark:]
+                out.extend(lean_goals.bullets(blocks))
+            elif n.kind == "AND":
                 for e in kids:
                     out.append("{")
                     emit(e.dst)  # type: ignore[arg-type]

@@ -11,6 +11,8 @@
   On a REPL before v4.19 (no ``proofStatus``) a step that leaves no goals is confirmed by elaborating its
   whole path as one command in the same process, the kernel included; refused, the step fails (``kernel``)
   and says why.
+* ``focus_goal i`` (a search's AND node) is no Lean tactic: it makes a view of goal i with the others behind
+  it (:mod:`.goals`), and every step from that view checks the goals behind it came back unchanged.
 * ``final_check`` replays tactics as one command in a *fresh* process (tactic mode has had false positives,
   repl#44, and a long-lived process carries state).
 
@@ -24,11 +26,12 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ...errors import ProverCrashed, ProverTimeout, StatementError
 from ..base import FailureKind, Message, Position, ProofState, Prover, Status, StepFailure, StepResult, Theorem, Verdict
 from .config import LeanConfig
+from .goals import Focus, focus_index
 from .header import normalise_header, split_header
 from .models import CommandResponse, ReplError, ReplMessage, parse_goal
 from .rules import (
@@ -155,6 +158,9 @@ class LeanProver:
         self._uses = 0
         self._session: LeanSession | None = None
         self._env: int | None = None
+        self._next_goal: dict[tuple[int, int, int], tuple[int, tuple[str, ...]]] = {}
+        """(session, AND state, i) -> (REPL state, its tactic history) where goals 1 … i−1 of that AND state
+        were proved in order, so goal i is the main goal (:mod:`.goals`)"""
         self._start()
 
     # -- process ----------------------------------------------------------------------------------------
@@ -291,7 +297,15 @@ class LeanProver:
             if state.session != self.session_id or not self.alive:
                 state = self._reach(state, timeout)
             assert self._session is not None
-            resp = self._session.tactic(state.handle, tactic, timeout=timeout)
+            if (i := focus_index(tactic)) is not None:
+                return self._focus(state, tactic, i, t0)
+            focus = state.handle if isinstance(state.handle, Focus) else None
+            if focus is not None and focus.proof_state is None:
+                focus = self._bring_to_front(focus, timeout)
+                if isinstance(focus, StepFailure):
+                    return StepResult(tactic, failure=focus, seconds=time.monotonic() - t0)
+            handle = focus.proof_state if focus is not None else state.handle
+            resp = self._session.tactic(handle, tactic, timeout=timeout)
         except ProverTimeout as e:
             return StepResult(tactic, failure=StepFailure(FailureKind.TIMEOUT, str(e)), seconds=time.monotonic() - t0)
         except ProverCrashed as e:
@@ -299,7 +313,8 @@ class LeanProver:
         j = judge_step(resp)
         if j.ok and j.unconfirmed:
             left = max(timeout - (time.monotonic() - t0), 1.0)
-            if why := self._confirm_closed(state, tactic, left):
+            history = focus.history if focus is not None else state.tactics
+            if why := self._confirm_closed(state.theorem, (*history, tactic), left):
                 return StepResult(tactic, failure=StepFailure(FailureKind.KERNEL, why), seconds=time.monotonic() - t0)
         if not j.ok:
             m = j.message_obj
@@ -307,16 +322,65 @@ class LeanProver:
             end = to_message(m).end if m is not None else None
             return StepResult(tactic, failure=StepFailure(j.kind, j.message, start, end),  # type: ignore[arg-type]
                               seconds=time.monotonic() - t0)
+        if focus is not None:
+            return self._focused_step(state, tactic, focus, resp.goals, resp.proof_state, t0)  # type: ignore[union-attr]
         goals = tuple(parse_goal(g) for g in resp.goals)  # type: ignore[union-attr]
         new = ProofState(state.theorem, state.tactics + (tactic,), goals,
                          handle=resp.proof_state, session=self.session_id)  # type: ignore[union-attr]
         return StepResult(tactic, state=new, seconds=time.monotonic() - t0)
 
-    def _confirm_closed(self, state: ProofState, tactic: str, timeout: float) -> str | None:
-        """Why the path ending in ``tactic``, which left no goals on a REPL that cannot say more
+    # -- focused goals (a search's AND nodes, see :mod:`.goals`) ------------------------------------------
+    def _focus(self, state: ProofState, tactic: str, i: int, t0: float) -> StepResult:
+        """The view of goal ``i`` of ``state``: no request to Lean (goal 1 is already the main goal; another is
+        brought to the front when it is first stepped)."""
+        outer = state.handle.rest if isinstance(state.handle, Focus) else ()
+        history = state.handle.history if isinstance(state.handle, Focus) else state.tactics
+        source = state.handle.proof_state if isinstance(state.handle, Focus) else state.handle
+        texts = tuple(str(g) for g in state.goals)
+        if source is None or not 1 <= i <= len(texts) or len(texts) < 2:
+            return StepResult(tactic, failure=StepFailure(FailureKind.ERROR, f"no goal {i} to focus among {len(texts)}"))
+        rest = texts[1:] + outer if i == 1 else ()
+        view = Focus(source if i == 1 else None, rest, source, i, texts, outer, history)
+        new = ProofState(state.theorem, state.tactics + (tactic,), (state.goals[i - 1],),
+                         background=len(texts) - 1 + len(outer), handle=view, session=self.session_id)
+        return StepResult(tactic, state=new, seconds=time.monotonic() - t0)
+
+    def _bring_to_front(self, f: Focus, timeout: float) -> Focus | StepFailure:
+        """Reach a REPL state whose main goal is ``f``'s: the one where the goals before it were proved in order,
+        else ``rotate_left`` on the AND node's state (whose answer must be the same goals, rotated)."""
+        assert self._session is not None
+        if (found := self._next_goal.get((self.session_id or 0, f.source, f.index))) is not None:
+            return replace(f, proof_state=found[0], rest=f.siblings[f.index :] + f.outer, history=found[1])
+        rotate = f"rotate_left {f.index - 1}"
+        resp = self._session.tactic(f.source, rotate, timeout=timeout)
+        j = judge_step(resp)
+        goals = tuple(str(parse_goal(g)) for g in resp.goals) if j.ok else ()  # type: ignore[union-attr]
+        want = f.siblings[f.index - 1 :] + f.outer + f.siblings[: f.index - 1]
+        if not j.ok or goals != want:
+            return StepFailure(FailureKind.ERROR, f"`{rotate}` did not bring goal {f.index} to the front: {j.message or goals}")
+        return replace(f, proof_state=resp.proof_state, rest=goals[1:], history=(*f.history, rotate))  # type: ignore[union-attr]
+
+    def _focused_step(self, state: ProofState, tactic: str, f: Focus, answer: tuple[str, ...], proof_state: int,
+                      t0: float) -> StepResult:
+        """The step's goals are ours followed by the goals behind ours, unchanged; anything else touched them."""
+        goals = tuple(parse_goal(g) for g in answer)
+        texts = tuple(str(g) for g in goals)
+        ours = len(texts) - len(f.rest)
+        if ours < 0 or texts[ours:] != f.rest:
+            return StepResult(tactic, failure=StepFailure(FailureKind.ERROR, "the tactic changed goals outside the focused one"),
+                              seconds=time.monotonic() - t0)
+        view = replace(f, proof_state=proof_state, history=(*f.history, tactic))
+        if ours == 0 and f.index < len(f.siblings) and f.in_order(f.rest):
+            self._next_goal[(self.session_id or 0, f.source, f.index + 1)] = (proof_state, view.history)
+        new = ProofState(state.theorem, state.tactics + (tactic,), goals[:ours], background=len(f.rest), handle=view,
+                         session=self.session_id)
+        return StepResult(tactic, state=new, seconds=time.monotonic() - t0)
+
+    def _confirm_closed(self, theorem: Theorem, path: tuple[str, ...], timeout: float) -> str | None:
+        """Why ``path`` (the tactics Lean ran, in order), which left no goals on a REPL that cannot say more
         (:data:`~.rules.UNCONFIRMED`), is no finished proof; None when Lean elaborates it as one command with
         no error and no sorry (the kernel checks the declaration; a metavariable left is an error)."""
-        plan = assemble(state.theorem, "\n".join((*state.tactics, tactic)), self.header, self.config)
+        plan = assemble(theorem, "\n".join(path), self.header, self.config)
         if isinstance(plan, Verdict):
             return f"{'; '.join(plan.reasons)} ({UNCONFIRMED})"
         assert self._session is not None
