@@ -22,8 +22,9 @@ def prover_factory(backend: str, **options: object) -> Callable[..., Prover]:
     if backend == "lean":
         from .lean import LeanConfig, LeanProver  # type: ignore[attr-defined]
 
-        cfg = LeanConfig(**options)  # type: ignore[arg-type]
-        return lambda header: LeanProver(header, cfg)
+        # the REPL is where PROOFRL_LEAN_REPL says (unset: one-line BackendUnavailable); options override it
+        cfg = LeanConfig(**options) if "command" in options else LeanConfig.from_env(**options)  # type: ignore[arg-type]
+        return lambda header: LeanProver(cfg, header)
     raise ConfigError(f"unknown backend {backend!r}; choose one of {list(BACKENDS)}")
 
 
