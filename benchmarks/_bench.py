@@ -56,6 +56,6 @@ def need_coq() -> None:
 def smoke_assets(root: Path | None = None) -> Any:
     """The tiny tactic assets under ``root`` (default :data:`SMOKE_ROOT`), built there once (seconds) and loaded
     by every later ``--smoke`` run."""
-    from proofrl.demo.assets import AssetSettings, tactic_assets
+    from proofrl.data.assets import AssetSettings, tactic_assets
 
     return tactic_assets(root or SMOKE_ROOT, settings=AssetSettings(**SMOKE_ASSETS), workers=1)

@@ -12,7 +12,7 @@ Run (on a shared machine: nice, 2 torch threads)::
     nice -n 10 python benchmarks/eva.py --assets DIR --out runs/bench-eva [--train-theorems 24 --held-theorems 12]
     python benchmarks/eva.py --smoke       # the tiny smoke tactic assets, 2 + 1 theorems, one epoch: seconds
 
-``--assets`` holds ``tactic-assets/`` (built by :func:`proofrl.demo.assets.tactic_assets` when missing).
+``--assets`` holds ``tactic-assets/`` (built by :func:`proofrl.data.assets.tactic_assets` when missing).
 Prints both tables side by side and writes ``OUT/summary.json`` and ``OUT/table4.png``. The ``ratio:`` lines are
 EVA / value-head ranking accuracy and proved counts with EVA / without it, per engine.
 """
@@ -61,7 +61,7 @@ def main() -> None:
 
     from proofrl.data.eva_labels import LabelSettings, build_labels, write_labels
     from proofrl.data.tactics import read_transitions
-    from proofrl.demo.assets import built_settings, tactic_assets
+    from proofrl.data.assets import built_settings, tactic_assets
     from proofrl.eval.rm import markdown_table, plot_table
     from proofrl.train.eva import Table4Settings, table4
     from proofrl.policy.tactic import make_tactic_policy

@@ -4,7 +4,7 @@ search budget after each round, policy+value against policy-only, from the same 
     python benchmarks/expert_iteration.py --assets ROOT --out OUT [--rounds 3] [--set key=value ...]
     python benchmarks/expert_iteration.py --smoke   # the tiny smoke tactic assets, one round of tiny searches: seconds
 
-``ROOT`` holds (or gets) the shared ``tactic-assets/`` (``proofrl.demo.assets.tactic_assets``): its tiny tactic
+``ROOT`` holds (or gets) the shared ``tactic-assets/`` (``proofrl.data.assets.tactic_assets``): its tiny tactic
 model is the starting checkpoint of both arms and its held-out theorems (100) are the evaluation set. They are
 copied once into ``OUT/start/`` (model, problem lists, training transitions), so both arms start from the same
 files even if the shared folder is rebuilt meanwhile. The two
@@ -36,8 +36,8 @@ def snapshot(assets: Path, out: Path) -> Path:
     """Copy the starting model, the problem lists and the training transitions into ``out/start`` (once)."""
     import shutil
 
-    from proofrl.data.problems import save_problems
-    from proofrl.demo.assets import built_settings, tactic_assets
+    from proofrl.problems import save_problems
+    from proofrl.data.assets import built_settings, tactic_assets
 
     start = out / "start"
     if (start / "done").exists():

@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 
 from _bench import add_smoke, ratio
-from proofrl.data.problems import Problem
+from proofrl.problems import Problem
 from proofrl.policy import HFGenerator, OpenAIGenerator, SamplingParams, build_tiny_model, get_format, load_policy
 from proofrl.policy.tiny import sample_corpus
 

@@ -91,7 +91,7 @@ def build(shape: dict[str, Any], device: torch.device, seed: int) -> tuple[Any, 
 def groups_for(tok: Any, rows: int, tokens: int, seed: int) -> list[Any]:
     """``rows`` completions of ``tokens`` random token ids each, in groups of :data:`GROUP`, random 0/1 rewards
     (each group has both, so every row has an advantage)."""
-    from proofrl.data.problems import Problem
+    from proofrl.problems import Problem
     from proofrl.policy.generation import Completion
     from proofrl.policy.prompts import get_format
     from proofrl.rollout import Group, PromptItem

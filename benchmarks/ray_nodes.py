@@ -35,7 +35,7 @@ def load() -> str:
 
 
 def jobs(count: int, work: int) -> list:
-    from proofrl.data.problems import Problem
+    from proofrl.problems import Problem
 
     out = []
     for i in range(count):

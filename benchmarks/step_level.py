@@ -5,7 +5,7 @@ the SFT model, offline DPO, online DPO and online GRPO (subgoal reward), each tr
     python benchmarks/step_level.py --smoke         # the tiny smoke tactic assets, 2 states, 1 update each: seconds
 
 ``--model`` / ``--data`` (train.jsonl, held-out.jsonl) are only read; without them ``--assets ROOT`` holds
-``tactic-assets/`` (:func:`proofrl.demo.assets.tactic_assets` builds it there when missing). The SFT model is
+``tactic-assets/`` (:func:`proofrl.data.assets.tactic_assets` builds it there when missing). The SFT model is
 copied into ``--out`` before anything trains. Columns: Prec@k (valid share of k samples per held-out
 state), 0-precision (states with no valid sample), mean tactic length (characters), proved theorems and seconds
 per theorem under best-first search at one fixed budget (expansions × width, seconds; a proof counts only after
@@ -61,7 +61,7 @@ def main() -> None:
     from rich.console import Console
 
     from proofrl.data.tactics import read_transitions
-    from proofrl.demo.assets import tactic_assets
+    from proofrl.data.assets import tactic_assets
     from proofrl.eval.tactics import (coq_pool, held_out_theorems, load_points, markdown_table, proving_rate,
                                       state_points, tactic_metrics, write_report)
     from proofrl.policy.model import load_policy

@@ -56,7 +56,7 @@ def main() -> None:
     elif not (args.data and args.policy):
         ap.error("--data and --policy are required (or --smoke)")
 
-    from proofrl.data.problems import Problem
+    from proofrl.problems import Problem
     from proofrl.data.tactics import read_transitions, state_text
     from proofrl.policy.tactic import make_tactic_policy
     from proofrl.provers.factory import make_pool

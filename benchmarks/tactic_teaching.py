@@ -108,7 +108,7 @@ def main() -> None:
 def trade_off(args: argparse.Namespace) -> None:
     from dataclasses import replace
 
-    from proofrl.demo.assets import SETTINGS, asset_problems
+    from proofrl.data.assets import SETTINGS, asset_problems
     from proofrl.demo.search import SETTINGS as SEARCH, engine_config
     from proofrl.policy.tactic import make_tactic_policy, train_tiny_tactic_model
     from proofrl.search.run import search_many

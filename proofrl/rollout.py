@@ -18,7 +18,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from .data.problems import Problem
+from .problems import Problem
 from .policy.generation import Completion, Generator, HFGenerator, SamplingParams
 from .policy.prompts import PromptFormat
 from .provers.base import Verdict

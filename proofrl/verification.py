@@ -34,7 +34,7 @@ from typing import Any
 
 import httpx
 
-from .data.problems import Problem
+from .problems import Problem
 from .errors import ProverError
 from .provers.base import Message, Position, Status, Verdict
 from .provers.pool import PoolConfig, ProverPool

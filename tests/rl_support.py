@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from proofrl.data.problems import Problem
+from proofrl.problems import Problem
 from proofrl.policy.prompts import get_format
 
 HEADER = "Require Import Arith Lia.\n"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from proofrl.data.problems import Problem, ProblemFileError, guess_backend, load_problems, save_problems
+from proofrl.problems import Problem, ProblemFileError, guess_backend, load_problems, save_problems
 
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 

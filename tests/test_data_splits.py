@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from proofrl.data.problems import Problem
+from proofrl.problems import Problem
 from proofrl.data.splits import HELD_OUT, TRAIN, coq_stdlib_problems, kimina_filter, problem_set, split_by_module
 
 requires_coqc = pytest.mark.skipif(shutil.which("coqc") is None, reason="Coq not installed")

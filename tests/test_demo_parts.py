@@ -29,7 +29,7 @@ def test_an_unknown_part_is_one_line_and_exit_2(tmp_path):
 def test_the_search_part_runs_alone_through_the_cli(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
-    import proofrl.demo.assets as assets
+    import proofrl.data.assets as assets
     import proofrl.demo.search as part
     from proofrl.cli import app
     from proofrl.provers.base import Theorem
@@ -65,7 +65,7 @@ def test_the_search_part_runs_alone_through_the_cli(tmp_path, monkeypatch):
 @requires_coq
 def test_tactic_assets_are_rebuilt_only_when_their_settings_change(tmp_path):
     """``ready.json`` records the settings; other settings mean other assets (a stale model is never reused)."""
-    import proofrl.demo.assets as assets
+    import proofrl.data.assets as assets
 
     s = assets.AssetSettings(**(ASSETS | {"limit": 8}))
     assert assets.built_settings(tmp_path) is None

@@ -17,7 +17,7 @@ EVA = dict(train_theorems=2, held_out_theorems=2, search_expansions=0, epochs=1,
 def test_the_eva_part_runs_alone_through_the_cli(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
-    import proofrl.demo.assets as assets
+    import proofrl.data.assets as assets
     import proofrl.demo.eva as part
     from proofrl.cli import app
 

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from proofrl.cli import app
-from proofrl.data.problems import save_problems
+from proofrl.problems import save_problems
 from proofrl.eval.evaluate import EvalResult, ProblemResult, markdown_table
 
 from rl_support import build_taught_model, problems

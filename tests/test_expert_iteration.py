@@ -12,7 +12,7 @@ from conftest import requires_coq
 from typer.testing import CliRunner
 
 from proofrl.cli import app
-from proofrl.data.problems import Problem, save_problems
+from proofrl.problems import Problem, save_problems
 from proofrl.errors import ConfigError
 from proofrl.policy.tactic import tactic_prompt
 from proofrl.policy.tiny import build_tiny_model

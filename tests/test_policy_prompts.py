@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from proofrl.data.problems import Problem
+from proofrl.problems import Problem
 from proofrl.errors import ConfigError
 from proofrl.policy import FORMATS, build_tiny_model, get_format, load_policy
 from proofrl.policy.prompts import informal_text

@@ -17,7 +17,7 @@ ray = pytest.importorskip("ray", reason="Ray is not installed (pip install -e \"
 
 from ray_cluster_support import start_cluster, stop_cluster
 
-from proofrl.data.problems import Problem, load_problems
+from proofrl.problems import Problem, load_problems
 from proofrl.provers.base import Status
 
 pytestmark = requires_coq

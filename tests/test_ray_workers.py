@@ -15,7 +15,7 @@ from conftest import NAT, requires_coq
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install -e \".[distributed]\")")
 
-from proofrl.data.problems import Problem  # noqa: E402
+from proofrl.problems import Problem  # noqa: E402
 from proofrl.provers.base import Status, Theorem  # noqa: E402
 
 pytestmark = requires_coq
@@ -165,7 +165,7 @@ PROBLEMS = [
 def test_search_on_ray_gives_the_statuses_and_files_of_a_local_search(tmp_path, capsys):
     from search_support import ScriptedPolicy
 
-    from proofrl.data.problems import load_problems
+    from proofrl.problems import load_problems
     from proofrl.distributed.search import cli_search_ray
     from proofrl.search.run import cli_search
 

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 import pytest
 import torch
 
-from proofrl.data.problems import Problem
+from proofrl.problems import Problem
 from proofrl.provers.base import Status, Verdict
 from proofrl.rewards import GROUP_SHAPERS, SAMPLE_TERMS, RewardConfig, RewardFn, Sample, UnlikelinessConfig
 

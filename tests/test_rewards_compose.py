@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from proofrl.data.problems import Problem
+from proofrl.problems import Problem
 from proofrl.errors import ConfigError
 from proofrl.provers.base import Status, Verdict
 from proofrl.rewards.compose import RewardConfig, UnlikelinessConfig, base_rewards, reward_config_from_dict, shape_group

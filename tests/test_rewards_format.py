@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from proofrl.data.problems import Problem
+from proofrl.problems import Problem
 from proofrl.rewards.format import (
     FormatError,
     FormatRules,

@@ -9,7 +9,7 @@ import json
 import pytest
 from conftest import requires_coq
 
-from proofrl.data.problems import Problem
+from proofrl.problems import Problem
 from proofrl.data.splits import HELD_OUT, TRAIN, coq_stdlib_problems, problem_set
 from proofrl.data.tactics import (
     build_tactic_data,

@@ -14,7 +14,7 @@ import pytest
 import torch
 import yaml
 
-from proofrl.data.problems import save_problems
+from proofrl.problems import save_problems
 from proofrl.policy.generation import HFGenerator
 from proofrl.policy.model import load_policy
 from proofrl.policy.prompts import get_format

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from proofrl.data.problems import Problem
+from proofrl.problems import Problem
 from proofrl.provers.base import Message, Position, Status, Verdict
 from proofrl.provers.factory import make_pool
 from proofrl.provers.pool import PoolConfig

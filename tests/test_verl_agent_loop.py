@@ -41,7 +41,7 @@ def _run(tmp_path, answers: list[str], response_length: int = 1024):
     from verl import DataProto
     from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
 
-    from proofrl.data.problems import Problem
+    from proofrl.problems import Problem
     from proofrl.policy.prompts import get_format
 
     config = compose_verl([

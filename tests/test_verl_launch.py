@@ -91,7 +91,7 @@ def test_run_files_are_read_by_verls_dataset(tmp_path: Path) -> None:
     pytest.importorskip("verl", reason="verl is not installed (the distributed extra: pip install -e \".[distributed]\")")
     from verl.utils.dataset.rl_dataset import RLHFDataset
 
-    from proofrl.data.problems import load_problems
+    from proofrl.problems import load_problems
     from proofrl.policy.prompts import get_format
     from proofrl.verl.launch import write_run_files
     from proofrl.verl.reward import problem_of

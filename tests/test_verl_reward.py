@@ -72,7 +72,7 @@ def test_reward_loop_worker_scores_real_coq_proofs(tmp_path) -> None:
 def test_format_reward_from_the_recipe(tmp_path) -> None:
     """kimina's recipe: a valid proof in a completion that breaks the format rules scores 0 (format_ok False);
     the same proof in a well-formed completion scores 1."""
-    from proofrl.data.problems import Problem
+    from proofrl.problems import Problem
     from proofrl.policy.prompts import get_format
     from proofrl.verl.reward import compute_score
 

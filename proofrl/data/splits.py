@@ -20,7 +20,7 @@ from pathlib import Path
 from ..provers.base import Theorem
 from ..provers.coq.plan import theorem_name
 from .coq_stdlib import CORE_PREFIXES, load_stdlib
-from .problems import Problem, load_problems
+from ..problems import Problem, load_problems
 
 TRAIN, HELD_OUT = "train", "held-out"
 

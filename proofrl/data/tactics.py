@@ -43,7 +43,7 @@ from typing import Any
 
 from ..errors import ProofrlError
 from ..provers.base import ProofState
-from .problems import Problem
+from ..problems import Problem
 
 
 def state_text(state: ProofState) -> str:

@@ -5,7 +5,7 @@ folder ``OUT/<part>/`` (``report.md``, ``summary.json``, plots) and returns its 
 ``OUT/report.md`` (every part's report, one after another) and ``OUT/summary.json``.
 
 Parts that work on proof states (search, expert iteration, step-level RL, EVA) share the tactic data and the
-tiny tactic model through :func:`proofrl.demo.assets.tactic_assets`, built once in ``OUT/tactic-assets/`` by
+tiny tactic model through :func:`proofrl.data.assets.tactic_assets`, built once in ``OUT/tactic-assets/`` by
 whichever of them runs first, and reused by the others (so each still runs alone).
 
 A part is one entry of :data:`DEMO_PARTS`: a name, the ``module:function`` that runs it (imported only when

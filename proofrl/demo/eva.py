@@ -15,7 +15,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .assets import tactic_assets
+from ..data.assets import tactic_assets
 
 
 @dataclass(frozen=True)

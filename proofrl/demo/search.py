@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from .assets import tactic_assets
+from ..data.assets import tactic_assets
 
 ENGINES = {"best-first": "reprover", "mcts": "reap"}
 """engine → the recipe holding its published defaults (ReProver's cumulative log-prob, reap's PUCT constants)"""

@@ -35,7 +35,7 @@ def run_part(ctx: Any, settings: StepLevelDemo = StepLevelDemo()) -> dict[str, A
     from ..eval.tactics import coq_pool, load_points, markdown_table, state_points, tactic_metrics, write_report
     from ..policy.model import load_policy
     from ..train.step_grpo import StepLevelTrainer, load_config
-    from .assets import tactic_assets
+    from ..data.assets import tactic_assets
 
     s = settings
     out = ctx.out

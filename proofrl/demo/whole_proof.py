@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from ..data.problems import Problem
+from ..problems import Problem
 from ..eval.evaluate import EvalResult, evaluate, figure, markdown_table, plot_pass_at_k, plot_uplift, uplift_between
 from ..eval.uplift import UpliftRate
 from ..policy.prompts import PromptFormat, get_format

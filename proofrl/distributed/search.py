@@ -93,7 +93,7 @@ def cli_search_ray(address: str, problems: Any, algorithm: str = "mcts", policy:
                    policy_obj: Any = None) -> dict[str, Any]:
     """:func:`proofrl.search.run.cli_search` on a Ray cluster (``address``: ``local``, ``auto`` or ``host:port``).
     ``workers``: search workers (one CPU each); left at 1, one per CPU of the cluster. Returns the summary."""
-    from ..data.problems import load_problems
+    from ..problems import load_problems
     from ..search.engine import SearchResult
     from ..search.policy import PolicyError
     from ..search.run import _print_table, summarize_results

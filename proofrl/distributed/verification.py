@@ -30,7 +30,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from ..data.problems import Problem
+from ..problems import Problem
 from ..errors import BackendUnavailable
 from ..provers.base import Status, Theorem, Verdict
 from ..provers.factory import make_pool

@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from ..data.problems import Problem
+from ..problems import Problem
 from ..policy.generation import Generator, SamplingParams, encode_prompts
 from ..policy.logprobs import response_logprobs
 from ..policy.prompts import PromptFormat

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigError
-from ..data.problems import Problem
+from ..problems import Problem
 
 FENCE = "```"
 _COQ_END = re.compile(r"(?<![\w'.])(?:Qed|Defined|Admitted)\.(?=\s|$)")

@@ -111,7 +111,7 @@ def sample_corpus() -> list[str]:
     import json
     from importlib.resources import files
 
-    from ..data.problems import Problem
+    from ..problems import Problem
     from .prompts import FORMATS
 
     rows = [json.loads(line) for line in files("proofrl.data").joinpath("bundled/coq_sample.jsonl").read_text().splitlines() if line.strip()]

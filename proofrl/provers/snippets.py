@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from .base import Message, Position, Status, Theorem, Verdict
 
 if TYPE_CHECKING:
-    from ..data.problems import Problem
+    from ..problems import Problem
 
 _COQ_STATEMENT = re.compile(r"(Theorem|Lemma|Fact|Remark|Corollary|Proposition|Example)\s+([A-Za-z_][\w']*)")
 _LEAN_DECL = re.compile(r"(?m)^\s*((?:@\[[^\]]*\]\s*)?(?:private\s+|protected\s+)?(theorem|lemma|example))\b")

@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from ..data.problems import Problem
+from ..problems import Problem
 from ..provers.base import Verdict
 from ..registry import Registry
 from .format import format_reward

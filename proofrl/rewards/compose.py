@@ -23,7 +23,7 @@ import torch
 from pydantic import BaseModel, BeforeValidator, Field
 from pydantic_core import PydanticCustomError
 
-from ..data.problems import Problem
+from ..problems import Problem
 from ..provers.base import Verdict
 from ..schema import Section, validate
 from .format import FormatRules

@@ -36,7 +36,7 @@ from collections import Counter
 from dataclasses import dataclass
 from enum import Enum
 
-from ..data.problems import Problem
+from ..problems import Problem
 
 
 class FormatError(str, Enum):

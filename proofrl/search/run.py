@@ -52,7 +52,7 @@ def search_one(theorem: Theorem, prover: Prover, policy: TacticPolicy, config: S
 
 def _theorems(problems: str | Path | Iterable[Any]) -> list[Theorem]:
     if isinstance(problems, (str, Path)):
-        from ..data.problems import load_problems
+        from ..problems import load_problems
 
         return [p.theorem for p in load_problems(problems)]
     out = []
@@ -244,7 +244,7 @@ def cli_search(problems: str | Path, algorithm: str = "mcts", policy: str = "", 
     pol = policy_obj if policy_obj is not None else policy_from_spec(policy, model)
     probs: Any = problems
     if limit is not None:
-        from ..data.problems import load_problems
+        from ..problems import load_problems
 
         probs = load_problems(problems, limit=limit)
     results = search_many(probs, pol, out_dir=out, workers=workers, config=cfg, progress=progress,

@@ -25,7 +25,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
-from ..data.problems import Problem
+from ..problems import Problem
 from ..errors import ProofrlError
 from ..provers.base import Message, Position, Verdict
 from ..provers.pool import ProverPool

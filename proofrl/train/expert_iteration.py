@@ -51,7 +51,7 @@ Positive = Annotated[float, Field(gt=0)]
 class ModelSection(Section):
     path: str = ""
     """a local HF model directory (a policy+value model or a plain causal LM); empty: the tiny tactic model
-    built from the Coq standard library (``proofrl.demo.assets``)"""
+    built from the Coq standard library (``proofrl.data.assets``)"""
     value_head: bool = True
     """false: the policy-only baseline (no value head, search without a value function)"""
     num_bins: Annotated[int, Field(ge=2)] = 64
@@ -186,7 +186,7 @@ class RunData:
 
 
 def load_data(cfg: ReapConfig, console: Any = None) -> RunData:
-    from ..data.problems import load_problems
+    from ..problems import load_problems
     from ..data.tactics import read_transitions
 
     d = cfg.data
@@ -197,7 +197,7 @@ def load_data(cfg: ReapConfig, console: Any = None) -> RunData:
         train, held, trans = load_problems(d.train), load_problems(d.held_out), read_transitions(d.transitions)
         model_dir = Path(cfg.model.path) if cfg.model.path else None
     else:
-        from ..demo.assets import tactic_assets
+        from ..data.assets import tactic_assets
 
         a = tactic_assets(Path(d.assets or cfg.out), seed=cfg.seed, workers=cfg.workers, console=console)
         train, held, trans = a.train_problems, a.held_out_problems, read_transitions(a.train_transitions)

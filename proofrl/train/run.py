@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..data.problems import Problem
+from ..problems import Problem
 from ..errors import ConfigError
 from .config import TrainConfig
 

@@ -25,7 +25,7 @@ state, tactic, valid, failure kind, reward), ``checkpoints/step_N/`` (weights, o
 states, the policy's own states) — a rerun in the same ``out`` resumes from the newest one.
 
 With no ``model.path`` and no ``data.train`` the run builds (once) the Coq standard library's tactic data and the
-tiny tactic model under ``data.assets`` (:func:`proofrl.demo.assets.tactic_assets`), so it works on a fresh machine.
+tiny tactic model under ``data.assets`` (:func:`proofrl.data.assets.tactic_assets`), so it works on a fresh machine.
 """
 
 from __future__ import annotations
@@ -452,7 +452,7 @@ def resolve_inputs(cfg: StepLevelConfig, console: Any = None) -> tuple[str, str,
     (once) under ``data.assets`` for whatever is empty."""
     model, train, held = cfg.model.path, cfg.data.train, cfg.data.held_out
     if not (model and train and held):
-        from ..demo.assets import tactic_assets
+        from ..data.assets import tactic_assets
 
         a = tactic_assets(Path(cfg.data.assets), seed=cfg.seed, workers=cfg.rollout.workers, console=console)
         model, train = model or str(a.model_dir), train or str(a.train_transitions)

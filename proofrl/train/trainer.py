@@ -36,7 +36,7 @@ from typing import Any
 
 import torch
 
-from ..data.problems import Problem
+from ..problems import Problem
 from ..errors import ConfigError
 from ..policy.generation import SamplingParams, encode_prompts
 from ..policy.logprobs import response_logprobs

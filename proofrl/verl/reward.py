@@ -9,7 +9,7 @@ Hydra config::
     +reward.custom_reward_function.reward_kwargs.prompt_format=kimina     # how the proof is cut from the text
 
 Each row carries its problem record in ``extra_info`` (``name``, ``header``, ``formal_statement``, ``backend``,
-as :meth:`proofrl.data.problems.Problem.from_json` reads it). The score is
+as :meth:`proofrl.problems.Problem.from_json` reads it). The score is
 R = 1[verdict valid] × 1[format ok] (the second factor only when the recipe sets ``reward.format``), computed by
 :class:`proofrl.rewards.combine.RewardFn`; every sample returns the same keys (verl takes the extra keys from the
 first sample): ``score``, ``status`` (the verdict), ``reasons`` (its reasons joined by ``; ``), ``format_ok``
@@ -44,7 +44,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from proofrl.data.problems import Problem
+from proofrl.problems import Problem
 from proofrl.errors import ConfigError
 from proofrl.provers.base import Status, Verdict
 from proofrl.rewards.combine import RewardFn, Sample

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..data.problems import Problem
+from ..problems import Problem
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ def tactic_assets(root: Path, *, seed: int = 0, workers: int = 2, console: Any =
     """Build (once) or load the shared tactic data and tiny tactic model under ``root/tactic-assets``."""
     from rich.console import Console
 
-    from ..data.tactics import build_tactic_data
+    from .tactics import build_tactic_data
 
     settings = settings or SETTINGS
     console = console or Console()
@@ -116,7 +116,7 @@ def asset_problems(settings: AssetSettings, seed: int = 0) -> tuple[list[Problem
     """The training and held-out theorems: seeded draws of ``train_theorems`` and ``held_out_theorems`` over all
     modules of each side, in corpus order. A draw, not the first N: corpus order groups modules, so the first
     200 training theorems would come from a handful of modules (``Coq.Arith.Cantor``, ``Wf_nat``, …)."""
-    from ..data.tactics import stdlib_tactic_problems
+    from .tactics import stdlib_tactic_problems
 
     problems = stdlib_tactic_problems(max_proof_chars=settings.max_proof_chars, seed=seed, prefixes=settings.prefixes)
 
@@ -132,7 +132,7 @@ def teach(train_jsonl: Path, model_dir: Path, settings: AssetSettings, *, seed: 
     """Teach the tiny tactic model on ``train.jsonl`` with a progress bar; returns pairs, losses and seconds."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-    from ..data.tactics import read_transitions
+    from .tactics import read_transitions
     from ..policy.tactic import tactic_pairs, train_tiny_tactic_model
 
     train = read_transitions(train_jsonl)
