@@ -86,7 +86,9 @@ def run_parts(root: Path, parts: list[str] | tuple[str, ...] | None = None, *, s
               whole_proof: DemoConfig | None = None, console: Any = None) -> dict[str, Any]:
     """Run the chosen parts (all by default) in order; write ``root/report.md`` and ``root/summary.json``."""
     from rich.console import Console
+    from transformers.utils import logging as hf_logging
 
+    hf_logging.disable_progress_bar()  # each long step draws its own bar; transformers' per save and load are noise
     console = console or Console()
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
