@@ -103,6 +103,34 @@ def test_dr_grpos_horizon_is_the_tactic_budget(tiny_dir, tmp_path):
     assert StepLevelTrainer(cfg, model, tok, STATES, pool=None, out=tmp_path).ppo.horizon == 16
 
 
+@pytest.mark.parametrize("setup", ["lora", "cpu-ref", "bf16"])
+def test_step_level_shares_the_lm_update_reference_and_precision(tiny_dir, tmp_path, setup):
+    """The one LM GRPO update: a LoRA policy's π_ref is its adapter switched off (no copy), a full model's can be
+    parked in CPU memory, bf16 weights train under autocast over fp32 masters; each update moves the policy and
+    leaves π_ref where it was."""
+    from proofrl.policy.generation import encode_prompts
+    from proofrl.policy.model import LoraSpec, load_policy
+
+    cfg, model, tok = _trainer(tiny_dir, tmp_path, "algorithm.kl_coef=0.5", *(["model.ref_device=cpu"] if setup == "cpu-ref" else []))
+    if setup == "lora":
+        model, tok = load_policy(tiny_dir, device="cpu", lora=LoraSpec(r=4, alpha=8, dropout=0.0))
+    if setup == "bf16":
+        model = model.to(torch.bfloat16)
+    tr = StepLevelTrainer(cfg, model, tok, STATES, pool=None, out=tmp_path)
+    assert (tr.lm.ref_model == "adapter-off") == (setup == "lora")
+    assert tr.lm.compute_dtype == (torch.bfloat16 if setup == "bf16" else torch.float32)
+    assert all(p.dtype == torch.float32 for p in tr.lm.params)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    comps = tr.sampler.sample([s.text for s in STATES], 4)
+    prompts = encode_prompts(tok, [tr.sampler.prompt(s.text) for s in STATES])
+    stats = tr.grpo_update(comps, prompts, [[1.0, 0.0, 0.0, 0.5], [0.2, 0.2, 0.7, 0.7], [0.0, 0.3, 0.0, 0.0]])
+    assert stats["update/groups"] == 3 and stats["loss/skipped"] == 0
+    assert any(not torch.equal(before[k], v) for k, v in model.state_dict().items())
+    if setup != "lora":
+        assert next(tr.ref.parameters()).device.type == "cpu"
+        assert all(torch.equal(before[k].to(v.dtype), v) for k, v in tr.ref.state_dict().items())  # π_ref frozen
+
+
 @pytest.mark.parametrize("objective", ["grpo", "dpo"])
 def test_a_short_run_over_coq_logs_rewards_checkpoints_and_resumes(tiny_dir, tmp_path, objective):
     cfg, model, tok = _trainer(tiny_dir, tmp_path, "steps=1", f"algorithm.objective={objective}")

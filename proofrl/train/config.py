@@ -21,7 +21,7 @@ from pydantic import Field, model_validator
 
 from ..errors import ConfigError
 from ..rewards.compose import RewardConfig
-from ..schema import Section, one_of, validate
+from ..schema import Section, one_of
 from .recipes import LOOPS, RECIPES_DIR, apply_overrides, recipe_names  # noqa: F401  (re-exported)
 from .grpo import ADV_ESTIMATORS, AGG_MODES, KL_ESTIMATORS, POLICY_LOSSES, PPOConfig
 from .sections import LOGGER_FIELD, Loggers, LoraSection, OptimSection

@@ -21,6 +21,7 @@ from the same state (the paper found random / zero-accuracy / hard pairing withi
 
 from __future__ import annotations
 
+import contextlib
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -107,8 +108,9 @@ def dpo_update(model: Any, ref_model: Any, pairs: Sequence[Pair], optimizer: tor
     responses = [p.chosen for p in pairs] + [p.rejected for p in pairs]
     n = len(pairs)
     model.eval()
-    with torch.no_grad():
-        ref = sequence_logps(ref_model, prompts, responses, pad_id=pad_id, micro_batch=micro_batch)
+    off = ref_model == "adapter-off"  # a LoRA policy's π_ref is the same model with its adapter switched off
+    with torch.no_grad(), (model.disable_adapter() if off else contextlib.nullcontext()):
+        ref = sequence_logps(model if off else ref_model, prompts, responses, pad_id=pad_id, micro_batch=micro_batch)
     optimizer.zero_grad(set_to_none=True)
     cur = sequence_logps(model, prompts, responses, pad_id=pad_id, micro_batch=micro_batch)
     out = dpo_loss(cur[:n], cur[n:], ref[:n], ref[n:], beta=beta)

@@ -37,9 +37,9 @@ from pydantic import Field, model_validator
 from torch import nn
 
 from ..errors import ConfigError
-from ..rewards.eva import (ANCHORS, CONFIG_FILE, DIMENSIONS, INSTRUCTION, ScorePositionError, anchor_token_ids,
-                           expected_score, render_target, rm_prompt, score_key, score_token_positions)  # fmt: skip
-from ..schema import Section, validate
+from ..rewards.eva import (ANCHORS, CONFIG_FILE, DIMENSIONS, ScorePositionError, anchor_token_ids,
+                           expected_score, render_target, score_key, score_token_positions)  # fmt: skip
+from ..schema import Section
 from ..eval.rm import Record, parse_record, prompt_of, read_records  # noqa: F401  (the EVA data format)
 from .sections import LOGGER_FIELD, Loggers, LoraSection
 

@@ -36,7 +36,7 @@ import torch
 from pydantic import Field
 
 from ..errors import ConfigError
-from ..schema import Section, validate
+from ..schema import Section
 from . import checkpoints
 from .sections import LOGGER_FIELD, Loggers, LoraSection
 from .replay_buffer import ReplayBuffer, ReplayFilter, human_samples, rehearsal_draw, samples_from_tree

@@ -46,10 +46,11 @@ from ..errors import ConfigError
 from ..eval.tactics import GroupRun, StatePoint, TacticSampler, run_groups, state_points, tactic_of
 from ..rewards import subgoal as _subgoal  # noqa: F401  (registers the ``subgoal`` step reward)
 from ..rewards.combine import STEP_REWARDS
-from ..schema import Section, one_of, validate
+from ..schema import Section, one_of
 from .rundir import RunDir
 from .sections import LOGGER_FIELD, Loggers
-from .grpo import ADV_ESTIMATORS, AGG_MODES, KL_ESTIMATORS, POLICY_LOSSES, PPOConfig, grpo_step, informative_groups
+from .grpo import ADV_ESTIMATORS, AGG_MODES, KL_ESTIMATORS, POLICY_LOSSES, PPOConfig, informative_groups
+from .lm_update import LMPolicy, lm_grpo_update
 
 PositiveInt = Annotated[int, Field(ge=1)]
 Count = Annotated[int, Field(ge=0)]
@@ -65,6 +66,10 @@ class ModelSection(Section):
     max_tokens: PositiveInt = 64
     """tokens per sampled tactic (a cut one is not a tactic: it gets ``failed_reward``)"""
     temperature: Annotated[float, Field(gt=0.0)] = 1.0
+    dtype: Literal["auto", "bfloat16", "float32"] = "auto"
+    """the update's precision: bf16 autocast over fp32 master weights (``bfloat16``, or ``auto`` on bf16 weights)"""
+    ref_device: Literal["same", "cpu"] = "same"
+    """where the frozen π_ref copy lives (a LoRA model's π_ref is its adapter switched off: no copy)"""
 
 
 class DataSection(Section):
@@ -252,17 +257,20 @@ class StepLevelTrainer:
         self.rng = random.Random(cfg.seed)
         self.source = StateSource(train, own_share=cfg.rollout.own_state_share, own_cap=cfg.rollout.own_state_cap, rng=self.rng)
         self.held_out = list(held_out)
-        self.ref = copy.deepcopy(model).eval().requires_grad_(False)  # π_ref: the starting model, frozen
+        a = cfg.algorithm
+        # the one LM update's policy side: precision, π_ref (the starting model: LoRA adapter off, or a frozen copy;
+        # the online DPO baseline needs it too), log-probs at the sampling temperature
+        self.lm = LMPolicy(model, pad_id=self._pad_id(tokenizer), micro_batch=a.micro_batch, temperature=cfg.model.temperature,
+                           dtype=cfg.model.dtype, reference=True, ref_device=cfg.model.ref_device)  # fmt: skip
+        self.ref = self.lm.ref_model
         self.sampler_model = copy.deepcopy(model).eval().requires_grad_(False)  # refreshed every sync_every
         self.sampler = TacticSampler(self.sampler_model, tokenizer, temperature=cfg.model.temperature,
                                      max_tokens=cfg.model.max_tokens, seed=cfg.seed)  # fmt: skip
-        self.optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=cfg.algorithm.lr,
-                                           weight_decay=0.0)  # fmt: skip
-        a = cfg.algorithm
+        self.optimizer = torch.optim.AdamW(self.lm.params, lr=a.lr, weight_decay=0.0)
         # H of Dr.GRPO's aggregation is the tactic budget: a constant, not the padded width of the update
         self.ppo = PPOConfig(epochs=a.epochs, policy_loss=a.policy_loss, agg_mode=a.agg_mode, kl_coef=a.kl_coef,
                              kl_kind=a.kl_kind, max_grad_norm=a.max_grad_norm, horizon=cfg.model.max_tokens)  # fmt: skip
-        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        self.pad_id = self.lm.pad_id
         self.step = 0
         self.synced_at = 0
         self.last_advantages: torch.Tensor | None = None
@@ -302,40 +310,24 @@ class StepLevelTrainer:
                 f.write(json.dumps({"step": self.step + 1, "state": g.point.key, "origin": g.point.origin,
                                     "tactic": t, "valid": run.valid, "failure": run.failure, "reward": rew}) + "\n")  # fmt: skip
 
-    def _logps(self, model: Any, prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]], width: int) -> torch.Tensor:
-        from ..policy.logprobs import response_logprobs
-        from .trainer import pad_rows
-
-        lp, _ = response_logprobs(model, prompts, responses, pad_id=self.pad_id, micro_batch=self.cfg.algorithm.micro_batch,
-                                  temperature=self.cfg.model.temperature)  # fmt: skip
-        return pad_rows(lp, width)
+    @staticmethod
+    def _pad_id(tokenizer: Any) -> int:
+        return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
 
     def grpo_update(self, comps: Sequence[Sequence[Any]], prompts: Sequence[Sequence[int]], rewards: Sequence[Sequence[float]]) -> dict[str, float]:
-        """GRPO over the informative groups (one group = the tactics of one state)."""
+        """GRPO over the informative groups (one group = the tactics of one state), by the one LM GRPO update
+        (:func:`.lm_update.lm_grpo_update`)."""
         keep = [i for i, r in enumerate(rewards) if bool(informative_groups(torch.tensor(r)))]
         stats: dict[str, float] = {"update/groups": float(len(keep)), "update/dropped_groups": float(len(rewards) - len(keep))}
         if not keep:
             return stats
         rows_p = [prompts[i] for i in keep for _ in comps[i]]
         rows_r = [c.token_ids for i in keep for c in comps[i]]
-        width = max(1, max(len(r) for r in rows_r))
-        lengths = torch.tensor([len(r) for r in rows_r])
-        mask = (torch.arange(width)[None, :] < lengths[:, None]).float()
-        self.model.eval()  # no dropout: π_old and π_θ agree at the first epoch (ρ = 1)
-        with torch.no_grad():
-            old = self._logps(self.model, rows_p, rows_r, width)
-            ref = self._logps(self.ref, rows_p, rows_r, width) if self.cfg.algorithm.kl_coef > 0 else None
-
-        def logp_fn(rows: torch.Tensor) -> torch.Tensor:
-            idx = rows.tolist()
-            return self._logps(self.model, [rows_p[i] for i in idx], [rows_r[i] for i in idx], width)
-
         r = torch.tensor([x for i in keep for x in rewards[i]], dtype=torch.float32)
-        out = grpo_step(logp_fn, r, group_ids([len(comps[i]) for i in keep]), old, mask, self.optimizer, self.ppo,
-                        advantage=self.cfg.algorithm.advantage, ref_logps=ref, micro_batch_rows=self.cfg.algorithm.micro_batch,
-                        generator=torch.Generator().manual_seed(self.cfg.seed + self.step))  # fmt: skip
-        self.last_advantages = out.advantages  # (rows,) kept for inspection (tests, debugging)
-        return stats | out.stats.to_json()
+        out = lm_grpo_update(self.lm, self.optimizer, rows_p, rows_r, r, group_ids([len(comps[i]) for i in keep]), self.ppo,
+                             advantage=self.cfg.algorithm.advantage, seed=self.cfg.seed + self.step)  # fmt: skip
+        self.last_advantages = out.step.advantages  # (rows,) kept for inspection (tests, debugging)
+        return stats | out.step.stats.to_json()
 
     def dpo_update(self, groups: Sequence[GroupRun], comps: Sequence[Sequence[Any]], prompts: Sequence[Sequence[int]]) -> dict[str, float]:
         """The online DPO baseline: pairs of a valid and an invalid sample of the current group."""

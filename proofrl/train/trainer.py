@@ -23,8 +23,6 @@ the optimiser, the RNG states, the problem sampler and the buffer, so a killed r
 
 from __future__ import annotations
 
-import contextlib
-import copy
 import dataclasses
 import logging
 import random
@@ -37,26 +35,17 @@ from typing import Any
 import torch
 
 from ..problems import Problem
-from ..errors import ConfigError
 from ..policy.generation import SamplingParams, encode_prompts
-from ..policy.logprobs import response_logprobs
 from ..policy.prompts import PromptFormat, get_format, render_messages
 from ..rewards.compose import RewardConfig, base_rewards, reward_config_from_dict, shape_group
 from ..verification import Verifier
 from ..rollout import Group, PromptItem, RolloutTimings, choose_overlap, first_turn, sample_and_verify
 from .config import TrainConfig
-from .grpo import ADV_ESTIMATORS, GroupBuffer, PPOConfig, grpo_step
+from .grpo import ADV_ESTIMATORS, GroupBuffer, PPOConfig
+from .lm_update import LMPolicy, compute_dtype, lm_grpo_update, pad_rows  # noqa: F401  (re-exported)
 from .rundir import RunDir
 
 log = logging.getLogger(__name__)
-
-
-def pad_rows(rows: Sequence[Sequence[float]] | torch.Tensor, width: int, value: float = 0.0) -> torch.Tensor:
-    """Right-pad a (B, t) tensor to (B, width)."""
-    t = torch.as_tensor(rows)
-    if t.shape[-1] >= width:
-        return t[..., :width]
-    return torch.nn.functional.pad(t, (0, width - t.shape[-1]), value=value)
 
 
 class ProblemSampler:
@@ -132,66 +121,32 @@ class Trainer:
             self.cache = ec.CorrectionCache(ecfg.cache_size, ecfg.rate, seed=cfg.seed)
         self.step = 0
         self.ppo: PPOConfig = ppo_config(cfg)
-        params = [p for p in model.parameters() if p.requires_grad]
-        if not params:
-            raise ValueError("the model has no trainable parameters")
-        self.compute_dtype = compute_dtype(cfg.model.dtype, model)
-        # π_ref is copied before the trainable weights become fp32 masters: it keeps the loaded dtype.
-        self.ref_model = self._reference() if self.ppo.kl_coef > 0 else None
-        if self.compute_dtype == torch.float32:
-            model.to(torch.float32)
-        for p in params:  # fp32 master weights (and so fp32 AdamW state); the forward runs under autocast
-            if p.dtype != torch.float32:
-                p.data = p.data.float()
-        if cfg.model.gradient_checkpointing:
-            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-        self.optimizer = torch.optim.AdamW(params, lr=cfg.optim.lr, weight_decay=cfg.optim.weight_decay,
+        m = cfg.model
+        self.lm = LMPolicy(model, pad_id=tokenizer.pad_token_id, micro_batch=cfg.micro_batch,
+                           temperature=cfg.rollout.temperature, dtype=m.dtype, reference=self.ppo.kl_coef > 0,
+                           ref_device=m.ref_device, gradient_checkpointing=m.gradient_checkpointing)  # fmt: skip
+        self.optimizer = torch.optim.AdamW(self.lm.params, lr=cfg.optim.lr, weight_decay=cfg.optim.weight_decay,
                                            betas=tuple(cfg.optim.betas))  # fmt: skip
         self.run = RunDir(self.out, step_key="step", loggers=cfg.logger, name=cfg.name)
         self._resumed: int | None = None
 
     # ------------------------------------------------------------------------------------------ set-up
 
-    def _reference(self) -> Any:
-        """The frozen π_ref: the adapter switched off for LoRA models, else a copy of the starting weights in
-        the loaded dtype, on the policy's device (``model.ref_device: same``) or kept in CPU memory and brought to
-        the policy's device only for its forward pass (``cpu``)."""
-        if hasattr(self.model, "disable_adapter"):
-            return "adapter-off"
-        ref = copy.deepcopy(self.model).eval()
-        for p in ref.parameters():
-            p.requires_grad_(False)
-        if self.cfg.model.ref_device == "cpu":
-            ref.to("cpu")
-        return ref
+    @property
+    def ref_model(self) -> Any:
+        """π_ref: ``"adapter-off"`` for a LoRA model, a frozen copy, or None without KL (:class:`.lm_update.LMPolicy`)."""
+        return self.lm.ref_model
+
+    @property
+    def compute_dtype(self) -> torch.dtype:
+        return self.lm.compute_dtype
 
     @property
     def device(self) -> torch.device:
-        return next(self.model.parameters()).device
+        return self.lm.device
 
     def autocast(self) -> Any:
-        """The forward passes' precision: bf16 autocast over fp32 master weights, or nothing for fp32."""
-        if self.compute_dtype == torch.float32:
-            return contextlib.nullcontext()
-        return torch.autocast(device_type=self.device.type, dtype=self.compute_dtype)
-
-    @contextlib.contextmanager
-    def _checkpointing(self) -> Any:
-        """Gradient checkpointing acts only on decoder layers in training mode (transformers' rule): switch just
-        those layers' flags, so their submodules stay in eval mode (no dropout: ρ = 1 at the first epoch)."""
-        try:
-            from transformers.modeling_layers import GradientCheckpointingLayer
-        except ImportError:  # pragma: no cover - older transformers
-            GradientCheckpointingLayer = torch.nn.Module  # noqa: N806
-        layers = [m for m in self.model.modules()
-                  if isinstance(m, GradientCheckpointingLayer) and getattr(m, "gradient_checkpointing", False)]  # fmt: skip
-        for m in layers:
-            m.training = True
-        try:
-            yield
-        finally:
-            for m in layers:
-                m.training = False
+        return self.lm.autocast()
 
     # ---------------------------------------------------------------------------------------- rollouts
 
@@ -250,73 +205,36 @@ class Trainer:
         encoded = encode_prompts(self.tokenizer, [g.item.prompt for g in groups])
         return [p for g, p in zip(groups, encoded, strict=True) for _ in g.completions]
 
-    def _logps(self, model: Any, prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]], width: int,
-               *, entropy: bool = False) -> Any:
-        """Per-token log-probs (B, width) at the rollout temperature, ``micro_batch`` rows per forward pass, in the
-        compute precision; with ``entropy`` also the per-token entropies (B, width)."""
-        with self.autocast():
-            out = response_logprobs(model, prompts, responses, pad_id=self.tokenizer.pad_token_id,
-                                    micro_batch=self.cfg.micro_batch, temperature=self.cfg.rollout.temperature,
-                                    entropy=entropy)  # fmt: skip
-        if entropy:
-            return pad_rows(out[0], width), pad_rows(out[2], width)
-        return pad_rows(out[0], width)
-
-    def _ref_logps(self, prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]], width: int) -> torch.Tensor | None:
-        if self.ref_model is None:
-            return None
-        if self.ref_model == "adapter-off":
-            with self.model.disable_adapter():
-                return self._logps(self.model, prompts, responses, width)
-        home = next(self.ref_model.parameters()).device
-        if home == self.device:
-            return self._logps(self.ref_model, prompts, responses, width)
-        self.ref_model.to(self.device)  # model.ref_device: cpu — on the policy's device for this pass only
-        try:
-            return self._logps(self.ref_model, prompts, responses, width).to(self.device)
-        finally:
-            self.ref_model.to(home)
-
     def update(self, groups: Sequence[Group]) -> dict[str, float]:
-        """Shape rewards, compute advantages and run K PPO epochs on these groups (:func:`~.grpo.grpo_step`).
+        """Shape rewards, compute advantages and run K PPO epochs on these groups (the one LM GRPO update,
+        :func:`.lm_update.lm_grpo_update`).
 
         π_old, π_ref and π_θ log-probs are all taken at the rollout temperature; every forward and backward
         pass holds ``micro_batch`` rows; H of ``seq-mean-token-sum-norm`` is ``algorithm.ppo.horizon`` or else
         the rollout's ``max_tokens``, whatever the lengths in this update."""
         prompts = self._encode_prompts(groups)
         responses: list[Sequence[int]] = [c.token_ids for g in groups for c in g.completions]
-        width = max(1, max(len(r) for r in responses))
-        dev = self.device
-        lengths = torch.tensor([len(r) for r in responses], device=dev)
-        mask = (torch.arange(width, device=dev)[None, :] < lengths[:, None]).float()
-        self.model.eval()  # no dropout: π_old and π_θ must agree at the first epoch (ρ = 1)
-        with torch.no_grad():
-            old, entropy = self._logps(self.model, prompts, responses, width, entropy=True)
-            ref = self._ref_logps(prompts, responses, width)
-        shaped, gids, start = [], [], 0
-        for gi, g in enumerate(groups):
-            n = len(g.completions)
-            r = torch.tensor(g.rewards, dtype=torch.float32, device=old.device)
-            shaped.append(shape_group(r, old[start : start + n], mask[start : start + n], self.reward_cfg))
-            gids += [gi] * n
-            start += n
-        rewards = torch.cat(shaped)
+        gids = torch.tensor([gi for gi, g in enumerate(groups) for _ in g.completions])
+        raw = [r for g in groups for r in g.rewards]
 
-        def logp_fn(rows: torch.Tensor) -> torch.Tensor:
-            idx = rows.tolist()
-            return self._logps(self.model, [prompts[i] for i in idx], [responses[i] for i in idx], width)
+        def shape(old: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:  # the unlikeliness reward reads π_old
+            shaped, start = [], 0
+            for g in groups:
+                n = len(g.completions)
+                r = torch.tensor(g.rewards, dtype=torch.float32, device=old.device)
+                shaped.append(shape_group(r, old[start : start + n], mask[start : start + n], self.reward_cfg))
+                start += n
+            return torch.cat(shaped)
 
-        with self._checkpointing():
-            step = grpo_step(logp_fn, rewards, torch.tensor(gids, device=rewards.device), old, mask, self.optimizer,
-                             self.ppo, advantage=self.cfg.algorithm.advantage, ref_logps=ref,
-                             micro_batch_rows=self.cfg.micro_batch,
-                             generator=torch.Generator().manual_seed(self.cfg.seed + self.step))  # fmt: skip
+        out = lm_grpo_update(self.lm, self.optimizer, prompts, responses, torch.tensor(raw, dtype=torch.float32), gids,
+                             self.ppo, advantage=self.cfg.algorithm.advantage, seed=self.cfg.seed + self.step, shape=shape,
+                             entropy=True)  # fmt: skip
         if self.sync_weights is not None:
             self.sync_weights(self.model)
-        raw = [r for g in groups for r in g.rewards]
-        ent = float((entropy * mask).sum() / mask.sum().clamp(min=1))
-        return {**step.stats.to_json(), "update/rows": float(len(responses)), "reward/update_raw_mean": sum(raw) / len(raw),
-                "reward/update_shaped_mean": float(rewards.mean()), "policy/entropy": ent}  # fmt: skip
+        assert out.entropy is not None
+        ent = float((out.entropy * out.mask).sum() / out.mask.sum().clamp(min=1))
+        return {**out.step.stats.to_json(), "update/rows": float(len(responses)), "reward/update_raw_mean": sum(raw) / len(raw),
+                "reward/update_shaped_mean": float(out.rewards.mean()), "policy/entropy": ent}  # fmt: skip
 
     # -------------------------------------------------------------------------------------------- loop
 
@@ -450,22 +368,6 @@ def ppo_config(cfg: TrainConfig) -> PPOConfig:
         return section.to_ppo_config(horizon=horizon)
     names = {f.name for f in dataclasses.fields(PPOConfig)}
     return PPOConfig(**{k: getattr(section, k) for k in names if hasattr(section, k)} | {"horizon": horizon})
-
-
-def compute_dtype(setting: str, model: Any) -> torch.dtype:
-    """The dtype the forward passes compute in, from ``model.dtype``: ``bfloat16`` (or ``auto`` with bf16
-    weights, as :func:`~proofrl.policy.model.load_policy` loads on CUDA) runs under bf16 autocast over fp32
-    master weights; ``float32`` (or ``auto`` otherwise) in fp32. ``float16`` is refused: fp16 training needs
-    loss scaling, which this trainer does not do."""
-    weights = {p.dtype for p in model.parameters() if p.is_floating_point()}
-    if setting == "float16" or (setting == "auto" and torch.float16 in weights):
-        raise ConfigError("model.dtype: float16 cannot be trained here (it needs loss scaling); use bfloat16 "
-                          "(fp32 master weights, bf16 compute) or float32")  # fmt: skip
-    if setting == "bfloat16" or (setting == "auto" and torch.bfloat16 in weights):
-        return torch.bfloat16
-    if setting not in ("auto", "float32"):
-        raise ConfigError(f"model.dtype: {setting!r}; valid: auto, bfloat16, float32")
-    return torch.float32
 
 
 def load_weights(model: Any, ckpt: Path) -> None:
