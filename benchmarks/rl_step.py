@@ -12,8 +12,8 @@ Each step of the ``demo`` recipe (16 problems × G samples) is timed by the trai
   hidden behind generation (the wait after the last chunk): ``hidden = 1 − wait / busy``;
 * update — π_old/π_ref recomputation + K PPO epochs.
 
-The same steps run twice from the same model, side by side: overlapped (``rollout.overlap=on``: chunks of
-``rollout.chunk_prompts`` prompts, verified while the next chunk is generated) and serial (``rollout.overlap=off``:
+The same steps run twice from the same model, side by side: overlapped (``rollout.overlap=true``: chunks of
+``rollout.chunk_prompts`` prompts, verified while the next chunk is generated) and serial (``rollout.overlap=false``:
 generate everything in one call, then verify). ``--model-size HIDDEN:LAYERS`` teaches a larger tiny model instead, whose generation
 is much slower than the verification of what it writes: the shape of a GPU policy beside CPU verifiers. The
 ``ratio:`` line is overlapped / serial median step time.
@@ -105,8 +105,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tmpd = Path(tmp)
         model = args.model or taught_model(tmpd, args.sft_epochs, args.model_size, limit)
-        overlapped = run(model, args.steps, [*args.overrides, "rollout.overlap=on"], tmpd / "overlap")
-        serial = run(model, args.steps, [*args.overrides, "rollout.overlap=off"], tmpd / "serial")
+        overlapped = run(model, args.steps, [*args.overrides, "rollout.overlap=true"], tmpd / "overlap")
+        serial = run(model, args.steps, [*args.overrides, "rollout.overlap=false"], tmpd / "serial")
     chunk = next((o.split("=", 1)[1] for o in reversed(args.overrides) if o.startswith("rollout.chunk_prompts=")), "4")
     print(f"demo recipe, {args.steps} steps (median per step), model {args.model or args.model_size or 'the demo size'}, "
           f"torch threads {args.threads}, load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")  # fmt: skip

@@ -106,9 +106,9 @@ def overlap_pays(generator: Generator) -> bool:
     return True
 
 
-def choose_overlap(setting: str, generator: Generator) -> bool:
-    """``rollout.overlap``: ``on``, ``off``, or ``auto`` (:func:`overlap_pays`)."""
-    return setting == "on" or (setting == "auto" and overlap_pays(generator))
+def choose_overlap(setting: str | bool, generator: Generator) -> bool:
+    """``rollout.overlap``: true, false, or ``auto`` (:func:`overlap_pays`)."""
+    return overlap_pays(generator) if setting == "auto" else bool(setting)
 
 
 def sample_and_verify(

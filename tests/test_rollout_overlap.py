@@ -26,9 +26,9 @@ def test_auto_overlaps_only_where_generation_leaves_the_cpu_free(tiny):
 
     on_cpu = HFGenerator(*tiny)
     assert choose_overlap("auto", on_cpu) is False  # the sampler and the provers would share the cores
-    assert choose_overlap("on", on_cpu) is True and choose_overlap("off", on_cpu) is False
+    assert choose_overlap(True, on_cpu) is True and choose_overlap(False, on_cpu) is False
     served = OpenAIGenerator("http://127.0.0.1:9", "policy")  # generation happens elsewhere (nothing is sent here)
-    assert choose_overlap("auto", served) is True and choose_overlap("off", served) is False
+    assert choose_overlap("auto", served) is True and choose_overlap(False, served) is False
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
@@ -46,6 +46,9 @@ def test_the_default_is_auto():
 
     assert RolloutConfig().overlap == "auto"
     assert load_recipe("demo").rollout.overlap == "auto"
+    # a recipe's YAML spells the forced schedules as booleans (on/off read as true/false too)
+    assert load_recipe("demo", ["rollout.overlap=on"]).rollout.overlap is True
+    assert load_recipe("demo", ["rollout.overlap=false"]).rollout.overlap is False
 
 
 @requires_coq
