@@ -200,6 +200,7 @@ def big_tree_run(folder: Path, n_nodes: int = 10_000) -> tuple[Path, int]:
     data["nodes"][5]["dead"] = True
     data["nodes"][5]["dead_reason"] = "every child failed"
     data["nodes"][6]["a_field_from_later"] = "shown as it is"
+    data["nodes"][7].update(dead=True, unsound="final check: the kernel refused the proof")
     (folder / "trees").mkdir(parents=True)
     (folder / "trees" / "big.json").write_text(json.dumps(data))
     (folder / "results.jsonl").write_text(json.dumps(result.line() | {"tree": "trees/big.json"}) + "\n")
@@ -236,6 +237,10 @@ def test_a_tree_of_10000_nodes_opens_lazily_and_quickly(tmp_path):
         c.js("document.querySelector('.hits button').click()")
         assert c.js("[...document.querySelectorAll('.row.hit .flag.dead, .row.hit .why')].map(e => e.textContent)") == [
             "dead", "every child failed"]
+        type_search(c, "kernel refused")
+        c.js("document.querySelector('.hits button').click()")
+        assert c.js("[...document.querySelectorAll('.row.hit .flag.dead, .row.hit .why')].map(e => e.textContent)") == [
+            "unsound", "final check: the kernel refused the proof", "dead"]  # the reason once
         # expand all stops at its bound instead of drawing everything
         t1 = time.monotonic()
         c.js("[...document.querySelectorAll('.toolbar button')].find(b => b.textContent === 'expand all').click()")
