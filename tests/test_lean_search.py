@@ -10,12 +10,14 @@ to the bullet proof and to ``#print axioms`` are not in the recordings), ``unsou
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from lean_replay_support import TRANSCRIPTS, needs_transcripts, recorded, replay_config, synthetic_axioms, write_transcript
 from search_support import ScriptedPolicy
 
 from proofrl.provers.base import FailureKind, Theorem
-from proofrl.provers.lean import LeanProver
+from proofrl.provers.lean import LeanConfig, LeanProver
 from proofrl.provers.lean.goals import bullets, decomposable, focus_tactic, has_metavariable
 from proofrl.provers.lean.models import parse_response
 from proofrl.provers.lean.prover import assemble
@@ -29,7 +31,7 @@ MCTS = SearchConfig(algorithm="mcts", backend="lean", mcts=MCTSConfig(num_sample
 
 
 def _goals(name: str, i: int) -> list[str]:
-    return list(parse_response(__import__("json").loads(recorded(name, i)[1])).goals)
+    return list(parse_response(json.loads(recorded(name, i)[1])).goals)
 
 
 @needs_transcripts
@@ -48,8 +50,6 @@ def test_independent_goals_are_read_from_the_goal_texts_lean_prints() -> None:
 
 def _final_check(tmp_path):  # noqa: ANN001, ANN202
     """SYNTHETIC: the fresh process's conversation for the bullet proof (no message, no axioms)."""
-    from proofrl.provers.lean.config import LeanConfig
-
     plan = assemble(BRANCHING, "\n".join(PROOF), "", LeanConfig(command=("x",)))
     return write_transcript(tmp_path, "final", [({"cmd": plan.code}, {"env": 0}),
                                                ({"cmd": "#print axioms complex_and", "env": 0}, synthetic_axioms("complex_and", [], 1))])
@@ -79,8 +79,6 @@ def test_mcts_proves_through_an_and_node_over_recorded_states(tmp_path, final) -
 
 def _and_state(tmp_path, answers: list[tuple[dict, dict]]):  # noqa: ANN001, ANN202
     """A prover at ``proof_branching``'s AND state (recorded answers), then ``answers`` (SYNTHETIC)."""
-    import json
-
     ex = [(recorded("proof_branching", i)[0], json.loads(recorded("proof_branching", i)[1])) for i in (1, 2)]
     prover = LeanProver(replay_config(write_transcript(tmp_path, "and", ex + answers)))
     s = prover.step(prover.start(BRANCHING), "apply And.intro").state
@@ -122,3 +120,24 @@ def test_a_rotation_lean_answers_otherwise_fails(tmp_path) -> None:
                                        {"proofStatus": "Incomplete: open goals remain", "proofState": 2, "goals": [left, right]})])
     r = prover.step(prover.step(s, focus_tactic(2)).state, "apply h2")
     assert r.state is None and "did not bring goal 2 to the front" in r.failure.message
+
+
+@needs_transcripts
+def test_on_a_legacy_repl_the_last_focused_goal_is_confirmed_with_the_tactics_lean_ran(tmp_path) -> None:
+    """A v4.9-shaped REPL (``proof_branching``'s answers without ``proofStatus``): the last goal's closing step
+    leaves no goals and cannot be trusted alone, so the tactics Lean actually ran to reach it (goal 1's proof
+    included, no ``focus_goal``) are elaborated as one command (SYNTHETIC answer: no message)."""
+    from lean_replay_support import legacy_shape
+
+    ex = [(recorded("proof_branching", i)[0], legacy_shape(json.loads(recorded("proof_branching", i)[1]))) for i in range(1, 6)]
+    whole = "\n".join(("apply And.intro", "exact h1.left", "apply h2", "exact h1.right"))
+    plan = assemble(BRANCHING, whole, "", LeanConfig(command=("x",)))
+    ex.append(({"cmd": plan.code}, {"env": 1}))
+    prover = LeanProver(replay_config(write_transcript(tmp_path, "legacy", ex, framing="\n"), version="v4.9.0"))
+    s = prover.step(prover.start(BRANCHING), "apply And.intro").state
+    first = prover.step(s, focus_tactic(1)).state
+    assert prover.step(first, "exact h1.left").state.goals == ()
+    second = prover.step(s, focus_tactic(2)).state
+    s3 = prover.step(second, "apply h2").state  # in the state goal 1's proof reached (recorded proofState 2)
+    r = prover.step(s3, "exact h1.right")
+    assert r.ok and r.state.solved and r.state.handle.history == ("apply And.intro", "exact h1.left", "apply h2", "exact h1.right")
