@@ -9,9 +9,11 @@ declared CPU each, so each node's verification actor runs one Coq process). The 
 header, one share per node's actor. Every node's actor is warmed first (Coq started, headers loaded), so what is
 timed is judging; the sizes are timed in rounds (1, 2, 3 nodes, then again) and each size's median is reported.
 
-The simulated nodes share this machine's cores: k nodes run k Coq processes on ``os.cpu_count()`` cores, so the
-speed-up is bounded by min(k, cores) and, on a busy machine, by the cores left over by other work (the load
-average is printed beside the numbers). On real machines each node brings its own cores.
+The simulated nodes share this machine's cores: k nodes run k Coq processes on ``os.cpu_count()`` cores, so on
+an idle machine the speed-up is bounded by min(k, cores); on a busy one, k processes also take a larger share of
+the cores from the other work, so the ratio mixes scaling with that share (the load average is printed beside
+the numbers). With one node, its one Coq process also restarts for each header. On real machines each node
+brings its own cores.
 """
 
 from __future__ import annotations
@@ -98,8 +100,9 @@ def main(argv: list[str] | None = None) -> int:
               f"{load()}")
         for k in range(2, len(nodes) + 1):
             ratio(f"items_per_s_{k}_over_1_nodes", div(rates[k], rates[1]))
-        print(f"the cores limit: {len(nodes)} nodes share {os.cpu_count()} cores here, so the ratio for k nodes is "
-              f"at most min(k, {os.cpu_count()}) less what other work takes")
+        print(f"the cores limit: {len(nodes)} nodes share {os.cpu_count()} cores here; on an idle machine the ratio "
+              f"for k nodes is at most min(k, {os.cpu_count()}), on a busy one k processes also take a larger share "
+              "of the cores from other work")
         stop_verifiers(name)
     finally:
         ray.shutdown()
