@@ -54,6 +54,36 @@ def test_an_unguarded_fix_is_a_kernel_failure_and_earns_nothing(coq, tactics):
     assert again.ok and not again.state.solved
 
 
+PAIR = Theorem("pair", "Theorem pair : forall n : nat, n + 0 = n /\\ True.", NAT)
+
+
+@pytest.mark.parametrize("tactics", [
+    ["fix IH 1.", "intros n.", "split.", "apply (proj1 (IH n))."],
+    ["fix IH 1.", "intros n.", "split.", "1: {", "apply (proj1 (IH n))."],
+    ["fix IH 1.", "intros n.", "split.", "all: [> apply (proj1 (IH n)) | idtac]."],
+], ids=["close-one-of-two", "inside-a-focus-block", "dispatch"])
+def test_a_step_that_closes_a_goal_with_an_unguarded_call_while_others_remain_earns_nothing(coq, tactics):
+    """No ``Qed`` can be asked while a goal is left, yet closing one goal earns softplus(1): Coq's ``Guarded.``,
+    which held before the step and fails after it, makes the step a ``kernel`` failure."""
+    before, r = walk(coq, PAIR, tactics)
+    assert not r.ok and r.failure.kind is FailureKind.KERNEL, r
+    assert subgoal_reward(before, r) == 0.0
+    assert coq.step(before, "idtac.").ok  # the session went back to the state before the step
+
+
+def test_honest_steps_that_close_a_goal_inside_a_fix_stand(coq):
+    _, r = walk(coq, PAIR, ["fix IH 1.", "intros n.", "split.", "2: exact I.", "1: destruct n.", "reflexivity.", "simpl.",
+                            "f_equal.", "apply (proj1 (IH n))."])  # fmt: skip
+    assert r.ok and r.state.solved
+    _, r = walk(coq, PAIR, ["fix IH 1.", "intros n.", "split.", "2: exact I.", "lia."])
+    assert r.ok and r.state.solved
+    # Guarded fails just after ``fix IH 1.`` ("Not enough abstractions"): closing another goal then is no fault
+    th = Theorem("tp", "Theorem tp : True /\\ forall n : nat, n + 0 = n.", NAT)
+    _, r = walk(coq, th, ["split.", "2: fix IH 1.", "1: exact I.", "intros n.", "destruct n.", "reflexivity.", "simpl.",
+                          "f_equal.", "apply IH."])  # fmt: skip
+    assert r.ok and r.state.solved
+
+
 def test_a_whole_unguarded_fix_term_is_refused_by_elaboration(coq):
     """A complete ``fix`` term is guard-checked when Coq elaborates it: an ordinary ``error``, never solved."""
     _, r = walk(coq, FALSE_NAT, ["refine (fix f (n : nat) : n = 0 := f n)."])
@@ -178,20 +208,38 @@ def test_unsound_only_when_the_budget_ends_without_a_sound_proof():
     assert [n.state.tactics for n in r.tree.nodes if n.unsound] == [("apply cheat.",), ("intros n.", "apply cheat.")]
 
 
-def test_mcts_an_unguarded_fix_inside_a_focus_block_is_refused_by_the_final_check_and_search_goes_on(coq):
-    """Inside ``1: {`` other goals remain, so the step cannot ask ``Qed``; the final check refuses the proof,
-    its closing leaves are marked unsound and MCTS goes on to the honest proof."""
-    th = Theorem("pt", "Theorem pt : forall n : nat, n + 0 = n /\\ True.", NAT)
+def test_mcts_an_unguarded_call_inside_a_focus_block_is_a_kernel_edge(coq):
+    """MCTS's AND node: goal 1 in ``1: {``, where a recursive call that breaks the guard is refused at its step
+    (``Guarded.``), and the search proves honestly."""
     table = [("IH : forall n : nat, n + 0 = n /\\ True\n⊢ forall", ["intros n."]),
              ("⊢ forall", ["fix IH 1.", "intros n."]),
              ("⊢ n + 0 = n /\\", ["split."]),
              ("⊢ n + 0 = n", ["apply (proj1 (IH n)).", "lia."]),
              ("⊢ True", ["exact I."])]
-    r = search_one(th, coq, ScriptedPolicy(table), mcts(max_steps=40))
-    assert r.status == "proved", (r.status, r.proof, r.reason)
-    assert "IH" not in r.proof and r.refused >= 1
-    dead = [n for n in r.tree.nodes if n.unsound]
-    assert any(n.state.tactics[-1] == "apply (proj1 (IH n))." for n in dead)
+    r = search_one(PAIR, coq, ScriptedPolicy(table), mcts(max_steps=40))
+    assert r.status == "proved" and r.refused == 0, (r.status, r.proof, r.reason)
+    kernel = [e for e in r.tree.edges if e.failure is not None and e.failure.kind == "kernel"]
+    assert kernel and all(e.tactic == "apply (proj1 (IH n))." for e in kernel)
+
+
+def test_mcts_a_cheat_inside_a_focus_block_only_the_final_check_sees_marks_the_proofs_leaves_and_search_goes_on():
+    """The header's axiom closes goal 1 inside ``1: {`` (nothing a step can see); the final check refuses the
+    proof, both of its closing leaves are marked unsound (the culprit is unknown: ``exact I.`` goes too), so
+    that AND node is dead and MCTS proves through the other branch."""
+    from proofrl.provers.coq import CoqProver
+
+    th = Theorem("pair", PAIR.statement, CHEAT_HEADER)
+    table = [("⊢ forall", ["intros n.", "intros m."]), ("⊢ n + 0 = n /\\", ["split."]), ("⊢ m + 0 = m /\\", ["split."]),
+             ("⊢ n + 0 = n", ["apply cheat.", "lia."]), ("⊢ m + 0 = m", ["lia."]), ("⊢ True", ["exact I."])]
+    prover = CoqProver(CHEAT_HEADER)
+    try:
+        r = search_one(th, prover, ScriptedPolicy(table), mcts(max_steps=40))
+    finally:
+        prover.close()
+    assert r.status == "proved" and r.refused == 1, (r.status, r.proof, r.reason)
+    assert "cheat" not in r.proof and "intros m." in r.proof
+    dead = sorted(n.state.tactics[-1] for n in r.tree.nodes if n.unsound)
+    assert dead == ["apply cheat.", "exact I."]
 
 
 def _scripted_app(table):

@@ -5,7 +5,10 @@ lists -> ``Qed`` (the kernel re-checks) -> ``Print Assumptions`` within the allo
 
 ``step`` works on a linear STM document: moving back to a state discards every later one, so a state is
 named by its tactic path and re-reached by replaying from the longest live prefix (never an ``Anomaly``
-from an expired state id).
+from an expired state id). A step is refused before Coq runs it by the walls of :mod:`.rules` and for a
+tactic whose term Coq does not type-check (:func:`unchecked_reason`); a step that leaves no goals stands only
+if ``Qed`` passes, and one that closes a goal while others remain only if it did not break the guard
+condition (``Guarded.``); else it fails as ``kernel``.
 """
 
 from __future__ import annotations
@@ -272,6 +275,8 @@ class CoqProver:
             after = self._state(state.theorem, (*state.tactics, sent.text), goals, new)
             if after.solved and (why := self._kernel_refuses(s, new, sid, timeout + GRACE)):
                 return fail(FailureKind.KERNEL, why)
+            if not after.solved and after.goal_count < state.goal_count and (why := self._guard_broken(s, new, sid, timeout + GRACE)):
+                return fail(FailureKind.KERNEL, why)
             self._live.append((sent.text, new))
             return StepResult(tactic, after, seconds=time.monotonic() - t0)
         except ProverTimeout:
@@ -284,9 +289,9 @@ class CoqProver:
 
         Coq checks the guard condition of every ``fix``/``cofix`` in the proof term, and the types a tactic
         left to the kernel (``lra``'s ``vm_cast_no_check``), only at ``Qed``: ``fix IH 1. apply IH.`` leaves no
-        goals on any statement. A ``Guarded.`` query would see the guard only, and fails on honest partial
-        terms (just after ``fix IH 1.``: "Not enough abstractions"), so the one definitive question is asked
-        once, when the goals run out. A failed ``Qed`` sends Coq back to a state at or before ``before``."""
+        goals on any statement. ``Qed`` is the definitive question, asked once, when the goals run out (a
+        ``Guarded.`` query sees the guard only, and fails on honest partial terms: see :meth:`_guard_broken`).
+        A failed ``Qed`` sends Coq back to a state at or before ``before``."""
         try:
             s.add("Qed.", new)
             s.run(timeout=timeout)
@@ -299,6 +304,28 @@ class CoqProver:
             return _first_line(e.message)
         s.edit_at(new)
         return None
+
+    def _guard_broken(self, s: CoqSession, new: int, before: int, timeout: float) -> str | None:
+        """Coq's ``Guarded.`` after a step that closed a goal while others remain: the guard condition held
+        before the step and fails after it (``fix IH 1. intros n. split. apply (proj1 (IH n)).``), else None.
+
+        Only such a step can earn a closing reward without ``Qed`` ever being asked. ``Guarded.`` on a partial
+        proof also fails for reasons later steps remove (a ``fix`` whose body is not yet a function: "Not enough
+        abstractions"), so a failure counts only when the state before the step passed; then the step put an
+        illegal recursive call into the term. (One whose argument is still an evar could be repaired later,
+        but that evar is then a goal, shelved or not, so such a step closes no goal on balance and is not
+        asked.)"""
+        try:
+            s.query("Guarded.", new, timeout=timeout)
+            return None
+        except CoqFailure as e:
+            broken = e.message
+        try:
+            s.query("Guarded.", before, timeout=timeout)
+        except CoqFailure:
+            return None  # failing already: not this step's doing (and not yet final)
+        s.edit_at(before)
+        return _first_line(broken)
 
     def _goto(self, state: ProofState) -> int:
         """Make ``state`` the tip: Edit_at the longest live prefix of its path, replay the rest."""
