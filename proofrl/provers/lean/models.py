@@ -275,7 +275,9 @@ def parse_as(d: Any, gens: tuple[Generation, ...]) -> tuple[Response, tuple[Gene
         first = r if first is None else first
     if first is None:
         assert error is not None
-        raise error
+        names = " or ".join(str(g) for g in gens)
+        hint = "" if len(gens) > 1 else ", fixed by the configured toolchain (lean version) or the REPL's earlier answers"
+        raise ProtocolError(f"{error.args[0].split(': ', 1)[0]} (read as a REPL {names}{hint})", raw=error.raw)
     return first, tuple(fits)
 
 
