@@ -8,7 +8,8 @@
   moves back). A tactic that loops is stopped by the tactic timeout and fails as ``timeout``; if that (or
   anything) killed the session, the backend starts a fresh one and the next tactic re-reaches the state by
   replaying the path (counted in ``replays``). A step that crashed is retried once that way. Forbidden tactics
-  (:func:`proofrl.search.tree.refusal`: ``admit``, commands, bullets, ``*_no_check``) never reach the prover and
+  (:func:`proofrl.search.tree.refusal`, what ``step`` itself refuses: ``admit``, commands, ``*_no_check``;
+  and bullets) never reach the prover and
   are never valid. One bad tactic never stops the group, one bad state never stops a batch.
 * **Metrics** (:func:`tactic_metrics`): k tactics sampled per state (temperature 1), then
 

@@ -9,6 +9,11 @@ progress. softplus keeps the reward of a valid step positive — softplus(0) = l
 changes nothing, ≈ 0.31 for one that opens a goal, ≈ 1.31 for one that closes one — so among the tactics of
 one group a valid tactic always beats an invalid one (with ``failed`` ≤ 0), and progress beats validity.
 
+A step that leaves no goals is accepted only when the prover would accept the proof it completes (Coq asks
+``Qed``; a step that closes a goal while others remain must not break ``fix``'s guard condition): an
+unguarded ``fix IH 1. apply IH.`` is a failed step of kind ``kernel`` and earns ``failed``, not the ≈ 1.31
+of an honest closing step (:meth:`proofrl.provers.coq.prover.CoqProver.step`).
+
 The failure kind of a failed step is what the caller records beside the reward (the trainer's step log).
 Registered as ``subgoal`` in :data:`proofrl.rewards.combine.STEP_REWARDS`.
 """
