@@ -43,7 +43,8 @@ def _version(show: bool) -> None:
 
 @app.callback()
 def main(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="print the version and exit"),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="print the version and exit"),
 ) -> None:
     """proofrl: train and evaluate LLM theorem provers, judged by a real proof assistant."""
 

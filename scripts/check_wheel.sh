@@ -12,14 +12,22 @@ cd "$(dirname "$0")/.."
 export PIP_ROOT_USER_ACTION=ignore
 say() { printf 'check_wheel: %s\n' "$*" >&2; }
 die() { say "$*"; exit 1; }
+# logged NAME CMD...: run CMD with its output in $work/NAME.log; on failure show the log and stop
+logged() {
+  local name="$1"; shift
+  "$@" >"$work/$name.log" 2>&1 || { tail -40 "$work/$name.log" >&2; die "failed: $*"; }
+}
+# expect NAME PATTERN WHY: NAME's log has a line matching PATTERN, else show the log and stop
+expect() { grep -q "$2" "$work/$1.log" || { tail -40 "$work/$1.log" >&2; die "$3"; }; }
 
 PY="${PYTHON:-$(command -v python || command -v python3)}"
-"$PY" -m build --version >/dev/null 2>&1 || die "the build package is missing: pip install build (it is in the test extra)"
+"$PY" -m build --version >/dev/null 2>&1 \
+  || die "the build package is missing: pip install build (it is in the test extra)"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
 say "building the sdist and, from it, the wheel"
-"$PY" -m build --outdir "$work/dist" . >"$work/build.log" 2>&1 || { tail -30 "$work/build.log" >&2; die "python -m build failed"; }
+logged build "$PY" -m build --outdir "$work/dist" .
 wheel=("$work"/dist/proofrl-*.whl)
 sdist=("$work"/dist/proofrl-*.tar.gz)
 [[ -f "${wheel[0]}" && -f "${sdist[0]}" ]] || die "python -m build wrote no wheel or no sdist"
@@ -34,7 +42,8 @@ else
   find proofrl -type f ! -name '*.py' ! -name '*.pyc' | sort >"$work/data-files"
 fi
 grep -qx 'proofrl/py.typed' "$work/data-files" || die "proofrl/py.typed is missing from the source tree"
-"$PY" - "${wheel[0]}" "$work/data-files" <<'PY' || die "files missing from the wheel (see above): add them to [tool.setuptools.package-data] in pyproject.toml"
+"$PY" - "${wheel[0]}" "$work/data-files" <<'PY' \
+  || die "files missing from the wheel (see above): add them to [tool.setuptools.package-data] in pyproject.toml"
 import sys, zipfile
 names = set(zipfile.ZipFile(sys.argv[1]).namelist())
 want = [line.strip() for line in open(sys.argv[2]) if line.strip()]
@@ -51,21 +60,25 @@ cd "$work"  # outside the checkout: nothing can be imported from the source tree
 bin="$work/venv/bin"
 where="$("$bin/python" -c 'import proofrl; print(proofrl.__file__)')"
 [[ "$where" == "$work/venv/"* ]] || die "proofrl was imported from $where, not from the installed wheel"
-"$bin/python" -c 'import importlib.resources as r, sys; sys.exit(not r.files("proofrl").joinpath("py.typed").is_file())' \
-  || die "py.typed is not installed"
+"$bin/python" - <<'PY' || die "py.typed is not installed"
+import importlib.resources, sys
+sys.exit(not importlib.resources.files("proofrl").joinpath("py.typed").is_file())
+PY
 
-[[ "$("$bin/proofrl" --version)" == "proofrl $version" ]] || die "proofrl --version says '$("$bin/proofrl" --version)', the wheel is $version"
-"$bin/proofrl" doctor >"$work/doctor.log" 2>&1 || { cat "$work/doctor.log" >&2; die "proofrl doctor failed"; }
-"$bin/proofrl" check --show 0 >"$work/check.log" 2>&1 || { cat "$work/check.log" >&2; die "proofrl check on the bundled sample failed"; }
-grep -q "as expected" "$work/check.log" || { cat "$work/check.log" >&2; die "proofrl check did not read the bundled sample's expectations"; }
-"$bin/proofrl" train --recipe reap --show-config >"$work/config.log" 2>&1 || { cat "$work/config.log" >&2; die "proofrl train --recipe reap --show-config failed"; }
-grep -q "^loop: reap" "$work/config.log" || { cat "$work/config.log" >&2; die "the reap recipe did not load from the wheel"; }
+logged version "$bin/proofrl" --version
+expect version "^proofrl $version\$" "proofrl --version does not say $version, the wheel's version"
+logged doctor "$bin/proofrl" doctor
+logged check "$bin/proofrl" check --show 0  # the bundled sample, each record with its expected verdict
+expect check "as expected" "proofrl check did not read the bundled sample's expectations"
+logged config "$bin/proofrl" train --recipe reap --show-config
+expect config "^loop: reap" "the reap recipe did not load from the wheel"
 
 # proofrl view reads its script and style from the installed package
 mkdir -p run/trees
 printf '{"name": "t", "status": "failed", "proof": "", "tree": "trees/t.json"}\n' >run/results.jsonl
-printf '{"root": 0, "nodes": [{"id": 0, "kind": "OR", "goals": ["|- True"], "children": []}], "edges": []}\n' >run/trees/t.json
+printf '{"root": 0, "nodes": [{"id": 0, "kind": "OR", "goals": ["|- True"]}], "edges": []}\n' >run/trees/t.json
 "$bin/proofrl" view run >/dev/null || die "proofrl view failed"
-grep -q 'id="proofrl-data"' run/view.html && grep -q 'JSON.parse' run/view.html || die "proofrl view wrote a page without its script"
+grep -q 'id="proofrl-data"' run/view.html && grep -q 'JSON.parse' run/view.html \
+  || die "proofrl view wrote a page without its script"
 
 say "ok: proofrl $version from its wheel: --version, doctor, check ($(tail -1 "$work/check.log")), recipe reap, view"

@@ -13,8 +13,8 @@ def save_and_load_part(ctx: Any) -> dict[str, Any]:
     """A demo part that saves and loads a tiny model, as the parts that build or read the tactic model do."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    config = LlamaConfig(vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
-                         num_key_value_heads=2)  # fmt: skip
+    config = LlamaConfig(vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                         num_attention_heads=2, num_key_value_heads=2)
     LlamaForCausalLM(config).save_pretrained(ctx.out / "model")
     LlamaForCausalLM.from_pretrained(ctx.out / "model")
     (ctx.out / "report.md").write_text("# probe\n")
@@ -34,7 +34,8 @@ def hf_bars_on():
 def test_a_part_run_alone_shows_no_library_progress_bars(tmp_path, monkeypatch, capfd, hf_bars_on):
     from proofrl.demo import DEMO_PARTS, DemoPart, run_parts
 
-    monkeypatch.setitem(DEMO_PARTS, "probe", DemoPart("probe", "test_demo_output:save_and_load_part", "saves and loads"))
+    probe = DemoPart("probe", "test_demo_output:save_and_load_part", "saves and loads a model")
+    monkeypatch.setitem(DEMO_PARTS, "probe", probe)
     run_parts(tmp_path, ["probe"], workers=1)
     out, err = capfd.readouterr()
     assert (tmp_path / "probe" / "model" / "config.json").is_file()

@@ -42,6 +42,7 @@ def test_the_version_is_written_once():
 
 
 def test_ci_checks_the_wheel_before_the_tests():
-    ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines() if line.strip() and not line.startswith("#")]
+    lines = (ROOT / ".ci" / "run").read_text().splitlines()
+    ci = [line.strip() for line in lines if line.strip() and not line.startswith("#")]
     assert ci.index("bash scripts/setup.sh") < ci.index("bash scripts/check_wheel.sh") < len(ci) - 1
     assert any(r.startswith("build") for r in PYPROJECT["project"]["optional-dependencies"]["test"])

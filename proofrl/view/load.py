@@ -24,7 +24,8 @@ def find_runs(root: str | Path) -> list[Path]:
         return [root]
     runs = sorted(p.parent for p in root.rglob("results.jsonl") if _is_run(p.parent))
     if not runs:
-        raise ConfigError(f"{root} holds no search run (a folder with results.jsonl and trees/, as `proofrl search` writes)")
+        raise ConfigError(f"{root} holds no search run (a folder with results.jsonl and trees/, as `proofrl search` "
+                          "writes)")
     return runs
 
 
@@ -41,7 +42,8 @@ def load_run(folder: str | Path) -> dict[str, Any]:
     problems: list[str] = []
     spans: dict[str, list[dict[str, Any]]] = {}
     for i, event in enumerate(_jsonl(folder / "trace.jsonl", problems)):
-        if isinstance(event, dict) and isinstance(event.get("name"), str) and isinstance(event.get("seconds"), (int, float)):
+        ok = isinstance(event, dict) and isinstance(event.get("name"), str)
+        if ok and isinstance(event.get("seconds"), float | int):
             spans.setdefault(str(event.get("theorem", "")), []).append(event)
         else:
             problems.append(f"trace.jsonl: span {i + 1} has no name or seconds")
@@ -59,8 +61,8 @@ def load_run(folder: str | Path) -> dict[str, Any]:
                 tree = None
         theorems.append(line | {"name": name, "tree": tree, "time": summarize(spans.get(name, []))})
     summary = _json(folder / "summary.json", problems) if (folder / "summary.json").exists() else None
-    return {"title": folder.resolve().name, "folder": str(folder), "summary": summary if isinstance(summary, dict) else None,
-            "theorems": theorems, "problems": problems}
+    return {"title": folder.resolve().name, "folder": str(folder),
+            "summary": summary if isinstance(summary, dict) else None, "theorems": theorems, "problems": problems}
 
 
 def _jsonl(path: Path, problems: list[str]) -> list[Any]:

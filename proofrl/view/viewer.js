@@ -39,8 +39,12 @@
   function Tree(t) {
     var tree = t.tree || {}, self = this;
     this.nodes = new Map(); this.edges = new Map();
-    (Array.isArray(tree.nodes) ? tree.nodes : []).forEach(function (n) { if (n && n.id !== undefined) self.nodes.set(n.id, n); });
-    (Array.isArray(tree.edges) ? tree.edges : []).forEach(function (e) { if (e && e.id !== undefined) self.edges.set(e.id, e); });
+    (Array.isArray(tree.nodes) ? tree.nodes : []).forEach(function (n) {
+      if (n && n.id !== undefined) self.nodes.set(n.id, n);
+    });
+    (Array.isArray(tree.edges) ? tree.edges : []).forEach(function (e) {
+      if (e && e.id !== undefined) self.edges.set(e.id, e);
+    });
     this.out = new Map(); this.into = new Map();
     this.nodes.forEach(function (n, id) {
       if (Array.isArray(n.children)) self.out.set(id, n.children.slice());
@@ -48,10 +52,12 @@
     });
     this.edges.forEach(function (e, id) {  // an export without children / parents lists still draws
       if (!self.out.has(e.src)) self.out.set(e.src, []);
-      if (self.out.get(e.src).indexOf(id) < 0 && !Array.isArray((self.nodes.get(e.src) || {}).children)) self.out.get(e.src).push(id);
+      var listed = Array.isArray((self.nodes.get(e.src) || {}).children);
+      if (!listed && self.out.get(e.src).indexOf(id) < 0) self.out.get(e.src).push(id);
       if (e.dst !== null && e.dst !== undefined) {
         if (!self.into.has(e.dst)) self.into.set(e.dst, []);
-        if (self.into.get(e.dst).indexOf(id) < 0 && !Array.isArray((self.nodes.get(e.dst) || {}).parents)) self.into.get(e.dst).push(id);
+        listed = Array.isArray((self.nodes.get(e.dst) || {}).parents);
+        if (!listed && self.into.get(e.dst).indexOf(id) < 0) self.into.get(e.dst).push(id);
       }
     });
     this.root = tree.root !== undefined ? tree.root : (this.nodes.size ? this.nodes.keys().next().value : null);
@@ -85,7 +91,8 @@
   }
   function extras(obj, known, into) {  // unknown fields: true flags as badges, other values as key=value
     Object.keys(obj).forEach(function (k) {
-      if (known.indexOf(k) >= 0 || k === "dead_reason" || k === "why_dead" || obj[k] === null || obj[k] === false) return;
+      if (known.indexOf(k) >= 0 || k === "dead_reason" || k === "why_dead") return;
+      if (obj[k] === null || obj[k] === false) return;
       if (obj[k] === true) into.appendChild(el("span", "flag other", k));
       else into.appendChild(el("span", "st", k + "=" + short(show(obj[k]), 60)));
     });
@@ -103,19 +110,24 @@
     var counts = {};
     theorems.forEach(function (t) { counts[t.status] = (counts[t.status] || 0) + 1; });
     var algos = Array.from(new Set(theorems.map(function (t) { return t.algorithm; }).filter(Boolean)));
-    var parts = [theorems.length + (theorems.length === 1 ? " theorem" : " theorems")].concat(Object.keys(counts).sort().map(function (k) { return counts[k] + " " + k; }));
+    var parts = [theorems.length + (theorems.length === 1 ? " theorem" : " theorems")];
+    Object.keys(counts).sort().forEach(function (k) { parts.push(counts[k] + " " + k); });
     if (algos.length) parts.push("algorithm " + algos.join(", "));
     var s = DATA.summary && DATA.summary.time;
     if (s && typeof s.search_seconds === "number") {
-      parts.push("search " + num(s.search_seconds) + " s: prover " + num(s.prover_seconds) + " s, model " + num(s.model_seconds) +
-        " s, outside both " + num(s.outside_seconds) + " s (" + num(100 * (s.outside_share || 0)) + " %)");
+      parts.push("search " + num(s.search_seconds) + " s: prover " + num(s.prover_seconds) + " s, model " +
+        num(s.model_seconds) + " s, outside both " + num(s.outside_seconds) + " s (" +
+        num(100 * (s.outside_share || 0)) + " %)");
     }
     header.appendChild(el("div", "summary", parts.join(" · ")));
-    if (Array.isArray(DATA.problems) && DATA.problems.length) header.appendChild(el("div", "problems", "unreadable: " + DATA.problems.join("; ")));
+    if (Array.isArray(DATA.problems) && DATA.problems.length) {
+      header.appendChild(el("div", "problems", "unreadable: " + DATA.problems.join("; ")));
+    }
   })();
 
   // -- theorem list --------------------------------------------------------------------------------------------
-  var filter = el("input"); filter.type = "search"; filter.placeholder = "filter theorems"; filter.setAttribute("aria-label", "filter theorems");
+  var filter = el("input");
+  filter.type = "search"; filter.placeholder = "filter theorems"; filter.setAttribute("aria-label", "filter theorems");
   list.appendChild(filter);
   var listBox = el("div"); list.appendChild(listBox);
   var buttons = [];
@@ -129,7 +141,9 @@
   });
   filter.addEventListener("input", function () {
     var q = filter.value.toLowerCase();
-    theorems.forEach(function (t, i) { buttons[i].hidden = q !== "" && (t.name + " " + t.status).toLowerCase().indexOf(q) < 0; });
+    theorems.forEach(function (t, i) {
+      buttons[i].hidden = q !== "" && (t.name + " " + t.status).toLowerCase().indexOf(q) < 0;
+    });
   });
 
   // -- one theorem -------------------------------------------------------------------------------------------
@@ -142,19 +156,22 @@
     if (!names.length) { box.appendChild(el("div", "st", "no spans in trace.jsonl")); return box; }
     names.sort(function (a, b) { return (by[b].seconds || 0) - (by[a].seconds || 0); });
     var table = el("table"), top = by[names[0]].seconds || 0;
-    var head = el("tr"); ["span", "count", "s", "% of search", ""].forEach(function (h) { head.appendChild(el("th", null, h)); });
+    var head = el("tr");
+    ["span", "count", "s", "% of search", ""].forEach(function (h) { head.appendChild(el("th", null, h)); });
     table.appendChild(head);
     names.forEach(function (k) {
       var r = el("tr"), sec = by[k].seconds || 0, bar = el("div", "bar"), cell = el("td");
       r.appendChild(el("td", "mono", k)); r.appendChild(el("td", "num", num(by[k].count)));
-      r.appendChild(el("td", "num", num(sec))); r.appendChild(el("td", "num", total ? (100 * sec / total).toFixed(1) : "–"));
+      r.appendChild(el("td", "num", num(sec)));
+      r.appendChild(el("td", "num", total ? (100 * sec / total).toFixed(1) : "–"));
       bar.style.width = (top ? Math.max(0.5, 70 * sec / top) : 0) + "px"; cell.appendChild(bar); r.appendChild(cell);
       table.appendChild(r);
     });
     box.appendChild(table);
     if (typeof total === "number") {
       box.appendChild(el("div", "st", "prover " + num(time.prover_seconds) + " s · model " + num(time.model_seconds) +
-        " s · outside both " + num(time.outside_seconds) + " s (" + num(100 * (time.outside_share || 0)) + " % of the search)"));
+        " s · outside both " + num(time.outside_seconds) + " s (" + num(100 * (time.outside_share || 0)) +
+        " % of the search)"));
     }
     return box;
   }
@@ -163,29 +180,39 @@
     var t = theorems[i];
     if (!t) return;
     buttons.forEach(function (b, j) { b.classList.toggle("sel", i === j); });
-    try { history.replaceState(null, "", "#theorem=" + encodeURIComponent(t.name)); } catch (e) { /* file:// in some browsers */ }
+    try {
+      history.replaceState(null, "", "#theorem=" + encodeURIComponent(t.name));
+    } catch (e) { /* refused for file:// pages by some browsers */ }
     clear(main); clear(detail);
     fieldsBox = el("div"); detail.appendChild(fieldsBox);
     fieldsBox.appendChild(el("div", "st", "Click a row to see all of its node's and edge's fields here."));
     var td = el("details"); td.open = true; td.appendChild(el("summary", null, "Where the time went (trace.jsonl)"));
     td.appendChild(timeTable(t.time)); detail.appendChild(td);
-    var h = el("h2"); h.appendChild(el("span", "mono", t.name + " ")); h.appendChild(el("span", "status " + t.status, t.status));
+    var h = el("h2");
+    h.appendChild(el("span", "mono", t.name + " ")); h.appendChild(el("span", "status " + t.status, t.status));
     main.appendChild(h);
     if (t.reason) main.appendChild(el("div", null, t.reason));
     var facts = el("div", "facts");
     ["algorithm", "expansions", "steps", "iterations", "nodes", "failed_edges", "seconds"].forEach(function (k) {
-      if (t[k] !== undefined && t[k] !== null && t[k] !== "") facts.appendChild(el("span", null, k.replace("_", " ") + " " + num(t[k])));
+      if (t[k] === undefined || t[k] === null || t[k] === "") return;
+      facts.appendChild(el("span", null, k.replace("_", " ") + " " + num(t[k])));
     });
     extras(t, ["name", "status", "proof", "verdict", "reason", "tree", "time", "algorithm", "expansions", "steps",
       "iterations", "nodes", "failed_edges", "seconds"], facts);
     main.appendChild(facts);
     var head = (t.tree && t.tree.search) || {}, thm = head.theorem || {};
-    if (thm.statement) { main.appendChild(el("h3", null, "Statement")); main.appendChild(el("pre", null, (thm.header ? thm.header + "\n" : "") + thm.statement)); }
+    if (thm.statement) {
+      main.appendChild(el("h3", null, "Statement"));
+      main.appendChild(el("pre", null, (thm.header ? thm.header + "\n" : "") + thm.statement));
+    }
     if (t.proof) {
-      main.appendChild(el("h3", null, "Proof" + (t.verdict && t.verdict.status ? " (final check: " + t.verdict.status + ")" : "")));
+      var verdict = t.verdict && t.verdict.status ? " (final check: " + t.verdict.status + ")" : "";
+      main.appendChild(el("h3", null, "Proof" + verdict));
       main.appendChild(el("pre", "proofscript", t.proof));
     }
-    if (t.verdict && Array.isArray(t.verdict.reasons) && t.verdict.reasons.length) main.appendChild(el("div", "why", t.verdict.reasons.join("; ")));
+    if (t.verdict && Array.isArray(t.verdict.reasons) && t.verdict.reasons.length) {
+      main.appendChild(el("div", "why", t.verdict.reasons.join("; ")));
+    }
     main.appendChild(el("h3", null, "Search tree"));
     var tree = new Tree(t);
     current = { t: t, tree: tree, box: null, index: null };
@@ -196,8 +223,9 @@
     drawToolbar(tree);
     var box = el("div", "tree"); current.box = box; main.appendChild(box);
     if (tree.dropped.length) {
-      var dd = el("details"); dd.appendChild(el("summary", null, tree.dropped.length + " dropped edges (self-loops and cycles)"));
-      var pre = el("pre"); pre.textContent = tree.dropped.slice(0, 500).map(function (d) { return JSON.stringify(d); }).join("\n");
+      var dd = el("details"), pre = el("pre");
+      dd.appendChild(el("summary", null, tree.dropped.length + " dropped edges (self-loops and cycles)"));
+      pre.textContent = tree.dropped.slice(0, 500).map(function (d) { return JSON.stringify(d); }).join("\n");
       dd.appendChild(pre); main.appendChild(dd);
     }
     reset();
@@ -218,7 +246,9 @@
       if ((edgeId === null ? false : tree.proof.has(edgeId))) row.classList.add("proof");
       var tac = el("code", "tac", short(e.tactic, 160)); tac.title = e.tactic; row.appendChild(tac);
       if (e.kind === "focus") row.appendChild(el("span", "kind", "focus"));
-      if (Array.isArray(e.aliases) && e.aliases.length) row.appendChild(el("span", "st", "+" + e.aliases.length + " alias" + (e.aliases.length > 1 ? "es" : "")));
+      if (Array.isArray(e.aliases) && e.aliases.length) {
+        row.appendChild(el("span", "st", "+" + e.aliases.length + " alias" + (e.aliases.length > 1 ? "es" : "")));
+      }
       if (e.prior !== undefined) row.appendChild(stat("P", e.prior)); else row.appendChild(stat("prior", e.prior_raw));
       if (e.logprob_sum !== undefined && e.kind !== "focus") row.appendChild(stat("logp", e.logprob_sum));
       if (e.visits) row.appendChild(stat("N", e.visits));
@@ -259,7 +289,8 @@
         var why = deadReason(n);
         if (why && why !== show(n.unsound)) row.appendChild(el("span", "why", short(why, 140)));
       }
-      if ((tree.into.get(n.id) || []).length > 1) row.appendChild(el("span", "st", "merged ×" + tree.into.get(n.id).length));
+      var ins = (tree.into.get(n.id) || []).length;
+      if (ins > 1) row.appendChild(el("span", "st", "merged ×" + ins));
       extras(n, NODE_KNOWN.concat(["reason"]), row);
     } else if (e && e.dst !== null && e.dst !== undefined) {
       row.appendChild(el("span", "why", "→ node #" + e.dst + " is not in the export"));
@@ -284,7 +315,8 @@
       wrap._kids.appendChild(item(eid, e ? e.dst : null));
     }
     if (wrap._shown < kids.length) {
-      var more = el("button", "more", "show " + Math.min(PAGE, kids.length - wrap._shown) + " more of " + (kids.length - wrap._shown));
+      var left = kids.length - wrap._shown;
+      var more = el("button", "more", "show " + Math.min(PAGE, left) + " more of " + left);
       more.type = "button";
       more.addEventListener("click", function () { expand(wrap, wrap._shown + PAGE - 1); });
       wrap._kids.appendChild(more); wrap._more = more;
@@ -298,7 +330,8 @@
   function isOpen(wrap) { return wrap._kids && !wrap._kids.hidden; }
   function toggle(wrap) { if (isOpen(wrap)) collapse(wrap); else expand(wrap); }
   function childItems(wrap) {
-    return wrap._kids ? Array.prototype.filter.call(wrap._kids.children, function (c) { return c.classList.contains("item"); }) : [];
+    if (!wrap._kids) return [];
+    return Array.prototype.filter.call(wrap._kids.children, function (c) { return c.classList.contains("item"); });
   }
 
   function reset() {  // the root, and the found proof opened
@@ -310,7 +343,9 @@
   function openProof(wrap, depth) {
     if (depth > 500) return;
     expand(wrap);
-    childItems(wrap).forEach(function (c) { if (c._edge !== null && current.tree.proof.has(c._edge)) openProof(c, depth + 1); });
+    childItems(wrap).forEach(function (c) {
+      if (c._edge !== null && current.tree.proof.has(c._edge)) openProof(c, depth + 1);
+    });
   }
   function expandAll() {
     var budget = EXPAND_ALL, queue = [current.rootItem];
@@ -350,14 +385,16 @@
     wrap.firstChild.classList.add("cur");
     if (quiet) return;
     var box = clear(fieldsBox);
-    var tree = current.tree, e = wrap._edge === null ? null : tree.edges.get(wrap._edge), n = tree.nodes.get(wrap._node);
+    var tree = current.tree, n = tree.nodes.get(wrap._node);
+    var e = wrap._edge === null ? null : tree.edges.get(wrap._edge);
     if (n) {
       box.appendChild(el("h3", null, "Node #" + n.id + " (" + (n.kind || "?") + ")"));
       (Array.isArray(n.goals) ? n.goals : []).forEach(function (g, i) {
         box.appendChild(el("div", "st", "goal " + (i + 1))); box.appendChild(el("pre", null, g));
       });
       if (Array.isArray(n.tactics) && n.tactics.length) {
-        box.appendChild(el("div", "st", "tactics from the start")); box.appendChild(el("pre", null, n.tactics.join("\n")));
+        box.appendChild(el("div", "st", "tactics from the start"));
+        box.appendChild(el("pre", null, n.tactics.join("\n")));
       }
       box.appendChild(fields(n, ["goals", "tactics"]));
     }
@@ -382,33 +419,53 @@
   // -- search within the tree ------------------------------------------------------------------------------
   function drawToolbar(tree) {
     var bar = el("div", "toolbar"), q = el("input"), msg = el("span", "msg"), hits = el("div", "hits");
-    q.type = "search"; q.placeholder = "search goals, tactics, failures, #id"; q.setAttribute("aria-label", "search the tree");
-    var proofBtn = el("button", null, "show proof"), collapseBtn = el("button", null, "collapse all"), allBtn = el("button", null, "expand all");
+    q.type = "search"; q.placeholder = "search goals, tactics, failures, #id";
+    q.setAttribute("aria-label", "search the tree");
+    var proofBtn = el("button", null, "show proof"), collapseBtn = el("button", null, "collapse all");
+    var allBtn = el("button", null, "expand all");
     [proofBtn, collapseBtn, allBtn].forEach(function (b) { b.type = "button"; });
     proofBtn.disabled = !tree.proof.size;
-    proofBtn.addEventListener("click", function () { reset(); var p = current.box.querySelector(".row.proof"); if (p) p.scrollIntoView({ block: "center" }); });
+    proofBtn.addEventListener("click", function () {
+      reset();
+      var p = current.box.querySelector(".row.proof");
+      if (p) p.scrollIntoView({ block: "center" });
+    });
     collapseBtn.addEventListener("click", function () {
-      clear(current.box); var root = item(null, tree.root); current.box.appendChild(root); current.rootItem = root; expand(root);
+      clear(current.box);
+      var root = item(null, tree.root);
+      current.box.appendChild(root); current.rootItem = root; expand(root);
     });
     allBtn.addEventListener("click", function () {
       msg.textContent = expandAll() ? "stopped after " + EXPAND_ALL + " rows: open the rest by hand or search" : "";
     });
-    bar.appendChild(q); bar.appendChild(proofBtn); bar.appendChild(collapseBtn); bar.appendChild(allBtn); bar.appendChild(msg);
-    bar.appendChild(el("span", "legend", tree.nodes.size + " node" + (tree.nodes.size === 1 ? "" : "s") + ", " + tree.edges.size + " edge" + (tree.edges.size === 1 ? "" : "s") + " · P prior, logp Σ log-prob, N visits, Q/U PUCT terms, V mean value, v₀ first estimate"));
+    [q, proofBtn, collapseBtn, allBtn, msg].forEach(function (x) { bar.appendChild(x); });
+    var sizes = tree.nodes.size + " node" + (tree.nodes.size === 1 ? "" : "s") + ", " +
+      tree.edges.size + " edge" + (tree.edges.size === 1 ? "" : "s");
+    bar.appendChild(el("span", "legend",
+      sizes + " · P prior, logp Σ log-prob, N visits, Q/U PUCT terms, V mean value, v₀ first estimate"));
     main.appendChild(bar); main.appendChild(hits);
     var timer = null;
-    q.addEventListener("input", function () { clearTimeout(timer); timer = setTimeout(function () { search(q.value, hits, msg); }, 150); });
-    q.addEventListener("keydown", function (ev) { if (ev.key === "Enter") { var b = hits.querySelector("button"); if (b) b.click(); } });
+    q.addEventListener("input", function () {
+      clearTimeout(timer);
+      timer = setTimeout(function () { search(q.value, hits, msg); }, 150);
+    });
+    q.addEventListener("keydown", function (ev) {
+      var b = ev.key === "Enter" ? hits.querySelector("button") : null;
+      if (b) b.click();
+    });
   }
   function index(tree) {
     if (current.index) return current.index;
     var items = [];
     tree.nodes.forEach(function (n) {
-      items.push({ node: n.id, text: ("#" + n.id + " " + (Array.isArray(n.goals) ? n.goals.join("\n") : "") + " " + deadReason(n)).toLowerCase(), label: "#" + n.id + " " + goalText(n) });
+      var goals = Array.isArray(n.goals) ? n.goals.join("\n") : "";
+      items.push({ node: n.id, text: ("#" + n.id + " " + goals + " " + deadReason(n)).toLowerCase(),
+        label: "#" + n.id + " " + goalText(n) });
     });
     tree.edges.forEach(function (e) {
       var f = e.failure ? " " + (e.failure.kind || "") + " " + (e.failure.message || "") : "";
-      items.push({ node: e.src, edge: e.id, text: (String(e.tactic) + " " + (e.aliases || []).join(" ") + f).toLowerCase(),
+      var text = String(e.tactic) + " " + (e.aliases || []).join(" ") + f;
+      items.push({ node: e.src, edge: e.id, text: text.toLowerCase(),
         label: e.tactic + (e.failure ? "  [" + (e.failure.kind || "failed") + "]" : "") + "  (from #" + e.src + ")" });
     });
     current.index = items;
@@ -419,12 +476,15 @@
     var q = query.trim().toLowerCase();
     if (!q) { msg.textContent = ""; return; }
     var found = index(current.tree).filter(function (it) {
-      return q[0] === "#" && /^#\d+$/.test(q) ? it.edge === undefined && it.text.indexOf(q + " ") === 0 : it.text.indexOf(q) >= 0;
+      if (/^#\d+$/.test(q)) return it.edge === undefined && it.text.indexOf(q + " ") === 0;  // a node by its id
+      return it.text.indexOf(q) >= 0;
     });
     msg.textContent = found.length + " match" + (found.length === 1 ? "" : "es");
     found.slice(0, 100).forEach(function (it) {
       var b = el("button", "mono", short(it.label, 160)); b.type = "button";
-      b.addEventListener("click", function () { if (!reveal(it.node, it.edge)) msg.textContent = "not reachable from the root"; });
+      b.addEventListener("click", function () {
+        if (!reveal(it.node, it.edge)) msg.textContent = "not reachable from the root";
+      });
       hits.appendChild(b);
     });
     if (found.length > 100) hits.appendChild(el("div", "st", "first 100 shown"));
