@@ -99,28 +99,38 @@ class DPOStats:
         return {f"dpo/{k}": float(v) for k, v in self.__dict__.items()}
 
 
-def dpo_update(model: Any, ref_model: Any, pairs: Sequence[Pair], optimizer: torch.optim.Optimizer, *, pad_id: int,
-               beta: float = 0.1, max_grad_norm: float | None = 1.0, micro_batch: int = 16) -> DPOStats:
-    """One optimiser step of the DPO loss over ``pairs`` (all in one batch; no dropout: eval mode)."""
-    if not pairs:
-        return DPOStats(0.0, 0.0, 0.0, 0, 0.0)
+def dpo_batch(model: Any, ref_model: Any, pairs: Sequence[Pair], *, pad_id: int, beta: float = 0.1,
+              micro_batch: int = 16) -> DPOLoss:
+    """The DPO loss of ``pairs`` in one batch (π_ref's log-probs without gradients; no dropout: eval mode).
+    ``ref_model`` ``"adapter-off"``: a LoRA policy's π_ref is the same model with its adapter switched off."""
     prompts = [p.prompt for p in pairs] * 2
     responses = [p.chosen for p in pairs] + [p.rejected for p in pairs]
     n = len(pairs)
     model.eval()
-    off = ref_model == "adapter-off"  # a LoRA policy's π_ref is the same model with its adapter switched off
+    off = ref_model == "adapter-off"
     with torch.no_grad(), (model.disable_adapter() if off else contextlib.nullcontext()):
         ref = sequence_logps(model if off else ref_model, prompts, responses, pad_id=pad_id, micro_batch=micro_batch)
-    optimizer.zero_grad(set_to_none=True)
     cur = sequence_logps(model, prompts, responses, pad_id=pad_id, micro_batch=micro_batch)
-    out = dpo_loss(cur[:n], cur[n:], ref[:n], ref[n:], beta=beta)
-    out.loss.backward()
-    params = [p for g in optimizer.param_groups for p in g["params"] if p.grad is not None]
-    norm = torch.nn.utils.clip_grad_norm_(params, max_grad_norm if max_grad_norm is not None else float("inf"))
-    if torch.isfinite(norm):
-        optimizer.step()
+    return dpo_loss(cur[:n], cur[n:], ref[:n], ref[n:], beta=beta)
+
+
+def dpo_stats(out: DPOLoss, pairs: int, grad_norm: float) -> DPOStats:
+    return DPOStats(float(out.loss.detach()), float(out.margin.mean()), float((out.margin > 0).float().mean()), pairs, grad_norm)
+
+
+def dpo_update(model: Any, ref_model: Any, pairs: Sequence[Pair], optimizer: torch.optim.Optimizer, *, pad_id: int,
+               beta: float = 0.1, max_grad_norm: float | None = 1.0, micro_batch: int = 16) -> DPOStats:
+    """One optimiser step of the DPO loss over ``pairs`` (all in one batch; :func:`~proofrl.policy.sft.optimizer_step`:
+    gradient norm clipped, a non-finite norm skips the step)."""
+    from ..policy.sft import optimizer_step
+
+    if not pairs:
+        return DPOStats(0.0, 0.0, 0.0, 0, 0.0)
+    out = dpo_batch(model, ref_model, pairs, pad_id=pad_id, beta=beta, micro_batch=micro_batch)
+    params = [p for g in optimizer.param_groups for p in g["params"]]
+    norm = optimizer_step(optimizer, out.loss, params, max_grad_norm=max_grad_norm)
     optimizer.zero_grad(set_to_none=True)
-    return DPOStats(float(out.loss.detach()), float(out.margin.mean()), float((out.margin > 0).float().mean()), n, float(norm))
+    return dpo_stats(out, len(pairs), norm)
 
 
 def tactic_ids(tokenizer: Any, tactic: str) -> tuple[int, ...]:
@@ -163,19 +173,38 @@ def train_offline_dpo(model: Any, ref_model: Any, tokenizer: Any, pairs: Sequenc
     """``steps`` DPO steps of ``batch`` pairs each over the fixed pairs (reshuffled every pass)."""
     if not pairs:
         raise ValueError("no offline DPO pairs: no training state had both a valid and an invalid tactic")
+    from ..policy.sft import BatchLoss, supervised_loop
+
     rng = random.Random(seed)
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr, weight_decay=0.0)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-    order: list[int] = []
-    stats = []
-    for step in range(steps):
-        if len(order) < batch:
-            more = list(range(len(pairs)))
-            rng.shuffle(more)
-            order += more
-        take, order = order[:batch], order[batch:]
-        s = dpo_update(model, ref_model, [pairs[i] for i in take], opt, pad_id=pad, beta=beta)
-        stats.append(s)
+
+    def plan(_: int) -> list[list[int]]:  # ``steps`` batches over the pairs, reshuffled every pass
+        order: list[int] = []
+        out = []
+        for _ in range(steps):
+            if len(order) < batch:
+                more = list(range(len(pairs)))
+                rng.shuffle(more)
+                order += more
+            take, order = order[:batch], order[batch:]
+            out.append(take)
+        return out
+
+    last: list[DPOLoss] = []
+
+    def batch_loss(idx: list[int]) -> BatchLoss:
+        out = dpo_batch(model, ref_model, [pairs[i] for i in idx], pad_id=pad, beta=beta)
+        last[:] = [out]
+        return BatchLoss(out.loss, {"pairs": (float(len(idx)), 1.0)})
+
+    stats: list[DPOStats] = []
+
+    def step_done(b: BatchLoss, norm: float | None) -> None:
+        stats.append(dpo_stats(last[0], int(b.parts["pairs"][0]), norm if norm is not None else 0.0))
         if on_step is not None:
-            on_step(step + 1, s)
+            on_step(len(stats), stats[-1])
+
+    supervised_loop(opt, len(pairs), batch_loss, epochs=1, batch=batch, generator=torch.Generator(),
+                    params=[p for p in model.parameters() if p.requires_grad], batches=plan, on_step=step_done)  # fmt: skip
     return stats

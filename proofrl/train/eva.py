@@ -253,35 +253,32 @@ def train_eva(model: Any, tokenizer: Any, examples: Sequence[Example], *, alpha:
     :mod:`proofrl.policy.sft`, whose loss it extends). Returns per-epoch means of total, LM and EVA loss."""
     from rich.progress import Progress
 
+    from ..policy.sft import BatchLoss, supervised_loop
+
     anchors = anchor_token_ids(tokenizer)
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
-    g = torch.Generator().manual_seed(seed)
+
+    def batch_loss(idx: list[int]) -> BatchLoss:  # L_SFT and L_EVA read the logits of one forward pass
+        part = [examples[i] for i in idx]
+        loss = eva_loss(model, part, anchor_ids=anchors, alpha=alpha, tau=tau, pad_id=tokenizer.pad_token_id, dims=dims)
+        parts = {"loss": (float(loss.total.detach()), len(part)), "lm": (loss.lm, len(part))}
+        if loss.positions and not math.isnan(loss.eva):
+            parts["eva_mse"] = (loss.eva, loss.positions)
+        return BatchLoss(loss.total, parts)
+
     hist = []
     model.train()
     with Progress(transient=True, console=console) as bar:
         task = bar.add_task("EVA training" if alpha else "SFT (generative RM)", total=epochs * len(examples))
-        for epoch in range(epochs):
-            order = torch.randperm(len(examples), generator=g).tolist()
-            sums: Counter = Counter()
-            for s in range(0, len(order), batch):
-                part = [examples[i] for i in order[s:s + batch]]
-                loss = eva_loss(model, part, anchor_ids=anchors, alpha=alpha, tau=tau, pad_id=tokenizer.pad_token_id, dims=dims)
-                opt.zero_grad(set_to_none=True)
-                loss.total.backward()
-                torch.nn.utils.clip_grad_norm_(params, 1.0)
-                opt.step()
-                sums["total"] += float(loss.total.detach()) * len(part)
-                sums["lm"] += loss.lm * len(part)
-                if loss.positions and not math.isnan(loss.eva):
-                    sums["eva"] += loss.eva * loss.positions
-                    sums["positions"] += loss.positions
-                bar.advance(task, len(part))
-            h = {"epoch": epoch, "loss": sums["total"] / len(examples), "lm": sums["lm"] / len(examples),
-                 "eva_mse": sums["eva"] / sums["positions"] if sums["positions"] else float("nan")}
-            hist.append(h)
+
+        def epoch_done(epoch: int, m: dict[str, float]) -> None:
+            hist.append({"epoch": epoch, "loss": m["loss"], "lm": m["lm"], "eva_mse": m.get("eva_mse", float("nan"))})
             if on_epoch:
-                on_epoch(epoch, h)
+                on_epoch(epoch, hist[-1])
+
+        supervised_loop(opt, len(examples), batch_loss, epochs=epochs, batch=batch, generator=torch.Generator().manual_seed(seed),
+                        params=params, on_batch=lambda k: bar.advance(task, k), on_epoch=epoch_done)  # fmt: skip
     model.eval()
     return hist
 
@@ -324,28 +321,24 @@ class RegressionHeadRM(nn.Module):
 def train_value_head(rm: RegressionHeadRM, records: Sequence[Record], *, lr: float, batch: int, epochs: int,
                      seed: int = 0, weight_decay: float = 0.01) -> list[float]:
     """MSE on the continuous scores; the head learns at 10× ``lr`` (it starts from nothing). Per-epoch MSE."""
+    from ..policy.sft import BatchLoss, supervised_loop
+
     head_params = list(rm.head.parameters())
     lm_params = [p for p in rm.lm.parameters() if p.requires_grad]
     opt = torch.optim.AdamW([{"params": lm_params, "lr": lr}, {"params": head_params, "lr": 10 * lr}], weight_decay=weight_decay)
-    g = torch.Generator().manual_seed(seed)
-    hist = []
+
+    def batch_loss(idx: list[int]) -> BatchLoss:
+        part = [records[i] for i in idx]
+        y = rm([prompt_of(r, rm.max_state_chars) for r in part])
+        t = torch.tensor([[r.scores[d] for d in rm.dims] for r in part], device=y.device)
+        loss = ((y - t) ** 2).mean()
+        return BatchLoss(loss, {"mse": (float(loss.detach()), len(part))})
+
     rm.train()
-    for _ in range(epochs):
-        order = torch.randperm(len(records), generator=g).tolist()
-        total = 0.0
-        for s in range(0, len(order), batch):
-            part = [records[i] for i in order[s:s + batch]]
-            y = rm([prompt_of(r, rm.max_state_chars) for r in part])
-            t = torch.tensor([[r.scores[d] for d in rm.dims] for r in part], device=y.device)
-            loss = ((y - t) ** 2).mean()
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_([*lm_params, *head_params], 1.0)
-            opt.step()
-            total += float(loss.detach()) * len(part)
-        hist.append(total / len(records))
+    res = supervised_loop(opt, len(records), batch_loss, epochs=epochs, batch=batch, generator=torch.Generator().manual_seed(seed),
+                          params=[*lm_params, *head_params])  # fmt: skip
     rm.eval()
-    return hist
+    return [h["mse"] for h in res.epochs]
 
 
 # -- models ------------------------------------------------------------------------------------------------------

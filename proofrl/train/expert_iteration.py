@@ -230,38 +230,31 @@ class Learner:
     def update(self, samples: list[Any], round_: int) -> dict[str, float]:
         """Epochs over ``samples`` (search and rehearsed human ones): SFT loss on those with a tactic +
         ``value_coef`` × bin cross-entropy on all (when the value head is on)."""
-        from ..policy.sft import completion_nll, encode_pairs
+        from ..policy.sft import BatchLoss, completion_nll, encode_pairs, supervised_loop
         from ..policy.tactic import tactic_prompt
 
         L, m, tok = self.cfg.learner, self.model, self.model.tokenizer
-        g = torch.Generator().manual_seed(self.cfg.seed * 7919 + round_)
+
+        def batch_loss(idx: list[int]) -> BatchLoss:
+            b = [samples[i] for i in idx]
+            loss, lm_v, v_v = torch.zeros((), device=m.device), 0.0, 0.0
+            with_tactic = [x for x in b if x.tactic]
+            if with_tactic:
+                prompts, targets = encode_pairs(tok, [(tactic_prompt(x.state), x.tactic) for x in with_tactic])
+                lm = completion_nll(m.lm, prompts, targets, tok.pad_token_id)
+                loss, lm_v = loss + lm, float(lm.detach())
+            if self.cfg.model.value_head and L.value_coef > 0:
+                v = m.value_loss([x.state for x in b], [x.cost for x in b])
+                loss, v_v = loss + L.value_coef * v, float(v.detach())
+            return BatchLoss(loss, {"lm": (lm_v, 1.0), "value": (v_v, 1.0)})  # means over batches
+
         m.train()
-        lm_sum = v_sum = 0.0
-        batches = 0
-        for _ in range(L.epochs):
-            order = torch.randperm(len(samples), generator=g).tolist()
-            for s in range(0, len(order), L.batch):
-                b = [samples[i] for i in order[s : s + L.batch]]
-                loss = torch.zeros((), device=m.device)
-                with_tactic = [x for x in b if x.tactic]
-                if with_tactic:
-                    prompts, targets = encode_pairs(tok, [(tactic_prompt(x.state), x.tactic) for x in with_tactic])
-                    lm = completion_nll(m.lm, prompts, targets, tok.pad_token_id)
-                    loss = loss + lm
-                    lm_sum += float(lm.detach())
-                if self.cfg.model.value_head and L.value_coef > 0:
-                    v = m.value_loss([x.state for x in b], [x.cost for x in b])
-                    loss = loss + L.value_coef * v
-                    v_sum += float(v.detach())
-                if loss.requires_grad:
-                    self.optimizer.zero_grad(set_to_none=True)
-                    loss.backward()
-                    torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
-                    self.optimizer.step()
-                batches += 1
+        res = supervised_loop(self.optimizer, len(samples), batch_loss, epochs=L.epochs, batch=L.batch,
+                              generator=torch.Generator().manual_seed(self.cfg.seed * 7919 + round_),
+                              params=list(m.parameters()))  # fmt: skip
         m.eval()
-        return {"learn/lm_loss": lm_sum / max(batches, 1), "learn/value_loss": v_sum / max(batches, 1),
-                "learn/batches": float(batches)}
+        return {"learn/lm_loss": res.overall.get("lm", 0.0), "learn/value_loss": res.overall.get("value", 0.0),
+                "learn/batches": float(res.batches)}
 
     def save(self, out: Path) -> Path:
         """The model as a search policy loads it; the value head beside it when it is on."""
@@ -376,8 +369,8 @@ class ExpertIteration:
 
     def run(self, *, stop_after: int | None = None) -> dict[str, Any]:
         """All rounds (resuming from the newest checkpoint); ``stop_after``: return after that round (tests)."""
-        from ..provers.factory import prover_factory
-        from ..provers.pool import PoolConfig, ProverPool
+        from ..provers.factory import make_pool
+        from ..provers.pool import PoolConfig
         from .trainer import ProblemSampler
 
         cfg = self.cfg
@@ -407,7 +400,7 @@ class ExpertIteration:
         worker = RolloutWorker(cfg, weights)
         filt = ReplayFilter(cfg.replay.max_proof_steps, cfg.replay.root_value_min, cfg.replay.root_value_max,
                             cfg.replay.off_path_values, cfg.replay.unsolved_values)
-        pool = ProverPool(prover_factory("coq", step_timeout=cfg.search.tactic_timeout), PoolConfig(workers=cfg.workers))
+        pool = make_pool("coq", pool=PoolConfig(workers=cfg.workers), step_timeout=cfg.search.tactic_timeout)
         try:
             if round_ == 0 and self.data.held_out and cfg.eval.before and ckpt is None:
                 worker.refresh()
