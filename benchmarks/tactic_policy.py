@@ -57,7 +57,8 @@ def main() -> None:
         ap.error("--data and --policy are required (or --smoke)")
 
     from proofrl.problems import Problem
-    from proofrl.data.tactics import read_transitions, state_text
+    from proofrl.data.tactics import read_transitions
+    from proofrl.provers.backend import state_text
     from proofrl.policy.tactic import make_tactic_policy
     from proofrl.provers.factory import make_pool
     from proofrl.provers.pool import PoolConfig

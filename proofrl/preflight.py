@@ -8,36 +8,17 @@ exits with status 2. ``proofrl doctor`` reports the same reasons without stoppin
 
 from __future__ import annotations
 
-import shutil
-
 from .errors import BackendUnavailable, ConfigError
-
-COQ_INSTALL = "apt-get install coq"
-LEAN_INSTALL = (
-    "install Lean with elan (curl https://raw.githubusercontent.com/leanprover/elan/master/elan-init.sh -sSf | sh), "
-    "build leanprover-community/repl and set PROOFRL_LEAN_REPL (docs/lean.md)"
-)
 
 
 def require_backend(backend: str) -> None:
-    """Raise :class:`BackendUnavailable` (one line, naming the install command) unless ``backend`` can run here."""
-    if backend == "coq":
-        from .provers.coq.session import coqidetop_path
+    """Raise :class:`BackendUnavailable` (one line, naming the install command) unless ``backend`` can run here;
+    an unknown name is a :class:`~proofrl.errors.ConfigError` naming the registered ones."""
+    from .provers.backend import backend_names, get_backend
 
-        coqidetop_path()  # raises: coqidetop not found on PATH (Debian: apt-get install coq)
-        if not shutil.which("coqc"):
-            raise BackendUnavailable("coq", f"coqc not found on PATH (Debian: {COQ_INSTALL})")
-        return
-    if backend == "lean":
-        from .provers.lean.config import diagnose
-
-        ok, why = diagnose()
-        if not ok:
-            raise BackendUnavailable("lean", f"{why}; {LEAN_INSTALL}")
-        return
-    from .provers.factory import BACKENDS
-
-    raise ConfigError(f"backend must be one of {list(BACKENDS)}, got {backend!r}")
+    if backend not in backend_names():
+        raise ConfigError(f"backend must be one of {backend_names()}, got {backend!r}")
+    get_backend(backend).require()
 
 
 def diagnose_backend(backend: str) -> tuple[bool, str]:

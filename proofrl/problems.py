@@ -24,9 +24,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from .provers.backend import backend_names, guess_backend
 from .provers.base import Backend, Theorem
-
-BACKENDS: tuple[Backend, ...] = ("coq", "lean")
 
 
 class ProblemFileError(ValueError):
@@ -101,31 +100,13 @@ class Problem:
         return cls(**values)
 
 
-# The statement says most: Lean declarations are lower-case and end in ``:=`` (``:= by``, ``:= by sorry``);
-# Coq's are capitalised sentences ending in a period. Headers break ties: ``import`` vs ``Require``.
-_LEAN_STATEMENT = re.compile(r"^\s*(?:@\[[^\]]*\]\s*)?(?:theorem|lemma|example)\b[\s\S]*:=\s*(?:by\b)?\s*(?:sorry)?\s*$")
-_COQ_STATEMENT = re.compile(r"^\s*(?:Theorem|Lemma|Fact|Remark|Corollary|Proposition|Example)\b[\s\S]*\.\s*$")
-_LEAN_HEADER = re.compile(r"(?m)^\s*import\s+\w")
-_COQ_HEADER = re.compile(r"(?m)^\s*(?:From\s+\S+\s+)?Require\b")
-
-
-def guess_backend(header: str, statement: str) -> Backend | None:
-    """``"lean"``, ``"coq"``, or None when the text says neither (or both)."""
-    lean, coq = bool(_LEAN_STATEMENT.match(statement)), bool(_COQ_STATEMENT.match(statement))
-    if lean == coq:
-        lean, coq = bool(_LEAN_HEADER.search(header)), bool(_COQ_HEADER.search(header))
-    if lean == coq:
-        return None
-    return "lean" if lean else "coq"
-
-
 def _backend_of(record: Mapping[str, Any], values: Mapping[str, str], given: str | None) -> Backend:
     name = values["name"]
     stated = record.get("backend")
-    if stated is not None and stated not in BACKENDS:
-        raise ValueError(f"{name}: unknown backend {stated!r}; valid: {list(BACKENDS)}")
-    if given is not None and given not in BACKENDS:
-        raise ValueError(f"unknown backend {given!r}; valid: {list(BACKENDS)}")
+    if stated is not None and stated not in backend_names():
+        raise ValueError(f"{name}: unknown backend {stated!r}; valid: {backend_names()}")
+    if given is not None and given not in backend_names():
+        raise ValueError(f"unknown backend {given!r}; valid: {backend_names()}")
     if stated is not None and given is not None and stated != given:
         raise ValueError(f"{name}: the record says backend {stated!r} but {given!r} was asked for")
     chosen = stated or given or guess_backend(values.get("header", ""), values["formal_statement"])

@@ -36,6 +36,7 @@ import httpx
 
 from .problems import Problem
 from .errors import ProverError
+from .provers.backend import get_backend
 from .provers.base import Message, Position, Status, Verdict
 from .provers.pool import PoolConfig, ProverPool
 from .provers.snippets import Job, Snippet, into_snippet, make_job, snippet_for
@@ -227,11 +228,7 @@ def statement_mismatch(problem: Problem, snippet: Snippet, job: Job | Verdict | 
     if not hasattr(job, "theorem"):
         return None  # the server answers with the same error verdict; nothing is judged valid
     got, want = job.theorem.statement.split(), problem.formal_statement.split()
-    if problem.backend == "lean":  # the server's statement runs up to its `:=`; the problem's may go on with `by`
-        same = want[: len(got)] == got and all(t in ("by", "sorry") for t in want[len(got) :])
-    else:
-        same = got == want
-    if same:
+    if get_backend(problem.backend).same_statement(got, want):
         return None
     return f"statement changed: the text's first declaration is `{' '.join(got)[:120]}`, not the problem's statement"
 

@@ -17,7 +17,7 @@ from proofrl.search import BestFirstConfig, MCTSConfig, SearchConfig, load_searc
 from proofrl.search.policy import PolicyError
 from proofrl.search.run import search_many
 from proofrl.search.trace import read_trace, summarize
-from proofrl.search.tree import mentions_evar
+from proofrl.provers.coq.backend import mentions_evar
 
 pytestmark = requires_coq
 

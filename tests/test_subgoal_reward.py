@@ -9,7 +9,8 @@ import pytest
 
 from proofrl.provers.base import FailureKind, Goal, ProofState, StepFailure, StepResult, Theorem
 from proofrl.rewards.combine import STEP_REWARDS
-from proofrl.rewards.subgoal import open_goals, softplus, subgoal_reward
+from proofrl.provers.backend import goal_count
+from proofrl.rewards.subgoal import softplus, subgoal_reward
 
 TH = Theorem("t", "Theorem t : True /\\ True.", "")
 
@@ -19,7 +20,7 @@ def _state(fg: int, background: int = 0, shelved: int = 0, given_up: int = 0) ->
     return ProofState(TH, (), goals, background, shelved, given_up)
 
 
-def test_reward_is_softplus_of_the_drop_in_open_goals():
+def test_reward_is_softplus_of_the_drop_in_goal_count():
     two, one, three = _state(2), _state(1), _state(3)
     assert subgoal_reward(two, StepResult("t.", one)) == pytest.approx(math.log1p(math.e))  # softplus(1) = 1.3133
     assert subgoal_reward(two, StepResult("t.", two)) == pytest.approx(math.log(2))  # no progress: ln 2
@@ -38,7 +39,7 @@ def test_a_failed_step_gets_the_configured_penalty_whatever_its_kind():
 
 
 def test_every_goal_list_counts_given_up_included():
-    assert open_goals(_state(1, background=2, shelved=1, given_up=1)) == 5
+    assert goal_count(_state(1, background=2, shelved=1, given_up=1)) == 5
     # moving a goal to "given up" is no progress: same G, reward ln 2 (not softplus(1))
     assert subgoal_reward(_state(2), StepResult("t.", _state(1, given_up=1))) == pytest.approx(math.log(2))
     # unfocusing a goal (background) is no progress either
@@ -54,7 +55,7 @@ def test_goal_counts_from_real_coq(coq):
     th = Theorem("two", "Theorem two : True /\\ (1 = 1).", "Require Import Arith Lia.")
     s0 = coq.start(th)
     split = coq.step(s0, "split.")
-    assert split.ok and open_goals(split.state) == 2
+    assert split.ok and goal_count(split.state) == 2
     assert subgoal_reward(s0, split) == pytest.approx(softplus(-1.0))
     first = coq.step(split.state, "exact I.")
     assert first.ok and subgoal_reward(split.state, first) == pytest.approx(softplus(1.0))

@@ -14,16 +14,17 @@ from proofrl.data.splits import HELD_OUT, TRAIN, coq_stdlib_problems, problem_se
 from proofrl.data.tactics import (
     build_tactic_data,
     extract_transitions,
-    is_structural,
-    lean_goal_count,
     main,
     proof_tactics,
     read_leandojo,
     read_transitions,
-    state_text,
     stdlib_tactic_problems,
 )
+from proofrl.provers.backend import get_backend, state_text
 from proofrl.provers.base import Goal, Hypothesis, ProofState, Theorem
+from proofrl.provers.lean.backend import goal_count_text
+
+is_structural = get_backend("coq").is_structural
 
 T = Theorem("t", "Theorem t : True.")
 
@@ -173,8 +174,8 @@ def test_leandojo_reader(tmp_path):
     assert list(read_leandojo(jl, split="train")) == rows
 
 
-def test_lean_goal_count():
-    assert [lean_goal_count(s) for s in ("no goals", "", "⊢ True", "2 goals\ncase a\n⊢ p\n\ncase b\n⊢ q")] == [0, 0, 1, 2]
+def test_lean_goal_count_of_a_state_text():
+    assert [goal_count_text(s) for s in ("no goals", "", "⊢ True", "2 goals\ncase a\n⊢ p\n\ncase b\n⊢ q")] == [0, 0, 1, 2]
 
 
 def test_a_bad_leandojo_file_says_so(tmp_path):

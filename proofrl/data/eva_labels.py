@@ -58,7 +58,7 @@ from typing import Any
 
 from ..errors import ProofrlError
 from ..provers.base import FailureKind, Theorem
-from .tactics import state_text
+from ..provers.backend import goal_count, state_text
 
 KINDS = ("human", "other", "ghost", "broken")
 
@@ -191,7 +191,7 @@ def label_theorem(prover: Any, steps: Sequence[dict[str, Any]], pick: Sequence[i
             for kind, prop in proposals.items():
                 r = prover.step(state, prop, timeout=s.step_timeout)
                 if r.ok and r.state is not None:
-                    facts = Facts(True, goals_before=state.goal_count, goals_after=r.state.goal_count,
+                    facts = Facts(True, goals_before=goal_count(state), goals_after=goal_count(r.state),
                                   same_state=r.state.fingerprint == state.fingerprint,
                                   closes=_closes(prover, theorem, r.state, policy, s))  # fmt: skip
                 else:
@@ -199,7 +199,7 @@ def label_theorem(prover: Any, steps: Sequence[dict[str, Any]], pick: Sequence[i
                         continue  # a crash says nothing about the proposal
                     msg = r.failure.message if r.failure else "no state"
                     facts = Facts(False, _rejection(r.failure.kind if r.failure else FailureKind.ERROR, msg), msg[:500],
-                                  goals_before=state.goal_count)  # fmt: skip
+                                  goals_before=goal_count(state))  # fmt: skip
                 out.append({"state": state_text(state), "proposal": prop, "critique": critique_from_facts(facts),
                             "scores": scores_from_facts(facts, prop), "kind": kind, "facts": facts.to_json(),
                             "theorem": t["theorem"], "module": t["module"], "split": t["split"], "step": t["step"]})  # fmt: skip

@@ -6,12 +6,13 @@ One transition (one JSONL line)::
     {"theorem", "header", "module", "statement", "split", "step", "state_before", "tactic", "state_after",
      "goals_before", "goals_after", "structural"}
 
-* ``state_before`` / ``state_after`` are :func:`state_text` of the prover's state: every foreground goal
-  (hypotheses, then ``⊢ conclusion``), goals separated by a blank line, and a last line with the goals that
-  are not in the foreground when there are any (``(+ 1 unfocused, 0 shelved)``); ``no goals`` when nothing
-  is left. The search renders states with the same function, so the policy sees the text it was taught on.
-* ``goals_before`` / ``goals_after`` are :attr:`ProofState.goal_count` (foreground + unfocused + shelved,
-  the count LeanListener's step reward uses).
+* ``state_before`` / ``state_after`` are :func:`proofrl.provers.backend.state_text` of the prover's state:
+  every foreground goal (hypotheses, then ``⊢ conclusion``), goals separated by a blank line, and a last line
+  with the goals that are not in the foreground when there are any (``(+ 1 unfocused, 0 shelved)``);
+  ``no goals`` when nothing is left. The search renders states with the same function, so the policy sees the
+  text it was taught on.
+* ``goals_before`` / ``goals_after`` are G(s), :func:`proofrl.provers.backend.goal_count` (foreground +
+  unfocused + shelved + given up, the count LeanListener's step reward uses).
 * ``structural`` marks bullets and braces (``-``, ``+``, ``{``, ``2: {``): stepped so the proof replays, kept
   in the data, and skipped by default when a tactic model is taught (a search focuses goals itself).
 * ``split`` is ``train`` or ``held-out`` from :func:`proofrl.data.splits.split_by_module` over the same
@@ -42,28 +43,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ProofrlError
-from ..provers.base import ProofState
+from ..provers.backend import get_backend, goal_count, state_text
 from ..problems import Problem
-
-
-def state_text(state: ProofState) -> str:
-    """The text of a state as the tactic policy sees it (see the module docstring)."""
-    if state.solved:
-        return "no goals"
-    parts = [str(g) for g in state.goals]
-    rest = state.background + state.shelved + state.given_up
-    if rest or not parts:
-        counts = f"{state.background} unfocused, {state.shelved} shelved"
-        counts += f", {state.given_up} given up" if state.given_up else ""
-        parts.append(f"(+ {counts})")
-    return "\n\n".join(parts)
-
-
-def is_structural(tactic: str) -> bool:
-    """A bullet or a brace (also ``[x]: {``, ``all: {``): it focuses, it proves nothing."""
-    from ..provers.coq.sentences import is_structural as coq_structural
-
-    return coq_structural(tactic.strip())
 
 
 def proof_tactics(proof: str) -> list[str]:
@@ -109,7 +90,7 @@ def step_proof(prover: Any, problem: Problem, *, split: str = "", timeout: float
         out.failure = f"statement: {type(e).__name__}: {str(e)[:300]}"
         out.seconds = time.monotonic() - t0
         return out
-    before = state_text(state)
+    before, lang = state_text(state), get_backend(problem.backend)
     for i, tac in enumerate(tactics):
         r = prover.step(state, tac, timeout=timeout)
         if not r.ok or r.state is None:
@@ -120,7 +101,7 @@ def step_proof(prover: Any, problem: Problem, *, split: str = "", timeout: float
             "theorem": problem.name, "header": problem.header, "module": problem.module,
             "statement": problem.formal_statement, "split": split, "step": i,
             "state_before": before, "tactic": tac, "state_after": after,
-            "goals_before": state.goal_count, "goals_after": r.state.goal_count, "structural": is_structural(tac),
+            "goals_before": goal_count(state), "goals_after": goal_count(r.state), "structural": lang.is_structural(tac),
         })  # fmt: skip
         state, before = r.state, after
     else:
@@ -315,17 +296,6 @@ def build_tactic_data(
 # -- LeanDojo Benchmark ------------------------------------------------------------------------------------
 
 
-def lean_goal_count(state: str) -> int:
-    """Goals in a Lean pretty-printed tactic state: 0 for ``no goals``, else the ``⊢`` lines (or the ``N goals``
-    first line Lean's info view writes, when present)."""
-    s = state.strip()
-    if not s or s == "no goals":
-        return 0
-    if m := re.match(r"(\d+) goals?\b", s):
-        return int(m.group(1))
-    return max(1, len(re.findall(r"(?m)^⊢", s)))
-
-
 def _theorems(path: Path) -> Iterator[dict[str, Any]]:
     text = path.read_text(encoding="utf-8")
     try:
@@ -348,10 +318,12 @@ def read_leandojo(path: str | Path, *, split: str = "") -> Iterator[dict[str, An
 
     Each traced tactic gives one record like ours: ``theorem`` = ``full_name``, ``module`` = ``file_path``,
     ``header`` = ``""`` (Lean headers come with the problem set), ``step`` its index, ``state_before`` /
-    ``tactic`` / ``state_after`` as traced, goal counts from the state text (:func:`lean_goal_count`),
+    ``tactic`` / ``state_after`` as traced, goal counts from the state text (:func:`proofrl.provers.lean.backend.goal_count_text`),
     ``annotated_tactic`` the tactic with ``<a>…</a>`` premise marks, and ``premises`` the ``full_name`` of
     each annotated provenance. ``split`` is written into every record (e.g. ``train``)."""
-    path = Path(path)
+    from ..provers.lean.backend import goal_count_text
+
+    path, lean = Path(path), get_backend("lean")
     for th in _theorems(path):
         name = th.get("full_name") or th.get("name") or ""
         module = th.get("file_path", "")
@@ -363,8 +335,8 @@ def read_leandojo(path: str | Path, *, split: str = "") -> Iterator[dict[str, An
             yield {
                 "theorem": name, "header": "", "module": module, "statement": "", "split": split, "step": i,
                 "state_before": before, "tactic": tactic, "state_after": after,
-                "goals_before": lean_goal_count(before), "goals_after": lean_goal_count(after),
-                "structural": tactic.strip() in ("·", "."),
+                "goals_before": goal_count_text(before), "goals_after": goal_count_text(after),
+                "structural": lean.is_structural(tactic),
                 "annotated_tactic": text,
                 "premises": [p.get("full_name", "") for p in provs if isinstance(p, dict)],
             }  # fmt: skip

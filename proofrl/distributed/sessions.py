@@ -24,8 +24,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..provers.base import ProofState, StepResult, Theorem, Verdict
-from ..provers.factory import prover_factory
-from ..provers.pool import PoolConfig, ProverPool
+from ..provers.factory import make_pool
+from ..provers.pool import PoolConfig
 from . import NAMESPACE, connect
 
 
@@ -39,7 +39,7 @@ class ProofSessions:
     the backend's config (Coq: ``step_timeout``, ``memory_mb``, ...)."""
 
     def __init__(self, backend: str = "coq", workers: int = 1, **options: Any):
-        self.pool = ProverPool(prover_factory(backend, **options), PoolConfig(workers=workers))
+        self.pool = make_pool(backend, pool=PoolConfig(workers=workers), **options)
         self._states: dict[int, ProofState] = {}
         self._ids = itertools.count(1)
         self._lock = threading.Lock()

@@ -54,7 +54,7 @@ class StatePoint:
     theorem: Theorem
     path: tuple[str, ...]
     text: str
-    """the state as the policy sees it (:func:`proofrl.data.tactics.state_text`)"""
+    """the state as the policy sees it (:func:`proofrl.provers.backend.state_text`)"""
     premises: tuple[str, ...] = ()
     """premises the data names for this state (LeanDojo); empty for Coq"""
     origin: str = "data"
@@ -452,10 +452,10 @@ def load_points(path: Path, *, limit: int | None = None, seed: int = 0) -> list[
 
 @contextlib.contextmanager
 def coq_pool(workers: int, timeout: float) -> Iterator[Any]:
-    from ..provers.factory import prover_factory
-    from ..provers.pool import PoolConfig, ProverPool
+    from ..provers.factory import make_pool
+    from ..provers.pool import PoolConfig
 
-    pool = ProverPool(prover_factory("coq", step_timeout=timeout), PoolConfig(workers=max(1, workers)))
+    pool = make_pool("coq", pool=PoolConfig(workers=max(1, workers)), step_timeout=timeout)
     try:
         yield pool
     finally:

@@ -26,6 +26,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..problems import Problem
+from ..provers.backend import get_backend
 
 FENCE = "```"
 _COQ_END = re.compile(r"(?<![\w'.])(?:Qed|Defined|Admitted)\.(?=\s|$)")
@@ -100,7 +101,7 @@ class PromptFormat:
 
     @property
     def lang(self) -> str:
-        return "lean4" if self.backend == "lean" else "coq"
+        return get_backend(self.backend).fence
 
     def _check(self, problem: Problem) -> None:
         if problem.backend != self.backend:

@@ -1,7 +1,7 @@
 """The tactic policy and the value function that proof search calls: state text in, tactics (or a value) out.
 
 * **Prompt** (ReProver / BFS-Prover style): ``[GOAL]\\n<state>\\n[PROOFSTEP]\\n`` and the model answers one
-  tactic, ended by EOS (:func:`tactic_prompt`). ``<state>`` is :func:`proofrl.data.tactics.state_text` of a
+  tactic, ended by EOS (:func:`tactic_prompt`). ``<state>`` is :func:`proofrl.provers.backend.state_text` of a
   prover state (the same text the tactic data holds in ``state_before``).
 * **Proposals**: :class:`TacticPolicy` ``.propose(state_text, k)`` samples ``k`` tactics and returns them as
   :class:`Proposal` ``(tactic, logprob_sum, logprob_mean)``, deduplicated and sorted by ``logprob_sum``,

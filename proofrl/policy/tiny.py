@@ -118,6 +118,6 @@ def sample_corpus() -> list[str]:
     problems = [Problem(r["name"], r["formal_statement"], r.get("header", ""), proof=r.get("proof", "")) for r in rows]
     texts = [p.header + p.formal_statement + "\n" + p.proof for p in problems]
     for f in FORMATS.values():
-        if f.backend == "coq":
+        if f.backend in {p.backend for p in problems}:
             texts += [f.prompt(p) + f.completion(p, p.proof) for p in problems if p.proof]
     return texts

@@ -189,8 +189,10 @@ class ProofState:
 
     @property
     def goal_count(self) -> int:
-        """Open goals for rewards such as LeanListener's softplus(goals before − goals after)."""
-        return self.foreground + self.background + self.shelved
+        """G(s), the one goal count (:func:`proofrl.provers.backend.goal_count`): every goal still owed, in every
+        list (foreground + unfocused + shelved + given up). LeanListener's step reward, the transitions, EVA's
+        labels and the search's ``−(open goals)`` leaf value use it."""
+        return self.foreground + self.background + self.shelved + self.given_up
 
     @property
     def solved(self) -> bool:

@@ -431,7 +431,7 @@ def value_fn_from_dir(path: str, *, policy: Any = None, k: int = 4, device: str 
 @STEP_REWARDS.register("eva")
 def eva_step_reward(before: Any, result: Any, *, scorer: EvaScorer | Callable[..., Any], **_: Any) -> float:
     """EVA's score of the step ``result.tactic`` at state ``before`` as a reward in [0, 1]: (S − 1) / 4."""
-    from ..data.tactics import state_text
+    from ..provers.backend import state_text
 
     s = scorer.score([(state_text(before), result.tactic)])[0]  # type: ignore[union-attr]
     return (s.combined - 1.0) / 4.0

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from ..problems import Problem
+from ..provers.backend import get_backend
 
 
 class FormatError(str, Enum):
@@ -255,7 +256,8 @@ def _significant_lines(prose: str, rules: FormatRules) -> list[str]:
 
 def strip_comments(code: str, backend: str) -> str:
     """``code`` without comments: Lean ``-- …`` and nested ``/- … -/``; Coq nested ``(* … *)``."""
-    opener, closer = ("/-", "-/") if backend == "lean" else ("(*", "*)")
+    lang = get_backend(backend)
+    opener, closer = lang.block_comment
     out: list[str] = []
     i, depth, n = 0, 0, len(code)
     while i < n:
@@ -266,7 +268,7 @@ def strip_comments(code: str, backend: str) -> str:
         elif depth:
             out.append("\n" if code[i] == "\n" else "")  # keep line structure
             i += 1
-        elif backend == "lean" and code.startswith("--", i):
+        elif lang.line_comment and code.startswith(lang.line_comment, i):
             j = code.find("\n", i)
             i = n if j < 0 else j
         else:

@@ -3,9 +3,9 @@
     r(a_t; s_t) = softplus(G(s_t) − G(s_{t+1}))   for a tactic the prover accepts,
     r(a_t; s_t) = ``failed`` (0 by default)        for one it rejects, refuses, times out on or crashes on.
 
-G counts every goal still owed, in every list the backend keeps (Coq: foreground, unfocused, shelved and
-given up; Lean reports foreground goals only). A given-up goal still counts: moving a goal out of sight is no
-progress. softplus keeps the reward of a valid step positive — softplus(0) = ln 2 ≈ 0.69 for a step that
+G is :func:`proofrl.provers.backend.goal_count`, the one goal count: every goal still owed, in every list the
+backend keeps (Coq: foreground, unfocused, shelved and given up; Lean reports foreground goals only). A given-up
+goal still counts: moving a goal out of sight is no progress. softplus keeps the reward of a valid step positive — softplus(0) = ln 2 ≈ 0.69 for a step that
 changes nothing, ≈ 0.31 for one that opens a goal, ≈ 1.31 for one that closes one — so among the tactics of
 one group a valid tactic always beats an invalid one (with ``failed`` ≤ 0), and progress beats validity.
 
@@ -22,13 +22,9 @@ from __future__ import annotations
 
 import math
 
+from ..provers.backend import goal_count
 from ..provers.base import ProofState, StepResult
 from .combine import STEP_REWARDS
-
-
-def open_goals(state: ProofState) -> int:
-    """G(s): every goal in the backend's lists (foreground + unfocused + shelved + given up)."""
-    return state.goal_count + state.given_up
 
 
 def softplus(x: float) -> float:
@@ -47,4 +43,4 @@ def subgoal_reward(before: ProofState, result: StepResult, *, failed: float = 0.
         return float(failed)
     if unchanged is not None and result.state.fingerprint == before.fingerprint:
         return float(unchanged)
-    return softplus(float(open_goals(before) - open_goals(result.state)))
+    return softplus(float(goal_count(before) - goal_count(result.state)))

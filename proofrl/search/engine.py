@@ -18,10 +18,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..data.tactics import state_text  # the text the tactic policy was taught on
 from ..errors import ProverError, StatementError
+from ..provers.backend import get_backend, goal_count
+from ..provers.backend import state_text  # the text the tactic policy was taught on
 from ..provers.base import FailureKind, Prover, StepFailure, StepResult, Theorem, Verdict
-from ..provers.lean import goals as lean_goals
 from .config import SearchConfig
 from .policy import PolicyError, Proposal, TacticPolicy, ValueFn
 from .replay import final_verdict, script_text
@@ -92,6 +92,7 @@ class Search:
         self.policy = policy
         self.value_fn = value_fn
         self.config = config or SearchConfig(algorithm=self.algorithm)  # type: ignore[arg-type]
+        self.lang = get_backend(self.config.backend)
         self.tracer = tracer or Tracer()
         self.tree: SearchTree | None = None
         self.expansions = self.steps = self.iterations = self.crashes = 0
@@ -285,7 +286,7 @@ class Search:
         for i in range(1, n + 1):
             if self.out_of_time():
                 break
-            tactic = lean_goals.focus_tactic(i) if self.config.backend == "lean" else f"{i}: {{"
+            tactic = self.lang.focus_tactic(i)
             r = self.step(node, tactic)
             if r.failure is not None or r.state is None:
                 tree.add_failed(node, tactic, Failure.of(r.failure) if r.failure else Failure("error", "no state"))
@@ -296,7 +297,8 @@ class Search:
 
     def leaf_value(self, node: Node) -> float:
         """The value of a new leaf: 0 when its goals are closed, else the value function's (reap's value
-        endpoint; −1000 when the call fails, as reap), −(open goals), or 0, as configured."""
+        endpoint; −1000 when the call fails, as reap), −(open goals) (G(s), :func:`~proofrl.provers.backend.goal_count`,
+        of the goal the node owes), or 0, as configured."""
         if node.closes:
             return 0.0
         if node.estimate is not None:
@@ -314,6 +316,7 @@ class Search:
         elif mode == "zero":
             v = 0.0
         else:
-            v = -float(max(1, len(node.state.goals)))
+            # G(s) of the goal this node owes: inside a focus block the goals behind it belong to its siblings
+            v = -float(max(1, goal_count(node.state) - (node.state.background if node.focus_depth else 0)))
         node.estimate = v
         return v

@@ -125,10 +125,11 @@ def search_many(problems: str | Path | Iterable[Any], policy: TacticPolicy, algo
     tracer = Tracer(out / "trace.jsonl")
     own_pool = pool is None
     if pool is None:
-        from ..provers.factory import prover_factory
+        from ..provers.backend import get_backend
+        from ..provers.factory import make_pool
 
-        opts = {"step_timeout": config.tactic_timeout} if config.backend == "coq" else {}
-        pool = ProverPool(prover_factory(config.backend, **(opts | (backend_options or {}))), PoolConfig(workers=max(1, workers)))
+        opts = get_backend(config.backend).search_options(config.tactic_timeout)
+        pool = make_pool(config.backend, pool=PoolConfig(workers=max(1, workers)), **(opts | (backend_options or {})))
     shared_policy: Any = policy
     if workers > 1 and not getattr(policy, "thread_safe", False):
         lock = threading.Lock()

@@ -19,66 +19,31 @@
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..provers.backend import get_backend
 from ..provers.base import ProofState, StepFailure, Theorem
-from ..data.tactics import is_structural
-from ..provers.coq.prover import unchecked_reason
-from ..provers.coq.rules import forbidden_reason
-from ..provers.lean import goals as lean_goals
 
 Kind = Literal["OR", "AND"]
 
-_LEAN_FORBIDDEN = re.compile(r"(?<![\w.'])(sorry|admit)(?![\w'])")
-_LEAN_QUERY = re.compile(r"[\w'!]\?")  # exact?, apply?, simp?, simp_all? ... (``?_`` holes start with ``?``)
-_EVAR = re.compile(r"\?[A-Za-z_][\w']*")
-
-
 def normalize_tactic(tactic: str, backend: str = "coq") -> str:
-    """Whitespace collapsed (so ``intros  n.`` and ``intros n.`` merge); a Coq tactic gets its final period."""
-    t = " ".join(tactic.split())
-    if backend == "coq" and t and not t.endswith("."):
-        t += "."
-    return t
+    """Whitespace collapsed (so ``intros  n.`` and ``intros n.`` merge); a Coq tactic gets its final period
+    (:meth:`~proofrl.provers.backend.Backend.normalize_tactic`)."""
+    return get_backend(backend).normalize_tactic(tactic)
 
 
 def refusal(tactic: str, backend: str = "coq") -> str | None:
-    """Why the search refuses a proposed tactic before the prover sees it, or None.
-
-    Coq: what ``CoqProver.step`` refuses itself, asked here without a prover call
-    (:func:`proofrl.provers.coq.rules.forbidden_reason`: every command, ``Abort``, ``admit``, ``give_up``;
-    :func:`proofrl.provers.coq.prover.unchecked_reason`: ``exact_no_check`` and the rest of the
-    ``*_no_check`` family), and bullets / braces, which the search manages itself. Lean (reap's forbidden syntax kinds): ``sorry``, ``admit``, ``repeat'`` and any
-    tactic whose name ends in ``?``.
-    """
-    if not tactic.strip():
-        return "forbidden: empty tactic"
-    if backend == "coq":
-        if is_structural(tactic) or re.fullmatch(r"\s*(?:\[\s*\w+\s*\]\s*:\s*\{|all\s*:\s*\{|[-+*{}]+\s*\.?)\s*", tactic):
-            return "forbidden: bullets and braces are managed by the search"
-        return forbidden_reason(tactic.strip()) or unchecked_reason(tactic)
-    if m := _LEAN_FORBIDDEN.search(tactic):
-        return f"forbidden: {m.group(1)}"
-    if "repeat'" in tactic:
-        return "forbidden: repeat'"
-    if lean_goals.focus_index(tactic) is not None:
-        return "forbidden: focus steps are managed by the search"
-    if m := _LEAN_QUERY.search(tactic):
-        return f"forbidden: {tactic[max(0, m.start() - 20): m.end()].split()[-1]}"
-    return None
+    """Why the search refuses a proposed tactic before the prover sees it, or None: what the backend's step
+    refuses itself, asked without a prover call, and the bullets, braces and focus steps the search writes
+    itself (:meth:`~proofrl.provers.backend.Backend.refusal`)."""
+    return get_backend(backend).refusal(tactic)
 
 
 def goals_gone(state: ProofState, focus_depth: int) -> bool:
     """No goal left to prove at this point: none focused, shelved or given up, and none in the background
     unless a focus block is open (then the focused goal is what was owed)."""
     return not state.goals and not state.shelved and not state.given_up and (focus_depth > 0 or state.background == 0)
-
-
-def mentions_evar(state: ProofState) -> bool:
-    """A goal (conclusion or hypothesis) mentions an existential variable (Coq ``?x``), or one is shelved."""
-    return state.shelved > 0 or any(_EVAR.search(str(g)) for g in state.goals)
 
 
 @dataclass
@@ -171,7 +136,8 @@ class SearchTree:
     def __init__(self, theorem: Theorem, root: ProofState, *, decompose: bool = True, backend: str = "coq"):
         self.theorem = theorem
         self.backend = backend
-        self.decompose = decompose and backend in ("coq", "lean")
+        self.lang = get_backend(backend)
+        self.decompose = decompose
         """AND nodes for independent goals (MCTS; Coq: focus blocks ``i: {``, Lean: ``focus_goal i`` views,
         :mod:`proofrl.provers.lean.goals`); best-first keeps the whole goal list in one node"""
         self.nodes: list[Node] = []
@@ -183,11 +149,7 @@ class SearchTree:
     # -- construction ---------------------------------------------------------------------------------
     def kind_for(self, state: ProofState) -> Kind:
         """reap's rule: AND only when the tactic left several goals and none mentions an existential variable."""
-        if self.decompose and self.backend == "lean":
-            return "AND" if lean_goals.decomposable([str(g) for g in state.goals]) else "OR"
-        if self.decompose and len(state.goals) > 1 and not mentions_evar(state):
-            return "AND"
-        return "OR"
+        return "AND" if self.decompose and self.lang.decomposable(state) else "OR"
 
     def _new_node(self, state: ProofState, focus_depth: int, depth: int) -> Node:
         node = Node(len(self.nodes), state, self.kind_for(state), focus_depth, depth)
@@ -320,8 +282,9 @@ class SearchTree:
         return best(self.root.id)[1] if self.root.solved else []
 
     def script(self) -> list[str]:
-        """The solved tree as proof sentences: the chosen tactic at OR nodes, each AND child as a ``{ ... }``
-        block in goal order (a block focuses the first remaining goal, which is the next child's)."""
+        """The solved tree as proof sentences: the chosen tactic at OR nodes, an AND node's children in goal order
+        as the backend writes them (Coq: ``{ ... }`` blocks, each focusing the first remaining goal, which is the
+        next child's; Lean: ``·`` bullets)."""
         chosen = set(self.solution())
         out: list[str] = []
 
@@ -330,19 +293,14 @@ class SearchTree:
             if n.closes:
                 return
             kids = sorted((e for e in self.live_children(n) if e.id in chosen), key=lambda e: (e.focus_index or 0, e.id))
-            if n.kind == "AND" and self.backend == "lean":  # one `·` bullet per goal, in goal order
+            if n.kind == "AND":  # each goal's lines, in goal order, as the backend writes them (Coq `{ }`, Lean `·`)
                 blocks = []
                 for e in kids:
                     mark = len(out)
                     emit(e.dst)  # type: ignore[arg-type]
                     blocks.append(out[mark:])
                     del out[mark:]
-                out.extend(lean_goals.bullets(blocks))
-            elif n.kind == "AND":
-                for e in kids:
-                    out.append("{")
-                    emit(e.dst)  # type: ignore[arg-type]
-                    out.append("}")
+                out.extend(self.lang.and_node_lines(blocks))
             else:
                 out.append(kids[0].tactic)
                 emit(kids[0].dst)  # type: ignore[arg-type]

@@ -23,7 +23,7 @@ import yaml
 from pydantic import Field, create_model, model_validator
 
 from ..errors import ConfigError
-from ..provers.factory import BACKENDS
+from ..provers.backend import backend_names, get_backend
 from ..provers.pool import PoolConfig
 from ..provers.sandbox import MODES
 from ..schema import Section, one_of, validate
@@ -50,17 +50,14 @@ class PoolSection(Section):
 def _prover_options(backend: str) -> type[Section]:
     """A section of the backend's per-process config dataclass (CoqConfig / LeanConfig), every field optional,
     so ``prover:`` is checked against it (names and types) without restating it."""
-    if backend == "coq":
-        from ..provers.coq import CoqConfig as cls
-    else:
-        from ..provers.lean import LeanConfig as cls  # type: ignore[attr-defined,no-redef]
+    cls = get_backend(backend).config_class()
     hints = typing.get_type_hints(cls)
     fields = {f.name: (hints[f.name] | None, None) for f in dataclasses.fields(cls)}
     return create_model(f"{cls.__name__}Options", __base__=Section, **fields)  # type: ignore[call-overload]
 
 
 class ServeConfig(Section):
-    backends: Annotated[list[Annotated[str, one_of(lambda: BACKENDS)]], Field(min_length=1)] = ["coq"]
+    backends: Annotated[list[Annotated[str, one_of(backend_names)]], Field(min_length=1)] = ["coq"]
     sandbox: Literal[MODES] = "auto"  # type: ignore[valid-type]
     """how prover processes are confined (:mod:`proofrl.provers.sandbox`): auto, bwrap, unshare or off"""
     host: str = "127.0.0.1"

@@ -51,9 +51,9 @@ def _prompt_formats() -> list[str]:
 
 
 def _backends() -> list[str]:
-    from ..provers.factory import BACKENDS
+    from ..provers.backend import backend_names
 
-    return list(BACKENDS)
+    return backend_names()
 
 
 LoraConfig = LoraSection

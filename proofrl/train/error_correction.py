@@ -27,6 +27,7 @@ from typing import Any, Generic, TypeVar
 
 from ..problems import Problem
 from ..errors import ProofrlError
+from ..provers.backend import backend_of_prover
 from ..provers.base import Message, Position, Verdict
 from ..provers.pool import ProverPool
 
@@ -58,7 +59,7 @@ def build_feedback(
     """
     if verdict.valid:
         return None
-    backend = backend or ("lean" if verdict.prover.lower().startswith("lean") else "coq")
+    backend = backend or backend_of_prover(verdict.prover)
     errors = [m for m in verdict.messages if m.severity == "error"][:max_errors]
     lines = proof.split("\n")
     sections = []
@@ -104,13 +105,12 @@ def goals_before_errors(pool: ProverPool, problem: Problem, proof: str, verdict:
     """
     errors = [m for m in verdict.messages if m.severity == "error"]
     out: list[str | None] = [None] * len(errors)
-    if not errors or problem.backend != "coq":
+    if not errors:
         return out
-    from ..provers.coq.sentences import SplitError, split_sentences
+    from ..provers.backend import get_backend
 
-    try:
-        sentences = split_sentences(proof)
-    except SplitError:
+    sentences = get_backend(problem.backend).proof_steps(proof, problem.formal_statement)
+    if sentences is None:
         return out
     wanted = sorted((_offset(proof, m.start), i) for i, m in enumerate(errors) if m.start is not None)
     if not wanted:
@@ -119,15 +119,11 @@ def goals_before_errors(pool: ProverPool, problem: Problem, proof: str, verdict:
     try:
         with pool.lease(problem.header) as prover:
             state = prover.start(problem.theorem, timeout=timeout)
-            restated = " ".join(problem.formal_statement.split())
             k = 0  # sentences[:k] have been stepped
             for offset, i in wanted:
-                while k < len(sentences) and sentences[k].end <= offset:
-                    s = sentences[k].text
+                while k < len(sentences) and sentences[k][0] <= offset:
+                    s = sentences[k][1]
                     k += 1
-                    # a restated statement that differs is an error on it, so it is never stepped past
-                    if (k == 1 and " ".join(s.split()) == restated) or s.startswith(("Proof", "Qed", "Defined")):
-                        continue
                     left = deadline - time.monotonic()
                     if left <= 0:
                         return out

@@ -189,7 +189,7 @@ class StateSource:
 
     def add_reached(self, group: GroupRun) -> int:
         """States reached by the group's valid tactics that still have goals; returns how many were new."""
-        from ..data.tactics import state_text
+        from ..provers.backend import state_text
 
         new = 0
         for run in group.runs.values():

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..data.tactics import state_text
+from ..provers.backend import state_text
 from ..provers.base import ProofState, Theorem
 
 
@@ -28,7 +28,7 @@ from ..provers.base import ProofState, Theorem
 class NodeTarget:
     node: int
     state: str
-    """the state text as the policy and value function saw it (:func:`proofrl.data.tactics.state_text`)"""
+    """the state text as the policy and value function saw it (:func:`proofrl.provers.backend.state_text`)"""
     value: float
     """−(steps to close), or −(B − 1) for an unsolved node (only with ``unsolved=True``)"""
     solved: bool
