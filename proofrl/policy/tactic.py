@@ -26,15 +26,24 @@
   ``{"score": x}`` (reap's value service; the value is ``-x`` as reap uses it); :class:`ModelHeadValue` is
   the hook a value head plugs into (the expert-iteration issue).
 
+* **Seeds**: a policy built with ``seed`` samples its i-th call under ``seed + i``. Inside
+  :func:`sampling_stream` ``(key)`` the i-th call *of that stream* samples under
+  :func:`call_seed` ``(seed, key, i)`` instead: :func:`~proofrl.search.run.search_many` opens one stream per
+  theorem, so a theorem's samples depend on the seed, the theorem and how far its own search has gone, never on
+  the order in which concurrent searches reach the shared model (which Coq worker answered first).
+
 Errors: an endpoint that refuses, answers garbage, or dies raises :class:`PolicyEndpointError` (a
 :class:`~proofrl.policy.generation.GenerationError`) naming the URL; the search keeps what it has.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import hashlib
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -131,6 +140,52 @@ def propose_batch(policy: TacticPolicy, states: Sequence[str], k: int) -> list[l
     return [policy.propose(s, k) for s in states]
 
 
+def call_seed(seed: int, key: str, index: int) -> int:
+    """The sampling seed of call ``index`` of stream ``key`` under ``seed``: a digest (blake2b, not Python's
+    per-process salted ``hash``), so the same in every process, below 2**31 (what servers accept)."""
+    digest = hashlib.blake2b(f"{seed}\x00{key}\x00{index}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % 2**31
+
+
+@dataclass
+class _Stream:
+    key: str
+    calls: int = 0
+
+
+_STREAM: contextvars.ContextVar[_Stream | None] = contextvars.ContextVar("proofrl_sampling_stream", default=None)
+
+
+@contextlib.contextmanager
+def sampling_stream(key: str) -> Iterator[None]:
+    """Within the block (in this thread or task), a seeded policy's i-th call samples under
+    ``call_seed(seed, key, i)``. One stream per theorem makes a search's samples independent of what other
+    threads ask the same policy meanwhile; a wrapper (EVA's ranking, a lock) calling the policy inside the
+    block counts in the same stream."""
+    token = _STREAM.set(_Stream(key))
+    try:
+        yield
+    finally:
+        _STREAM.reset(token)
+
+
+class _SeededCalls:
+    """``_next_seed()``: the seed of the next call (see the module docstring, "Seeds")."""
+
+    seed: int | None
+    _calls: int
+
+    def _next_seed(self) -> int | None:
+        if self.seed is None:
+            return None
+        stream = _STREAM.get()
+        if stream is not None:
+            stream.calls += 1
+            return call_seed(self.seed, stream.key, stream.calls - 1)
+        self._calls += 1
+        return self.seed + self._calls - 1
+
+
 class PolicyEndpointError(GenerationError):
     """The policy (or value) endpoint refused, answered something unreadable, or died."""
 
@@ -138,13 +193,13 @@ class PolicyEndpointError(GenerationError):
 # -- local HF model ---------------------------------------------------------------------------------------
 
 
-class HFTacticPolicy:
+class HFTacticPolicy(_SeededCalls):
     """A local causal LM (``load_policy``), sampled through :class:`~proofrl.policy.generation.HFGenerator`
     (exact raw per-token log-probs), or with ``beam=True`` beam search of width k (log-probs recomputed
     exactly with :func:`~proofrl.policy.logprobs.response_logprobs`).
 
-    ``seed``: the i-th call samples under ``seed + i`` (reproducible runs, yet a re-expanded state gets new
-    samples). A state too long for the model's positions loses its first characters (the conclusion is at
+    ``seed``: the i-th call samples under ``seed + i``, or the stream's seed inside :func:`sampling_stream`
+    (reproducible runs, yet a re-expanded state gets new samples). A state too long for the model's positions loses its first characters (the conclusion is at
     the end of a goal, so it stays)."""
 
     name = "hf"
@@ -179,10 +234,8 @@ class HFTacticPolicy:
         prompts = [self.prompt(s) for s in states]
         if self.beam:
             return [self._beam(p, k) for p in prompts]
-        seed = None if self.seed is None else self.seed + self._calls
-        self._calls += 1
         groups = self._gen.generate(prompts, SamplingParams(n=k, temperature=self.temperature, top_p=self.top_p,
-                                                            max_tokens=self.max_tokens, seed=seed))  # fmt: skip
+                                                            max_tokens=self.max_tokens, seed=self._next_seed()))  # fmt: skip
         return [_proposals(g, k) for g in groups]
 
     def _beam(self, prompt: str, k: int) -> list[Proposal]:
@@ -226,7 +279,7 @@ def _proposals(completions: Sequence[Completion], k: int) -> list[Proposal]:
 # -- vLLM ------------------------------------------------------------------------------------------------
 
 
-class VLLMTacticPolicy:
+class VLLMTacticPolicy(_SeededCalls):
     """vLLM in this process (the GPU extra): :class:`~proofrl.policy.generation.VLLMGenerator` sampling k
     tactics per state with raw per-token log-probs. vLLM is imported only when this is built."""
 
@@ -244,9 +297,8 @@ class VLLMTacticPolicy:
         return self.propose_many([state_text], k)[0]
 
     def propose_many(self, states: Sequence[str], k: int) -> list[list[Proposal]]:
-        seed = None if self.seed is None else self.seed + self._calls
-        self._calls += 1
-        params = SamplingParams(n=k, temperature=self.temperature, top_p=self.top_p, max_tokens=self.max_tokens, seed=seed)
+        params = SamplingParams(n=k, temperature=self.temperature, top_p=self.top_p, max_tokens=self.max_tokens,
+                                seed=self._next_seed())
         groups = self._gen.generate([tactic_prompt(s) for s in states], params)
         return [_proposals(g, k) for g in groups]
 
@@ -254,7 +306,7 @@ class VLLMTacticPolicy:
 # -- OpenAI-compatible endpoint ----------------------------------------------------------------------------
 
 
-class OpenAITacticPolicy:
+class OpenAITacticPolicy(_SeededCalls):
     """Any OpenAI-compatible server. ``chat=False``: ``POST /v1/completions`` with the prompt, ``n=k`` and
     ``logprobs=1`` (through :class:`~proofrl.policy.generation.OpenAIGenerator`). ``chat=True``:
     ``POST /v1/chat/completions`` with one user message holding the prompt, ``n=k`` and ``logprobs: true``,
@@ -287,10 +339,8 @@ class OpenAITacticPolicy:
             self._client.close()
 
     def _params(self, k: int) -> SamplingParams:
-        seed = None if self.seed is None else self.seed + self._calls
-        self._calls += 1
         return SamplingParams(n=k, temperature=self.temperature, top_p=self.top_p, max_tokens=self.max_tokens,
-                              stop=self.stop, seed=seed)  # fmt: skip
+                              stop=self.stop, seed=self._next_seed())  # fmt: skip
 
     def propose(self, state_text: str, k: int) -> list[Proposal]:
         return self.propose_many([state_text], k)[0]

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ProverError, StatementError
+from ..policy.tactic import sampling_stream
 from ..provers.base import Prover, Theorem
 from ..provers.pool import PoolConfig, ProverPool
 from .best_first import BestFirstSearch
@@ -147,7 +148,8 @@ def search_many(problems: str | Path | Iterable[Any], policy: TacticPolicy, algo
         th = theorems[i]
         t0 = time.monotonic()
         try:
-            with pool.lease(th.header) as prover:
+            # the theorem's own sampling stream: its samples do not depend on which worker asked first
+            with pool.lease(th.header) as prover, sampling_stream(f"{th.name}\x00{th.header}\x00{th.statement}"):
                 r = search_one(th, prover, shared_policy, config, tracer.child(th.name), value_fn)
         except StatementError as e:  # the header does not load
             r = SearchResult(th.name, "error", reason=f"header failed to load: {e}", algorithm=config.algorithm)
