@@ -5,7 +5,9 @@ import pytest
 
 from conftest import requires_coq
 from proofrl.provers.base import Status
-from proofrl.provers.snippets import Job, coq_job, header_refusal, make_job
+from proofrl.provers.coq.header import header_refusal
+from proofrl.provers.coq.snippet import coq_job
+from proofrl.provers.snippets import Job, make_job
 
 HEADER_ATTACKS = {
     "notation False := True": ('Notation "\'False\'" := True.\n', "Theorem t : False.\nProof. exact I. Qed.", "forbidden: Notation"),

@@ -5,7 +5,7 @@ A backend is one subclass of :class:`Backend` in its own folder (``provers/coq/b
 imported only when first asked for). Everything above ``provers/`` asks :func:`get_backend` instead of
 comparing names: the code fence and comment syntax of prompts and rewards, the per-process config and the
 prover factory (:func:`proofrl.provers.factory.make_pool` is the only way to build a pool), the snippet cut
-and join, the search's tactic refusal and normalisation, bullets and focus syntax, AND-node rules, and the
+and join (:mod:`proofrl.provers.snippets`), the search's tactic refusal and normalisation, bullets and focus syntax, AND-node rules, and the
 install hint a missing prover is reported with.
 
 Two things are the same for every backend and live here as functions:
@@ -24,24 +24,15 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from functools import cache
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import ConfigError
 from ..registry import load_target
 from .base import ProofState, Prover
 
 if TYPE_CHECKING:
-    from .snippets import Job, Snippet
     from .base import Verdict
-
-
-class StatedProblem(Protocol):
-    """What the snippet join needs of a problem (:class:`proofrl.problems.Problem` has it)."""
-
-    name: str
-    header: str
-    formal_statement: str
-    backend: str
+    from .snippets import Job, Snippet, StatedProblem
 
 
 def state_text(state: ProofState) -> str:
@@ -101,17 +92,14 @@ class Backend:
         raise NotImplementedError
 
     # -- whole proofs -------------------------------------------------------------------------------------
-    def make_job(self, code: str) -> Job | Verdict:
-        """A whole source text (header, statement, proof) cut into a job, or the verdict refusing it."""
-        from .snippets import make_job
+    def cut(self, code: str) -> Job | Verdict:
+        """A whole source text (header, statement, proof) cut into a job, or the verdict refusing it (the
+        server's side of :mod:`proofrl.provers.snippets`)."""
+        raise NotImplementedError
 
-        return make_job(code, self.name)
-
-    def snippet_for(self, problem: StatedProblem, proof: str) -> Snippet:
-        """Header, statement and proof joined into the text :meth:`make_job` cuts back."""
-        from .snippets import snippet_for
-
-        return snippet_for(problem, proof)
+    def join(self, problem: StatedProblem, proof: str) -> Snippet:
+        """Header, statement and proof joined into the text :meth:`cut` reads back (a client's side)."""
+        raise NotImplementedError
 
     def proof_steps(self, proof: str, statement: str) -> list[tuple[int, str]] | None:
         """The steps of a whole-proof text to replay one by one, each with the character offset where it ends

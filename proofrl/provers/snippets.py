@@ -1,8 +1,10 @@
 """Snippets: one whole source text (header, statement, proof), the unit a kimina-style server judges.
 
-Both directions live here, so a client and the server cut a text the same way: :func:`make_job` splits a
+Both directions go through here, so a client and the server cut a text the same way: :func:`make_job` splits a
 snippet into a :class:`Job` (the server's side), :func:`snippet_for` joins a problem and a proof into one
-(a client's side) and :meth:`Snippet.to_proof` moves positions back into the proof's coordinates.
+(a client's side) and :meth:`Snippet.to_proof` moves positions back into the proof's coordinates. How a text
+is cut and joined is the backend's (:meth:`~proofrl.provers.backend.Backend.cut` / ``join``:
+``provers/coq/snippet.py``, ``provers/lean/snippet.py``).
 
 
 A kimina snippet is the whole file: header, statement and proof. Coq text is cut at sentence boundaries
@@ -22,17 +24,22 @@ snippet ``rejected`` with its reason before Coq runs. The proof itself may hold 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from .backend import get_backend
 from .base import Message, Position, Status, Theorem, Verdict
 
-if TYPE_CHECKING:
-    from ..problems import Problem
 
-_COQ_STATEMENT = re.compile(r"(Theorem|Lemma|Fact|Remark|Corollary|Proposition|Example)\s+([A-Za-z_][\w']*)")
-_LEAN_DECL = re.compile(r"(?m)^\s*((?:@\[[^\]]*\]\s*)?(?:private\s+|protected\s+)?(theorem|lemma|example))\b")
+class StatedProblem(Protocol):
+    """What the join needs of a problem (:class:`proofrl.problems.Problem` has it)."""
+
+    @property
+    def header(self) -> str: ...
+    @property
+    def formal_statement(self) -> str: ...
+    @property
+    def backend(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -43,62 +50,18 @@ class Job:
     """where the proof starts in the snippet (to move message positions back into the snippet)"""
 
 
-def header_refusal(sentence: str) -> str | None:
-    """``None`` if a snippet header may hold the sentence, else the reason (see
-    :func:`proofrl.provers.coq.header.header_refusal`)."""
-    from .coq.header import header_refusal as refusal
-
-    return refusal(sentence)
-
-
-def coq_job(code: str) -> Job | Verdict:
-    from .coq.sentences import SplitError, normalise, split_sentences
-
-    try:
-        sentences = split_sentences(code)
-    except SplitError as e:
-        return Verdict(Status.ERROR, (f"syntax: {e}",), (Message("error", str(e), _position(code, e.offset)),), prover="coq")
-    at = next((i for i, s in enumerate(sentences) if _COQ_STATEMENT.match(s.text)), None)
-    if at is None:
-        return Verdict(Status.ERROR, ("no Theorem or Lemma in the snippet",), prover="coq")
-    for s in sentences[:at]:
-        if why := header_refusal(s.text):
-            text = (f"{why} (a snippet header may only load libraries, open or close scopes and set harmless options; send "
-                    "definitions and notations as part of a library problem)")
-            return Verdict(Status.REJECTED, (why,), (Message("error", text, _position(code, s.start)),), prover="coq")
-    stmt = sentences[at]
-    m = _COQ_STATEMENT.match(stmt.text)
-    header = "\n".join(normalise(s.text) for s in sentences[:at])  # one process serves headers that differ in comments or blanks
-    theorem = Theorem(name=m.group(2), statement=stmt.text, header=header, backend="coq")
-    return Job(theorem, code[stmt.end :], _position(code, stmt.end))
-
-
-def lean_job(code: str) -> Job | Verdict:
-    from .lean.header import blank_comments_and_strings, split_header
-
-    split = split_header(code)
-    blanked = blank_comments_and_strings(code)
-    m = _LEAN_DECL.search(blanked, sum(len(x) + 1 for x in code.split("\n")[: split.line_count]))
-    if not m:
-        return Verdict(Status.ERROR, ("no theorem, lemma or example in the snippet",), prover="lean")
-    end = blanked.find(":=", m.end())
-    if end < 0:
-        return Verdict(Status.ERROR, ("the declaration has no `:=`",), prover="lean")
-    statement = code[m.start(1) : end + 2]  # with its attribute and modifier: they are part of the statement
-    name = (code[m.end(2) : end].split()[:1] or [""])[0] if m.group(2) != "example" else ""
-    header = "\n".join(split.header_lines)
-    return Job(Theorem(name=name, statement=statement, header=header, backend="lean"), code)
-
-
 def make_job(code: str, backend: str) -> Job | Verdict:
+    """The server's cut of a whole source text (the backend's :meth:`~proofrl.provers.backend.Backend.cut`),
+    or the verdict refusing it."""
     try:
         code.encode("utf-8")
     except UnicodeEncodeError as e:
-        return Verdict(Status.ERROR, ("not UTF-8",), (Message("error", f"the code holds a character that is not UTF-8 (a lone surrogate?) at character {e.start}", _position(code, e.start)),), prover=backend)
-    return coq_job(code) if backend == "coq" else lean_job(code)
+        return Verdict(Status.ERROR, ("not UTF-8",), (Message("error", f"the code holds a character that is not UTF-8 (a lone surrogate?) at character {e.start}", position_at(code, e.start)),), prover=backend)
+    return get_backend(backend).cut(code)
 
 
-def _position(text: str, offset: int) -> Position:
+def position_at(text: str, offset: int) -> Position:
+    """The line (1-based) and column of character ``offset`` of ``text``."""
     before = text[:offset]
     return Position(before.count("\n") + 1, offset - (before.rfind("\n") + 1))
 
@@ -125,33 +88,16 @@ class Snippet:
         return Position(line, max(0, p.column - (self.first_column if line == 1 else self.indent)))
 
 
-def snippet_for(problem: "Problem", proof: str) -> Snippet:
-    """Header, statement and proof as one file, the way the server's snippet splitter reads it back.
+def snippet_for(problem: StatedProblem, proof: str) -> Snippet:
+    """Header, statement and proof as one file, the way the server's snippet splitter reads it back (the
+    backend's :meth:`~proofrl.provers.backend.Backend.join`)."""
+    return get_backend(problem.backend).join(problem, proof)
 
-    Coq: header, the statement sentence, then the proof on the next line. Lean: a proof that contains its
-    own declaration is a whole file (the problem's header is put before it unless it has ``import`` lines);
-    otherwise it is the statement's body: after the statement on its last line when it is one line, else on
-    the following lines, each non-blank one indented by two spaces (as the Lean prover does).
-    """
+
+def header_lines(problem: StatedProblem) -> str:
+    """The problem's header as the first lines of a snippet (empty when it has none)."""
     header = problem.header.rstrip("\n")
-    head = header + "\n" if header.strip() else ""
-    if problem.backend == "coq":
-        prefix = head + problem.formal_statement.rstrip() + "\n"
-        return Snippet(prefix + proof, prefix.count("\n"))
-    if _LEAN_DECL_WORDS & set(proof.split()):
-        if any(line.startswith("import ") for line in proof.splitlines()):
-            return Snippet(proof, 0)
-        return Snippet(head + proof, head.count("\n"))
-    statement = problem.formal_statement.rstrip()
-    if "\n" not in proof:
-        prefix = head + statement + " "
-        return Snippet(prefix + proof, prefix.count("\n"), len(statement.rsplit("\n", 1)[-1]) + 1)
-    body = "\n".join("  " + line if line.strip() else line for line in proof.split("\n"))
-    prefix = head + statement + "\n"
-    return Snippet(prefix + body, prefix.count("\n"), 2, 2)
-
-
-_LEAN_DECL_WORDS = {"theorem", "lemma", "example"}
+    return header + "\n" if header.strip() else ""
 
 
 def into_snippet(p: Position | None, at: Position) -> Position | None:

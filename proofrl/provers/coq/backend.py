@@ -6,10 +6,14 @@ from __future__ import annotations
 import re
 import shutil
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..backend import Backend
 from ..base import ProofState, Prover
+
+if TYPE_CHECKING:
+    from ..base import Verdict
+    from ..snippets import Job, Snippet, StatedProblem
 
 _BRACES = re.compile(r"\s*(?:\[\s*\w+\s*\]\s*:\s*\{|all\s*:\s*\{|[-+*{}]+\s*\.?)\s*")
 _EVAR = re.compile(r"\?[A-Za-z_][\w']*")
@@ -50,6 +54,16 @@ class CoqBackend(Backend):
         coqidetop_path()  # raises: coqidetop not found on PATH (Debian: apt-get install coq)
         if not shutil.which("coqc"):
             raise BackendUnavailable("coq", f"coqc not found on PATH (Debian: {self.install_hint})")
+
+    def cut(self, code: str) -> Job | Verdict:
+        from .snippet import coq_job
+
+        return coq_job(code)
+
+    def join(self, problem: StatedProblem, proof: str) -> Snippet:
+        from .snippet import coq_snippet
+
+        return coq_snippet(problem, proof)
 
     def proof_steps(self, proof: str, statement: str) -> list[tuple[int, str]] | None:
         """Coq's sentences; a restated statement that differs is an error on it, so it is never stepped past."""

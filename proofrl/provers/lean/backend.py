@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..backend import Backend
 from ..base import ProofState, Prover
 from . import goals as lean_goals
+
+if TYPE_CHECKING:
+    from ..base import Verdict
+    from ..snippets import Job, Snippet, StatedProblem
 
 _FORBIDDEN = re.compile(r"(?<![\w.'])(sorry|admit)(?![\w'])")
 _QUERY = re.compile(r"[\w'!]\?")  # exact?, apply?, simp?, simp_all? ... (``?_`` holes start with ``?``)
@@ -60,6 +64,16 @@ class LeanBackend(Backend):
         ok, why = diagnose()
         if not ok:
             raise BackendUnavailable("lean", f"{why}; {self.install_hint}")
+
+    def cut(self, code: str) -> Job | Verdict:
+        from .snippet import lean_job
+
+        return lean_job(code)
+
+    def join(self, problem: StatedProblem, proof: str) -> Snippet:
+        from .snippet import lean_snippet
+
+        return lean_snippet(problem, proof)
 
     def same_statement(self, got: Sequence[str], want: Sequence[str]) -> bool:
         """The server's statement runs up to its ``:=``; the problem's may go on with ``by`` (``sorry``)."""
