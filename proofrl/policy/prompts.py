@@ -29,7 +29,6 @@ from ..problems import Problem
 from ..provers.backend import get_backend
 
 FENCE = "```"
-_COQ_END = re.compile(r"(?<![\w'.])(?:Qed|Defined|Admitted)\.(?=\s|$)")
 _DOC = re.compile(r"^\s*/-[-!]?(.*?)-/\s*$", re.S)
 _IM_START, _IM_END = "<|im_start|>", "<|im_end|>"
 
@@ -43,30 +42,6 @@ def informal_text(problem: Problem) -> str:
     raw = problem.informal_prefix.strip() or str(problem.extra.get("informal", "")).strip()
     m = _DOC.match(raw)
     return (m.group(1) if m else raw).strip()
-
-
-def _coq_code_mask(text: str) -> list[bool]:
-    """True at each character of ``text`` that is Coq code (not inside a nested comment or a string)."""
-    mask, depth, in_string, i = [True] * len(text), 0, False, 0
-    while i < len(text):
-        two = text[i : i + 2]
-        if not in_string and two == "(*":
-            depth, mask[i : i + 2], i = depth + 1, [False, False], i + 2
-            continue
-        if not in_string and depth and two == "*)":
-            depth, mask[i : i + 2], i = depth - 1, [False, False], i + 2
-            continue
-        if not depth and text[i] == '"':
-            in_string = not in_string  # Coq escapes a quote by doubling it: two toggles, same result
-        mask[i] = not depth and not in_string and text[i] != '"'
-        i += 1
-    return mask
-
-
-def _coq_proof_end(body: str) -> int | None:
-    """Offset just after the first ``Qed.``/``Defined.``/``Admitted.`` that is code, if any."""
-    mask = _coq_code_mask(body)
-    return next((m.end() for m in _COQ_END.finditer(body) if mask[m.start()]), None)
 
 
 def _block(text: str, lang: str) -> str | None:
@@ -109,9 +84,7 @@ class PromptFormat:
 
     def code_prefix(self, problem: Problem) -> str:
         """Completion formats: the code the prompt ends with, which the completion continues."""
-        if self.backend == "lean":
-            return problem.header + problem.informal_prefix + problem.formal_statement
-        return _nl(problem.header) + problem.formal_statement.rstrip() + "\nProof.\n"
+        return get_backend(self.backend).completion_prefix(problem)
 
     def messages(self, problem: Problem) -> list[dict[str, str]] | None:
         if not self.chat:
@@ -140,43 +113,21 @@ class PromptFormat:
             code = _block(after, self.lang)
             if code is None:
                 return None
-            if self.backend == "coq":
-                code = self._drop_header(problem, code)
+            code = get_backend(self.backend).proof_from_answer(problem, code)
             return code if code.strip() else None
         body = completion
         for s in self.stop:
             body = body.split(s, 1)[0]
-        if self.backend == "coq":
-            if (end := _coq_proof_end(body)) is not None:
-                body = body[:end]
-            return problem.formal_statement.rstrip() + "\nProof.\n" + body if body.strip() else None
-        return problem.formal_statement + body if body.strip() else None
-
-    @staticmethod
-    def _drop_header(problem: Problem, code: str) -> str:
-        header = {line.strip() for line in problem.header.splitlines() if line.strip()}
-        lines = code.split("\n")
-        while lines and (not lines[0].strip() or lines[0].strip() in header):
-            lines.pop(0)
-        return "\n".join(lines)
+        return get_backend(self.backend).proof_from_completion(problem, body)
 
     def completion(self, problem: Problem, proof: str, *, reasoning: str = "") -> str:
         """The completion that writes ``proof`` in this format (``extract`` gives the proof back): targets for
         supervised warm-up and for tests. ``proof`` is the tactic script (Coq: with or without
         ``Proof.``/``Qed.``; Lean: the text after ``:= by``)."""
         self._check(problem)
-        if self.backend == "coq":
-            tactics = re.sub(r"^\s*Proof\.\s*", "", proof.strip())
-            if _coq_proof_end(tactics) is None:
-                tactics += "\nQed."
-            if not self.chat:
-                return f"{tactics}\n{FENCE}"
-            code = f"{problem.formal_statement.rstrip()}\nProof.\n{tactics}\n"
-        else:
-            body = "\n".join("  " + line if line.strip() else line for line in proof.strip("\n").split("\n"))
-            if not self.chat:  # continues the prompt, which ends with the statement as the problem gives it
-                return ("" if problem.formal_statement.endswith("\n") else "\n") + f"{body}\n{FENCE}"
-            code = f"{_nl(problem.header)}{_nl(problem.formal_statement)}{body}\n"
+        continuation, code = get_backend(self.backend).completion_code(problem, proof)
+        if not self.chat:
+            return f"{continuation}\n{FENCE}"
         return f"<think>\n{reasoning}\n</think>\n```{self.lang}\n{code}```"
 
 

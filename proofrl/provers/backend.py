@@ -50,6 +50,11 @@ def state_text(state: ProofState) -> str:
     return "\n\n".join(parts)
 
 
+def with_newline(text: str) -> str:
+    """``text`` ending in a newline (empty stays empty): how headers and statements are joined."""
+    return text if not text or text.endswith("\n") else text + "\n"
+
+
 def goal_count(state: ProofState) -> int:
     """G(s): every goal still owed (foreground + unfocused + shelved + given up); see the module docstring."""
     return state.goal_count
@@ -99,6 +104,25 @@ class Backend:
 
     def join(self, problem: StatedProblem, proof: str) -> Snippet:
         """Header, statement and proof joined into the text :meth:`cut` reads back (a client's side)."""
+        raise NotImplementedError
+
+    def completion_prefix(self, problem: StatedProblem) -> str:
+        """Whole-proof prompts of the completion kind: the code the prompt ends with (header, statement and
+        what opens its proof), which the model continues."""
+        raise NotImplementedError
+
+    def proof_from_completion(self, problem: StatedProblem, body: str) -> str | None:
+        """The proof to judge from what a completion wrote after :meth:`completion_prefix` (cut at the prompt
+        format's stop strings); None when it wrote nothing."""
+        raise NotImplementedError
+
+    def proof_from_answer(self, problem: StatedProblem, code: str) -> str:
+        """The proof to judge from the code block of a chat answer (which may restate the header)."""
+        return code
+
+    def completion_code(self, problem: StatedProblem, proof: str) -> tuple[str, str]:
+        """A proof written the two ways a prompt format's targets hold it: the continuation of
+        :meth:`completion_prefix`, and the code block of a chat answer."""
         raise NotImplementedError
 
     def proof_steps(self, proof: str, statement: str) -> list[tuple[int, str]] | None:

@@ -8,15 +8,40 @@ import shutil
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..backend import Backend
+from ..backend import Backend, with_newline
 from ..base import ProofState, Prover
 
 if TYPE_CHECKING:
     from ..base import Verdict
     from ..snippets import Job, Snippet, StatedProblem
 
+_END = re.compile(r"(?<![\w'.])(?:Qed|Defined|Admitted)\.(?=\s|$)")
 _BRACES = re.compile(r"\s*(?:\[\s*\w+\s*\]\s*:\s*\{|all\s*:\s*\{|[-+*{}]+\s*\.?)\s*")
 _EVAR = re.compile(r"\?[A-Za-z_][\w']*")
+
+
+def code_mask(text: str) -> list[bool]:
+    """True at each character of ``text`` that is Coq code (not inside a nested comment or a string)."""
+    mask, depth, in_string, i = [True] * len(text), 0, False, 0
+    while i < len(text):
+        two = text[i : i + 2]
+        if not in_string and two == "(*":
+            depth, mask[i : i + 2], i = depth + 1, [False, False], i + 2
+            continue
+        if not in_string and depth and two == "*)":
+            depth, mask[i : i + 2], i = depth - 1, [False, False], i + 2
+            continue
+        if not depth and text[i] == '"':
+            in_string = not in_string  # Coq escapes a quote by doubling it: two toggles, same result
+        mask[i] = not depth and not in_string and text[i] != '"'
+        i += 1
+    return mask
+
+
+def proof_end(body: str) -> int | None:
+    """Offset just after the first ``Qed.``/``Defined.``/``Admitted.`` that is code, if any."""
+    mask = code_mask(body)
+    return next((m.end() for m in _END.finditer(body) if mask[m.start()]), None)
 
 
 def mentions_evar(state: ProofState) -> bool:
@@ -64,6 +89,31 @@ class CoqBackend(Backend):
         from .snippet import coq_snippet
 
         return coq_snippet(problem, proof)
+
+    def completion_prefix(self, problem: StatedProblem) -> str:
+        return with_newline(problem.header) + problem.formal_statement.rstrip() + "\nProof.\n"
+
+    def proof_from_completion(self, problem: StatedProblem, body: str) -> str | None:
+        """Up to the first ``Qed.``/``Defined.``/``Admitted.`` that is code, after ``statement Proof.``."""
+        if (end := proof_end(body)) is not None:
+            body = body[:end]
+        return problem.formal_statement.rstrip() + "\nProof.\n" + body if body.strip() else None
+
+    def proof_from_answer(self, problem: StatedProblem, code: str) -> str:
+        """The code without the header lines it restates first (the judge takes the header from the problem)."""
+        header = {line.strip() for line in problem.header.splitlines() if line.strip()}
+        lines = code.split("\n")
+        while lines and (not lines[0].strip() or lines[0].strip() in header):
+            lines.pop(0)
+        return "\n".join(lines)
+
+    def completion_code(self, problem: StatedProblem, proof: str) -> tuple[str, str]:
+        """``proof`` with or without ``Proof.``/``Qed.``: the tactics closed by ``Qed.``, and in a chat answer
+        after the statement and ``Proof.``."""
+        tactics = re.sub(r"^\s*Proof\.\s*", "", proof.strip())
+        if proof_end(tactics) is None:
+            tactics += "\nQed."
+        return tactics, f"{problem.formal_statement.rstrip()}\nProof.\n{tactics}\n"
 
     def proof_steps(self, proof: str, statement: str) -> list[tuple[int, str]] | None:
         """Coq's sentences; a restated statement that differs is an error on it, so it is never stepped past."""

@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..backend import Backend
+from ..backend import Backend, with_newline
 from ..base import ProofState, Prover
 from . import goals as lean_goals
 
@@ -74,6 +74,20 @@ class LeanBackend(Backend):
         from .snippet import lean_snippet
 
         return lean_snippet(problem, proof)
+
+    def completion_prefix(self, problem: StatedProblem) -> str:
+        """The header, the informal statement's doc comment and the statement as the problem gives it."""
+        return problem.header + problem.informal_prefix + problem.formal_statement
+
+    def proof_from_completion(self, problem: StatedProblem, body: str) -> str | None:
+        return problem.formal_statement + body if body.strip() else None
+
+    def completion_code(self, problem: StatedProblem, proof: str) -> tuple[str, str]:
+        """``proof``, the text after ``:= by``, indented two spaces: after the statement as the prompt ends with
+        it, and in a chat answer after the header and statement."""
+        body = "\n".join("  " + line if line.strip() else line for line in proof.strip("\n").split("\n"))
+        continuation = ("" if problem.formal_statement.endswith("\n") else "\n") + body
+        return continuation, f"{with_newline(problem.header)}{with_newline(problem.formal_statement)}{body}\n"
 
     def same_statement(self, got: Sequence[str], want: Sequence[str]) -> bool:
         """The server's statement runs up to its ``:=``; the problem's may go on with ``by`` (``sorry``)."""
