@@ -130,8 +130,8 @@ def test_a_resumed_run_truncates_its_log_and_continues_the_same_runs(tmp_path, o
     assert json.loads((tmp_path / "trackers.json").read_text()) == ids
     client, r = mlflow_run(tmp_path)
     assert r.info.run_id == ids["mlflow"] and [m.value for m in client.get_metric_history(r.info.run_id, "x")][-1] == 30.0
-    runs = {p.name.rsplit("-", 1)[-1] for p in (tmp_path / "wandb").glob("offline-run-*")}
-    assert runs == {ids["wandb"]}  # one wandb run, resumed
+    runs = {p.stem.removeprefix("run-") for p in (tmp_path / "wandb").glob("offline-run-*/run-*.wandb")}
+    assert runs == {ids["wandb"]}  # one wandb run id, resumed
 
 
 def test_a_fresh_run_starts_an_empty_log_and_an_unknown_logger_is_one_line(tmp_path):

@@ -48,8 +48,8 @@ from ..rewards import subgoal as _subgoal  # noqa: F401  (registers the ``subgoa
 from ..rewards.combine import STEP_REWARDS
 from ..schema import Section, one_of
 from .rundir import RunDir
-from .sections import LOGGER_FIELD, Loggers
-from .grpo import ADV_ESTIMATORS, AGG_MODES, KL_ESTIMATORS, POLICY_LOSSES, PPOConfig, informative_groups
+from .sections import LOGGER_FIELD, Loggers, PPOSection
+from .grpo import ADV_ESTIMATORS, AGG_MODES, informative_groups
 from .lm_update import LMPolicy, lm_grpo_update
 
 PositiveInt = Annotated[int, Field(ge=1)]
@@ -104,7 +104,10 @@ class RolloutSection(Section):
     """prover processes (groups run at once)"""
 
 
-class AlgorithmSection(Section):
+class AlgorithmSection(PPOSection):
+    """The shared PPO section (:class:`proofrl.train.sections.PPOSection`) with LeanListener's defaults, and the
+    step-level keys."""
+
     objective: Literal["grpo", "dpo"] = "grpo"
     """``grpo`` (LeanListener) or ``dpo`` (the online DPO baseline, binary validity)"""
     step_reward: Annotated[str, one_of(lambda: STEP_REWARDS.names())] = "subgoal"
@@ -117,11 +120,7 @@ class AlgorithmSection(Section):
     """LeanListener: 2.25e-6"""
     kl_coef: Annotated[float, Field(ge=0.0)] = 0.04
     """β of the KL penalty to the starting model (the paper uses one and gives no value: DeepSeekMath's 0.04)"""
-    kl_kind: Annotated[str, one_of(lambda: KL_ESTIMATORS.names())] = "low_var_kl"
-    policy_loss: Annotated[str, one_of(lambda: POLICY_LOSSES.names())] = "dual-clip"
     agg_mode: Annotated[str, one_of(lambda: AGG_MODES.names())] = "seq-mean-token-mean"
-    epochs: PositiveInt = 1
-    max_grad_norm: Annotated[float, Field(gt=0.0)] = 1.0
     dpo_beta: Annotated[float, Field(gt=0.0)] = 0.1
     micro_batch: PositiveInt = 32
     """rows per forward pass"""
@@ -267,9 +266,8 @@ class StepLevelTrainer:
         self.sampler = TacticSampler(self.sampler_model, tokenizer, temperature=cfg.model.temperature,
                                      max_tokens=cfg.model.max_tokens, seed=cfg.seed)  # fmt: skip
         self.optimizer = torch.optim.AdamW(self.lm.params, lr=a.lr, weight_decay=0.0)
-        # H of Dr.GRPO's aggregation is the tactic budget: a constant, not the padded width of the update
-        self.ppo = PPOConfig(epochs=a.epochs, policy_loss=a.policy_loss, agg_mode=a.agg_mode, kl_coef=a.kl_coef,
-                             kl_kind=a.kl_kind, max_grad_norm=a.max_grad_norm, horizon=cfg.model.max_tokens)  # fmt: skip
+        # H of Dr.GRPO's aggregation is a constant: the recipe's horizon, else the tactic budget (not the padded width)
+        self.ppo = a.to_ppo_config(horizon=a.horizon if a.horizon is not None else cfg.model.max_tokens)
         self.pad_id = self.lm.pad_id
         self.step = 0
         self.synced_at = 0

@@ -24,7 +24,6 @@ import logging
 import os
 import uuid
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
@@ -33,8 +32,7 @@ from ..registry import Registry
 log = logging.getLogger(__name__)
 
 LOGGERS: Registry[Callable[..., Any]] = Registry("logger")
-"""tracker classes by name: ``cls(run: RunDir)`` with ``config(dict)``, ``log(step, metrics)``,
-``summary(dict)``, ``close()``"""
+"""tracker classes by name: :class:`Tracker` subclasses, built as ``cls(run: RunDir)``"""
 
 DEFAULT_LOGGERS = ("jsonl", "tensorboard")
 
@@ -64,28 +62,39 @@ def _need(module: str) -> Any:
         raise ConfigError(f"logger {module}: {module} is not installed here: pip install -e \".[tracking]\"") from None
 
 
-@LOGGERS.register("jsonl")
-class JsonlTracker:
+class Tracker:
+    """What every tracker takes; each method does nothing unless the tracker has a use for it."""
+
     def __init__(self, run: Any):
         self.run = run
 
     def config(self, cfg: dict[str, Any]) -> None:
-        pass  # config.yaml is the run folder's own
+        pass
 
     def log(self, step: int, metrics: Mapping[str, Any]) -> None:
+        pass
+
+    def summary(self, summary: Mapping[str, Any]) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+@LOGGERS.register("jsonl")
+class JsonlTracker(Tracker):
+    def log(self, step: int, metrics: Mapping[str, Any]) -> None:  # config.yaml is the run folder's own
         with open(self.run.metrics_path, "a") as f:
             f.write(json.dumps({self.run.step_key: step, **metrics}, default=str) + "\n")
 
     def summary(self, summary: Mapping[str, Any]) -> None:
         (self.run.out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
 
-    def close(self) -> None:
-        pass
-
 
 @LOGGERS.register("tensorboard")
-class TensorBoardTracker:
+class TensorBoardTracker(Tracker):
     def __init__(self, run: Any):
+        super().__init__(run)
         try:
             from torch.utils.tensorboard import SummaryWriter
         except ImportError:  # tensorboard is a dependency, but a broken install should not stop training
@@ -117,50 +126,40 @@ class TensorBoardTracker:
 
 
 @LOGGERS.register("console")
-class ConsoleTracker:
-    def __init__(self, run: Any):
+class ConsoleTracker(Tracker):
+    def log(self, step: int, metrics: Mapping[str, Any]) -> None:
         from rich.console import Console
 
-        self.run, self.console = run, Console()
-
-    def config(self, cfg: dict[str, Any]) -> None:
-        pass
-
-    def log(self, step: int, metrics: Mapping[str, Any]) -> None:
         shown = "  ".join(f"{k} {v:.4g}" for k, v in numbers(metrics).items())
-        self.console.print(f"{self.run.step_key} {step}: {shown}", highlight=False, soft_wrap=True)
-
-    def summary(self, summary: Mapping[str, Any]) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
+        Console().print(f"{self.run.step_key} {step}: {shown}", highlight=False, soft_wrap=True)
 
 
 @LOGGERS.register("wandb")
-class WandbTracker:
+class WandbTracker(Tracker):
     def __init__(self, run: Any):
+        super().__init__(run)
         wandb = _need("wandb")
-        self.run = wandb.init(project=os.environ.get("WANDB_PROJECT", "proofrl"), name=run.name, dir=str(run.out),
+        self.wb = wandb.init(project=os.environ.get("WANDB_PROJECT", "proofrl"), name=run.name, dir=str(run.out),
                               id=run.tracker_id("wandb", lambda: uuid.uuid4().hex[:12]), resume="allow",
                               reinit="create_new")  # fmt: skip
 
     def config(self, cfg: dict[str, Any]) -> None:
-        self.run.config.update(cfg, allow_val_change=True)
+        self.wb.config.update(cfg, allow_val_change=True)
 
     def log(self, step: int, metrics: Mapping[str, Any]) -> None:
-        self.run.log(numbers(metrics), step=step)
+        self.wb.log(numbers(metrics), step=step)
 
     def summary(self, summary: Mapping[str, Any]) -> None:
-        self.run.summary.update({k: v for k, v in flatten(summary).items() if isinstance(v, (int, float, str, bool))})
+        self.wb.summary.update({k: v for k, v in flatten(summary).items() if isinstance(v, (int, float, str, bool))})
 
     def close(self) -> None:
-        self.run.finish()
+        self.wb.finish()
 
 
 @LOGGERS.register("mlflow")
-class MlflowTracker:
+class MlflowTracker(Tracker):
     def __init__(self, run: Any):
+        super().__init__(run)
         mlflow = _need("mlflow")
         uri = os.environ.get("MLFLOW_TRACKING_URI") or (run.out / "mlruns").resolve().as_uri()
         if uri.startswith("file:") and not os.environ.get("MLFLOW_TRACKING_URI"):
@@ -207,7 +206,3 @@ def _mlflow_key(key: str) -> str:
     """mlflow's metric names allow letters, digits, ``_ - . space / :``; anything else (``pass@1``) becomes ``_``."""
     return "".join(c if c.isalnum() or c in "_-. /:" else "_" for c in key)
 
-
-def tracker_ids(out: Path) -> dict[str, str]:
-    p = out / "trackers.json"
-    return json.loads(p.read_text()) if p.is_file() else {}

@@ -23,7 +23,6 @@ the optimiser, the RNG states, the problem sampler and the buffer, so a killed r
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import random
 import time
@@ -360,14 +359,8 @@ class Trainer:
 def ppo_config(cfg: TrainConfig) -> PPOConfig:
     """``algorithm.ppo`` as :func:`~.grpo.grpo_step` takes it, with H (``horizon``) = the rollout's ``max_tokens``
     when unset: Dr.GRPO's divisor must not depend on which responses share an update."""
-    section = cfg.algorithm.ppo
-    horizon = section.horizon if section.horizon is not None else cfg.rollout.max_tokens
-    if isinstance(section, PPOConfig):
-        return dataclasses.replace(section, horizon=horizon)
-    if hasattr(section, "to_ppo_config"):
-        return section.to_ppo_config(horizon=horizon)
-    names = {f.name for f in dataclasses.fields(PPOConfig)}
-    return PPOConfig(**{k: getattr(section, k) for k in names if hasattr(section, k)} | {"horizon": horizon})
+    ppo = cfg.algorithm.ppo
+    return ppo.to_ppo_config(horizon=ppo.horizon if ppo.horizon is not None else cfg.rollout.max_tokens)
 
 
 def load_weights(model: Any, ckpt: Path) -> None:
