@@ -6,8 +6,12 @@ behind generation. The timings say how much did: ``hidden = 1 − wait / verify_
 long the caller still waited for verdicts after the last chunk was generated. Serial (``overlap=False``): every
 prompt in one generation call, then every proof to the verifier at once.
 
-Which schedule pays depends on where generation runs (:func:`overlap_pays`, the trainer's ``rollout.overlap:
-auto``): overlap hides verification only when generation leaves the provers' CPU cores free.
+The trainer runs serial unless ``rollout.overlap`` is true: measured with ``benchmarks/rl_step.py`` on 2 CPU
+cores (docs/training.md, "Where a step's time goes"), serial was faster both for the demo recipe and where
+generation is much slower than verification. Overlapping shrinks each generation call to a chunk, and
+on a shared CPU the sampler and the provers compete for the same cores. The schedule is fixed per run, not
+chosen from each step's timings: it changes what is sampled (each generation call is seeded, and batches
+differ), so a timing-driven choice would make a seeded run irreproducible.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .problems import Problem
-from .policy.generation import Completion, Generator, HFGenerator, SamplingParams
+from .policy.generation import Completion, Generator, SamplingParams
 from .policy.prompts import PromptFormat
 from .provers.base import Verdict
 from .verification import Verifier
@@ -87,28 +91,6 @@ def first_turn(problem: Problem, fmt: PromptFormat, tokenizer: Any = None) -> Pr
     messages = fmt.messages(problem) if fmt.chat else None
     text = fmt.prompt(problem, tokenizer)
     return PromptItem(problem, text, 1, messages if messages is not None else text)
-
-
-def overlap_pays(generator: Generator) -> bool:
-    """Whether overlapping verification with generation is the faster schedule for ``generator`` (what
-    ``rollout.overlap: auto`` picks): yes where generation runs off the CPU the provers use (a policy on a GPU,
-    vLLM, an OpenAI-compatible endpoint), no for an in-process policy on the CPU.
-
-    Measured with ``benchmarks/rl_step.py`` on 2 CPU cores (docs/training.md, "Where a step's time goes"): with
-    the policy on the CPU, the sampler and Coq compete for the same cores and chunks shrink the generation
-    batches, so the overlapped demo step was slower than the serial one (1.24x). A policy whose generation is
-    much slower than verification and keeps the CPU free (a GPU) is the case overlap is for. The choice is fixed
-    per run rather than taken from each step's timings: the schedule changes what is sampled (each generation
-    call is seeded, and batches differ), so a timing-driven choice would make a seeded run irreproducible.
-    """
-    if isinstance(generator, HFGenerator):
-        return next(generator.model.parameters()).device.type != "cpu"
-    return True
-
-
-def choose_overlap(setting: str | bool, generator: Generator) -> bool:
-    """``rollout.overlap``: true, false, or ``auto`` (:func:`overlap_pays`)."""
-    return overlap_pays(generator) if setting == "auto" else bool(setting)
 
 
 def sample_and_verify(

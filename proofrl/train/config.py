@@ -113,10 +113,10 @@ class RolloutConfig(Section):
     max_tokens: PositiveInt = 512
     chunk_prompts: PositiveInt = 4
     """prompts generated per call; each chunk's verification starts while the next chunk is generated"""
-    overlap: Literal["auto"] | bool = "auto"
-    """``true``: chunks of ``chunk_prompts``, each verified while the next is generated; ``false``: one generation
-    call, then one verification; ``auto``: true only where generation runs off the provers' CPU (a GPU, a
-    server: :func:`proofrl.rollout.overlap_pays`, measured in docs/training.md)"""
+    overlap: bool = False
+    """``true``: chunks of ``chunk_prompts`` prompts, each verified while the next is generated; ``false``: one
+    generation call, then one verification of everything, the faster in every case measured (docs/training.md,
+    "Where a step's time goes")"""
     generation_batch: PositiveInt = 64
     """``hf``: sequences (prompts × G) per ``model.generate`` call. Its own knob: the batch changes the sampled
     rollouts (padding and the RNG stream), so the training-side ``micro_batch`` must not set it"""

@@ -38,7 +38,7 @@ from ..policy.generation import SamplingParams, encode_prompts
 from ..policy.prompts import PromptFormat, get_format, render_messages
 from ..rewards.compose import RewardConfig, base_rewards, reward_config_from_dict, shape_group
 from ..verification import Verifier
-from ..rollout import Group, PromptItem, RolloutTimings, choose_overlap, first_turn, sample_and_verify
+from ..rollout import Group, PromptItem, RolloutTimings, first_turn, sample_and_verify
 from .config import TrainConfig
 from .grpo import ADV_ESTIMATORS, GroupBuffer, PPOConfig
 from .lm_update import LMPolicy, compute_dtype, lm_grpo_update, pad_rows  # noqa: F401  (re-exported)
@@ -166,7 +166,7 @@ class Trainer:
         self.model.eval()
         with self.autocast():
             groups, timings = sample_and_verify(self.generator, self._prompt_items(), params, self.fmt, self.verifier,
-                                                chunk_prompts=r.chunk_prompts, overlap=choose_overlap(r.overlap, self.generator))  # fmt: skip
+                                                chunk_prompts=r.chunk_prompts, overlap=r.overlap)  # fmt: skip
         for g in groups:
             texts = [c.text for c in g.completions]
             g.rewards = base_rewards(texts, [g.item.problem] * len(texts), g.verdicts, self.reward_cfg, g.proofs)
