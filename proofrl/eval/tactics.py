@@ -8,7 +8,7 @@
   moves back). A tactic that loops is stopped by the tactic timeout and fails as ``timeout``; if that (or
   anything) killed the session, the backend starts a fresh one and the next tactic re-reaches the state by
   replaying the path (counted in ``replays``). A step that crashed is retried once that way. Forbidden tactics
-  (:func:`proofrl.search.tree.refusal`, what ``step`` itself refuses: ``admit``, commands, ``*_no_check``;
+  (:meth:`proofrl.provers.backend.Backend.refusal`, what ``step`` itself refuses: ``admit``, commands, ``*_no_check``;
   and bullets) never reach the prover and
   are never valid. One bad tactic never stops the group, one bad state never stops a batch.
 * **Metrics** (:func:`tactic_metrics`): k tactics sampled per state (temperature 1), then
@@ -40,8 +40,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, ProverError, StatementError
-from ..provers.base import FailureKind, ProofState, Prover, StepFailure, StepResult, Theorem
-from ..search.tree import normalize_tactic, refusal
+from ..provers import stepping
+from ..provers.backend import get_backend
+from ..provers.base import FailureKind, ProofState, Prover, StepResult, Theorem
 
 
 # -------------------------------------------------------------------------------------------------- states
@@ -145,16 +146,6 @@ def _session(prover: Prover) -> Any:
     return getattr(prover, "session_id", None)
 
 
-def _step(prover: Prover, state: ProofState, tactic: str, timeout: float) -> StepResult:
-    """``prover.step``, an error escaping the backend turned into a ``crash`` step."""
-    t0 = time.monotonic()
-    try:
-        return prover.step(state, tactic, timeout=timeout)
-    except (ProverError, StatementError) as e:
-        return StepResult(tactic, failure=StepFailure(FailureKind.CRASH, f"{type(e).__name__}: {e}"[:1000]),
-                          seconds=time.monotonic() - t0)
-
-
 def run_group(prover: Prover, point: StatePoint, tactics: Sequence[str | None], *, timeout: float = 10.0) -> GroupRun:
     """Run every distinct tactic of ``tactics`` at ``point`` on ``prover`` (see the module docstring)."""
     t0 = time.monotonic()
@@ -165,21 +156,19 @@ def run_group(prover: Prover, point: StatePoint, tactics: Sequence[str | None], 
         out.error = f"state not reached: {type(e).__name__}: {e}"[:500]
         out.seconds = time.monotonic() - t0
         return out
-    backend = point.theorem.backend
+    lang = get_backend(point.theorem.backend)
     for given in tactics:
         if given in out.runs:
             continue
         if given is None or not given.strip():
             out.runs[given] = NO_TACTIC
             continue
-        tac = normalize_tactic(given, backend)
-        if why := refusal(tac, backend):
+        tac = lang.normalize_tactic(given)
+        if why := lang.refusal(tac):
             out.runs[given] = TacticRun(tac, False, FailureKind.FORBIDDEN.value, why)
             continue
         session = _session(prover)
-        r = _step(prover, out.before, tac, timeout)
-        if r.failure is not None and r.failure.kind is FailureKind.CRASH:
-            r = _step(prover, out.before, tac, timeout)  # the backend restarted; the path is replayed
+        r = stepping.step(prover, out.before, tac, timeout)  # a crash retried once: the backend restarted
         if _session(prover) != session:
             out.replays += 1
         valid = r.ok and r.state is not None

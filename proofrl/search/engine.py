@@ -21,6 +21,7 @@ from typing import Any, Literal
 from ..errors import ProverError, StatementError
 from ..provers.backend import get_backend, goal_count
 from ..provers.backend import state_text  # the text the tactic policy was taught on
+from ..provers import stepping
 from ..provers.base import FailureKind, Prover, StepFailure, StepResult, Theorem, Verdict
 from .config import SearchConfig
 from .policy import PolicyError, Proposal, TacticPolicy, ValueFn
@@ -200,26 +201,18 @@ class Search:
         """One prover step from ``node``'s state; a crash is retried once on the restarted process (which
         re-reaches the state by replaying its path)."""
         with self.tracer.span("tactic", node=node.id, tactic=tactic[:200]) as info:
-            r = self._step_once(node, tactic)
-            if r.failure is not None and r.failure.kind is FailureKind.CRASH:
+
+            def crashed(failure: StepFailure) -> None:  # the retry is a step of its own
                 self.crashes += 1
-                info["retried_after_crash"] = r.failure.message[:200]
-                r = self._step_once(node, tactic)
+                self.steps += 1
+                info["retried_after_crash"] = failure.message[:200]
+
+            self.steps += 1
+            r = stepping.step(self.prover, node.state, tactic, self.step_timeout, on_crash=crashed)
             info["ok"] = r.ok
             if r.failure is not None:
                 info["failure"] = r.failure.kind.value
         return r
-
-    def _step_once(self, node: Node, tactic: str) -> StepResult:
-        """``prover.step``; a prover error that escapes the backend (an unreadable reply, a restart that
-        fails) is a ``crash`` of this step, not the end of the search."""
-        t0 = time.monotonic()
-        self.steps += 1
-        try:
-            return self.prover.step(node.state, tactic, timeout=self.step_timeout())
-        except (ProverError, StatementError) as e:
-            return StepResult(tactic, failure=StepFailure(FailureKind.CRASH, f"{type(e).__name__}: {e}"[:2000]),
-                              seconds=time.monotonic() - t0)
 
     def propose(self, node: Node, k: int) -> list[Proposal]:
         with self.tracer.span("policy", node=node.id, k=k) as info:
