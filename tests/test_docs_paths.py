@@ -79,7 +79,7 @@ def demo_names() -> tuple[set[str], dict[str, set[str]]]:
     from proofrl.demo import DEMO_PARTS
 
     demo = ROOT / "proofrl" / "demo"
-    root = literals(demo / "__init__.py") | literals(demo / "assets.py")
+    root = literals(demo / "__init__.py") | literals(ROOT / "proofrl" / "data" / "assets.py")  # the shared tactic assets
     parts = {}
     for name, part in DEMO_PARTS.items():
         module = part.target.split(":")[0].rsplit(".", 1)[1]
