@@ -2,6 +2,7 @@
 # Everything `proofrl demo` needs on a fresh Debian/Ubuntu machine, in one command:
 #   1. Coq (coqc, coqidetop) and bubblewrap (the prover sandbox), with apt-get when missing (as root, or through sudo);
 #      with PROOFRL_CHROMIUM=1 (CI sets it) also Debian's chromium, which the viewer's tests render pages in;
+#      with PROOFRL_COQ_LIBS=1 also MathComp, std++, CoqHammer and the ATPs eprover, z3, cvc4 (library corpora);
 #   2. the CPU build of torch 2.13.0 (an unpinned torch would pull the CUDA wheels);
 #   3. proofrl itself, editable, with its test extras (PROOFRL_EXTRAS=test,distributed adds verl and Ray; CI sets it).
 # The README's first command and CI (.ci/run) both run this script, so they cannot drift apart.
@@ -37,6 +38,15 @@ command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
 # Headless Chromium renders `proofrl view`'s pages in the tests; only when asked (CI: PROOFRL_CHROMIUM=1), as the
 # demo and `proofrl view` itself need no browser here.
 if [[ "${PROOFRL_CHROMIUM:-0}" == 1 ]] && ! command -v chromium >/dev/null 2>&1; then missing+=(chromium); fi
+# Coq libraries with their sources and the hammer's provers, for library corpora (python -m proofrl.data.corpus) and
+# benchmarks/provers.py: only when asked (PROOFRL_COQ_LIBS=1), as the demo and CI need none of them.
+if [[ "${PROOFRL_COQ_LIBS:-0}" == 1 ]]; then
+  contrib="$(coqc -where 2>/dev/null || true)/user-contrib"
+  for lib in mathcomp/ssreflect:libcoq-mathcomp-ssreflect stdpp:libcoq-stdpp Hammer:libcoq-hammer; do
+    [[ -d "$contrib/${lib%%:*}" ]] || missing+=("${lib#*:}")
+  done
+  for atp in eprover z3 cvc4; do command -v "$atp" >/dev/null 2>&1 || missing+=("$atp"); done
+fi
 if ((${#missing[@]})); then
   command -v apt-get >/dev/null 2>&1 \
     || die "${missing[*]} missing and no apt-get here: install Coq (>= 8.16: coqc, coqidetop) and bubblewrap with your package manager, then rerun bash scripts/setup.sh"

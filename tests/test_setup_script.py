@@ -118,3 +118,13 @@ def test_readme_and_ci_run_the_same_setup_and_test_command():
     ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines() if line.strip() and not line.startswith("#")]
     assert "bash scripts/setup.sh" in ci and ci[-1] == tests
     assert not any("apt-get" in line or "pip install" in line for line in ci)  # one set-up, in the script
+
+
+def test_coq_libraries_and_atps_only_when_asked(tmp_path):
+    (tmp_path / "tools").mkdir()
+    tools = programs_except((*STANDS_IN, "eprover", "z3", "cvc4"), tmp_path / "tools")
+    (tmp_path / "run").mkdir()
+    res, calls = _setup(tmp_path / "run", tools, FAKE_UID="0", PROOFRL_COQ_LIBS="1")
+    assert res.returncode == 0, res.stderr
+    assert [c for c in calls if c.startswith("apt-get install")] == [
+        "apt-get install -y -qq coq bubblewrap libcoq-mathcomp-ssreflect libcoq-stdpp libcoq-hammer eprover z3 cvc4"]

@@ -49,9 +49,17 @@ _VERNAC_IN_PROOF = re.compile(
 _SECTION = re.compile(r"Section\s+([\w']+)\s*\.")
 _END = re.compile(r"End\s+([\w']+)\s*\.")
 _IDENT = re.compile(r"(?<![\w'.])[A-Za-z_][\w']*(?:\.[A-Za-z_][\w']*)*")
-TACTIC_WORDS = frozenset(
-    ["apply", "exact", "eapply", "eexact", "rewrite", "erewrite", "move", "case", "elim", "have", "suff", "suffices", "wlog", "gen", "by", "first", "last", "do", "try", "repeat", "intros", "intro", "split", "left", "right", "exists", "eexists", "congr", "set", "pose", "unfold", "fold", "simpl", "red", "cbn", "cbv", "compute", "destruct", "induction", "inversion", "injection", "discriminate", "symmetry", "transitivity", "reflexivity", "assumption", "auto", "eauto", "trivial", "tauto", "intuition", "lia", "nia", "lra", "nra", "ring", "field", "omega", "constructor", "econstructor", "specialize", "generalize", "clear", "subst", "revert", "rename", "remember", "replace", "change", "pattern", "exfalso", "contradiction", "exact_no_check", "abstract", "in", "at", "as", "with", "using", "of", "fun", "forall", "exists", "match", "end", "let", "if", "then", "else", "return", "is", "eqn", "done", "solve", "idtac", "fail", "under", "over", "without"]
-)
+TACTIC_WORDS = frozenset((
+    "apply", "exact", "eapply", "eexact", "rewrite", "erewrite", "move", "case", "elim", "have", "suff", "suffices",
+    "wlog", "gen", "by", "first", "last", "do", "try", "repeat", "intros", "intro", "split", "left", "right",
+    "exists", "eexists", "congr", "set", "pose", "unfold", "fold", "simpl", "red", "cbn", "cbv", "compute",
+    "destruct", "induction", "inversion", "injection", "discriminate", "symmetry", "transitivity", "reflexivity",
+    "assumption", "auto", "eauto", "trivial", "tauto", "intuition", "lia", "nia", "lra", "nra", "ring", "field",
+    "omega", "constructor", "econstructor", "specialize", "generalize", "clear", "subst", "revert", "rename",
+    "remember", "replace", "change", "pattern", "exfalso", "contradiction", "exact_no_check", "abstract", "in", "at",
+    "as", "with", "using", "of", "fun", "forall", "exists", "match", "end", "let", "if", "then", "else", "return",
+    "is", "eqn", "done", "solve", "idtac", "fail", "under", "over", "without",
+))
 """tactic and term keywords: never premises, even where a constant of that name exists (``apply`` is also
 ``Coq.Program.Basics.apply``)"""
 _RESOLVED = re.compile(r"^(?:Constant|Inductive|Constructor)\s+(\S+)", re.MULTILINE)
