@@ -60,13 +60,26 @@ def test_quoted_benchmark_scripts_exist():
     assert not missing, missing
 
 
-def test_quoted_benchmark_commands_use_flags_the_script_declares():
+def unknown_flags(texts: list[Path]) -> list[tuple[str, str, str]]:
     bad = []
-    for where, m in mentions(COMMAND):
+    for where, m in mentions(COMMAND, texts):
         script = ROOT / "benchmarks" / f"{m.group(1)}.py"
         if script.is_file():
             bad += [(where, m.group(0).strip(), f) for f in FLAG.findall(m.group(2)) if f not in declared_flags(script)]
+    return bad
+
+
+def test_quoted_benchmark_commands_use_flags_the_script_declares():
+    bad = unknown_flags(TEXTS)
     assert not bad, bad
+
+
+@pytest.mark.parametrize("command, ok", [("python benchmarks/rl_step.py --model M --steps 4 --smoke", True),
+                                         ("python benchmarks/rl_step.py --model M --no-such-flag", False)])  # fmt: skip
+def test_the_flag_check_tells_a_stale_flag(command, ok, tmp_path):
+    doc = tmp_path / "doc.md"
+    doc.write_text(f"run `{command}`\n")
+    assert (unknown_flags([doc]) == []) == ok
 
 
 def test_quoted_python_modules_exist():
