@@ -232,6 +232,28 @@ def demo(
 
 
 @app.command()
+def bench(
+    claim: list[str] = typer.Option([], "--claim", help="run only this claim (repeatable); default: all"),
+    seeds: int = typer.Option(3, "--seeds", min=1, help="seeds 0..N-1, each arm on the same theorems per seed"),
+    out: Path = typer.Option(Path("runs/bench"), "--out", "-o", help="folder: results.jsonl, report.md, plots"),
+    workers: int = typer.Option(2, "--workers", "-k", help="Coq processes"),
+    smoke: bool = typer.Option(False, "--smoke", help="a few theorems and a tiny model: checks the wiring in seconds"),
+    threads: int = typer.Option(1, help="torch threads; 1 leaves the other cores to Coq"),
+) -> None:
+    """The papers' claims as paired experiments over seeds: each arm's mean with a 95 % interval, the paired
+    difference, a permutation p-value and a verdict (holds / does not hold / cannot tell at this size).
+    A killed run resumes: finished (claim, seed) pairs in OUT/results.jsonl are kept."""
+    from .bench.claims import get_claims
+    from .bench.run import cli_bench
+    from .preflight import require_backend
+
+    get_claims(claim)  # an unknown claim is one line now
+    require_backend("coq")
+    torch_threads(threads)
+    cli_bench(list(claim), seeds, out, smoke=smoke, workers=workers)
+
+
+@app.command()
 def train(
     recipe: str = typer.Option(..., help="a recipe name (whole-proof: unlikeliness, kimina, deepseek-v1.5, demo; "
                                "search-and-learn: reap; step-level: leanlistener; reward model: eva) or a YAML path"),
@@ -363,7 +385,8 @@ def eval_(
 
 @app.command()
 def search(
-    problems: str = typer.Argument(..., help="JSONL problems (miniF2F-style), or coq-stdlib:held-out / coq-stdlib:train"),
+    problems: str = typer.Argument(..., help="JSONL problems (miniF2F-style), coq-stdlib:held-out / coq-stdlib:train, "
+                                   "or a library corpus split: coq-lib:mathcomp:test"),
     algorithm: str = typer.Option("mcts", help="mcts (reap's AND-OR MCTS) or best-first, or a recipe name"),
     policy: str = typer.Option(..., help="tactic policy: hf:DIR, vllm:DIR, openai:URL or openai-chat:URL"),
     model: str = typer.Option(None, help="model name sent to an OpenAI-compatible endpoint"),

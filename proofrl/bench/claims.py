@@ -1,0 +1,166 @@
+"""The papers' claims as named, paired experiments: what ``proofrl bench`` runs.
+
+A :class:`Claim` names its paper, quotes what the source reports, and says which arm the paper expects to
+be better (``treatment`` against ``baseline``, ``direction`` +1 when higher is better for the metric). Its
+``run`` takes one :class:`ClaimRun` (a seed, a size, a folder) and measures *every* arm on the *same*
+theorems under that seed, returning ``{arm: {theorem: value}}``; :mod:`proofrl.bench.run` repeats it over
+seeds and :mod:`proofrl.bench.stats` compares the arms pairwise.
+
+A claim whose ``run`` is ``None`` is listed (paper, source, arms) but not yet measured; the report says so.
+
+Sizes are fixed per claim before any result is seen (:attr:`Claim.size`, theorems per seed) and chosen from
+measured costs so that a claim's default seeds fit its time budget on 2 CPU cores; ``smoke_size`` is what the
+CI test runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+
+NOT_QUOTED = "not quoted yet (the claim is not measured yet)"
+
+Results = dict[str, dict[str, float]]
+"""arm → theorem (or state) name → the metric's value"""
+
+
+@dataclass
+class ClaimRun:
+    """What a claim's run gets: the seed, theorems (or states) per seed, its own folder, the Coq processes, the
+    shared tactic assets (:func:`proofrl.data.assets.tactic_assets`) and the console."""
+
+    seed: int
+    size: int
+    out: Path
+    workers: int
+    assets: Any
+    console: Any = None
+    smoke: bool = False
+
+
+@dataclass(frozen=True)
+class Claim:
+    name: str
+    paper: str
+    statement: str
+    """the claim in one sentence, as the paper makes it"""
+    source: str
+    """what the source itself reports (quoted or paraphrased with its numbers)"""
+    metric: str
+    """what one value is (per theorem or state)"""
+    baseline: str
+    treatment: str
+    direction: int = 1
+    """+1: the claim is treatment > baseline on the metric; −1: treatment < baseline"""
+    run: Callable[[ClaimRun], Results] | None = None
+    size: int = 0
+    """theorems (or states) per seed at the bench's size"""
+    smoke_size: int = 2
+    settings: dict[str, Any] = field(default_factory=dict)
+    """the arms' fixed settings (budgets, widths), shown in the report"""
+
+    @property
+    def implemented(self) -> bool:
+        return self.run is not None
+
+    @property
+    def arms(self) -> tuple[str, str]:
+        return self.baseline, self.treatment
+
+
+# -- reap: MCTS against best-first at equal budget ------------------------------------------------------------
+
+SEARCH_BUDGET = {"expansions": 16, "width": 8, "tactic_timeout": 2.0}
+"""both engines: 16 policy calls of 8 tactics per theorem, 2 s a tactic (the search demo's budget)"""
+
+
+def mcts_vs_best_first(run: ClaimRun) -> Results:
+    """Best-first (ReProver's cumulative log-prob priority) and reap's AND-OR MCTS search the same held-out
+    theorems with the same tiny tactic model, each from a policy seeded with ``run.seed``; the value is 1 when
+    the search's proof passed the fresh ``coqc`` final check, else 0."""
+    from ..demo.search import SearchPartSettings, engine_config
+    from ..policy.tactic import make_tactic_policy
+    from ..search.run import search_many
+
+    problems = run.assets.held_out_problems[: run.size]
+    settings = SearchPartSettings(theorems=len(problems), **(SEARCH_BUDGET | ({"expansions": 2, "width": 2} if run.smoke else {})))
+    out: Results = {}
+    for arm in ("best-first", "mcts"):
+        policy = make_tactic_policy(run.assets.policy_spec, seed=run.seed, device="cpu")
+        results = search_many(problems, policy, out_dir=run.out / arm, workers=run.workers,
+                              config=engine_config(arm, settings), progress=False)  # fmt: skip
+        out[arm] = {r.name: float(r.status == "proved" and r.verdict is not None and r.verdict.valid) for r in results}
+        if len(out[arm]) != len(problems):
+            raise RuntimeError(f"{arm}: {len(problems) - len(out[arm])} theorems share a name or have no result")
+    return out
+
+
+# -- the registry ---------------------------------------------------------------------------------------------
+
+CLAIMS: dict[str, Claim] = {c.name: c for c in (
+    Claim("reap-mcts-vs-best-first", "reap",
+          "AND-OR MCTS proves more theorems than best-first search at equal budget.",
+          "The reap blog reports 77.5 % on miniF2F-test at pass@32 with its MCTS (78.7 % accumulated during RL) and "
+          "gives no best-first comparison at equal budget.",
+          "proved (0/1) per held-out stdlib theorem, final check in a fresh coqc", "best-first", "mcts",
+          run=mcts_vs_best_first, size=100, smoke_size=2, settings=dict(SEARCH_BUDGET)),
+    Claim("reap-search-and-learn", "reap",
+          "Search-and-learn raises held-out proved counts over rounds.",
+          NOT_QUOTED,
+          "proved (0/1) per held-out theorem", "round 0", "round 2"),
+    Claim("reap-value-head", "reap",
+          "MCTS with the learned value head proves more than policy-only MCTS.",
+          NOT_QUOTED,
+          "proved (0/1) per held-out theorem", "policy only", "policy + value head"),
+    Claim("unlikely-passN", "Rewarding the Unlikely",
+          "GRPO with the unlikeliness reward raises pass@N at large N over plain GRPO.",
+          "Figure 2: GRPO from DeepSeek-Prover-V1.5-SFT improves pass@1..16 but is below the base model at large N; "
+          "the unlikeliness reward improves pass@N across N up to 512 on their validation set.",
+          "pass@32 estimate per held-out theorem", "GRPO", "GRPO + unlikeliness"),
+    Claim("unlikely-uplift-rank", "Rewarding the Unlikely",
+          "The uplift rate falls with rank under GRPO and flattens with the unlikeliness reward.",
+          NOT_QUOTED,
+          "uplift-rate slope over rank per seed", "GRPO", "GRPO + unlikeliness"),
+    Claim("unlikely-ppo-epochs", "Rewarding the Unlikely",
+          "More PPO epochs per batch raise pass@N.",
+          NOT_QUOTED,
+          "pass@32 estimate per held-out theorem", "1 epoch", "2 epochs"),
+    Claim("kimina-error-correction", "kimina",
+          "The error-correction turn raises the pass rate over the same budget without it.",
+          NOT_QUOTED,
+          "proved (0/1) per held-out theorem", "two samples", "sample + correction"),
+    Claim("kimina-format-reward", "kimina",
+          "The format reward does not lower the pass rate.",
+          NOT_QUOTED,
+          "pass@8 per held-out theorem", "without format reward", "with format reward", direction=-1),
+    Claim("leanlistener-prec8", "LeanListener",
+          "Step-level GRPO raises Prec@8 (and lowers 0-precision) over SFT.",
+          NOT_QUOTED,
+          "valid tactics of 8 per held-out state", "SFT", "step-level GRPO"),
+    Claim("leanlistener-online-dpo", "LeanListener",
+          "Online DPO beats offline DPO.",
+          NOT_QUOTED,
+          "valid tactics of 8 per held-out state", "offline DPO", "online DPO"),
+    Claim("leanlistener-proving", "LeanListener",
+          "The proving rate under best-first search rises after step-level GRPO.",
+          NOT_QUOTED,
+          "proved (0/1) per held-out theorem", "SFT", "step-level GRPO"),
+    Claim("eva-ranking", "EVA",
+          "E[R] over the anchor logits ranks proposals better than the parsed text score and the value head.",
+          NOT_QUOTED,
+          "pairwise ranking accuracy per state", "parsed text score", "E[R] over anchor logits"),
+)}  # fmt: skip
+
+
+def get_claims(names: list[str] | tuple[str, ...] | None = None) -> list[Claim]:
+    """The named claims (all, in registry order, by default); an unknown name is one :class:`ConfigError`."""
+    if not names:
+        return list(CLAIMS.values())
+    unknown = [n for n in names if n not in CLAIMS]
+    if unknown:
+        raise ConfigError(f"--claim {unknown[0]!r} is not a claim; valid: {', '.join(CLAIMS)}")
+    return [CLAIMS[n] for n in CLAIMS if n in names]

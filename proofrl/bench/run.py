@@ -1,0 +1,226 @@
+"""``proofrl bench``: every chosen claim, seed by seed, then the report.
+
+Output folder::
+
+    results.jsonl       one line per finished (claim, seed): every arm's value per theorem, seconds, CPU
+                        seconds and the load average around it
+    CLAIM/seed-S/       what the claim's run wrote (search results, trees)
+    CLAIM.png           per claim: each arm's mean with its 95 % interval, and the paired difference
+    report.md           the table of claims and one section per claim, verdict line included
+    summary.json        the same numbers
+    tactic-assets/      the shared tactic data and tiny model, built once (:func:`proofrl.data.assets.tactic_assets`)
+
+A run killed part-way resumes: a (claim, seed, size) already in ``results.jsonl`` is kept, not run again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from .claims import Claim, ClaimRun, get_claims
+from .stats import Comparison, compare, mean_interval
+
+SMOKE_ASSETS = dict(prefixes=("Coq.Bool.",), max_proof_chars=80, epochs=3, batch=16, lr=3e-3, held_out_theorems=3,
+                    train_theorems=8, model={"hidden": 64, "layers": 1, "heads": 4, "vocab_size": 400})  # fmt: skip
+"""the smoke size's tactic assets: one small stdlib module, a model taught in seconds"""
+
+
+def cpu_seconds() -> float:
+    import resource
+
+    return sum(getattr(resource.getrusage(who), f) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+               for f in ("ru_utime", "ru_stime"))  # fmt: skip
+
+
+def read_results(path: Path) -> list[dict[str, Any]]:
+    """The finished (claim, seed) lines; a line cut by a kill is ignored."""
+    rows = []
+    if path.is_file():
+        for line in path.read_text().splitlines():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    return rows
+
+
+def _cut(path: Path) -> bool:
+    return path.is_file() and path.stat().st_size > 0 and not path.read_bytes().endswith(b"\n")
+
+
+def run_bench(out: Path, claims: list[str] | None = None, *, seeds: int = 3, smoke: bool = False, workers: int = 2,
+              console: Any = None) -> dict[str, Any]:
+    """Run each chosen claim that is implemented for seeds 0..seeds−1 (skipping those already in
+    ``results.jsonl`` at this size), then write the report. Returns the summary."""
+    from rich.console import Console
+
+    from ..data import assets as assets_mod
+
+    console = console or Console()
+    chosen = get_claims(claims)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    results_path = out / "results.jsonl"
+    done = {(r["claim"], r["seed"], r["size"]) for r in read_results(results_path)}
+    if _cut(results_path):
+        with open(results_path, "a", encoding="utf-8") as f:
+            f.write("\n")  # a line cut by a kill stays a line of its own, ignored
+    todo = [c for c in chosen if c.implemented]
+    assets = None
+    if todo:
+        settings = assets_mod.AssetSettings(**SMOKE_ASSETS) if smoke else None
+        assets = assets_mod.tactic_assets(out, seed=0, workers=workers, console=console, settings=settings)
+    for claim in todo:
+        size = claim.smoke_size if smoke else claim.size
+        for seed in range(seeds):
+            if (claim.name, seed, size) in done:
+                console.print(f"{claim.name} seed {seed}: kept from an earlier run")
+                continue
+            t, cpu, load = time.perf_counter(), cpu_seconds(), os.getloadavg()[0]
+            console.print(f"{claim.name} seed {seed}: {claim.baseline} vs {claim.treatment} on {size} …")
+            run = ClaimRun(seed=seed, size=size, out=out / claim.name / f"seed-{seed}", workers=workers, assets=assets,
+                           console=console, smoke=smoke)  # fmt: skip
+            arms = claim.run(run)  # type: ignore[misc]
+            row = {"claim": claim.name, "seed": seed, "size": size, "arms": arms,
+                   "seconds": round(time.perf_counter() - t, 1), "cpu_seconds": round(cpu_seconds() - cpu, 1),
+                   "load_before": round(load, 2), "load_after": round(os.getloadavg()[0], 2)}  # fmt: skip
+            with open(results_path, "a", encoding="utf-8") as f:
+                f.write(json.dumps(row) + "\n")
+            means = {a: sum(v.values()) / max(len(v), 1) for a, v in arms.items()}
+            console.print(f"  {', '.join(f'{a} {m:.3f}' for a, m in means.items())} ({row['seconds']} s, {row['cpu_seconds']} CPU s)")
+    return write_report(out, get_claims(None), smoke=smoke)  # every claim: what earlier runs measured stays in
+
+
+def matrices(claim: Claim, rows: list[dict[str, Any]], size: int) -> tuple[list[int], list[str], dict[str, list[list[float]]]]:
+    """The claim's seeds, theorems (those every seed and arm measured, sorted) and each arm's seeds × theorems."""
+    mine = sorted((r for r in rows if r["claim"] == claim.name and r["size"] == size), key=lambda r: r["seed"])
+    by_seed = {r["seed"]: r for r in mine}  # a seed run twice (resumed) counts once: the last line
+    seeds = sorted(by_seed)
+    names: set[str] | None = None
+    for r in by_seed.values():
+        for arm in claim.arms:
+            names = set(r["arms"][arm]) if names is None else names & set(r["arms"][arm])
+    theorems = sorted(names or ())
+    return seeds, theorems, {arm: [[by_seed[s]["arms"][arm][t] for t in theorems] for s in seeds] for arm in claim.arms}
+
+
+def write_report(out: Path, claims: list[Claim], *, smoke: bool = False) -> dict[str, Any]:
+    rows = read_results(out / "results.jsonl")
+    summary: dict[str, Any] = {"claims": {}}
+    for claim in claims:
+        entry: dict[str, Any] = {"paper": claim.paper, "statement": claim.statement, "arms": list(claim.arms),
+                                 "implemented": claim.implemented}  # fmt: skip
+        size = claim.smoke_size if smoke else claim.size
+        seeds, theorems, mats = matrices(claim, rows, size) if claim.implemented else ([], [], {})
+        if seeds and theorems:
+            a, b = mats[claim.baseline], mats[claim.treatment]
+            c = compare(a, b, direction=claim.direction)
+            mine = [r for r in rows if r["claim"] == claim.name and r["size"] == size]
+            entry |= {"seeds": seeds, "theorems": len(theorems), "size": size, "comparison": c.as_dict(),
+                      "per_seed": {arm: [round(sum(row) / len(row), 4) for row in m] for arm, m in mats.items()},
+                      "seconds": sum(r["seconds"] for r in mine), "cpu_seconds": sum(r["cpu_seconds"] for r in mine),
+                      "load": [min(r["load_before"] for r in mine), max(r["load_after"] for r in mine)],
+                      "arm_intervals": {arm: str(mean_interval(m)) for arm, m in mats.items()},
+                      "plot": plot(claim, c, out).name}  # fmt: skip
+        summary["claims"][claim.name] = entry
+    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    summary["smoke"] = smoke
+    (out / "report.md").write_text(report(claims, summary))
+    return summary
+
+
+def verdict_line(claim: Claim, c: Comparison) -> str:
+    """``holds`` / ``does not hold`` / ``cannot tell at this size``, with the size that would tell."""
+    side = ">" if claim.direction > 0 else "<"
+    line = (f"**{c.verdict}**: {claim.treatment} − {claim.baseline} = {c.difference} (paired, 95 %), p = {c.p_value:.3g} "
+            f"on {c.theorems} theorems × {c.seeds} seeds; the claim is {claim.treatment} {side} {claim.baseline}.")
+    if c.verdict == "cannot tell at this size":
+        line += (f" About {c.theorems_needed} theorems would tell an effect of this size (80 % power)."
+                 if c.theorems_needed else " No difference at all was seen: no size follows from it.")
+    return line
+
+
+def plot(claim: Claim, c: Comparison, out: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path = out / f"{claim.name}.png"
+    fig, (left, right) = plt.subplots(1, 2, figsize=(8, 3.2), gridspec_kw={"width_ratios": [2, 1]})
+    for i, (arm, iv) in enumerate(((claim.baseline, c.a), (claim.treatment, c.b))):
+        left.errorbar([i], [iv.mean], yerr=[[iv.mean - iv.low], [iv.high - iv.mean]], fmt="o", capsize=6)
+    left.set_xticks([0, 1], [claim.baseline, claim.treatment])
+    left.set_xlim(-0.5, 1.5)
+    left.set_ylabel(claim.metric[:40])
+    left.set_title(f"{claim.name}: mean, 95 % interval", fontsize=9)
+    d = c.difference
+    right.errorbar([0], [d.mean], yerr=[[d.mean - d.low], [d.high - d.mean]], fmt="s", color="tab:red", capsize=6)
+    right.axhline(0, color="grey", lw=0.8)
+    right.set_xticks([0], [f"{claim.treatment} − {claim.baseline}"])
+    right.set_title(f"paired difference, p = {c.p_value:.3g}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def report(claims: list[Claim], summary: dict[str, Any]) -> str:
+    lines = ["# proofrl bench: the papers' claims, paired, with intervals", "",
+             "| claim | paper | arms (baseline → treatment) | baseline | treatment | difference (95 %) | p | verdict |",
+             "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for claim in claims:
+        e = summary["claims"][claim.name]
+        if "comparison" in e:
+            c = e["comparison"]
+            iv = lambda x: f"{x['mean']:.3f} [{x['low']:.3f}, {x['high']:.3f}]"  # noqa: E731
+            lines.append(f"| {claim.name} | {claim.paper} | {claim.baseline} → {claim.treatment} | {iv(c['a'])} | {iv(c['b'])} | "
+                         f"{iv(c['difference'])} | {c['p_value']:.3g} | {c['verdict']} |")  # fmt: skip
+        else:
+            lines.append(f"| {claim.name} | {claim.paper} | {claim.baseline} → {claim.treatment} | | | | | "
+                         f"{'not yet measured' if not claim.implemented else 'no finished seed'} |")
+    lines.append("")
+    for claim in claims:
+        e = summary["claims"][claim.name]
+        lines += [f"## {claim.name} ({claim.paper})", "", claim.statement, "", f"Source: {claim.source}", "",
+                  f"Metric: {claim.metric}."]  # fmt: skip
+        if "comparison" in e:
+            cmp = compare_from(e["comparison"])
+            lines += ["", verdict_line(claim, cmp), "",
+                      ("Smoke size (budgets cut to check the wiring, not to measure)" if summary.get("smoke") else
+                       f"Settings: {json.dumps(claim.settings)}") + f"; seeds {e['seeds']}; per seed, {claim.baseline}: "
+                      f"{e['per_seed'][claim.baseline]}, {claim.treatment}: {e['per_seed'][claim.treatment]}. "
+                      f"{e['seconds']:.0f} s ({e['cpu_seconds']:.0f} CPU s of this process and its finished Coq "
+                      f"processes), load average {e['load'][0]}–{e['load'][1]}.", "",
+                      f"![{claim.name}]({e['plot']})"]  # fmt: skip
+        elif not claim.implemented:
+            lines += ["", "Not yet measured."]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def compare_from(d: dict[str, Any]) -> Comparison:
+    from .stats import Interval
+
+    return Comparison(Interval(**d["a"]), Interval(**d["b"]), Interval(**d["difference"]), d["p_value"], d["verdict"],
+                      d["theorems"], d["seeds"], d["theorems_needed"])  # fmt: skip
+
+
+def cli_bench(claims: list[str] | None, seeds: int, out: Path, *, smoke: bool = False, workers: int = 2) -> dict[str, Any]:
+    """What ``proofrl bench`` calls: the run, then one verdict line per measured claim."""
+    from rich.console import Console
+
+    console = Console()
+    summary = run_bench(out, claims, seeds=seeds, smoke=smoke, workers=workers, console=console)
+    for claim in get_claims(claims):
+        e = summary["claims"][claim.name]
+        if "comparison" in e:
+            console.print(f"{claim.name}: {verdict_line(claim, compare_from(e['comparison'])).replace('**', '')}", markup=False)
+        else:
+            console.print(f"{claim.name}: not yet measured")
+    console.print(f"report: {out / 'report.md'}")
+    return summary

@@ -1,0 +1,77 @@
+"""`proofrl bench` at its smoke size through the command line: real Coq, the tiny tactic model taught here,
+results per (claim, seed), the report with a verdict line, resuming after a kill with the same numbers."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from conftest import requires_coq
+from proofrl.cli import app
+
+CLAIM = "reap-mcts-vs-best-first"
+
+
+def bench(out, *extra: str):
+    r = CliRunner().invoke(app, ["bench", "--smoke", "--claim", CLAIM, "--seeds", "2", "--out", str(out), *extra])
+    assert r.exit_code == 0, r.output
+    return r.output
+
+
+@requires_coq
+def test_bench_smoke_reports_and_resumes_with_the_same_numbers(tmp_path):
+    out = tmp_path / "bench"
+    first = bench(out)
+    lines = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    assert [(r["claim"], r["seed"]) for r in lines] == [(CLAIM, 0), (CLAIM, 1)]
+    for r in lines:
+        assert set(r["arms"]) == {"best-first", "mcts"}
+        assert len(r["arms"]["mcts"]) == r["size"] == 2
+        assert r["arms"]["mcts"].keys() == r["arms"]["best-first"].keys()  # paired: the same theorems
+        assert all(v in (0.0, 1.0) for arm in r["arms"].values() for v in arm.values())
+    report = (out / "report.md").read_text()
+    assert any(v in report for v in ("**holds**", "**does not hold**", "**cannot tell at this size**"))
+    assert "| kimina-error-correction | kimina |" in report and "not yet measured" in report
+    assert (out / f"{CLAIM}.png").read_bytes()[:4] == b"\x89PNG"
+    summary = json.loads((out / "summary.json").read_text())["claims"][CLAIM]
+    assert summary["seeds"] == [0, 1] and summary["theorems"] == 2
+    assert f"{CLAIM}:" in first
+
+    # a kill during seed 1: its line was cut half-way; the rerun keeps seed 0 and measures seed 1 again, identically
+    (out / "results.jsonl").write_text(json.dumps(lines[0]) + "\n" + json.dumps(lines[1])[:40])
+    again = bench(out)
+    assert "seed 0: kept from an earlier run" in again
+    from proofrl.bench.run import read_results
+
+    rerun = [r for r in read_results(out / "results.jsonl") if r["seed"] == 1]
+    assert rerun and rerun[-1]["arms"] == lines[1]["arms"]
+
+
+def test_an_unknown_claim_is_one_line(tmp_path):
+    r = CliRunner().invoke(app, ["bench", "--claim", "nope", "--out", str(tmp_path)])
+    assert r.exit_code == 2
+    assert "is not a claim" in r.output and "Traceback" not in r.output
+    assert not (tmp_path / "results.jsonl").exists()
+
+
+def test_the_verdict_line_gives_the_size_that_would_tell():
+    from proofrl.bench.claims import CLAIMS
+    from proofrl.bench.run import verdict_line
+    from proofrl.bench.stats import compare
+
+    claim = CLAIMS[CLAIM]
+    a = [[0, 1, 0, 1, 0, 0, 1, 0], [0, 1, 0, 0, 0, 1, 1, 0]]
+    b = [[0, 1, 1, 1, 0, 0, 1, 0], [0, 1, 0, 1, 0, 1, 1, 0]]
+    line = verdict_line(claim, compare(a, b))
+    assert line.startswith("**cannot tell at this size**") and "theorems would tell" in line
+    strong = compare([[0] * 30] * 2, [[1] * 30] * 2)
+    assert verdict_line(claim, strong).startswith("**holds**")
+    assert verdict_line(claim, compare([[1] * 30] * 2, [[0] * 30] * 2)).startswith("**does not hold**")
+
+
+@pytest.mark.parametrize("name", ["reap-mcts-vs-best-first"])
+def test_implemented_claims_have_a_size_and_arms(name):
+    from proofrl.bench.claims import CLAIMS
+
+    c = CLAIMS[name]
+    assert c.implemented and c.size > c.smoke_size > 0 and c.baseline != c.treatment
