@@ -304,14 +304,19 @@ def create_app(pools: ProverPool | Mapping[str, ProverPool], config: ServerConfi
 
     app = FastAPI(title="proofrl verification service", lifespan=lifespan)
     app.state.service = service
+    _answer_errors(app, service)
+    _add_routes(app, service, config)
 
-    def authorise(request: Request) -> None:
-        if config.api_key is None:
-            return
-        given = request.headers.get("authorization", "")
-        scheme, _, key = given.partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(key.strip().encode(), config.api_key.encode()):
-            raise HTTPException(401, "missing or invalid API key", headers={"WWW-Authenticate": "Bearer"})
+    def refused(path: str, code: int) -> None:
+        service.metrics.responses[path if path in _PATHS else "other", code] += 1
+
+    app.add_middleware(BodyLimit, limit=config.max_body_bytes, read_seconds=config.request_read_seconds, on_refused=refused)
+    return app
+
+
+def _answer_errors(app: FastAPI, service: Service) -> None:
+    """Every response counted by path and status; a malformed body is a short 400/422 in JSON, a bug of ours a
+    logged 500 in JSON."""
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -331,6 +336,19 @@ def create_app(pools: ProverPool | Mapping[str, ProverPool], config: ServerConfi
             response = JSONResponse({"detail": "internal server error"}, status_code=500)
         service.metrics.responses[path, response.status_code] += 1
         return response
+
+
+def _add_routes(app: FastAPI, service: Service, config: ServerConfig) -> None:
+    """``/health`` and ``/metrics``; kimina's ``/api/check`` and ``/verify`` (also ``/one_pass_verify_batch``)
+    behind the API key when one is set."""
+
+    def authorise(request: Request) -> None:
+        if config.api_key is None:
+            return
+        given = request.headers.get("authorization", "")
+        scheme, _, key = given.partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(key.strip().encode(), config.api_key.encode()):
+            raise HTTPException(401, "missing or invalid API key", headers={"WWW-Authenticate": "Bearer"})
 
     @app.get("/health")
     async def health() -> dict[str, Any]:
@@ -370,12 +388,6 @@ def create_app(pools: ProverPool | Mapping[str, ProverPool], config: ServerConfi
 
     for path in ("/verify", "/one_pass_verify_batch"):
         app.post(path, dependencies=[Depends(authorise)], response_model_exclude_none=True)(verify)
-
-    def refused(path: str, code: int) -> None:
-        service.metrics.responses[path if path in _PATHS else "other", code] += 1
-
-    app.add_middleware(BodyLimit, limit=config.max_body_bytes, read_seconds=config.request_read_seconds, on_refused=refused)
-    return app
 
 
 _PATHS = {"/api/check", "/verify", "/one_pass_verify_batch", "/health", "/metrics"}
