@@ -22,6 +22,8 @@ from proofrl.data.corpus_splits import (
     split_novel_premises,
 )
 from proofrl.data.replay import Replayer
+from proofrl.data.splits import problem_set
+from proofrl.provers.coq.prover import CoqProver
 
 pytestmark = requires_coq
 
@@ -111,23 +113,38 @@ def _mathcomp_file() -> str:
     return "ssreflect/ssrfun.v"
 
 
-def test_library_corpus_resumes_splits_and_loads_with_datasets(tmp_path):
+def test_library_corpus_resumes_splits_loads_with_datasets_and_names_problem_sets(tmp_path, monkeypatch):
     only = _mathcomp_file()
-    rep = build_corpus("mathcomp", tmp_path, only=[only], workers=1, progress=False)
+    out = tmp_path / "mathcomp"
+    rep = build_corpus("mathcomp", out, only=[only], workers=1, progress=False)
     assert rep.files == 1 and rep.lemmas == rep.clean and rep.clean > 0 and rep.transitions > 0
     assert rep.resumed_files == 0
-    probs = [json.loads(x) for x in (tmp_path / "problems.jsonl").read_text().splitlines()]
+    probs = [json.loads(x) for x in (out / "problems.jsonl").read_text().splitlines()]
     assert len(probs) == rep.clean
     full = problem_with_context(probs[0])
     assert full["header"].rstrip().endswith(".") and "Require" in full["header"]
-    again = build_corpus("mathcomp", tmp_path, only=[only], workers=1, progress=False)
+    again = build_corpus("mathcomp", out, only=[only], workers=1, progress=False)
     assert again.resumed_files == 1 and again.transitions == rep.transitions and again.replay_seconds == rep.replay_seconds
-    card = (tmp_path / "README.md").read_text()
+    card = (out / "README.md").read_text()
     assert "libcoq-mathcomp-ssreflect" in card and "8.16" in card and "novel_premises" in card
-    ds = load_split(tmp_path, "random")
+    ds = load_split(out, "random")
     assert set(ds) == {"train", "valid", "test"}
     assert sum(len(ds[s]) for s in ds) == rep.transitions
     assert {"state_before", "tactic", "premises"} <= set(ds["train"].column_names)
+    # coq-lib:NAME:SPLIT/SIDE names the split's top-level lemmas, each stated in its file's context
+    monkeypatch.setenv("PROOFRL_CORPORA", str(tmp_path))
+    train = problem_set("coq-lib:mathcomp:random/train")
+    assert len(train) == sum(1 for line in (out / "splits/random/problems-train.jsonl").read_text().splitlines()
+                             if json.loads(line)["top_level"])  # fmt: skip
+    p = train[0]
+    assert p.formal_statement not in p.header and p.name.startswith("mathcomp.ssreflect.ssrfun.")
+    prover = CoqProver(p.header)
+    try:
+        assert prover.check(p.theorem, p.proof).valid  # the human proof, in the file's own context
+    finally:
+        prover.close()
+    with pytest.raises(ValueError, match="SIDE one of"):
+        problem_set("coq-lib:mathcomp:everything")
 
 
 def test_novel_premises_split_holds_out_only_lemmas_with_an_unseen_premise():

@@ -118,7 +118,8 @@ def replay_file(lib: Library, path: Path, out: Path, *, timeout: float, memory_m
     rec = {"file": rel, "module": r.module, "sha256": sha, "seconds": round(r.seconds, 2), "error": r.error,
            "vernacular_failures": r.vernacular_failures,
            "lemmas": [{"name": l.name, "statement": l.statement, "context_chars": l.context_chars, "proof": l.proof,
-                       "failure": l.failure, "seconds": round(l.seconds, 3), "transitions": l.transitions}
+                       "failure": l.failure, "seconds": round(l.seconds, 3), "top_level": l.top_level,
+                       "transitions": l.transitions}
                       for l in r.lemmas]}  # fmt: skip
     done.parent.mkdir(parents=True, exist_ok=True)
     tmp = done.with_suffix(".json.tmp")
@@ -214,7 +215,7 @@ def build_corpus(
                 "name": key, "backend": "coq", "header": "", "formal_statement": lem["statement"], "proof": lem["proof"],
                 "file": rec["file"], "module": rec["module"], "context_chars": lem["context_chars"],
                 "file_sha256": rec["sha256"], "premises": sorted({p for t in lem["transitions"] for p in t["premises"]}),
-                "steps": len(lem["transitions"]),
+                "steps": len(lem["transitions"]), "top_level": lem.get("top_level", False),
             })  # fmt: skip
     rep.transitions = len(transitions)
     rep.failures = dict(rep.failures)
@@ -288,6 +289,42 @@ def problem_with_context(record: dict[str, Any]) -> dict[str, Any]:
     if record.get("file_sha256") and _sha(text) != record["file_sha256"]:
         raise LibraryMissing(f"{record['file']} changed since the corpus was made; rebuild the corpus")
     return {**record, "header": text[: record["context_chars"]]}
+
+
+CORPORA_ENV = "PROOFRL_CORPORA"
+"""the folder holding built corpora, one sub-folder per library (default ``corpora`` in the working directory)"""
+
+
+def corpus_problems(spec: str, *, root: str | Path | None = None) -> list[Any]:
+    """The problems named ``coq-lib:NAME:SIDE`` (the ``novel_premises`` split) or ``coq-lib:NAME:SPLIT/SIDE``,
+    read from the corpus built into ``root/NAME`` (``$PROOFRL_CORPORA``, else ``corpora``), each with its
+    file's text before it as the header. Only lemmas stated with no section or module open are problems: the
+    others' statements depend on section variables that a standalone check cannot close over."""
+    from ..problems import Problem
+    from .corpus_splits import SIDES, SPLITS
+
+    parts = spec.split(":")
+    split, _, side = (parts[2] if len(parts) == 3 else "").rpartition("/")
+    split = split or "novel_premises"
+    if len(parts) != 3 or parts[0] != "coq-lib" or side not in SIDES or split not in SPLITS:
+        raise ValueError(f"unknown problem set {spec!r}; valid: coq-lib:LIBRARY:SIDE or coq-lib:LIBRARY:SPLIT/SIDE "
+                         f"with SIDE one of {', '.join(SIDES)} and SPLIT one of {', '.join(SPLITS)}")  # fmt: skip
+    name = parts[1]
+    folder = Path(root or os.environ.get(CORPORA_ENV) or "corpora") / name
+    path = folder / "splits" / split / f"problems-{side}.jsonl"
+    if not path.is_file():
+        raise FileNotFoundError(f"no corpus for {name!r} at {folder} (build it: python -m proofrl.data.corpus "
+                                f"--library {name} --out {folder})")  # fmt: skip
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        rec = json.loads(line)
+        if not rec.get("top_level"):
+            continue
+        full = problem_with_context(rec)
+        out.append(Problem(name=full["name"], formal_statement=full["formal_statement"], header=full["header"],
+                           split=side, module=full["module"], proof=full["proof"],
+                           extra={"file": full["file"], "premises": full["premises"]}))  # fmt: skip
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:

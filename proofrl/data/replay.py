@@ -47,6 +47,7 @@ _VERNAC_IN_PROOF = re.compile(
     r"Hint|Arguments|Typeclasses|Info|Time|Fail|Undo|Restart|Focus|Unfocus|Unshelve|Guarded)\b"
 )
 _SECTION = re.compile(r"Section\s+([\w']+)\s*\.")
+_MODULE = re.compile(r"(?:#\[[^\]]*\]\s*)?Module\s+(?:Type\s+)?(?:Import\s+|Export\s+)?([\w']+)")
 _END = re.compile(r"End\s+([\w']+)\s*\.")
 _IDENT = re.compile(r"(?<![\w'.])[A-Za-z_][\w']*(?:\.[A-Za-z_][\w']*)*")
 TACTIC_WORDS = frozenset((
@@ -76,6 +77,9 @@ class LemmaResult:
     failure: str | None = None
     """``<kind>: message`` with kind one of :data:`FAILURE_KINDS`; None when it stepped cleanly"""
     seconds: float = 0.0
+    top_level: bool = True
+    """stated with no section or module open: its context is a file prefix that ``coqc`` compiles on its own
+    (an open section would also put its variables among the proof's assumptions)"""
 
     @property
     def kind(self) -> str | None:
@@ -111,6 +115,7 @@ class Replayer:
         self.text, self.file, self.module, self.timeout, self.memory_mb = text, file, module, timeout, memory_mb
         self._located: dict[str, str | None] = {}
         self._sections: list[str] = []  # the sections open at the tip, outermost first
+        self._open: list[str] = []  # the sections and modules open at the tip
         self._coq = get_backend("coq")
 
     # -- premises -----------------------------------------------------------------------------------------
@@ -241,12 +246,16 @@ class Replayer:
                 prev, tip = tip, new
                 if m := _SECTION.match(sent):
                     self._sections.append(m.group(1))
-                elif (m := _END.match(sent)) and self._sections and self._sections[-1] == m.group(1):
-                    self._sections.pop()
+                    self._open.append(m.group(1))
+                elif (m := _MODULE.match(sent)) and ":=" not in sent:
+                    self._open.append(m.group(1))
+                elif (m := _END.match(sent)) and self._open and self._open[-1] == m.group(1):
+                    if self._sections and self._sections[-1] == self._open.pop():
+                        self._sections.pop()
                 if not in_proof and now is not None:  # a proof opened: a lemma (or a definition by tactics)
                     close(None)
                     lemma_t0 = time.monotonic()
-                    lemma = LemmaResult(_lemma_name(sent), sent, s.start)
+                    lemma = LemmaResult(_lemma_name(sent), sent, s.start, top_level=not self._open)
                 elif in_proof and now is None:  # the proof closed
                     if lemma is not None:
                         start = getattr(lemma, "proof_start", s.start)

@@ -130,8 +130,13 @@ def problem_set(
     backend: str | None = None,
 ) -> list[Problem]:
     """Problems named by a recipe: ``coq-stdlib`` (all), ``coq-stdlib:train``, ``coq-stdlib:held-out``
-    (:func:`split_by_module` of :func:`coq_stdlib_problems`), or a JSONL path (``split`` filters it)."""
-    if spec.startswith("coq-stdlib"):
+    (:func:`split_by_module` of :func:`coq_stdlib_problems`), a library corpus' split (``coq-lib:mathcomp:test``,
+    :func:`proofrl.data.corpus.corpus_problems`), or a JSONL path (``split`` filters it)."""
+    if spec.startswith("coq-lib:"):
+        from .corpus import corpus_problems
+
+        problems = corpus_problems(spec)
+    elif spec.startswith("coq-stdlib"):
         _, _, side = spec.partition(":")
         if side not in ("", TRAIN, HELD_OUT):
             raise ValueError(f"unknown problem set {spec!r}; valid: coq-stdlib, coq-stdlib:{TRAIN}, coq-stdlib:{HELD_OUT}")
