@@ -63,7 +63,7 @@ def main() -> None:
     from proofrl.data.tactics import read_transitions
     from proofrl.data.assets import built_settings, tactic_assets
     from proofrl.eval.rm import markdown_table, plot_table
-    from proofrl.train.eva import Table4Settings, table4
+    from proofrl.bench.eva_table4 import Table4Settings, table4
     from proofrl.policy.tactic import make_tactic_policy
     from proofrl.train.eva import read_records
 

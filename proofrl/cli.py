@@ -500,10 +500,10 @@ def eval_rm(
     from .errors import ConfigError
 
     torch_threads(threads)
-    if train_data is not None or base is not None:  # Table 4 trains its models: the train layer's
+    if train_data is not None or base is not None:  # Table 4 trains and compares its models: an experiment
         if train_data is None or base is None:
             raise ConfigError("Table 4 needs both --train (JSONL) and --base (a model directory)")
-        from .train.eva import cli_table4
+        from .bench.eva_table4 import cli_table4
 
         cli_table4(data, train=train_data, base=base, out=out, epochs=epochs, lr=lr, batch=batch, alpha=alpha,
                    max_new_tokens=max_new_tokens, seed=seed)  # fmt: skip

@@ -10,14 +10,14 @@ judged proposal, ``state``, ``proposal``, ``critique``, ``scores``):
   by at least ``margin`` (0.5), the share the model orders the same way; a tie counts one half (a textual
   integer score ties often: the quantisation EVA removes).
 
-Models of Table 4 (trained by :func:`proofrl.train.eva.table4`; this module only scores), each with greedy
+Models of Table 4 (trained by :func:`proofrl.bench.eva_table4.table4`; this module only scores), each with greedy
 decoding:
 
 * ``zero-shot``: the base model untrained; its text rarely holds the JSON, so its score is E[R] read at a
   probe ``"<dim>_score":`` (:class:`~proofrl.rewards.eva.EvaScorer`), flagged;
 * ``sft-text``: the SFT-only generative RM (α = 0), the score parsed from its text (3.0, the middle, where a
   dimension cannot be parsed; counted);
-* ``value-head``: :class:`~proofrl.train.eva.RegressionHeadRM`, MSE-trained linear head;
+* ``value-head``: :class:`~proofrl.bench.eva_table4.RegressionHeadRM`, MSE-trained linear head;
 * ``eva``: L_SFT + α·L_EVA, E[R] from the anchor logits. ``sft-eR`` (the SFT-only model's E[R]) and
   ``eva-text`` (EVA's parsed text) are reported beside them, to separate the loss from the read-out.
 """
@@ -220,7 +220,7 @@ def held_out_records(data: Path) -> tuple[list[Record], Counter]:
 
 def cli_eval_rm(data: Path, *, model: Path, out: Path = Path("runs/eval-rm"), max_new_tokens: int = 96) -> dict[str, Any]:
     """``proofrl eval rm --model DIR``: score one trained generative RM on ``data``. Writes ``out/report.md``,
-    ``out/summary.json``, ``out/table4.png``. (Table 4, which trains its models: :func:`proofrl.train.eva.cli_table4`.)"""
+    ``out/summary.json``, ``out/table4.png``. (Table 4, which trains its models: :func:`proofrl.bench.eva_table4.cli_table4`.)"""
     from rich.console import Console
 
     from ..rewards.eva import EvaScorer

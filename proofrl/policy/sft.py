@@ -4,9 +4,9 @@ training loop every supervised learner runs.
 * :func:`supervised_loop`: epochs of seeded shuffled batches; per batch a **batch-loss hook** computes the loss
   from one forward pass (and whatever else it reads from that pass: EVA's score logits), then one AdamW step
   with the gradient norm clipped (a non-finite norm skips the step); per-epoch weighted means of the named parts.
-  SFT (:func:`supervised_finetune`), the EVA loss and the value-head RM (:mod:`proofrl.train.eva`), the
-  search-and-learn learner (:mod:`proofrl.train.expert_iteration`) and offline DPO (:mod:`proofrl.train.dpo`)
-  all train through it.
+  SFT (:func:`supervised_finetune`), the EVA loss (:mod:`proofrl.train.eva`), the value-head RM
+  (:mod:`proofrl.bench.eva_table4`), the search-and-learn learner (:mod:`proofrl.train.expert_iteration`) and
+  offline DPO (:mod:`proofrl.train.dpo`) all train through it.
 * :func:`supervised_finetune`: the SFT loss (:func:`completion_nll`) in that loop; the demo teaches the tiny
   whole-proof model with it, and :func:`proofrl.policy.tactic.train_tiny_tactic_model` the tiny tactic model.
 """

@@ -14,8 +14,8 @@
   :func:`~proofrl.policy.logprobs.token_logprobs`); L_EVA = mean over score positions of
   (E[R_k] − R_GT,k)², E[R] = :func:`~proofrl.rewards.eva.expected_score` of the logits at the digit's
   index − 1. α = 0 is the SFT-only generative RM.
-* **Value-head baseline** (:class:`RegressionHeadRM`): a linear head on the last hidden state of the prompt,
-  one output per dimension, trained with MSE (the paper's "Value-head RM").
+* **Table 4** (this loss at α = 0.5 and α = 0 against the paper's value-head RM) is an experiment:
+  :mod:`proofrl.bench.eva_table4`.
 
 Defaults are the paper's (§5): anchors 1–5, τ = 1, α = 0.5, LoRA r = 16, alpha = 32 on q/k/v/o/gate/up/down,
 AdamW lr 2e-5, batch 8, 3 epochs, bf16 on a GPU (fp32 on a CPU). Run: ``proofrl train --recipe eva``.
@@ -34,7 +34,6 @@ from typing import Annotated, Any, Literal
 
 import torch
 from pydantic import Field, model_validator
-from torch import nn
 
 from ..errors import ConfigError
 from ..rewards.eva import (ANCHORS, CONFIG_FILE, DIMENSIONS, ScorePositionError, anchor_token_ids,
@@ -283,64 +282,6 @@ def train_eva(model: Any, tokenizer: Any, examples: Sequence[Example], *, alpha:
     return hist
 
 
-# -- the value-head baseline ------------------------------------------------------------------------------------
-
-
-class RegressionHeadRM(nn.Module):
-    """The paper's value-head RM: Linear(hidden, K) on the last hidden state of the prompt, trained with MSE
-    on the K continuous scores (no critique)."""
-
-    def __init__(self, lm: Any, tokenizer: Any, dims: Sequence[str] = DIMENSIONS, max_state_chars: int = 600):
-        super().__init__()
-        self.lm, self.tokenizer, self.dims, self.max_state_chars = lm, tokenizer, tuple(dims), max_state_chars
-        self.head = nn.Linear(int(lm.config.hidden_size), len(self.dims)).to(next(lm.parameters()).device)
-        nn.init.zeros_(self.head.weight)
-        nn.init.constant_(self.head.bias, 3.0)  # the middle of 1–5: no opinion until taught
-
-    def forward(self, prompts: Sequence[str]) -> torch.Tensor:
-        from ..policy.generation import encode_prompts
-        from ..policy.logprobs import left_pad, position_ids
-
-        limit = getattr(self.lm.config, "max_position_embeddings", None)
-        rows = [r[-limit:] if limit else r for r in encode_prompts(self.tokenizer, prompts)]
-        ids, mask = left_pad(rows, self.tokenizer.pad_token_id, self.head.weight.device)
-        out = self.lm(input_ids=ids, attention_mask=mask, position_ids=position_ids(mask), output_hidden_states=True,
-                      use_cache=False)  # fmt: skip
-        return self.head(out.hidden_states[-1][:, -1].float())  # left padding: the last column is the last token
-
-    def predict(self, records: Sequence[Record], batch: int = 16) -> list[dict[str, float]]:
-        self.eval()
-        out = []
-        with torch.no_grad():
-            for s in range(0, len(records), batch):
-                y = self([prompt_of(r, self.max_state_chars) for r in records[s:s + batch]])
-                out += [{d: float(v) for d, v in zip(self.dims, row)} for row in y.tolist()]
-        return out
-
-
-def train_value_head(rm: RegressionHeadRM, records: Sequence[Record], *, lr: float, batch: int, epochs: int,
-                     seed: int = 0, weight_decay: float = 0.01) -> list[float]:
-    """MSE on the continuous scores; the head learns at 10× ``lr`` (it starts from nothing). Per-epoch MSE."""
-    from ..policy.sft import BatchLoss, supervised_loop
-
-    head_params = list(rm.head.parameters())
-    lm_params = [p for p in rm.lm.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW([{"params": lm_params, "lr": lr}, {"params": head_params, "lr": 10 * lr}], weight_decay=weight_decay)
-
-    def batch_loss(idx: list[int]) -> BatchLoss:
-        part = [records[i] for i in idx]
-        y = rm([prompt_of(r, rm.max_state_chars) for r in part])
-        t = torch.tensor([[r.scores[d] for d in rm.dims] for r in part], device=y.device)
-        loss = ((y - t) ** 2).mean()
-        return BatchLoss(loss, {"mse": (float(loss.detach()), len(part))})
-
-    rm.train()
-    res = supervised_loop(opt, len(records), batch_loss, epochs=epochs, batch=batch, generator=torch.Generator().manual_seed(seed),
-                          params=[*lm_params, *head_params])  # fmt: skip
-    rm.eval()
-    return [h["mse"] for h in res.epochs]
-
-
 # -- models ------------------------------------------------------------------------------------------------------
 
 
@@ -374,101 +315,6 @@ def save_rm(model: Any, tokenizer: Any, out: Path, cfg: EvaRecipe, extra: dict[s
                 "policy": cfg.policy, "alpha": cfg.loss.alpha, **extra}  # fmt: skip
     (out / CONFIG_FILE).write_text(json.dumps(settings, indent=2))
     return out
-
-
-# -- Table 4 ----------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Table4Settings:
-    alpha: float = 0.5
-    tau: float = 1.0
-    lr: float = 2e-5
-    batch: int = 8
-    epochs: int = 3
-    lora: bool = True
-    seed: int = 0
-    max_new_tokens: int = 96
-    max_state_chars: int = 600
-    device: str | None = None
-
-
-def table4(base: str | Path, train: Sequence[Any], held_out: Sequence[Any], settings: Table4Settings = Table4Settings(),
-           *, console: Any = None, out: Path | None = None) -> dict[str, Any]:
-    """The EVA paper's Table 4: train the SFT-only generative RM, the value-head RM and EVA from ``base`` on
-    ``train``; score them and the untrained base on ``held_out`` (:mod:`proofrl.eval.rm`). Returns ``{"rows": {name: metrics}, "flags", "seconds", "index"}``;
-    with ``out``, the EVA model is saved in ``out/eva-model``."""
-    import torch
-
-    from ..eval.rm import evaluate_generative, metrics
-    from ..rewards.eva import EvaScorer
-
-    torch.manual_seed(settings.seed)
-    lora = EvaLoraConfig(enabled=settings.lora)
-    rows: dict[str, Any] = {}
-    flags: dict[str, Any] = {}
-    seconds: dict[str, float] = {}
-    kw = dict(max_new_tokens=settings.max_new_tokens, max_state_chars=settings.max_state_chars, tau=settings.tau)
-
-    def log(msg: str) -> None:
-        if console is not None:
-            console.print(msg)
-
-    t = time.perf_counter()
-    m, tok = load_base(base, lora=None, device=settings.device)
-    r = evaluate_generative(EvaScorer(m, tok, **kw), held_out)
-    rows["zero-shot"], flags["zero-shot"] = r["eva"], r["flags"]
-    seconds["zero-shot"] = time.perf_counter() - t
-    index = None
-    for name, alpha in (("sft", 0.0), ("eva", settings.alpha)):
-        t = time.perf_counter()
-        m, tok = load_base(base, lora=lora, device=settings.device)
-        ex, rep = build_examples(train, tok, max_state_chars=settings.max_state_chars)
-        index = rep.to_json()
-        train_eva(m, tok, ex, alpha=alpha, tau=settings.tau, lr=settings.lr, batch=settings.batch,
-                  epochs=settings.epochs, seed=settings.seed, console=console)  # fmt: skip
-        r = evaluate_generative(EvaScorer(m, tok, **kw), held_out)
-        if name == "sft":
-            rows["sft-text"], rows["sft-eR"] = r["text"], r["eva"]
-        else:
-            rows["eva"], rows["eva-text"] = r["eva"], r["text"]
-            if out is not None:
-                m.save_pretrained(out / "eva-model")
-                tok.save_pretrained(out / "eva-model")
-        flags[name] = r["flags"]
-        seconds[name] = time.perf_counter() - t
-        log(f"{name}: trained and scored in {seconds[name]:.0f} s; flags {r['flags']}")
-    t = time.perf_counter()
-    m, tok = load_base(base, lora=lora, device=settings.device)
-    vh = RegressionHeadRM(m, tok, max_state_chars=settings.max_state_chars)
-    train_value_head(vh, train, lr=settings.lr, batch=settings.batch, epochs=settings.epochs, seed=settings.seed)
-    rows["value-head"] = metrics(vh.predict(held_out), held_out)
-    seconds["value-head"] = time.perf_counter() - t
-    order = ["zero-shot", "sft-text", "sft-eR", "value-head", "eva-text", "eva"]
-    return {"rows": {k: rows[k] for k in order}, "flags": flags, "seconds": {k: round(v, 1) for k, v in seconds.items()},
-            "index": index, "train": len(train), "held_out": len(held_out)}
-
-
-def cli_table4(data: Path, *, train: Path, base: Path, out: Path = Path("runs/eval-rm"), epochs: int = 3,
-               lr: float = 2e-5, batch: int = 8, alpha: float = 0.5, max_new_tokens: int = 96,
-               seed: int = 0) -> dict[str, Any]:
-    """``proofrl eval rm --train T --base B``: Table 4 trained here and scored by :mod:`proofrl.eval.rm` on
-    ``data``; writes ``out/report.md``, ``out/summary.json``, ``out/table4.png``."""
-    from rich.console import Console
-
-    from ..eval.rm import held_out_records, write_report
-
-    console = Console()
-    held, skipped = held_out_records(data)
-    tr, _ = read_records(train)
-    if not tr:
-        raise ConfigError(f"{train}: no usable EVA record")
-    out.mkdir(parents=True, exist_ok=True)
-    res = table4(base, tr, held, Table4Settings(alpha=alpha, lr=lr, batch=batch, epochs=epochs, seed=seed,
-                                                max_new_tokens=max_new_tokens), console=console, out=out)  # fmt: skip
-    console.print(write_report(res, len(held), data, out, skipped))
-    console.print(f"report: {out / 'report.md'}")
-    return res
 
 
 # -- the recipe ---------------------------------------------------------------------------------------------------
