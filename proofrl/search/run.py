@@ -111,12 +111,7 @@ def search_many(problems: str | Path | Iterable[Any], policy: TacticPolicy, algo
     """Search every problem; write ``results.jsonl``, ``trees/``, ``trace.jsonl`` and ``summary.json`` under
     ``out_dir``. ``algorithm`` (``mcts`` / ``best-first`` or a recipe name such as ``reap``) and ``budgets``
     (dotted config keys: ``{"mcts.max_steps": 16}``) adjust ``config``."""
-    if config is None:
-        config = load_search_config(algorithm if algorithm not in (None, "mcts", "best-first") else None)
-        if algorithm in ("mcts", "best-first"):
-            config = config.with_overrides(algorithm=algorithm)
-    if budgets:
-        config = config.with_overrides(**budgets)
+    config = _settings(config, algorithm, budgets)
     theorems = _theorems(problems)
     out = Path(out_dir)
     (out / "trees").mkdir(parents=True, exist_ok=True)
@@ -126,11 +121,7 @@ def search_many(problems: str | Path | Iterable[Any], policy: TacticPolicy, algo
     tracer = Tracer(out / "trace.jsonl")
     own_pool = pool is None
     if pool is None:
-        from ..provers.backend import get_backend
-        from ..provers.factory import make_pool
-
-        opts = get_backend(config.backend).search_options(config.tactic_timeout)
-        pool = make_pool(config.backend, pool=PoolConfig(workers=max(1, workers)), **(opts | (backend_options or {})))
+        pool = _search_pool(config, workers, backend_options)
     shared_policy: Any = policy
     if workers > 1 and not getattr(policy, "thread_safe", False):
         lock = threading.Lock()
@@ -146,19 +137,7 @@ def search_many(problems: str | Path | Iterable[Any], policy: TacticPolicy, algo
         if stop.is_set():
             return None
         th = theorems[i]
-        t0 = time.monotonic()
-        try:
-            # the theorem's own sampling stream: its samples do not depend on which worker asked first
-            with pool.lease(th.header) as prover, sampling_stream(f"{th.name}\x00{th.header}\x00{th.statement}"):
-                r = search_one(th, prover, shared_policy, config, tracer.child(th.name), value_fn)
-        except StatementError as e:  # the header does not load
-            r = SearchResult(th.name, "error", reason=f"header failed to load: {e}", algorithm=config.algorithm)
-        except ProverError as e:
-            r = SearchResult(th.name, "error", reason=f"prover failed: {e}", algorithm=config.algorithm)
-        except Exception as e:  # noqa: BLE001 - one theorem never sinks the run
-            r = SearchResult(th.name, "error", reason=f"internal error: {type(e).__name__}: {e}", algorithm=config.algorithm)
-        r.seconds = r.seconds or time.monotonic() - t0
-        results[i] = r
+        results[i] = r = _search_leased(th, pool, shared_policy, config, tracer, value_fn)
         if r.policy_error:
             policy_errors.append(f"{th.name}: {r.policy_error}")
             stop.set()
@@ -182,6 +161,44 @@ def search_many(problems: str | Path | Iterable[Any], policy: TacticPolicy, algo
         raise PolicyError(f"the policy failed; {len(done)} of {len(theorems)} theorems have results in {results_path}: "
                           f"{policy_errors[0]}")
     return done
+
+
+def _settings(config: SearchConfig | None, algorithm: str | None, budgets: dict[str, Any] | None) -> SearchConfig:
+    """``config``, else the recipe or algorithm named by ``algorithm``; ``budgets`` (dotted keys) on top."""
+    if config is None:
+        config = load_search_config(algorithm if algorithm not in (None, "mcts", "best-first") else None)
+        if algorithm in ("mcts", "best-first"):
+            config = config.with_overrides(algorithm=algorithm)
+    return config.with_overrides(**budgets) if budgets else config
+
+
+def _search_pool(config: SearchConfig, workers: int, backend_options: dict[str, Any] | None) -> ProverPool:
+    """The pool a search builds for itself: ``workers`` processes of the config's backend, with the options the
+    backend takes from the search's settings (Coq: the per-tactic time limit) and ``backend_options``."""
+    from ..provers.backend import get_backend
+    from ..provers.factory import make_pool
+
+    opts = get_backend(config.backend).search_options(config.tactic_timeout)
+    return make_pool(config.backend, pool=PoolConfig(workers=max(1, workers)), **(opts | (backend_options or {})))
+
+
+def _search_leased(th: Theorem, pool: ProverPool, policy: TacticPolicy, config: SearchConfig, tracer: Tracer,
+                   value_fn: ValueFn | None) -> SearchResult:
+    """One theorem on a process leased for its header; a header that does not load, a prover failure or a bug
+    is this theorem's ``error`` result, never the run's end."""
+    t0 = time.monotonic()
+    try:
+        # the theorem's own sampling stream: its samples do not depend on which worker asked first
+        with pool.lease(th.header) as prover, sampling_stream(f"{th.name}\x00{th.header}\x00{th.statement}"):
+            r = search_one(th, prover, policy, config, tracer.child(th.name), value_fn)
+    except StatementError as e:  # the header does not load
+        r = SearchResult(th.name, "error", reason=f"header failed to load: {e}", algorithm=config.algorithm)
+    except ProverError as e:
+        r = SearchResult(th.name, "error", reason=f"prover failed: {e}", algorithm=config.algorithm)
+    except Exception as e:  # noqa: BLE001 - one theorem never sinks the run
+        r = SearchResult(th.name, "error", reason=f"internal error: {type(e).__name__}: {e}", algorithm=config.algorithm)
+    r.seconds = r.seconds or time.monotonic() - t0
+    return r
 
 
 def _run_all(one: Any, n: int, workers: int, progress: bool, results: list[SearchResult | None]) -> None:
