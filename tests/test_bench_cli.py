@@ -47,6 +47,18 @@ def test_bench_smoke_reports_and_resumes_with_the_same_numbers(tmp_path):
     assert rerun and rerun[-1]["arms"] == lines[1]["arms"]
 
 
+@requires_coq
+def test_the_step_level_claim_runs_at_smoke_size(tmp_path):
+    r = CliRunner().invoke(app, ["bench", "--smoke", "--claim", "leanlistener-prec8", "--seeds", "1", "--out", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    (line,) = [json.loads(x) for x in (tmp_path / "results.jsonl").read_text().splitlines()]
+    assert set(line["arms"]) == {"SFT", "step-level GRPO"}
+    assert line["arms"]["SFT"].keys() == line["arms"]["step-level GRPO"].keys() and line["arms"]["SFT"]
+    assert all(0.0 <= v <= 1.0 for arm in line["arms"].values() for v in arm.values())
+    tactics = json.loads((tmp_path / "leanlistener-prec8" / "seed-0" / "tactics.json").read_text())
+    assert {"intros.", "samples", "top"} <= set(tactics["step-level GRPO"])
+
+
 def test_an_unknown_claim_is_one_line(tmp_path):
     r = CliRunner().invoke(app, ["bench", "--claim", "nope", "--out", str(tmp_path)])
     assert r.exit_code == 2
@@ -69,7 +81,7 @@ def test_the_verdict_line_gives_the_size_that_would_tell():
     assert verdict_line(claim, compare([[1] * 30] * 2, [[0] * 30] * 2)).startswith("**does not hold**")
 
 
-@pytest.mark.parametrize("name", ["reap-mcts-vs-best-first"])
+@pytest.mark.parametrize("name", ["reap-mcts-vs-best-first", "leanlistener-prec8"])
 def test_implemented_claims_have_a_size_and_arms(name):
     from proofrl.bench.claims import CLAIMS
 

@@ -137,9 +137,9 @@ def verdict_line(claim: Claim, c: Comparison) -> str:
     """``holds`` / ``does not hold`` / ``cannot tell at this size``, with the size that would tell."""
     side = ">" if claim.direction > 0 else "<"
     line = (f"**{c.verdict}**: {claim.treatment} − {claim.baseline} = {c.difference} (paired, 95 %), p = {c.p_value:.3g} "
-            f"on {c.theorems} theorems × {c.seeds} seeds; the claim is {claim.treatment} {side} {claim.baseline}.")
+            f"on {c.theorems} {claim.unit} × {c.seeds} seeds; the claim is {claim.treatment} {side} {claim.baseline}.")
     if c.verdict == "cannot tell at this size":
-        line += (f" About {c.theorems_needed} theorems would tell an effect of this size (80 % power)."
+        line += (f" About {c.theorems_needed} {claim.unit} would tell an effect of this size (80 % power)."
                  if c.theorems_needed else " No difference at all was seen: no size follows from it.")
     return line
 
