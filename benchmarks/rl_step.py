@@ -12,7 +12,7 @@ Each step of the ``demo`` recipe (16 problems × G samples) is timed by the trai
   hidden behind generation (the wait after the last chunk): ``hidden = 1 − wait / busy``;
 * update — π_old/π_ref recomputation + K PPO epochs.
 
-The same steps run twice from the same model, side by side: overlapped (``rollout.overlap=true``: chunks of
+The same steps run twice from the same model, side by side (the two trainers step in turn): overlapped (``rollout.overlap=true``: chunks of
 ``rollout.chunk_prompts`` prompts, verified while the next chunk is generated) and serial (``rollout.overlap=false``:
 generate everything in one call, then verify). ``--model-size HIDDEN:LAYERS`` teaches a larger tiny model instead, whose generation
 is much slower than the verification of what it writes: the shape of a GPU policy beside CPU verifiers. The
@@ -23,7 +23,6 @@ the wait for verdicts: what the schedule changes; the update's time varies with 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import tempfile
@@ -57,18 +56,27 @@ def taught_model(out: Path, epochs: int, size: str | None = None, limit: int | N
     return out / "taught"
 
 
-def run(model_path: Path, steps: int, overrides: list[str], out: Path) -> list[dict[str, float]]:
+def run(model_path: Path, steps: int, schedules: dict[str, list[str]], out: Path) -> dict[str, list[dict[str, float]]]:
+    """One trainer per schedule from the same model, stepped in turn (the order flipped every step), so a
+    change in the machine's load reaches every schedule alike; each step's metrics, by schedule."""
     from proofrl.train.config import load_recipe
     from proofrl.train.run import build_trainer
 
-    cfg = load_recipe("demo", [f"model.path={model_path}", f"steps={steps}", f"out={out}", "data.eval=",
-                               "checkpoint_every=1000", *overrides])  # fmt: skip
-    trainer = build_trainer(cfg)
+    trainers = {}
     try:
-        trainer.fit()
+        for label, overrides in schedules.items():
+            cfg = load_recipe("demo", [f"model.path={model_path}", f"steps={steps}", f"out={out / label}", "data.eval=",
+                                       "checkpoint_every=1000", *overrides])  # fmt: skip
+            trainers[label] = build_trainer(cfg)
+        rows: dict[str, list[dict[str, float]]] = {label: [] for label in schedules}
+        for step in range(steps):
+            for label in list(trainers)[:: 1 if step % 2 == 0 else -1]:
+                rows[label].append(trainers[label].train_step())
+                trainers[label].step += 1
+        return rows
     finally:
-        trainer.verifier.close()
-    return [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+        for t in trainers.values():
+            t.verifier.close()
 
 
 def median(rows: list[dict[str, float]], key: str) -> float:
@@ -106,8 +114,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tmpd = Path(tmp)
         model = args.model or taught_model(tmpd, args.sft_epochs, args.model_size, limit)
-        overlapped = run(model, args.steps, [*args.overrides, "rollout.overlap=true"], tmpd / "overlap")
-        serial = run(model, args.steps, [*args.overrides, "rollout.overlap=false"], tmpd / "serial")
+        rows = run(model, args.steps, {"overlapped": [*args.overrides, "rollout.overlap=true"],
+                                       "serial": [*args.overrides, "rollout.overlap=false"]}, tmpd)  # fmt: skip
+        overlapped, serial = rows["overlapped"], rows["serial"]
     chunk = next((o.split("=", 1)[1] for o in reversed(args.overrides) if o.startswith("rollout.chunk_prompts=")), "4")
     print(f"demo recipe, {args.steps} steps (median per step), model {args.model or args.model_size or 'the demo size'}, "
           f"torch threads {args.threads}, load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")  # fmt: skip
