@@ -10,7 +10,7 @@ call. It returns one :class:`Verdict` per item, in input order:
   without calling a prover; a problem of another backend is an ``error`` verdict; one bad item never sinks
   the batch;
 * message positions are the proof's own (1-based line, 0-based column in the proof text given here), on both
-  paths, so :mod:`proofrl.train.error_correction` can quote the failing line;
+  paths, so :mod:`proofrl.policy.correction` can quote the failing line;
 * a server that cannot be reached, or keeps answering 429/5xx after ``retries`` tries, raises
   :class:`ServerUnavailable`: a broken verifier is not a wrong proof, and a reward of 0 would be a lie.
 

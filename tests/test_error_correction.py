@@ -10,7 +10,7 @@ from proofrl.problems import Problem
 from proofrl.provers.base import Message, Position, Status, Verdict
 from proofrl.provers.factory import make_pool
 from proofrl.provers.pool import PoolConfig
-from proofrl.train.error_correction import (
+from proofrl.policy.correction import (
     CorrectionCache,
     build_feedback,
     goals_before_errors,

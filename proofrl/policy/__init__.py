@@ -1,5 +1,5 @@
 """The policy: loading causal LMs (and a tiny one built here), log-probs of responses, sampling backends,
-and the prompt formats of published provers. See docs/policy.md.
+the prompt formats of published provers and kimina's second turn. See docs/policy.md.
 
 The names below are imported on first use, so that ``proofrl.policy.prompts`` (read when a recipe is checked)
 does not pull in transformers."""

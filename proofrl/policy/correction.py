@@ -12,6 +12,8 @@
 4. :class:`CorrectionCache` keeps the last 5000 second-turn prompts and mixes them into batches with
    probability 0.5 per slot; :func:`prompt_tokens_ok` drops prompts longer than 8192 tokens.
 
+The second turn's prompt sits beside the first turn's formats (:mod:`.prompts`): the whole-proof trainer
+(:mod:`proofrl.train.trainer`) and verl's agent loop (:mod:`proofrl.verl.agent_loop`) build it the same way.
 Defaults are kimina-prover-rl's (rl-anchors.md §2). Coq stops at the first error of a proof, so Coq
 feedback has one ``# Error`` section at most; Lean can report several.
 """

@@ -115,7 +115,7 @@ class Trainer:
         ecfg = cfg.rollout.error_correction
         self.cache = None
         if ecfg.enabled:
-            from . import error_correction as ec
+            from ..policy import correction as ec
 
             self.cache = ec.CorrectionCache(ecfg.cache_size, ecfg.rate, seed=cfg.seed)
         self.step = 0
@@ -176,7 +176,7 @@ class Trainer:
         """Failed first-turn samples become second-turn prompts (kimina's error-correction turn)."""
         if self.cache is None:
             return 0
-        from . import error_correction as ec
+        from ..policy import correction as ec
 
         ecfg = self.cfg.rollout.error_correction
         added = 0

@@ -7,7 +7,7 @@ One trajectory per sample, for chat models (the row's ``raw_prompt`` is a list o
    function); a valid proof, a completion with no extractable proof, or feedback over ``max_feedback_chars``
    ends the trajectory here;
 3. append proofrl's error report as a user turn, exactly as the proofrl trainer builds it
-   (:func:`proofrl.train.error_correction.build_feedback`, :func:`~proofrl.train.error_correction.second_turn_prompt`):
+   (:func:`proofrl.policy.correction.build_feedback`, :func:`~proofrl.policy.correction.second_turn_prompt`):
    these tokens get ``response_mask`` 0, so they are context, not loss;
 4. generate one second answer, with ``max_tokens`` = the response budget left, and judge it; its result is the
    trajectory's reward. Only the tokens kept in the response (``response_length``) are ever judged, so the
@@ -34,7 +34,7 @@ from uuid import uuid4
 
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput, register
 
-from ..train.error_correction import build_feedback, second_turn_prompt
+from ..policy.correction import build_feedback, second_turn_prompt
 from .reward import _broken, judge_for, problem_of
 
 NAME = "proofrl_error_correction"
