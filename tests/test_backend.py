@@ -116,3 +116,16 @@ def test_the_search_leaf_value_is_minus_the_goal_count_of_the_goal_a_node_owes()
     assert search.leaf_value(top) == -4.0 == -goal_count(top.state)
     focused = Node(1, _state(1, background=3, shelved=1), focus_depth=1)
     assert search.leaf_value(focused) == -2.0  # its goal and the shelved one; not the 3 siblings behind it
+
+
+def test_no_backend_name_is_compared_outside_provers():
+    """Above ``provers/`` the backend is asked (``get_backend(name).…``), never branched on by name."""
+    from pathlib import Path
+
+    import proofrl
+
+    root = Path(proofrl.__file__).parent
+    compare = re.compile(r"""(?:[=!]=|\bin)\s*\(?\s*["'](?:coq|lean)["']|["'](?:coq|lean)["']\s*(?:if\b|[=!]=)""")
+    found = [f"{p.relative_to(root)}:{i}: {line.strip()}" for p in sorted(root.rglob("*.py")) if "provers" not in p.parts
+             for i, line in enumerate(p.read_text().splitlines(), 1) if compare.search(line)]
+    assert not found, found
