@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import random
 
-from proofrl.train.replay_buffer import (ReplayBuffer, ReplayFilter, ReplaySample, human_samples, rehearsal_draw,
-                                         samples_from_tree)
-from proofrl.train.value_targets import node_state_text, solution_path, steps_to_close, value_targets
+from proofrl.data.search_samples import ReplayFilter, ReplaySample, human_samples, samples_from_tree
+from proofrl.data.value_targets import node_state_text, solution_path, steps_to_close, value_targets
+from proofrl.train.replay_buffer import ReplayBuffer, rehearsal_draw
 
 
 def node(i, goals, *, kind="OR", solved=False, closes=False, evaluations=1, children=(), value=None):

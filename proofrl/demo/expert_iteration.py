@@ -21,7 +21,7 @@ SETTINGS = ["rounds=1", "rollout.batch_theorems=24", "rollout.passes=2", "eval.t
 def run_part(ctx: DemoContext) -> dict[str, Any]:
     from ..data.tactics import read_transitions
     from ..train.expert_iteration import ExpertIteration, RunData, load_reap_config
-    from ..train.replay_buffer import human_samples
+    from ..data.search_samples import human_samples
     from ..data.assets import tactic_assets
 
     assets = tactic_assets(ctx.root, seed=ctx.seed, workers=ctx.workers, console=ctx.console)

@@ -6,8 +6,8 @@ A round (reap's blog, "RL stage"; the AlphaProof pseudocode's actor / replay buf
    published weights and run ``rollout.passes`` AND-OR MCTS passes over the batch (reap: four), each pass with
    its own sampling seed, policy = the LM head, leaf values = the value head (or none: the policy-only
    baseline, GPT-f style expert iteration);
-2. **replay**: every exported tree gives (state, tactic, value target) samples (:mod:`.value_targets`,
-   :mod:`.replay_buffer`) after reap's filters (proof length, root value); the buffer keeps the newest
+2. **replay**: every exported tree gives (state, tactic, value target) samples (:mod:`proofrl.data.value_targets`,
+   :mod:`proofrl.data.search_samples`) after reap's filters (proof length, root value); the buffer keeps the newest
    ``replay.capacity``;
 3. **learn**: when the round solved something, both heads are updated on the buffer plus human-proof
    transitions rehearsed at ``learner.rehearsal_fraction`` of every update: loss = the SFT loss of the tactic
@@ -39,7 +39,8 @@ from ..errors import ConfigError
 from ..schema import Section
 from . import checkpoints
 from .sections import LOGGER_FIELD, Loggers, LoraSection
-from .replay_buffer import ReplayBuffer, ReplayFilter, human_samples, rehearsal_draw, samples_from_tree
+from ..data.search_samples import ReplayFilter, human_samples, samples_from_tree
+from .replay_buffer import ReplayBuffer, rehearsal_draw
 
 PositiveInt = Annotated[int, Field(ge=1)]
 Positive = Annotated[float, Field(gt=0)]
