@@ -59,8 +59,7 @@ def main() -> None:
     import torch
     from rich.console import Console
 
-    from proofrl.data.eva_labels import LabelSettings, build_labels, write_labels
-    from proofrl.data.tactics import read_transitions
+    from proofrl.data.eva_labels import LabelSettings, label_splits
     from proofrl.data.assets import built_settings, tactic_assets
     from proofrl.eval.rm import markdown_table, plot_table
     from proofrl.bench.eva_table4 import Table4Settings, table4
@@ -75,13 +74,9 @@ def main() -> None:
     labels = a.out / "labels"
     if not (labels / "held-out.jsonl").is_file():
         policy = make_tactic_policy(assets.policy_spec, device="cpu", seed=a.seed, max_tokens=64)
-        recs, s = [], {}
-        for split, path, n in (("train", assets.train_transitions, a.train_theorems),
-                               ("held-out", assets.held_out_transitions, a.held_theorems)):
-            r, s[split] = build_labels(read_transitions(path), policy=policy, theorems=n,
-                                       settings=LabelSettings(seed=a.seed), console=console)  # fmt: skip
-            recs += r
-        write_labels(recs, labels, s)
+        label_splits(labels, {"train": (assets.train_transitions, a.train_theorems),
+                              "held-out": (assets.held_out_transitions, a.held_theorems)},
+                     policy=policy, settings=LabelSettings(seed=a.seed), console=console)  # fmt: skip
     summary["labels"] = json.loads((labels / "summary.json").read_text())
     train, _ = read_records(labels / "train.jsonl")
     held, _ = read_records(labels / "held-out.jsonl")

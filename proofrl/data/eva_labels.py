@@ -50,7 +50,7 @@ import re
 import threading
 import time
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -291,6 +291,43 @@ def write_labels(records: Sequence[dict[str, Any]], out: str | Path, summary: di
     if summary is not None:
         (out / "summary.json").write_text(json.dumps(summary, indent=2))
     return paths
+
+
+def label_splits(out: str | Path, splits: Mapping[str, tuple[str | Path, int | None]], *, policy: Any = None,
+                 settings: LabelSettings = LabelSettings(), workers: int = 2,
+                 console: Any = None) -> tuple[dict[str, Path], dict[str, Any]]:
+    """Label each split's transitions (``{"train": (JSONL, theorems), "held-out": …}``, :func:`build_labels`) and
+    write them to ``out`` with the summary by split (:func:`write_labels`); returns the paths and the summary."""
+    from .tactics import read_transitions
+
+    records, summary = [], {}
+    for split, (path, theorems) in splits.items():
+        rs, summary[split] = build_labels(read_transitions(path), policy=policy, theorems=theorems, settings=settings,
+                                          workers=workers, console=console)  # fmt: skip
+        records += rs
+    return write_labels(records, out, summary), summary
+
+
+def stdlib_labels(out: Path, *, theorems: int, policy: str = "", seed: int = 0, workers: int = 2,
+                  console: Any = None) -> dict[str, Path]:
+    """Build (once) a small prover-labelled set in ``out``: tactic transitions of the Coq stdlib's short proofs
+    (``out/transitions``), then :func:`label_splits` on its train and held-out splits, ``theorems`` each;
+    ``policy`` (``hf:DIR``) runs the short search that tells whether a proposal's state still closes."""
+    paths = {"train": out / "train.jsonl", "held-out": out / "held-out.jsonl"}
+    if all(p.is_file() for p in paths.values()):
+        return paths
+    from .tactics import build_tactic_data
+
+    trans = out / "transitions"
+    if not (trans / "train.jsonl").is_file():
+        build_tactic_data(trans, workers=workers, max_proof_chars=200, limit=max(40, 4 * theorems), seed=seed, console=console)
+    pol = None
+    if policy:
+        from ..policy.tactic import make_tactic_policy
+
+        pol = make_tactic_policy(policy, device="cpu", seed=seed, max_tokens=64)
+    return label_splits(out, {s: (trans / f"{s}.jsonl", theorems) for s in paths}, policy=pol,
+                        settings=LabelSettings(seed=seed), workers=workers, console=console)[0]  # fmt: skip
 
 
 def main(argv: Sequence[str] | None = None) -> int:

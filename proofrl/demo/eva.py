@@ -42,8 +42,7 @@ def run_part(ctx: Any) -> dict[str, Any]:
     import torch
     from rich.console import Console
 
-    from ..data.eva_labels import LabelSettings, build_labels, write_labels
-    from ..data.tactics import read_transitions
+    from ..data.eva_labels import LabelSettings, label_splits
     from ..eval.rm import evaluate_generative, markdown_table, plot_table
     from ..policy.tactic import make_tactic_policy
     from ..rewards.eva import EvaScorer
@@ -57,12 +56,9 @@ def run_part(ctx: Any) -> dict[str, Any]:
     out = ctx.out
     policy = make_tactic_policy(assets.policy_spec, device="cpu", seed=ctx.seed, max_tokens=64)
     ls = LabelSettings(states_per_theorem=s.states_per_theorem, search_expansions=s.search_expansions, seed=ctx.seed)
-    recs, lab = [], {}
-    for split, path, n in (("train", assets.train_transitions, s.train_theorems),
-                           ("held-out", assets.held_out_transitions, s.held_out_theorems)):
-        r, lab[split] = build_labels(read_transitions(path), policy=policy, theorems=n, settings=ls, workers=ctx.workers, console=console)
-        recs += r
-    paths = write_labels(recs, out / "labels", lab)
+    paths, lab = label_splits(out / "labels", {"train": (assets.train_transitions, s.train_theorems),
+                                               "held-out": (assets.held_out_transitions, s.held_out_theorems)},
+                              policy=policy, settings=ls, workers=ctx.workers, console=console)  # fmt: skip
     train, _ = read_records(paths["train"])
     held, _ = read_records(paths["held-out"])
     label_s = time.perf_counter() - t0

@@ -320,33 +320,6 @@ def save_rm(model: Any, tokenizer: Any, out: Path, cfg: EvaRecipe, extra: dict[s
 # -- the recipe ---------------------------------------------------------------------------------------------------
 
 
-def prover_labelled_data(out: Path, *, theorems: int, policy: str = "", seed: int = 0, workers: int = 2,
-                         console: Any = None) -> tuple[Path, Path]:
-    """Build (once) a small prover-labelled set in ``out``: tactic transitions of the Coq stdlib's short
-    proofs, then :func:`proofrl.data.eva_labels.build_labels` on each split."""
-    from ..data.eva_labels import LabelSettings, build_labels, write_labels
-    from ..data.tactics import build_tactic_data, read_transitions
-
-    if (out / "train.jsonl").is_file() and (out / "held-out.jsonl").is_file():
-        return out / "train.jsonl", out / "held-out.jsonl"
-    trans = out / "transitions"
-    if not (trans / "train.jsonl").is_file():
-        build_tactic_data(trans, workers=workers, max_proof_chars=200, limit=max(40, 4 * theorems), seed=seed, console=console)
-    pol = None
-    if policy:
-        from ..policy.tactic import make_tactic_policy
-
-        pol = make_tactic_policy(policy, device="cpu", seed=seed, max_tokens=64)
-    records, summary = [], {}
-    for split in ("train", "held-out"):
-        rs, s = build_labels(read_transitions(trans / f"{split}.jsonl"), policy=pol, theorems=theorems,
-                             settings=LabelSettings(seed=seed), workers=workers, console=console)  # fmt: skip
-        records += rs
-        summary[split] = s
-    paths = write_labels(records, out, summary)
-    return paths["train"], paths["held-out"]
-
-
 def run(cfg: EvaRecipe) -> dict[str, Any]:
     """``proofrl train --recipe eva``: read the data, train with L_SFT + α·L_EVA, save the model with its
     ``eva_config.json``, score the held-out file when there is one. The run folder (:class:`.rundir.RunDir`,
@@ -371,9 +344,11 @@ def _train_and_score(cfg: EvaRecipe, out: Path, run_dir: Any, console: Any) -> d
         from ..preflight import require_backend
 
         require_backend("coq")
-        tp, ep = prover_labelled_data(out / "labels", theorems=cfg.data.theorems, policy=cfg.policy,
-                                      seed=cfg.optim.seed, console=console)  # fmt: skip
-        train_path, eval_path = str(tp), eval_path or str(ep)
+        from ..data.eva_labels import stdlib_labels
+
+        paths = stdlib_labels(out / "labels", theorems=cfg.data.theorems, policy=cfg.policy, seed=cfg.optim.seed,
+                              console=console)  # fmt: skip
+        train_path, eval_path = str(paths["train"]), eval_path or str(paths["held-out"])
     records, skipped = read_records(train_path, cfg.loss.dims)
     if skipped:
         console.print(f"[yellow]skipped {sum(skipped.values())} lines of {train_path}[/]: {dict(skipped)}")
