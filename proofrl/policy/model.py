@@ -83,3 +83,26 @@ def load_policy(
         model = get_peft_model(model, cfg)
     model.eval()  # callers switch to train() around their updates
     return model, tokenizer
+
+
+def load_weights(model: torch.nn.Module, ckpt: Path) -> None:
+    """Load a checkpoint written by ``save_pretrained`` into ``model`` in place (full weights or a LoRA adapter)."""
+    if hasattr(model, "load_adapter") and (ckpt / "adapter_config.json").exists():
+        from peft import set_peft_model_state_dict
+        from peft.utils import load_peft_weights
+
+        set_peft_model_state_dict(model, load_peft_weights(str(ckpt)))
+        return
+    from safetensors.torch import load_file
+
+    files = sorted(ckpt.glob("*.safetensors"))
+    if not files:
+        raise FileNotFoundError(f"{ckpt}: no *.safetensors weights")
+    state: dict[str, torch.Tensor] = {}
+    for f in files:
+        state.update(load_file(str(f)))
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    # Tied embeddings are saved once; anything else missing means a different architecture.
+    missing = [k for k in missing if not k.endswith("lm_head.weight")]
+    if missing or unexpected:
+        raise ValueError(f"{ckpt}: weights do not fit the model (missing {missing[:3]}, unexpected {unexpected[:3]})")

@@ -417,7 +417,7 @@ class StepLevelTrainer:
 
     def resume(self) -> int:
         """Load the newest complete checkpoint, if any (:meth:`fit` then cuts the logs back to its step)."""
-        from .trainer import load_weights
+        from ..policy.model import load_weights
 
         ckpt = self.latest_checkpoint()
         if ckpt is None:

@@ -35,6 +35,7 @@ import torch
 
 from ..problems import Problem
 from ..policy.generation import SamplingParams, encode_prompts
+from ..policy.model import load_weights
 from ..policy.prompts import PromptFormat, get_format, render_messages
 from ..rewards.compose import RewardConfig, base_rewards, reward_config_from_dict, shape_group
 from ..verification import Verifier
@@ -361,27 +362,3 @@ def ppo_config(cfg: TrainConfig) -> PPOConfig:
     when unset: Dr.GRPO's divisor must not depend on which responses share an update."""
     ppo = cfg.algorithm.ppo
     return ppo.to_ppo_config(horizon=ppo.horizon if ppo.horizon is not None else cfg.rollout.max_tokens)
-
-
-def load_weights(model: Any, ckpt: Path) -> None:
-    """Load a checkpoint written by ``save_pretrained`` into ``model`` in place (full weights or a LoRA adapter)."""
-    if hasattr(model, "load_adapter") and (ckpt / "adapter_config.json").exists():
-        from peft import set_peft_model_state_dict
-        from peft.utils import load_peft_weights
-
-        set_peft_model_state_dict(model, load_peft_weights(str(ckpt)))
-        return
-    from safetensors.torch import load_file
-
-    files = sorted(ckpt.glob("*.safetensors"))
-    if not files:
-        raise FileNotFoundError(f"{ckpt}: no *.safetensors weights")
-    state: dict[str, torch.Tensor] = {}
-    for f in files:
-        state.update(load_file(str(f)))
-    missing, unexpected = model.load_state_dict(state, strict=False)
-    # Tied embeddings are saved once; anything else missing means a different architecture.
-    missing = [k for k in missing if not k.endswith("lm_head.weight")]
-    if missing or unexpected:
-        raise ValueError(f"{ckpt}: weights do not fit the model (missing {missing[:3]}, unexpected {unexpected[:3]})")
-
