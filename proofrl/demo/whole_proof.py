@@ -92,9 +92,6 @@ def _run_demo(cfg: DemoConfig, recipe: TrainConfig, verifier: Any, console: Any)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from ..policy.generation import HFGenerator
-    from ..policy.model import load_policy
-    from ..policy.tiny import build_tiny_model
-    from ..train.trainer import Trainer
 
     from transformers.utils import logging as hf_logging
 
@@ -111,28 +108,12 @@ def _run_demo(cfg: DemoConfig, recipe: TrainConfig, verifier: Any, console: Any)
         return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                         console=console, transient=True)  # fmt: skip
 
-    # 1-2. data and the tiny model
+    # 1-3. data, the tiny model, supervised fine-tuning on the human proofs
     t = time.perf_counter()
     train, held = demo_problems(cfg)
     console.print(f"[bold]data[/]: {len(train)} training theorems, {len(held)} held-out theorems "
                   f"(short stdlib proofs, split by module)")  # fmt: skip
-    corpus = [fmt.prompt(p) + fmt.completion(p, p.proof) for p in train]
-    model_dir = build_tiny_model(out / "tiny-model", corpus, seed=cfg.seed, **cfg.model)
-    model, tok = load_policy(model_dir, device="cpu")
-    timings["data_and_model_s"] = time.perf_counter() - t
-
-    # 3. supervised fine-tuning on the human proofs
-    t = time.perf_counter()
-    pairs = [(fmt.prompt(p, tok), fmt.completion(p, p.proof)) for p in train]
-    with progress() as bar:
-        task = bar.add_task("teaching the tiny model (SFT)", total=cfg.sft_epochs)
-        losses = supervised_finetune(model, tok, pairs, epochs=cfg.sft_epochs, lr=cfg.sft_lr, batch=cfg.sft_batch,
-                                     seed=cfg.seed, on_epoch=lambda e, l: bar.update(task, advance=1))  # fmt: skip
-    sft_dir = out / "sft-model"
-    model.save_pretrained(sft_dir)
-    tok.save_pretrained(sft_dir)
-    timings["sft_s"] = time.perf_counter() - t
-    console.print(f"[bold]SFT[/]: {cfg.sft_epochs} epochs on {len(pairs)} proofs, loss {losses[0]:.2f} → {losses[-1]:.2f}")
+    model, tok, sft_dir, losses = _teach(cfg, fmt, train, out, console, progress, timings, started=t)
 
     ev = recipe.eval
     results: dict[str, EvalResult] = {}
@@ -159,20 +140,8 @@ def _run_demo(cfg: DemoConfig, recipe: TrainConfig, verifier: Any, console: Any)
     variants = {"grpo": "null", "grpo-unlikeliness": "{beta_rank: 0.25, convention: paper, reduction: mean}"}
     for name, unlikely in variants.items():
         t = time.perf_counter()
-        policy, _ = load_policy(sft_dir, device="cpu")
-        rcfg: TrainConfig = load_recipe("demo", [f"steps={cfg.rl_steps}", f"seed={cfg.seed}", f"out={out / name}",
-                                                  *cfg.overrides, f"reward.unlikeliness={unlikely}"])  # fmt: skip
-        gen = HFGenerator(policy, tok, batch_size=64)
-        trainer = Trainer(rcfg, policy, tok, gen, verifier, train)
-        with progress() as bar:
-            task = bar.add_task(f"GRPO: {name}", total=rcfg.steps)
-            bar.update(task, completed=trainer.resume())
-            trainer.fit(progress=lambda s, m: bar.update(task, completed=s))
-        runs[name] = [json.loads(line) for line in (Path(rcfg.out) / "metrics.jsonl").read_text().splitlines()]
+        policy, runs[name] = _grpo_arm(cfg, name, unlikely, sft_dir, tok, verifier, train, out, console, progress)
         timings[f"rl_{name}_s"] = time.perf_counter() - t
-        last = runs[name][-3:]
-        console.print(f"[bold]{name}[/]: {rcfg.steps} steps; valid on training theorems in the last steps: "
-                      + ", ".join(f"{100 * r.get('valid/turn1', 0):.0f}%" for r in last))  # fmt: skip
         t = time.perf_counter()
         results[f"after {name}"] = run_eval(name, policy)
         uplifts[name] = uplift_between(model, policy, tok, before.groups)
@@ -200,6 +169,55 @@ def _run_demo(cfg: DemoConfig, recipe: TrainConfig, verifier: Any, console: Any)
     console.print(markdown_table(results))
     console.print(f"\nreport: {out / 'report.md'}  ({timings['total_s']:.0f} s in all)")
     return summary
+
+
+def _teach(cfg: DemoConfig, fmt: PromptFormat, train: list[Any], out: Path, console: Any, progress: Any,
+           timings: dict[str, float], *, started: float) -> tuple[Any, Any, Path, list[float]]:
+    """The tiny model built on the training proofs' text, then supervised fine-tuning on them; the SFT model
+    is saved in ``out/sft-model``. Returns the model, its tokenizer, that folder and the losses."""
+    from ..policy.model import load_policy
+    from ..policy.tiny import build_tiny_model
+
+    corpus = [fmt.prompt(p) + fmt.completion(p, p.proof) for p in train]
+    model_dir = build_tiny_model(out / "tiny-model", corpus, seed=cfg.seed, **cfg.model)
+    model, tok = load_policy(model_dir, device="cpu")
+    timings["data_and_model_s"] = time.perf_counter() - started
+
+    t = time.perf_counter()
+    pairs = [(fmt.prompt(p, tok), fmt.completion(p, p.proof)) for p in train]
+    with progress() as bar:
+        task = bar.add_task("teaching the tiny model (SFT)", total=cfg.sft_epochs)
+        losses = supervised_finetune(model, tok, pairs, epochs=cfg.sft_epochs, lr=cfg.sft_lr, batch=cfg.sft_batch,
+                                     seed=cfg.seed, on_epoch=lambda e, l: bar.update(task, advance=1))  # fmt: skip
+    sft_dir = out / "sft-model"
+    model.save_pretrained(sft_dir)
+    tok.save_pretrained(sft_dir)
+    timings["sft_s"] = time.perf_counter() - t
+    console.print(f"[bold]SFT[/]: {cfg.sft_epochs} epochs on {len(pairs)} proofs, loss {losses[0]:.2f} → {losses[-1]:.2f}")
+    return model, tok, sft_dir, losses
+
+
+def _grpo_arm(cfg: DemoConfig, name: str, unlikely: str, sft_dir: Path, tok: Any, verifier: Any, train: list[Any],
+              out: Path, console: Any, progress: Any) -> tuple[Any, list[dict[str, float]]]:
+    """One GRPO run from the SFT model (``reward.unlikeliness`` = ``unlikely``) in ``out/name``; the trained
+    policy and its metrics rows."""
+    from ..policy.generation import HFGenerator
+    from ..policy.model import load_policy
+    from ..train.trainer import Trainer
+
+    policy, _ = load_policy(sft_dir, device="cpu")
+    rcfg: TrainConfig = load_recipe("demo", [f"steps={cfg.rl_steps}", f"seed={cfg.seed}", f"out={out / name}",
+                                              *cfg.overrides, f"reward.unlikeliness={unlikely}"])  # fmt: skip
+    gen = HFGenerator(policy, tok, batch_size=64)
+    trainer = Trainer(rcfg, policy, tok, gen, verifier, train)
+    with progress() as bar:
+        task = bar.add_task(f"GRPO: {name}", total=rcfg.steps)
+        bar.update(task, completed=trainer.resume())
+        trainer.fit(progress=lambda s, m: bar.update(task, completed=s))
+    rows = [json.loads(line) for line in (Path(rcfg.out) / "metrics.jsonl").read_text().splitlines()]
+    console.print(f"[bold]{name}[/]: {rcfg.steps} steps; valid on training theorems in the last steps: "
+                  + ", ".join(f"{100 * r.get('valid/turn1', 0):.0f}%" for r in rows[-3:]))  # fmt: skip
+    return policy, rows
 
 
 def _report(summary: dict[str, Any], results: dict[str, EvalResult], uplifts: dict[str, UpliftRate]) -> str:
