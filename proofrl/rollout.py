@@ -6,10 +6,10 @@ behind generation. The timings say how much did: ``hidden = 1 − wait / verify_
 long the caller still waited for verdicts after the last chunk was generated. Serial (``overlap=False``): every
 prompt in one generation call, then every proof to the verifier at once.
 
-The trainer runs serial unless ``rollout.overlap`` is true: measured with ``benchmarks/rl_step.py`` on 2 CPU
-cores (docs/training.md, "Where a step's time goes"), serial was faster both for the demo recipe and where
-generation is much slower than verification. Overlapping shrinks each generation call to a chunk, and
-on a shared CPU the sampler and the provers compete for the same cores. The schedule is fixed per run, not
+The trainer runs serial unless ``rollout.overlap`` is true: measured side by side with
+``benchmarks/rl_step.py`` on 2 CPU cores (docs/training.md, "Where a step's time goes"), serial was faster both
+for the demo recipe and where generation is much slower than verification. Overlapping shrinks each
+generation call to a chunk, and on a shared CPU the sampler and the provers compete for the same cores. The schedule is fixed per run, not
 chosen from each step's timings: it changes what is sampled (each generation call is seeded, and batches
 differ), so a timing-driven choice would make a seeded run irreproducible.
 """

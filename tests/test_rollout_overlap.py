@@ -1,4 +1,4 @@
-"""The rollout's schedule: serial by default (``rollout.overlap: false``, the faster in every case measured in
+"""The rollout's schedule: serial by default (``rollout.overlap: false``, the faster one measured on 2 cores in
 docs/training.md), overlapped on request, and what each schedule does."""
 
 from __future__ import annotations

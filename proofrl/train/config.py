@@ -115,8 +115,9 @@ class RolloutConfig(Section):
     """prompts generated per call; each chunk's verification starts while the next chunk is generated"""
     overlap: bool = False
     """``true``: chunks of ``chunk_prompts`` prompts, each verified while the next is generated; ``false``: one
-    generation call, then one verification of everything, the faster in every case measured (docs/training.md,
-    "Where a step's time goes")"""
+    generation call, then one verification of everything: the faster one on 2 CPU cores, measured for the demo
+    recipe and for a policy whose generation is much slower than verification (docs/training.md, "Where a
+    step's time goes")"""
     generation_batch: PositiveInt = 64
     """``hf``: sequences (prompts × G) per ``model.generate`` call. Its own knob: the batch changes the sampled
     rollouts (padding and the RNG stream), so the training-side ``micro_batch`` must not set it"""
