@@ -15,7 +15,7 @@ Rows, every theorem with the same wall-clock budget (``--seconds``) in every row
 (d) (c) with the automation tactics of (a) and ``sauto`` proposed at every node beside the model's
     (:class:`WithAutomation`, as Lean Copilot adds aesop to the model's tactics).
 
-Every header gets ``From Coq Require Import Lia Lra Psatz.`` (and CoqHammer's modules for (b) and (d)) so the
+Every header gets ``From Coq Require Import Lia Lra Psatz Ring Field ArithRing.`` (and CoqHammer's modules for (b) and (d)) so the
 automation exists; a theorem is proved only when a fresh ``coqc`` accepts the proof (for (a)/(b) the one-shot
 script *is* that check, run under the budget; for (c)/(d) the search's final check). Reported per row:
 theorems proved, wall and CPU seconds per theorem (this process and its Coq and ATP processes, read from
@@ -42,7 +42,9 @@ from _bench import SMOKE_ROOT, add_smoke, div, need_coq, ratio, smoke_assets
 
 AUTOMATION = ("lia", "nia", "lra", "nra", "ring", "field", "auto", "easy", "tauto", "intuition")
 """Coq's one-shot automation for miniF2F's nat / Z / R statements (``interval`` is not packaged for 8.16)"""
-AUTOMATION_HEADER = "From Coq Require Import Lia Lra Psatz.\n"
+AUTOMATION_HEADER = "From Coq Require Import Lia Lra Psatz Ring Field ArithRing.\n"
+"""the automation's own libraries, loaded after each header: a tactic that is not loaded would make the whole
+``solve [...]`` of the combination fail to parse"""
 HAMMER_TACTICS_HEADER = "From Hammer Require Import Tactics.\n"
 
 
