@@ -5,6 +5,9 @@
   step keyed by the loop's own step name (``step``, ``round``, ``epoch``), and the final summary;
 * ``checkpoints/PREFIXNNNN/``: atomic checkpoints (:mod:`.checkpoints`), the newest ``keep`` kept.
 
+The loops counted in steps (whole-proof and step-level GRPO) run through :meth:`RunDir.run_steps`: log, progress,
+checkpoint every N steps and after the last, summary.
+
 A run killed at any moment resumes from its newest complete checkpoint: :meth:`RunDir.start` with the step it
 resumed from drops the log lines written after it (each step is logged once), and wandb/mlflow continue the
 same run (their ids are kept in ``trackers.json``)."""
@@ -70,6 +73,28 @@ class RunDir:
             for t in self.trackers:
                 t.config(cfg)
         return self
+
+    def run_steps(self, config: Any, step: Callable[[], tuple[int, dict[str, Any]]], *, at: int, total: int,
+                  checkpoint_every: int, save: Callable[[], Any], resumed: bool,
+                  progress: Callable[[int, dict[str, Any]], None] | None = None) -> list[tuple[int, dict[str, Any]]]:
+        """The loop of a run counted in steps, from step ``at`` (its checkpoint's, when ``resumed``) to ``total``:
+        :meth:`start`, then ``step()`` → (step number, metrics), each logged and shown to ``progress``; ``save()``
+        (a checkpoint) every ``checkpoint_every`` steps and after the last; the last metrics as the summary."""
+        self.start(config, resumed_from=at if resumed else None)
+        done: list[tuple[int, dict[str, Any]]] = []
+        try:
+            while at < total:
+                at, metrics = step()
+                self.log(at, metrics)
+                done.append((at, metrics))
+                if progress is not None:
+                    progress(at, metrics)
+                if at % checkpoint_every == 0 or at == total:
+                    save()
+            self.summary({"steps": at, "last": done[-1][1] if done else {}})
+        finally:
+            self.close()
+        return done
 
     def log(self, step: int, metrics: Mapping[str, Any]) -> None:
         metrics = {k: v for k, v in metrics.items() if k != self.step_key}

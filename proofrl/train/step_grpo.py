@@ -367,24 +367,17 @@ class StepLevelTrainer:
         """Train until ``cfg.steps`` updates, resuming from the newest checkpoint in ``out``."""
         resumed = self.latest_checkpoint() is not None
         self.resume()
-        self.run_dir.start(self.cfg, resumed_from=self.step if resumed else None)
-        history = []
-        try:
-            while self.step < self.cfg.steps:
-                m = self.train_step()
-                e = self.cfg.eval
-                if e.every and self.held_out and self.step % e.every == 0:
-                    m |= self.evaluate()
-                self.run_dir.log(self.step, m)
-                history.append(m)
-                if progress is not None:
-                    progress(self.step, m)
-                if self.step % self.cfg.checkpoint_every == 0 or self.step == self.cfg.steps:
-                    self.save_checkpoint()
-            self.run_dir.summary({"steps": self.step, "last": history[-1] if history else {}})
-        finally:
-            self.run_dir.close()
-        return history
+
+        def step() -> tuple[int, dict[str, float]]:
+            m = self.train_step()
+            e = self.cfg.eval
+            if e.every and self.held_out and self.step % e.every == 0:
+                m |= self.evaluate()
+            return self.step, m
+
+        done = self.run_dir.run_steps(self.cfg, step, at=self.step, total=self.cfg.steps, resumed=resumed, progress=progress,
+                                      checkpoint_every=self.cfg.checkpoint_every, save=self.save_checkpoint)  # fmt: skip
+        return [m for _, m in done]
 
     def evaluate(self) -> dict[str, float]:
         from ..eval.tactics import tactic_metrics

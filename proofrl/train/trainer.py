@@ -273,28 +273,21 @@ class Trainer:
     def fit(self, *, progress: Callable[[int, dict[str, float]], None] | None = None) -> list[StepRecord]:
         """Train until ``cfg.steps``, resuming from the newest checkpoint in ``out`` when there is one; every step
         goes to the run folder's trackers, and the last step's metrics are the run's summary."""
-        ckpt = self.latest_checkpoint()
+        resumed = self.latest_checkpoint() is not None
         self.resume()
-        self.run.start(self.cfg, resumed_from=self.step if ckpt is not None else None)
-        records = []
-        try:
-            while self.step < self.cfg.steps:
-                metrics = self.train_step()
-                self.step += 1
-                every = self.cfg.eval.every
-                if self.eval_fn is not None and ((every and self.step % every == 0) or self.step == self.cfg.steps):
-                    with self.autocast():
-                        metrics.update(self.eval_fn(self, self.step))
-                self.run.log(self.step, metrics)
-                records.append(StepRecord(self.step, metrics))
-                if progress:
-                    progress(self.step, metrics)
-                if self.step % self.cfg.checkpoint_every == 0 or self.step == self.cfg.steps:
-                    self.save_checkpoint()
-            self.run.summary({"steps": self.step, "last": records[-1].metrics if records else {}})
-        finally:
-            self.run.close()
-        return records
+
+        def step() -> tuple[int, dict[str, float]]:
+            metrics = self.train_step()
+            self.step += 1
+            every = self.cfg.eval.every
+            if self.eval_fn is not None and ((every and self.step % every == 0) or self.step == self.cfg.steps):
+                with self.autocast():
+                    metrics.update(self.eval_fn(self, self.step))
+            return self.step, metrics
+
+        done = self.run.run_steps(self.cfg, step, at=self.step, total=self.cfg.steps, resumed=resumed, progress=progress,
+                                  checkpoint_every=self.cfg.checkpoint_every, save=self.save_checkpoint)  # fmt: skip
+        return [StepRecord(n, m) for n, m in done]
 
     # ------------------------------------------------------------------------------------- checkpoints
 
