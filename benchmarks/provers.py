@@ -2,6 +2,7 @@
 
     PROOFRL_COQ_LIBS=1 bash scripts/setup.sh         # CoqHammer, eprover, z3, cvc4 (and MathComp, std++)
     python benchmarks/provers.py --data minif2f.jsonl --split test --theorems 20 --seconds 20 --workers 2
+    python benchmarks/provers.py --data coq-lib:mathcomp:test --theorems 10 --policy hf:MODEL
     python benchmarks/provers.py --smoke             # 2 theorems, 3 s each, 3 tactics, the tiny smoke model
 
 Rows, every theorem with the same wall-clock budget (``--seconds``) in every row:
@@ -160,7 +161,8 @@ def searched(problems: list[Any], policy: Any, recipe: str, header: str, seconds
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--data", type=Path, default=None, help="miniF2F-rocq JSONL (name, split, header, formal_statement)")
+    ap.add_argument("--data", type=Path, default=None, help="miniF2F-rocq JSONL (name, split, header, formal_statement), "
+                    "or a library corpus split: coq-lib:mathcomp:test (see docs/corpora.md)")
     ap.add_argument("--split", action="append", default=None, help="test and/or valid (repeatable; default test)")
     ap.add_argument("--theorems", type=int, default=20, help="N theorems of each split that compile with this Coq, drawn with --seed")
     ap.add_argument("--seed", type=int, default=0)
@@ -184,7 +186,13 @@ def main() -> None:
         args.theorems, args.seconds, args.workers, args.width, args.out = 2, 3.0, 1, 2, SMOKE_ROOT / "provers"
         args.atp_seconds = 1
     problems: list[Problem] = []
-    if args.data is not None:
+    if args.data is not None and str(args.data).startswith("coq-lib:"):  # a library corpus' held-out lemmas
+        from proofrl.data.splits import problem_set
+
+        ok = problem_set(str(args.data))
+        problems = sorted(random.Random(args.seed).sample(ok, min(args.theorems, len(ok))), key=lambda p: p.name)
+        splits = [str(args.data)]
+    elif args.data is not None:
         if not args.data.is_file():
             ap.error(f"no file {args.data}")
         for split in splits:
