@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 import typer
@@ -310,8 +311,6 @@ def eval_(
     """pass@N of whole proofs by both estimators, unique valid proofs, optional uplift rate, plots and a markdown
     report (`proofrl eval --model DIR --problems FILE`); `proofrl eval tactics` and `proofrl eval rm` evaluate a
     tactic model and a reward model."""
-    import json
-
     if ctx.invoked_subcommand is not None:
         return
     if model is None or problems is None:
@@ -320,29 +319,13 @@ def eval_(
     from rich.console import Console
     from rich.progress import Progress
 
-    from .data.splits import problem_set
-    from .errors import ConfigError
-    from .policy.prompts import get_format
     from .preflight import require_backend
 
-    if not 1 <= samples <= 512:
-        raise typer.BadParameter("-n must be between 1 and 512")
-    if problems.startswith("coq-stdlib"):
-        require_backend("coq")  # the problems are read where coqc says the standard library is
-    try:
-        k_list = tuple(sorted({int(k) for k in ks.split(",") if k.strip()}))
-        fmt = get_format(prompt_format)
-        probs = problem_set(problems, split=split or None, limit=limit)
-    except ConfigError:
-        raise
-    except (ValueError, FileNotFoundError) as e:
-        raise typer.BadParameter(str(e)) from e
-    if not probs:
-        raise typer.BadParameter(f"no problems in {problems}")
+    k_list, fmt, probs = _eval_inputs(problems, prompt_format, samples, ks, split, limit)
     be = backend or probs[0].backend
     if not server_url:
         require_backend(be)
-    from .eval.evaluate import evaluate, markdown_table, plot_pass_at_k, plot_uplift, uplift_between
+    from .eval.evaluate import evaluate, markdown_table
     from .policy.generation import HFGenerator
     from .policy.model import load_policy
     from .verification import Verifier
@@ -367,20 +350,56 @@ def eval_(
                                     tokenizer=tok, label=baseline.name, on_chunk=lambda k: bar.update(task, advance=k))  # fmt: skip
     finally:
         verifier.close()
+    _eval_report(out, model.name, f"on {len(probs)} problems from `{problems}`, {samples} samples each", res,
+                 (base, m, tok, base_res) if base_res is not None else None)
+    console.print(markdown_table({model.name: res}))
+    console.print(f"report: {out / 'report.md'}")
+
+
+def _eval_inputs(problems: str, prompt_format: str, samples: int, ks: str, split: str, limit: int | None) -> tuple:
+    """``proofrl eval``'s checked inputs: the k of pass@k, the prompt format and the problems (a bad one is a
+    usage error, not a traceback)."""
+    from .data.splits import problem_set
+    from .errors import ConfigError
+    from .policy.prompts import get_format
+    from .preflight import require_backend
+
+    if not 1 <= samples <= 512:
+        raise typer.BadParameter("-n must be between 1 and 512")
+    if problems.startswith("coq-stdlib"):
+        require_backend("coq")  # the problems are read where coqc says the standard library is
+    try:
+        k_list = tuple(sorted({int(k) for k in ks.split(",") if k.strip()}))
+        fmt = get_format(prompt_format)
+        probs = problem_set(problems, split=split or None, limit=limit)
+    except ConfigError:
+        raise
+    except (ValueError, FileNotFoundError) as e:
+        raise typer.BadParameter(str(e)) from e
+    if not probs:
+        raise typer.BadParameter(f"no problems in {problems}")
+    return k_list, fmt, probs
+
+
+def _eval_report(out: Path, name: str, what: str, res: Any, baseline: tuple | None) -> None:
+    """``summary.json``, the pass@k plot and ``report.md`` of ``proofrl eval``; with ``baseline`` (its model,
+    the evaluated model, the tokenizer, its results) the uplift rate too."""
+    import json
+
+    from .eval.evaluate import markdown_table, plot_pass_at_k, plot_uplift, uplift_between
+
     summary = {"eval": res.to_json()}
-    plot_pass_at_k({model.name: res}, out / "pass_at_k.png")
-    report = ["# proofrl eval", "", f"`{model.name}` on {len(probs)} problems from `{problems}`, {samples} samples each.",
-              "", markdown_table({model.name: res}), "", "![pass@k](pass_at_k.png)", ""]  # fmt: skip
-    if base_res is not None:
+    plot_pass_at_k({name: res}, out / "pass_at_k.png")
+    report = ["# proofrl eval", "", f"`{name}` {what}.", "", markdown_table({name: res}), "", "![pass@k](pass_at_k.png)", ""]
+    if baseline is not None:
+        base, m, tok, base_res = baseline
         u = uplift_between(base, m, tok, base_res.groups)
         summary["baseline"], summary["uplift"] = base_res.to_json(), u.to_json()
-        plot_uplift({model.name: u}, out / "uplift.png")
+        plot_uplift({name: u}, out / "uplift.png")
         report += ["## Uplift rate over the baseline", "", "Rank 0 = the baseline's most likely sample.", "",
                    " ".join(f"{r:.2f}" if r == r else "–" for r in u.rates), "", "![uplift](uplift.png)", ""]  # fmt: skip
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     (out / "report.md").write_text("\n".join(report))
-    console.print(markdown_table({model.name: res}))
-    console.print(f"report: {out / 'report.md'}")
 
 
 @app.command()
