@@ -145,7 +145,10 @@ def step_grpo_vs_sft(run: ClaimRun) -> Results:
             out[arm] = {st.key: st.valid / st.k for st in m.per_state if not st.error}
             drawn = Counter(t.strip() for st in m.per_state for t in st.tactics if t.strip())
             total = sum(drawn.values())
-            tactics[arm] = {"samples": total, "intros.": drawn.get("intros.", 0), "top": drawn.most_common(5),
+            # a valid sample that is not `intros.`: at least valid − (its `intros.` samples) at each state
+            others = sum(max(0, st.valid - sum(t.strip() == "intros." for t in st.tactics)) for st in m.per_state if not st.error)
+            tactics[arm] = {"samples": total, "intros.": drawn.get("intros.", 0), "valid": sum(st.valid for st in m.per_state),
+                            "valid_not_intros_at_least": others, "top": drawn.most_common(5),
                             "prec_at_k": m.prec_at_k, "zero_precision": m.zero_precision}  # fmt: skip
     run.out.mkdir(parents=True, exist_ok=True)
     (run.out / "tactics.json").write_text(json.dumps(tactics, indent=2))
