@@ -33,14 +33,17 @@ def run_smoke(script: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture(scope="session")
-def smoke_runs(tmp_path_factory: pytest.TempPathFactory):
-    """Every script's smoke run, started two at a time in one shared working directory, by script."""
+def smoke_runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """The smoke run of every script this session selected, started two at a time in one shared working
+    directory, by script."""
+    selected = [s for s in SCRIPTS if any(getattr(item, "callspec", None) and item.callspec.params.get("script") == s
+                                          for item in request.session.items)]  # fmt: skip
     cwd = tmp_path_factory.mktemp("benchmarks-smoke")
     if shutil.which("coqidetop") or shutil.which("coqidetop.opt"):  # the shared assets, before any script loads them
         build = f"import sys; sys.path.insert(0, {str(BENCHMARKS)!r}); import _bench; _bench.smoke_assets()"
         subprocess.run([sys.executable, "-c", build], cwd=cwd, env=ENV, capture_output=True, timeout=SMOKE_SECONDS)
     pool = ThreadPoolExecutor(max_workers=2)
-    runs = {script: pool.submit(run_smoke, script, cwd) for script in SCRIPTS}
+    runs = {script: pool.submit(run_smoke, script, cwd) for script in selected}
     yield runs
     pool.shutdown(wait=True, cancel_futures=True)
 
