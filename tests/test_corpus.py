@@ -67,6 +67,13 @@ Proof.
   - symmetry. apply given_up.
 Qed.
 End S.
+
+Module M.
+Lemma top : 1 = 1.
+Proof. reflexivity. Qed.
+End M.
+Lemma top : 2 = 2.
+Proof. reflexivity. Qed.
 """
 
 
@@ -74,7 +81,9 @@ def test_replay_real_context_and_bad_input_lemma_by_lemma():
     r = Replayer(SOURCE, file="demo/T.v", module="demo.T", timeout=3.0).run()
     assert r.error is None
     by = {lem.name: lem for lem in r.lemmas}
-    assert list(by) == ["twice_k", "given_up", "broken", "slow", "bad_statement", "after_failures"]
+    assert list(by) == ["twice_k", "given_up", "broken", "slow", "bad_statement", "after_failures", "M.top", "top"]
+    # a module's name is part of a lemma's; only a lemma with nothing open around it is top level
+    assert [by[n].top_level for n in ("twice_k", "M.top", "top")] == [False, False, True]
     # the section variable and the local notation were in effect: the state shows them
     t0 = by["twice_k"].transitions[0]
     assert t0["tactic"] == "simpl." and "k : nat" in t0["state_before"] and "k_pos : 0 < k" in t0["state_before"]

@@ -195,6 +195,7 @@ def build_corpus(
     rep = CorpusReport(name, files=len(ordered), failures=Counter())
     transitions: list[dict[str, Any]] = []
     problems: list[dict[str, Any]] = []
+    seen: set[str] = set()
     for rec in ordered:
         rep.files_failed += rec.get("error") is not None
         rep.replay_seconds += rec.get("seconds", 0.0)
@@ -207,6 +208,11 @@ def build_corpus(
                 continue
             rep.clean += 1
             key = f"{rec['module']}.{lem['name']}"
+            if key in seen:  # the same name twice (a Local lemma redefined): told apart by where it is
+                key = f"{key}@{lem['context_chars']}"
+                for t in lem["transitions"]:
+                    t["theorem"] = key
+            seen.add(key)
             for t in lem["transitions"]:
                 rep.premises += len(t["premises"])
                 rep.premises_unresolved += len(t["premises_unresolved"])

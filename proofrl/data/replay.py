@@ -69,6 +69,7 @@ _RESOLVED = re.compile(r"^(?:Constant|Inductive|Constructor)\s+(\S+)", re.MULTIL
 @dataclass
 class LemmaResult:
     name: str
+    """inside the file: the open modules' names, then the lemma's (``Order.POrderTheory.le_refl``)"""
     statement: str
     context_chars: int
     """the statement's character offset in the file: the text before it is its context"""
@@ -116,6 +117,7 @@ class Replayer:
         self._located: dict[str, str | None] = {}
         self._sections: list[str] = []  # the sections open at the tip, outermost first
         self._open: list[str] = []  # the sections and modules open at the tip
+        self._modules: list[str] = []  # the modules among them: part of a constant's name
         self._coq = get_backend("coq")
 
     # -- premises -----------------------------------------------------------------------------------------
@@ -249,13 +251,17 @@ class Replayer:
                     self._open.append(m.group(1))
                 elif (m := _MODULE.match(sent)) and ":=" not in sent:
                     self._open.append(m.group(1))
+                    self._modules.append(m.group(1))
                 elif (m := _END.match(sent)) and self._open and self._open[-1] == m.group(1):
-                    if self._sections and self._sections[-1] == self._open.pop():
+                    closed = self._open.pop()
+                    if self._sections and self._sections[-1] == closed:
                         self._sections.pop()
+                    elif self._modules and self._modules[-1] == closed:
+                        self._modules.pop()
                 if not in_proof and now is not None:  # a proof opened: a lemma (or a definition by tactics)
                     close(None)
                     lemma_t0 = time.monotonic()
-                    lemma = LemmaResult(_lemma_name(sent), sent, s.start, top_level=not self._open)
+                    lemma = LemmaResult(".".join([*self._modules, _lemma_name(sent)]), sent, s.start, top_level=not self._open)
                 elif in_proof and now is None:  # the proof closed
                     if lemma is not None:
                         start = getattr(lemma, "proof_start", s.start)
