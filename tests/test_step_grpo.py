@@ -156,3 +156,9 @@ def test_a_short_run_over_coq_logs_rewards_checkpoints_and_resumes(tiny_dir, tmp
     assert [m["step"] for m in hist2] == [2] and tr2.step == 2
     assert [json.loads(x)["step"] for x in (tmp_path / "metrics.jsonl").read_text().splitlines()] == [1, 2]
     assert len(tr2.source.own) >= own  # the policy's own states came back with the checkpoint
+
+
+def test_a_state_point_survives_the_checkpoints_json():
+    p = StatePoint(Theorem("t", "Theorem t : True.", "Require Import Arith.", "coq"), ("intros.",), "⊢ True",
+                   premises=("Nat.add_0_r",), origin="policy")  # fmt: skip
+    assert StatePoint.from_json(json.loads(json.dumps(p.to_json()))) == p

@@ -66,6 +66,15 @@ class StatePoint:
         digest = hashlib.sha256("\n".join((self.theorem.statement, *self.path)).encode()).hexdigest()[:6]
         return f"{self.theorem.name}@{len(self.path)}:{digest}"
 
+    def to_json(self) -> dict[str, Any]:
+        th = self.theorem
+        return {"theorem": [th.name, th.statement, th.header, th.backend], "path": list(self.path), "text": self.text,
+                "premises": list(self.premises), "origin": self.origin}  # fmt: skip
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> StatePoint:
+        return cls(Theorem(*d["theorem"]), tuple(d["path"]), d["text"], tuple(d["premises"]), d["origin"])
+
 
 def state_points(transitions: Sequence[dict[str, Any]], *, include_structural: bool = False,
                  max_state_chars: int | None = 2000) -> list[StatePoint]:

@@ -203,24 +203,12 @@ class StateSource:
         return new
 
     def state_dict(self) -> dict[str, Any]:
-        return {"own": [_point_json(p) for p in self.own], "seen": sorted(self._seen)}
+        return {"own": [p.to_json() for p in self.own], "seen": sorted(self._seen)}
 
     def load_state_dict(self, d: dict[str, Any]) -> None:
         self.own.clear()
-        self.own.extend(_point_from(x) for x in d["own"])
+        self.own.extend(StatePoint.from_json(x) for x in d["own"])
         self._seen = set(d["seen"])
-
-
-def _point_json(p: StatePoint) -> dict[str, Any]:
-    th = p.theorem
-    return {"theorem": [th.name, th.statement, th.header, th.backend], "path": list(p.path), "text": p.text,
-            "premises": list(p.premises), "origin": p.origin}  # fmt: skip
-
-
-def _point_from(d: dict[str, Any]) -> StatePoint:
-    from ..provers.base import Theorem
-
-    return StatePoint(Theorem(*d["theorem"]), tuple(d["path"]), d["text"], tuple(d["premises"]), d["origin"])
 
 
 def step_rewards(group: GroupRun, tactics: Sequence[str | None], *, name: str = "subgoal", failed: float = 0.0,
