@@ -2,6 +2,7 @@
 results per (claim, seed), the report with a verdict line, resuming after a kill with the same numbers."""
 
 import json
+import shutil
 
 import pytest
 from typer.testing import CliRunner
@@ -18,10 +19,29 @@ def bench(out, *extra: str):
     return r.output
 
 
+@pytest.fixture(scope="module")
+def smoke_assets(tmp_path_factory):
+    """The smoke size's tactic assets, built once (by the first bench run) and copied into each test's folder."""
+    return tmp_path_factory.mktemp("bench-assets")
+
+
+def with_assets(out, smoke_assets):
+    if (smoke_assets / "tactic-assets").is_dir():
+        shutil.copytree(smoke_assets / "tactic-assets", out / "tactic-assets")
+
+
+def keep_assets(out, smoke_assets):
+    if not (smoke_assets / "tactic-assets").is_dir():
+        shutil.copytree(out / "tactic-assets", smoke_assets / "tactic-assets")
+
+
 @requires_coq
-def test_bench_smoke_reports_and_resumes_with_the_same_numbers(tmp_path):
+def test_bench_smoke_reports_and_resumes_with_the_same_numbers(tmp_path, smoke_assets):
     out = tmp_path / "bench"
+    out.mkdir()
+    with_assets(out, smoke_assets)
     first = bench(out)
+    keep_assets(out, smoke_assets)
     lines = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
     assert [(r["claim"], r["seed"]) for r in lines] == [(CLAIM, 0), (CLAIM, 1)]
     for r in lines:
@@ -48,10 +68,18 @@ def test_bench_smoke_reports_and_resumes_with_the_same_numbers(tmp_path):
 
 
 @requires_coq
-def test_the_step_level_claim_runs_at_smoke_size(tmp_path):
-    r = CliRunner().invoke(app, ["bench", "--smoke", "--claim", "leanlistener-prec8", "--seeds", "1", "--out", str(tmp_path)])
+def test_the_step_level_claims_run_at_smoke_size(tmp_path, smoke_assets):
+    with_assets(tmp_path, smoke_assets)
+    r = CliRunner().invoke(app, ["bench", "--smoke", "--claim", "leanlistener-prec8", "--claim", "leanlistener-proving",
+                                 "--seeds", "1", "--out", str(tmp_path)])  # fmt: skip
     assert r.exit_code == 0, r.output
-    (line,) = [json.loads(x) for x in (tmp_path / "results.jsonl").read_text().splitlines()]
+    keep_assets(tmp_path, smoke_assets)
+    lines = [json.loads(x) for x in (tmp_path / "results.jsonl").read_text().splitlines()]
+    assert [x["claim"] for x in lines] == ["leanlistener-prec8", "leanlistener-proving"]
+    proving = lines[1]["arms"]
+    assert set(proving) == {"SFT", "step-level GRPO"} and len(proving["SFT"]) == 2
+    assert all(v in (0.0, 1.0) for arm in proving.values() for v in arm.values())
+    line = lines[0]
     assert set(line["arms"]) == {"SFT", "step-level GRPO"}
     assert line["arms"]["SFT"].keys() == line["arms"]["step-level GRPO"].keys() and line["arms"]["SFT"]
     assert all(0.0 <= v <= 1.0 for arm in line["arms"].values() for v in arm.values())
@@ -81,7 +109,7 @@ def test_the_verdict_line_gives_the_size_that_would_tell():
     assert verdict_line(claim, compare([[1] * 30] * 2, [[0] * 30] * 2)).startswith("**does not hold**")
 
 
-@pytest.mark.parametrize("name", ["reap-mcts-vs-best-first", "leanlistener-prec8"])
+@pytest.mark.parametrize("name", ["reap-mcts-vs-best-first", "leanlistener-prec8", "leanlistener-proving"])
 def test_implemented_claims_have_a_size_and_arms(name):
     from proofrl.bench.claims import CLAIMS
 

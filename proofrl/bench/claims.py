@@ -112,6 +112,51 @@ STEP_LEVEL = {"updates": 4, "batch_states": 4, "group_size": 8, "lr": 3e-4, "tac
 2.25e-6 is meant for 10,000 updates), 5 s a tactic; Prec@8 from 8 samples per held-out state"""
 
 
+def step_level_settings(run: ClaimRun) -> dict[str, Any]:
+    return STEP_LEVEL | ({"updates": 1, "batch_states": 2, "group_size": 2, "k": 2} if run.smoke else {})
+
+
+def step_level_config(s: dict[str, Any], run: ClaimRun) -> Any:
+    """The ``leanlistener`` recipe at the step-level demo's size, seeded with the bench seed."""
+    from ..train.step_grpo import load_config
+
+    return load_config("leanlistener", [f"steps={s['updates']}", f"seed={run.seed}", f"rollout.batch_states={s['batch_states']}",
+                                        f"rollout.group_size={s['group_size']}", f"rollout.workers={run.workers}",
+                                        f"rollout.tactic_timeout={s['tactic_timeout']}", f"algorithm.lr={s['lr']}",
+                                        f"checkpoint_every={s['updates']}", "keep_checkpoints=1", "eval.every=0",
+                                        "rollout.sync_every=1"])  # fmt: skip
+
+
+def step_grpo_proving(run: ClaimRun) -> Results:
+    """The taught tiny model (SFT) and the same model after the short step-level GRPO run of
+    :func:`step_grpo_vs_sft` each drive best-first search on the same held-out theorems at the reap claim's
+    budget (:data:`SEARCH_BUDGET`), policy seeded with ``run.seed``; the value is 1 when the proof passed the
+    fresh ``coqc`` final check."""
+    from ..data.tactics import read_transitions
+    from ..demo.search import SearchPartSettings, engine_config
+    from ..eval.tactics import coq_pool, state_points
+    from ..policy.model import load_policy
+    from ..policy.tactic import HFTacticPolicy
+    from ..search.run import search_many
+    from ..train.step_grpo import StepLevelTrainer
+
+    s = step_level_settings(run)
+    problems = run.assets.held_out_problems[: run.size]
+    budget = SearchPartSettings(theorems=len(problems), **(SEARCH_BUDGET | ({"expansions": 2, "width": 2} if run.smoke else {})))
+    train = state_points(read_transitions(run.assets.train_transitions))
+    model, tok = load_policy(run.assets.model_dir, device="cpu")
+    out: Results = {}
+    for arm in ("SFT", "step-level GRPO"):
+        if arm == "step-level GRPO":
+            with coq_pool(run.workers, s["tactic_timeout"]) as pool:
+                StepLevelTrainer(step_level_config(s, run), model, tok, train, pool, out=run.out / "run").fit()
+        policy = HFTacticPolicy(model, tok, max_tokens=64, seed=run.seed)
+        results = search_many(problems, policy, out_dir=run.out / arm, workers=run.workers,
+                              config=engine_config("best-first", budget), progress=False)  # fmt: skip
+        out[arm] = {r.name: float(r.status == "proved" and r.verdict is not None and r.verdict.valid) for r in results}
+    return out
+
+
 def step_grpo_vs_sft(run: ClaimRun) -> Results:
     """The taught tiny model (SFT) and the same model after a short online step-level GRPO run (``leanlistener``
     recipe, seeded with ``run.seed``) each sample 8 tactics at the same held-out states (the first ``run.size``
@@ -123,17 +168,13 @@ def step_grpo_vs_sft(run: ClaimRun) -> Results:
     from ..data.tactics import read_transitions
     from ..eval.tactics import coq_pool, load_points, state_points, tactic_metrics
     from ..policy.model import load_policy
-    from ..train.step_grpo import StepLevelTrainer, load_config
+    from ..train.step_grpo import StepLevelTrainer
 
-    s = STEP_LEVEL | ({"updates": 1, "batch_states": 2, "group_size": 2, "k": 2} if run.smoke else {})
+    s = step_level_settings(run)
     held = load_points(run.assets.held_out_transitions, limit=run.size, seed=0)  # the same states for every seed
     train = state_points(read_transitions(run.assets.train_transitions))
     model, tok = load_policy(run.assets.model_dir, device="cpu")
-    cfg = load_config("leanlistener", [f"steps={s['updates']}", f"seed={run.seed}", f"rollout.batch_states={s['batch_states']}",
-                                       f"rollout.group_size={s['group_size']}", f"rollout.workers={run.workers}",
-                                       f"rollout.tactic_timeout={s['tactic_timeout']}", f"algorithm.lr={s['lr']}",
-                                       f"checkpoint_every={s['updates']}", "keep_checkpoints=1", "eval.every=0",
-                                       "rollout.sync_every=1"])  # fmt: skip
+    cfg = step_level_config(s, run)
     out: Results = {}
     tactics: dict[str, Any] = {}
     with coq_pool(run.workers, s["tactic_timeout"]) as pool:
@@ -205,7 +246,8 @@ CLAIMS: dict[str, Claim] = {c.name: c for c in (
     Claim("leanlistener-proving", "LeanListener",
           "The proving rate under best-first search rises after step-level GRPO.",
           LEANLISTENER_SOURCE,
-          "proved (0/1) per held-out theorem", "SFT", "step-level GRPO"),
+          "proved (0/1) per held-out theorem under best-first search, final check in a fresh coqc", "SFT", "step-level GRPO",
+          run=step_grpo_proving, size=100, smoke_size=2, settings=STEP_LEVEL | SEARCH_BUDGET),
     Claim("eva-ranking", "EVA",
           "E[R] over the anchor logits ranks proposals better than the parsed text score and the value head.",
           NOT_QUOTED,
