@@ -17,14 +17,22 @@ SMOKE_ROOT = Path("runs/bench-smoke")
 """where ``--smoke`` runs write (relative to the working directory), the shared tiny tactic assets included"""
 
 SMOKE_ASSETS: dict[str, Any] = dict(
-    prefixes=("Coq.Bool.",), max_proof_chars=80, epochs=3, batch=16, lr=3e-3, held_out_theorems=3, train_theorems=8,
+    prefixes=("Coq.Bool.",),
+    max_proof_chars=80,
+    epochs=3,
+    batch=16,
+    lr=3e-3,
+    held_out_theorems=3,
+    train_theorems=8,
     model={"hidden": 64, "layers": 1, "heads": 4, "vocab_size": 400},
-)  # fmt: skip
+)
 """tactic assets for ``--smoke``: one small stdlib module's short proofs, a tiny model taught for 3 epochs"""
 
 
 def add_smoke(ap: argparse.ArgumentParser) -> None:
-    ap.add_argument("--smoke", action="store_true", help="a size that finishes in seconds (CI): the code path, not the numbers")
+    ap.add_argument(
+        "--smoke", action="store_true", help="a size that finishes in seconds (CI): the code path, not the numbers"
+    )
 
 
 def ratio(name: str, value: float) -> None:

@@ -29,7 +29,9 @@ from _bench import SMOKE_ROOT, add_smoke, div, need_coq, ratio, smoke_assets
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--assets", type=Path, help="root of tactic-assets/ (built there when missing); required unless --smoke")
+    ap.add_argument(
+        "--assets", type=Path, help="root of tactic-assets/ (built there when missing); required unless --smoke"
+    )
     ap.add_argument("--out", type=Path, default=Path("runs/bench-eva"))
     ap.add_argument("--train-theorems", type=int, default=24)
     ap.add_argument("--held-theorems", type=int, default=12)
@@ -69,14 +71,25 @@ def main() -> None:
     torch.set_num_threads(a.threads)
     console = Console()
     a.out.mkdir(parents=True, exist_ok=True)
-    assets = smoke_assets() if a.smoke else tactic_assets(a.assets, seed=a.seed, console=console, settings=built_settings(a.assets))
+    assets = (
+        smoke_assets()
+        if a.smoke
+        else tactic_assets(a.assets, seed=a.seed, console=console, settings=built_settings(a.assets))
+    )
     summary: dict = {"args": {k: str(v) for k, v in vars(a).items()}}
     labels = a.out / "labels"
     if not (labels / "held-out.jsonl").is_file():
         policy = make_tactic_policy(assets.policy_spec, device="cpu", seed=a.seed, max_tokens=64)
-        label_splits(labels, {"train": (assets.train_transitions, a.train_theorems),
-                              "held-out": (assets.held_out_transitions, a.held_theorems)},
-                     policy=policy, settings=LabelSettings(seed=a.seed), console=console)  # fmt: skip
+        label_splits(
+            labels,
+            {
+                "train": (assets.train_transitions, a.train_theorems),
+                "held-out": (assets.held_out_transitions, a.held_theorems),
+            },
+            policy=policy,
+            settings=LabelSettings(seed=a.seed),
+            console=console,
+        )
     summary["labels"] = json.loads((labels / "summary.json").read_text())
     train, _ = read_records(labels / "train.jsonl")
     held, _ = read_records(labels / "held-out.jsonl")
@@ -84,8 +97,22 @@ def main() -> None:
 
     if not a.skip_table:
         t = time.perf_counter()
-        res = table4(assets.model_dir, train, held, Table4Settings(alpha=a.alpha, lr=a.lr, batch=a.batch, epochs=a.epochs,
-                     lora=not a.no_lora, seed=a.seed, max_state_chars=a.max_state_chars), console=console, out=a.out)  # fmt: skip
+        res = table4(
+            assets.model_dir,
+            train,
+            held,
+            Table4Settings(
+                alpha=a.alpha,
+                lr=a.lr,
+                batch=a.batch,
+                epochs=a.epochs,
+                lora=not a.no_lora,
+                seed=a.seed,
+                max_state_chars=a.max_state_chars,
+            ),
+            console=console,
+            out=a.out,
+        )
         res["wall_s"] = round(time.perf_counter() - t, 1)
         summary["table4"] = res
         plot_table(res["rows"], a.out / "table4.png")
@@ -100,9 +127,14 @@ def main() -> None:
         ratio("EVA / value-head ranking accuracy", div(rows["eva"]["ranking_acc"], rows["value-head"]["ranking_acc"]))
     proved = {k: v["proved"] for k, v in summary.get("search", {}).items()}
     if proved:
-        ratio("best-first proved, EVA / log-prob priority",
-              div(proved["best-first, EVA priority"], proved["best-first, log-prob priority"]))
-        ratio("MCTS proved, EVA value / -(open goals)", div(proved["MCTS, EVA value"], proved["MCTS, value -(open goals)"]))
+        ratio(
+            "best-first proved, EVA / log-prob priority",
+            div(proved["best-first, EVA priority"], proved["best-first, log-prob priority"]),
+        )
+        ratio(
+            "MCTS proved, EVA value / -(open goals)",
+            div(proved["MCTS, EVA value"], proved["MCTS, value -(open goals)"]),
+        )
 
 
 def search_bench(a: argparse.Namespace, assets, console) -> dict:
@@ -122,10 +154,21 @@ def search_bench(a: argparse.Namespace, assets, console) -> dict:
     def policy():  # a fresh policy per run: same seeds, same samples
         return make_tactic_policy(assets.policy_spec, device="cpu", seed=a.seed, max_tokens=64)
 
-    bf = load_search_config(None, algorithm="best-first", **{"best_first.width": a.width, "best_first.max_expansions": a.expansions,
-                                                             "best_first.seconds": 600.0, "best_first.tactic_timeout": 5.0})  # fmt: skip
-    mc = load_search_config(None, algorithm="mcts", **{"mcts.num_samples": a.width, "mcts.max_steps": a.mcts_steps,
-                                                       "mcts.tactic_timeout": 5.0})  # fmt: skip
+    bf = load_search_config(
+        None,
+        algorithm="best-first",
+        **{
+            "best_first.width": a.width,
+            "best_first.max_expansions": a.expansions,
+            "best_first.seconds": 600.0,
+            "best_first.tactic_timeout": 5.0,
+        },
+    )
+    mc = load_search_config(
+        None,
+        algorithm="mcts",
+        **{"mcts.num_samples": a.width, "mcts.max_steps": a.mcts_steps, "mcts.tactic_timeout": 5.0},
+    )
     runs = {
         "best-first, log-prob priority": (bf, lambda: policy(), None),
         "best-first, EVA priority": (bf, lambda: EvaPriorityPolicy(policy(), scorer), None),
@@ -135,10 +178,21 @@ def search_bench(a: argparse.Namespace, assets, console) -> dict:
     out = {}
     for i, (name, (cfg, pol, val)) in enumerate(runs.items()):
         t = time.perf_counter()
-        res = search_many(problems, pol(), config=cfg, out_dir=a.out / f"search-{i}", workers=1, progress=True,
-                          value_fn=val() if val else None)  # fmt: skip
-        out[name] = {"proved": sum(r.status == "proved" for r in res), "of": len(res),
-                     "expansions": sum(r.expansions for r in res), "seconds": round(time.perf_counter() - t, 1)}
+        res = search_many(
+            problems,
+            pol(),
+            config=cfg,
+            out_dir=a.out / f"search-{i}",
+            workers=1,
+            progress=True,
+            value_fn=val() if val else None,
+        )
+        out[name] = {
+            "proved": sum(r.status == "proved" for r in res),
+            "of": len(res),
+            "expansions": sum(r.expansions for r in res),
+            "seconds": round(time.perf_counter() - t, 1),
+        }
     console.print("| search | proved | of | expansions | seconds |\n|---|---|---|---|---|")
     for name, r in out.items():
         console.print(f"| {name} | {r['proved']} | {r['of']} | {r['expansions']} | {r['seconds']} |")

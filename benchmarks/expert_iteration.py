@@ -25,8 +25,17 @@ from pathlib import Path
 
 from _bench import SMOKE_ROOT, add_smoke, div, need_coq, ratio, smoke_assets
 
-SMOKE = ["search.num_samples=2", "search.max_steps=2", "search.max_nodes=8", "search.seconds=5", "rollout.batch_theorems=2",
-         "rollout.passes=1", "learner.epochs=1", "learner.max_samples=32", "eval.theorems=2"]  # fmt: skip
+SMOKE = [
+    "search.num_samples=2",
+    "search.max_steps=2",
+    "search.max_nodes=8",
+    "search.seconds=5",
+    "rollout.batch_theorems=2",
+    "rollout.passes=1",
+    "learner.epochs=1",
+    "learner.max_samples=32",
+    "eval.theorems=2",
+]
 """``--smoke``: recipe overrides for one round in seconds"""
 
 ARMS = {"policy+value": ["model.value_head=true"], "policy-only": ["model.value_head=false"]}
@@ -58,10 +67,21 @@ def run_arm(arm: str, start: Path, out: Path, rounds: int, extra: list[str]) -> 
     torch.set_num_threads(1)
     from proofrl.train.expert_iteration import ExpertIteration, load_reap_config
 
-    cfg = load_reap_config("reap", [f"out={out / arm}", f"model.path={start / 'model'}", f"data.train={start / 'train.jsonl'}",
-                                    f"data.held_out={start / 'held-out.jsonl'}",
-                                    f"data.transitions={start / 'train-transitions.jsonl'}", f"rounds={rounds}",
-                                    "workers=1", "progress=false", *ARMS[arm], *extra])
+    cfg = load_reap_config(
+        "reap",
+        [
+            f"out={out / arm}",
+            f"model.path={start / 'model'}",
+            f"data.train={start / 'train.jsonl'}",
+            f"data.held_out={start / 'held-out.jsonl'}",
+            f"data.transitions={start / 'train-transitions.jsonl'}",
+            f"rounds={rounds}",
+            "workers=1",
+            "progress=false",
+            *ARMS[arm],
+            *extra,
+        ],
+    )
     return ExpertIteration(cfg).run()
 
 
@@ -90,9 +110,24 @@ def main() -> None:
         for arm in ARMS:
             run_arm(arm, start, a.out, a.rounds, a.extra)
     else:
-        procs = [subprocess.Popen([sys.executable, __file__, "--arm", arm, "--assets", str(a.assets), "--out", str(a.out),
-                                   "--rounds", str(a.rounds), *sum((["--set", x] for x in a.extra), [])])
-                 for arm in ARMS]
+        procs = [
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    __file__,
+                    "--arm",
+                    arm,
+                    "--assets",
+                    str(a.assets),
+                    "--out",
+                    str(a.out),
+                    "--rounds",
+                    str(a.rounds),
+                    *sum((["--set", x] for x in a.extra), []),
+                ]
+            )
+            for arm in ARMS
+        ]
         if any(p.wait() for p in procs):
             sys.exit("an arm failed; rerun to resume it")
     seconds = time.perf_counter() - t0
@@ -112,7 +147,9 @@ def report(out: Path, seconds: float) -> None:
     print(f"{'round':>5} | " + " | ".join(f"{arm:>13}" for arm in ARMS) + " | solved in rollout (value / policy)")
     for r in rounds:
         row = [res[arm]["proved_by_round"].get(str(r), "-") for arm in ARMS]
-        solved = [next((x.get("rollout/solved", "-") for x in res[arm]["rounds"] if x["round"] == r), "-") for arm in ARMS]
+        solved = [
+            next((x.get("rollout/solved", "-") for x in res[arm]["rounds"] if x["round"] == r), "-") for arm in ARMS
+        ]
         print(f"{r:>5} | " + " | ".join(f"{v:>13}" for v in row) + f" | {solved[0]} / {solved[1]}")
     fig, ax = plt.subplots(figsize=(5, 3.2))
     for arm in ARMS:

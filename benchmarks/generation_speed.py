@@ -34,7 +34,10 @@ from proofrl.policy.tiny import sample_corpus
 
 def prompts(count: int) -> list[str]:
     fmt = get_format("coq")
-    base = [Problem(f"t{i}", f"Theorem t{i} : forall n : nat, n + {i} = {i} + n.", "Require Import Arith Lia.\n") for i in range(count)]
+    base = [
+        Problem(f"t{i}", f"Theorem t{i} : forall n : nat, n + {i} = {i} + n.", "Require Import Arith Lia.\n")
+        for i in range(count)
+    ]
     return [fmt.prompt(p) for p in base]
 
 
@@ -59,13 +62,27 @@ def serve(model, tok) -> tuple[str, object]:
 
     @app.post("/v1/completions")
     def completions(body: dict):
-        p = SamplingParams(n=body["n"], temperature=body["temperature"], top_p=body["top_p"],
-                           max_tokens=body["max_tokens"], stop=tuple(body.get("stop") or ()), seed=body.get("seed"))
+        p = SamplingParams(
+            n=body["n"],
+            temperature=body["temperature"],
+            top_p=body["top_p"],
+            max_tokens=body["max_tokens"],
+            stop=tuple(body.get("stop") or ()),
+            seed=body.get("seed"),
+        )
         groups = gen.generate(body["prompt"], p)
-        return {"choices": [
-            {"index": i * p.n + j, "text": c.text, "finish_reason": c.finish_reason,
-             "logprobs": {"tokens": [f"token_id:{t}" for t in c.token_ids], "token_logprobs": list(c.logprobs)}}
-            for i, g in enumerate(groups) for j, c in enumerate(g)]}
+        return {
+            "choices": [
+                {
+                    "index": i * p.n + j,
+                    "text": c.text,
+                    "finish_reason": c.finish_reason,
+                    "logprobs": {"tokens": [f"token_id:{t}" for t in c.token_ids], "token_logprobs": list(c.logprobs)},
+                }
+                for i, g in enumerate(groups)
+                for j, c in enumerate(g)
+            ]
+        }
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -101,8 +118,10 @@ def main() -> None:
         model, tok = load_policy(path)
         texts = prompts(args.prompts)
         params = SamplingParams(n=args.n, max_tokens=args.max_tokens)
-        print(f"tiny model built in {build_s:.2f}s; {sum(p.numel() for p in model.parameters()) / 1e6:.2f} M parameters; "
-              f"torch threads {torch.get_num_threads()}; {args.prompts} prompts x n={args.n}, {args.max_tokens} tokens")
+        print(
+            f"tiny model built in {build_s:.2f}s; {sum(p.numel() for p in model.parameters()) / 1e6:.2f} M parameters; "
+            f"torch threads {torch.get_num_threads()}; {args.prompts} prompts x n={args.n}, {args.max_tokens} tokens"
+        )
         print(f"{'backend':<28}{'batch':>6}{'tokens/call':>12}{'median tok/s':>14}{'best tok/s':>12}")
         rows = []
         for bs in [int(b) for b in args.batch_sizes.split(",")]:
@@ -115,7 +134,13 @@ def main() -> None:
         else:
             url, server = serve(model, tok)
         client = OpenAIGenerator(url, args.openai_model, batch_size=args.prompts)
-        rows.append((f"openai ({'external' if server is None else 'loopback, hf'})", 64, *timed(client, texts, params, args.repeats)))
+        rows.append(
+            (
+                f"openai ({'external' if server is None else 'loopback, hf'})",
+                64,
+                *timed(client, texts, params, args.repeats),
+            )
+        )
         if server is not None:
             server.should_exit = True
         for name, bs, tokens, median, best in rows:

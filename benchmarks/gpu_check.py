@@ -45,13 +45,30 @@ from typing import Any
 import torch
 from _bench import add_smoke, ratio
 
-QWEN2_0_5B = {"hidden_size": 896, "intermediate_size": 4864, "num_hidden_layers": 24, "num_attention_heads": 14,
-              "num_key_value_heads": 2, "vocab_size": 151936, "max_position_embeddings": 32768, "rope_theta": 1e6,
-              "rms_norm_eps": 1e-6, "tie_word_embeddings": True}  # fmt: skip
+QWEN2_0_5B = {
+    "hidden_size": 896,
+    "intermediate_size": 4864,
+    "num_hidden_layers": 24,
+    "num_attention_heads": 14,
+    "num_key_value_heads": 2,
+    "vocab_size": 151936,
+    "max_position_embeddings": 32768,
+    "rope_theta": 1e6,
+    "rms_norm_eps": 1e-6,
+    "tie_word_embeddings": True,
+}
 """Qwen2.5-0.5B's published shape"""
-TINY_QWEN2 = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
-              "num_key_value_heads": 2, "max_position_embeddings": 1024, "rope_theta": 1e6, "rms_norm_eps": 1e-6,
-              "tie_word_embeddings": True}  # fmt: skip
+TINY_QWEN2 = {
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "max_position_embeddings": 1024,
+    "rope_theta": 1e6,
+    "rms_norm_eps": 1e-6,
+    "tie_word_embeddings": True,
+}
 GROUP = 8
 LR = 1e-6
 
@@ -67,8 +84,10 @@ def bf16_problem(device: torch.device) -> str | None:
         return None
     if not torch.cuda.is_bf16_supported():
         major, minor = torch.cuda.get_device_capability(device)
-        return (f"{torch.cuda.get_device_name(device)} (compute capability {major}.{minor}) has no bf16: the "
-                "trainer's update computes in bf16 (it needs compute capability 8.0 or newer, e.g. A100, H100)")
+        return (
+            f"{torch.cuda.get_device_name(device)} (compute capability {major}.{minor}) has no bf16: the "
+            "trainer's update computes in bf16 (it needs compute capability 8.0 or newer, e.g. A100, H100)"
+        )
     return None
 
 
@@ -79,8 +98,12 @@ def build(shape: dict[str, Any], device: torch.device, seed: int) -> tuple[Any, 
     from proofrl.policy.tiny import sample_corpus, train_tokenizer
 
     tok = train_tokenizer(sample_corpus(), vocab_size=512, max_positions=shape["max_position_embeddings"])
-    cfg = Qwen2Config(**{"vocab_size": len(tok), **shape}, bos_token_id=tok.bos_token_id,
-                      eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)  # fmt: skip
+    cfg = Qwen2Config(
+        **{"vocab_size": len(tok), **shape},
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
+    )
     g = torch.random.fork_rng(devices=[])
     with g:
         torch.manual_seed(seed)
@@ -101,23 +124,39 @@ def groups_for(tok: Any, rows: int, tokens: int, seed: int) -> list[Any]:
     for gi in range(max(1, rows // GROUP)):
         prob = Problem(f"t{gi}", f"Theorem t{gi} (n : nat) : n + {gi} = {gi} + n.", "Require Import Arith.")
         text = fmt.prompt(prob, tok)
-        comps = [Completion("", tuple(int(t) for t in torch.randint(5, len(tok), (tokens,), generator=g)),
-                            (0.0,) * tokens, "length") for _ in range(GROUP)]  # fmt: skip
+        comps = [
+            Completion(
+                "", tuple(int(t) for t in torch.randint(5, len(tok), (tokens,), generator=g)), (0.0,) * tokens, "length"
+            )
+            for _ in range(GROUP)
+        ]
         rewards = [float(r) for r in torch.randint(0, 2, (GROUP,), generator=g)]
         rewards[0], rewards[1] = 1.0, 0.0
         out.append(Group(PromptItem(prob, text, 1, text), comps, [None] * GROUP, rewards=rewards))
     return out
 
 
-def trainer_for(model: Any, tok: Any, out: Path, ref_device: str, micro: int, tokens: int, dtype: str,
-                groups: list[Any]) -> Any:
+def trainer_for(
+    model: Any, tok: Any, out: Path, ref_device: str, micro: int, tokens: int, dtype: str, groups: list[Any]
+) -> Any:
     from proofrl.train.config import load_recipe
     from proofrl.train.trainer import Trainer
 
-    cfg = load_recipe("demo", [f"model.dtype={dtype}", "model.gradient_checkpointing=true",
-                               f"model.ref_device={ref_device}", f"micro_batch={micro}",
-                               f"rollout.max_tokens={tokens}", "algorithm.ppo.epochs=1", "algorithm.ppo.kl_coef=0.04",
-                               "algorithm.ppo.skip_grad_norm=null", f"optim.lr={LR}", f"out={out}"])  # fmt: skip
+    cfg = load_recipe(
+        "demo",
+        [
+            f"model.dtype={dtype}",
+            "model.gradient_checkpointing=true",
+            f"model.ref_device={ref_device}",
+            f"micro_batch={micro}",
+            f"rollout.max_tokens={tokens}",
+            "algorithm.ppo.epochs=1",
+            "algorithm.ppo.kl_coef=0.04",
+            "algorithm.ppo.skip_grad_norm=null",
+            f"optim.lr={LR}",
+            f"out={out}",
+        ],
+    )
     # no generator and no verifier: update() is called with the groups built here
     return Trainer(cfg, model, tok, None, None, [g.item.problem for g in groups])
 
@@ -151,7 +190,9 @@ class GradRecorder(torch.optim.SGD):
         self.grads: list[torch.Tensor] = []
 
     def step(self, closure: Any = None) -> Any:
-        self.grads.append(torch.cat([p.grad.detach().float().flatten() for g in self.param_groups for p in g["params"]]))
+        self.grads.append(
+            torch.cat([p.grad.detach().float().flatten() for g in self.param_groups for p in g["params"]])
+        )
         return super().step(closure)
 
 
@@ -167,8 +208,9 @@ def count_forwards(model: Any) -> Any:
     return calls
 
 
-def trl_comparison(model_src: Any, tok: Any, groups: list[Any], args: argparse.Namespace, device: torch.device,
-                   tmp: Path) -> float | None:
+def trl_comparison(
+    model_src: Any, tok: Any, groups: list[Any], args: argparse.Namespace, device: torch.device, tmp: Path
+) -> float | None:
     """Seconds per update of TRL's GRPO loss on the same batch (update_step.py's TRL side), or None."""
     try:
         import trl  # noqa: F401
@@ -183,12 +225,15 @@ def trl_comparison(model_src: Any, tok: Any, groups: list[Any], args: argparse.N
     from proofrl.policy.generation import encode_prompts
 
     prompts = encode_prompts(tok, [g.item.prompt for g in groups])
-    b = {"prompts": [p for p, g in zip(prompts, groups, strict=True) for _ in g.completions],
-         "responses": [list(c.token_ids) for g in groups for c in g.completions],
-         "rewards": torch.tensor([r for g in groups for r in g.rewards]),
-         "groups": torch.tensor([gi for gi, g in enumerate(groups) for _ in g.completions])}  # fmt: skip
-    ns = argparse.Namespace(micro=args.micro, group=GROUP, tokens=args.tokens, kl=0.04, dtype="bfloat16",
-                            rows=len(b["responses"]))  # fmt: skip
+    b = {
+        "prompts": [p for p, g in zip(prompts, groups, strict=True) for _ in g.completions],
+        "responses": [list(c.token_ids) for g in groups for c in g.completions],
+        "rewards": torch.tensor([r for g in groups for r in g.rewards]),
+        "groups": torch.tensor([gi for gi, g in enumerate(groups) for _ in g.completions]),
+    }
+    ns = argparse.Namespace(
+        micro=args.micro, group=GROUP, tokens=args.tokens, kl=0.04, dtype="bfloat16", rows=len(b["responses"])
+    )
     policy, ref = copy.deepcopy(model_src).float(), copy.deepcopy(model_src)
     policy.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     step = trl_side(policy, ref, tok, b, ns, tmp / "trl")
@@ -200,8 +245,11 @@ def trl_comparison(model_src: Any, tok: Any, groups: list[Any], args: argparse.N
     step()
     sync(device)
     s = time.perf_counter() - t0
-    print(f"TRL GRPO loss: {s:.2f} s per update, {b['rewards'].numel() * args.tokens / s:.0f} tokens/s, peak "
-          f"{peak_text(device)}", flush=True)  # fmt: skip
+    print(
+        f"TRL GRPO loss: {s:.2f} s per update, {b['rewards'].numel() * args.tokens / s:.0f} tokens/s, peak "
+        f"{peak_text(device)}",
+        flush=True,
+    )
     del policy, ref
     return s
 
@@ -223,8 +271,11 @@ def main(argv: list[str] | None = None) -> int:
     args.check_rows = args.check_rows or (8 if small else 32)
     device = torch.device(args.device or ("cuda" if torch.cuda.is_available() or not small else "cpu"))
     if device.type == "cuda" and not torch.cuda.is_available():
-        print("gpu_check: no CUDA device here (torch.cuda.is_available() is False); "
-              "`python benchmarks/gpu_check.py --smoke` runs the CPU-sized check", file=sys.stderr)
+        print(
+            "gpu_check: no CUDA device here (torch.cuda.is_available() is False); "
+            "`python benchmarks/gpu_check.py --smoke` runs the CPU-sized check",
+            file=sys.stderr,
+        )
         return 2
     if (why := bf16_problem(device)) is not None:
         print(f"gpu_check: {why}", file=sys.stderr)
@@ -232,8 +283,11 @@ def main(argv: list[str] | None = None) -> int:
 
     shape = TINY_QWEN2 if small else QWEN2_0_5B
     where = torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU, {torch.get_num_threads()} threads"
-    print(f"device: {where}; torch {torch.__version__}; {args.rows} rows x {args.tokens} tokens, micro-batch "
-          f"{args.micro}, bf16 compute over fp32 master weights, gradient checkpointing", flush=True)
+    print(
+        f"device: {where}; torch {torch.__version__}; {args.rows} rows x {args.tokens} tokens, micro-batch "
+        f"{args.micro}, bf16 compute over fp32 master weights, gradient checkpointing",
+        flush=True,
+    )
     model, tok = build(shape, device, args.seed)
     params = sum(p.numel() for p in model.parameters())
     print(f"model: Qwen2, {params / 1e6:.1f} M parameters (random weights), tokenizer of {len(tok)} tokens", flush=True)
@@ -247,17 +301,26 @@ def main(argv: list[str] | None = None) -> int:
             tr = None
             try:
                 m = build(shape, device, args.seed)[0]
-                tr = trainer_for(m, tok, Path(tmp) / ref_device, ref_device, args.micro, args.tokens, "bfloat16", groups)
+                tr = trainer_for(
+                    m, tok, Path(tmp) / ref_device, ref_device, args.micro, args.tokens, "bfloat16", groups
+                )
                 timed_update(tr, groups, device)  # warm-up: AdamW's state, kernels
                 s = timed_update(tr, groups, device)
                 seconds[ref_device] = s
-                print(f"reference {ref_device:>4}: {s:.2f} s per update, {rows * args.tokens / s:.0f} tokens/s, "
-                      f"peak {peak_text(device)}", flush=True)  # fmt: skip
+                print(
+                    f"reference {ref_device:>4}: {s:.2f} s per update, {rows * args.tokens / s:.0f} tokens/s, "
+                    f"peak {peak_text(device)}",
+                    flush=True,
+                )
                 if ref_device == "cpu" and next(tr.ref_model.parameters()).device.type != "cpu":
                     mismatch = "the parked reference stayed on the GPU"
                 off = [n for n, p in tr.model.named_parameters() if p.requires_grad and p.device != device]
-                off += [f"AdamW state of {i}" for i, st in enumerate(tr.optimizer.state.values())
-                        for v in st.values() if torch.is_tensor(v) and v.dim() and v.device != device]  # fmt: skip
+                off += [
+                    f"AdamW state of {i}"
+                    for i, st in enumerate(tr.optimizer.state.values())
+                    for v in st.values()
+                    if torch.is_tensor(v) and v.dim() and v.device != device
+                ]
                 if off:
                     mismatch = f"not on {device}: {off[:3]}"
             except RuntimeError as e:
@@ -272,7 +335,16 @@ def main(argv: list[str] | None = None) -> int:
         ok &= verdict("no device mismatch", not mismatch, mismatch or f"both reference placements ran on {device}")
 
         # weights move at lr 1e-6: one AdamW step from fresh weights
-        tr = trainer_for(build(shape, device, args.seed)[0], tok, Path(tmp) / "lr", "same", args.micro, args.tokens, "bfloat16", groups)
+        tr = trainer_for(
+            build(shape, device, args.seed)[0],
+            tok,
+            Path(tmp) / "lr",
+            "same",
+            args.micro,
+            args.tokens,
+            "bfloat16",
+            groups,
+        )
         named = [(n, p) for n, p in tr.model.named_parameters() if p.requires_grad]
         before = [p.detach().float().clone() for _, p in named]
         ref_before = [p.detach().clone() for p in tr.ref_model.parameters()]
@@ -282,9 +354,12 @@ def main(argv: list[str] | None = None) -> int:
         largest = max(float(d.max()) for d in deltas)
         finite = all(bool(torch.isfinite(p).all()) for _, p in named)
         ref_same = all(torch.equal(a, b) for a, b in zip(ref_before, tr.ref_model.parameters(), strict=True))
-        ok &= verdict("weights move at lr 1e-6", finite and moved > 0.5 and 0 < largest <= 1e-5 and ref_same,
-                      f"{moved:.1%} of fp32 master weights changed, largest change {largest:.2e}, "
-                      f"reference {'unchanged' if ref_same else 'CHANGED'}")  # fmt: skip
+        ok &= verdict(
+            "weights move at lr 1e-6",
+            finite and moved > 0.5 and 0 < largest <= 1e-5 and ref_same,
+            f"{moved:.1%} of fp32 master weights changed, largest change {largest:.2e}, "
+            f"reference {'unchanged' if ref_same else 'CHANGED'}",
+        )
         del tr, before, deltas, ref_before
 
         # accumulation equals the full batch: the first groups' gradient in micro-batches and in one pass, each
@@ -294,8 +369,16 @@ def main(argv: list[str] | None = None) -> int:
         sizes = (min(args.micro, max(1, n // 2)), n)
         grads, passes, dtype = [], [], None
         for micro in sizes:
-            tr = trainer_for(build(shape, device, args.seed)[0], tok, Path(tmp) / f"acc{micro}", "same", micro,
-                             args.tokens, "bfloat16", part)  # fmt: skip
+            tr = trainer_for(
+                build(shape, device, args.seed)[0],
+                tok,
+                Path(tmp) / f"acc{micro}",
+                "same",
+                micro,
+                args.tokens,
+                "bfloat16",
+                part,
+            )
             tr.optimizer = GradRecorder([p for p in tr.model.parameters() if p.requires_grad])
             calls = count_forwards(tr.model)
             tr.update(part)
@@ -306,9 +389,12 @@ def main(argv: list[str] | None = None) -> int:
         err = float((grads[0] - grads[1]).norm() / grads[1].norm().clamp(min=1e-30))
         tol = 2e-2 if dtype == torch.bfloat16 else 1e-4
         split = passes[0] > passes[1]  # the micro-batched run really made more forward passes
-        ok &= verdict("accumulation equals the full batch", err <= tol and split and bool(grads[1].norm() > 0),
-                      f"{n} rows, micro-batches of {sizes[0]} vs one pass ({passes[0]} vs {passes[1]} forward passes): "
-                      f"relative L2 error {err:.2e} (tolerance {tol:g}, {dtype})")  # fmt: skip
+        ok &= verdict(
+            "accumulation equals the full batch",
+            err <= tol and split and bool(grads[1].norm() > 0),
+            f"{n} rows, micro-batches of {sizes[0]} vs one pass ({passes[0]} vs {passes[1]} forward passes): "
+            f"relative L2 error {err:.2e} (tolerance {tol:g}, {dtype})",
+        )
     print("all checks passed" if ok else "some checks FAILED", flush=True)
     return 0 if ok else 1
 

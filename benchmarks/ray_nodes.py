@@ -53,7 +53,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--items", type=int, default=None, help="proofs per batch (48; --smoke 6)")
     ap.add_argument("--work", type=int, default=None, help="the proof's loop count (5000; --smoke 200)")
     ap.add_argument("--nodes", type=int, default=3, help="simulated nodes (timed with 1..nodes)")
-    ap.add_argument("--repeats", type=int, default=None, help="rounds of 1..nodes; the median is reported (3; --smoke 1)")
+    ap.add_argument(
+        "--repeats", type=int, default=None, help="rounds of 1..nodes; the median is reported (3; --smoke 1)"
+    )
     args = ap.parse_args(argv)
     need_coq()
     items = args.items or (6 if args.smoke else 48)
@@ -93,16 +95,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{'nodes':>5} {'items':>6} {'seconds':>8} {'items/s':>8} {'vs 1 node':>9}   (median of {repeats})")
         rates = {k: items / statistics.median(ts) for k, ts in times.items()}
         for k, ts in times.items():
-            print(f"{k:>5} {items:>6} {statistics.median(ts):>8.2f} {rates[k]:>8.2f} {div(rates[k], rates[1]):>9.2f}"
-                  f"   (rounds: {', '.join(f'{t:.2f}' for t in ts)} s)", flush=True)
+            print(
+                f"{k:>5} {items:>6} {statistics.median(ts):>8.2f} {rates[k]:>8.2f} {div(rates[k], rates[1]):>9.2f}"
+                f"   (rounds: {', '.join(f'{t:.2f}' for t in ts)} s)",
+                flush=True,
+            )
         per_node = [ray.get(verifier(name, node_id=n).stats.remote())["coq"]["started"] for n in nodes]
-        print(f"Coq processes started per node: {per_node}; load average after: "
-              f"{load()}")
+        print(f"Coq processes started per node: {per_node}; load average after: {load()}")
         for k in range(2, len(nodes) + 1):
             ratio(f"items_per_s_{k}_over_1_nodes", div(rates[k], rates[1]))
-        print(f"the cores limit: {len(nodes)} nodes share {os.cpu_count()} cores here; on an idle machine the ratio "
-              f"for k nodes is at most min(k, {os.cpu_count()}), on a busy one k processes also take a larger share "
-              "of the cores from other work")
+        print(
+            f"the cores limit: {len(nodes)} nodes share {os.cpu_count()} cores here; on an idle machine the ratio "
+            f"for k nodes is at most min(k, {os.cpu_count()}), on a busy one k processes also take a larger share "
+            "of the cores from other work"
+        )
         stop_verifiers(name)
     finally:
         ray.shutdown()

@@ -49,8 +49,15 @@ def taught_model(out: Path, epochs: int, size: str | None = None, limit: int | N
         shape["hidden"], shape["layers"] = (int(x) for x in size.split(":"))
     path = build_tiny_model(out / "tiny", [fmt.prompt(p) + fmt.completion(p, p.proof) for p in train], **shape)
     model, tok = load_policy(path, device="cpu")
-    supervised_finetune(model, tok, [(fmt.prompt(p, tok), fmt.completion(p, p.proof)) for p in train],
-                        epochs=epochs, lr=cfg.sft_lr, batch=cfg.sft_batch, seed=0)  # fmt: skip
+    supervised_finetune(
+        model,
+        tok,
+        [(fmt.prompt(p, tok), fmt.completion(p, p.proof)) for p in train],
+        epochs=epochs,
+        lr=cfg.sft_lr,
+        batch=cfg.sft_batch,
+        seed=0,
+    )
     model.save_pretrained(out / "taught")
     tok.save_pretrained(out / "taught")
     return out / "taught"
@@ -65,8 +72,17 @@ def run(model_path: Path, steps: int, schedules: dict[str, list[str]], out: Path
     trainers = {}
     try:
         for label, overrides in schedules.items():
-            cfg = load_recipe("demo", [f"model.path={model_path}", f"steps={steps}", f"out={out / label}", "data.eval=",
-                                       "checkpoint_every=1000", *overrides])  # fmt: skip
+            cfg = load_recipe(
+                "demo",
+                [
+                    f"model.path={model_path}",
+                    f"steps={steps}",
+                    f"out={out / label}",
+                    "data.eval=",
+                    "checkpoint_every=1000",
+                    *overrides,
+                ],
+            )
             trainers[label] = build_trainer(cfg)
         rows: dict[str, list[dict[str, float]]] = {label: [] for label in schedules}
         for step in range(steps):
@@ -85,21 +101,32 @@ def median(rows: list[dict[str, float]], key: str) -> float:
 
 def summarise(label: str, rows: list[dict[str, float]]) -> None:
     med = lambda k: median(rows, k)  # noqa: E731
-    step, gen, busy, wait, upd = (med(k) for k in ("time/step_s", "time/generate_s", "time/verify_busy_s",
-                                                    "time/verify_wait_s", "time/update_s"))  # fmt: skip
-    print(f"{label}: step {step:.2f}s = generate {gen:.2f}s + verify wait {wait:.2f}s + update {upd:.2f}s "
-          f"(+ rewards/bookkeeping {max(0.0, step - gen - wait - upd):.2f}s)")  # fmt: skip
-    print(f"  verification busy {busy:.2f}s, hidden behind generation {100 * med('time/verify_hidden'):.0f}%; "
-          f"{med('gen/tokens_per_s'):.0f} tokens/s; {med('verify/distinct'):.0f} distinct proofs judged per step")
+    step, gen, busy, wait, upd = (
+        med(k) for k in ("time/step_s", "time/generate_s", "time/verify_busy_s", "time/verify_wait_s", "time/update_s")
+    )
+    print(
+        f"{label}: step {step:.2f}s = generate {gen:.2f}s + verify wait {wait:.2f}s + update {upd:.2f}s "
+        f"(+ rewards/bookkeeping {max(0.0, step - gen - wait - upd):.2f}s)"
+    )
+    print(
+        f"  verification busy {busy:.2f}s, hidden behind generation {100 * med('time/verify_hidden'):.0f}%; "
+        f"{med('gen/tokens_per_s'):.0f} tokens/s; {med('verify/distinct'):.0f} distinct proofs judged per step"
+    )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", type=Path, help="a taught tiny model (e.g. runs/demo/whole-proof/sft-model); built if absent")
-    ap.add_argument("--model-size", metavar="HIDDEN:LAYERS", help="build and teach a larger tiny model (default: the demo's)")
+    ap.add_argument(
+        "--model", type=Path, help="a taught tiny model (e.g. runs/demo/whole-proof/sft-model); built if absent"
+    )
+    ap.add_argument(
+        "--model-size", metavar="HIDDEN:LAYERS", help="build and teach a larger tiny model (default: the demo's)"
+    )
     ap.add_argument("--steps", type=int, default=4)
     ap.add_argument("--sft-epochs", type=int, default=6, help="teaching epochs when the model is built here")
-    ap.add_argument("--sft-problems", type=int, default=None, help="teach on the first N training theorems (default: all)")
+    ap.add_argument(
+        "--sft-problems", type=int, default=None, help="teach on the first N training theorems (default: all)"
+    )
     ap.add_argument("--threads", type=int, default=1, help="torch threads (the demo's default: 1)")
     ap.add_argument("--set", dest="overrides", action="append", default=[], help="recipe override key=value")
     add_smoke(ap)
@@ -108,18 +135,32 @@ def main() -> None:
     limit = args.sft_problems
     if args.smoke:
         args.steps, args.sft_epochs, limit = 1, 1, 64
-        args.overrides = ["rollout.problems_per_step=4", "rollout.group_size=2", "rollout.max_tokens=16",
-                          "rollout.chunk_prompts=2", *args.overrides]  # fmt: skip
+        args.overrides = [
+            "rollout.problems_per_step=4",
+            "rollout.group_size=2",
+            "rollout.max_tokens=16",
+            "rollout.chunk_prompts=2",
+            *args.overrides,
+        ]
     torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as tmp:
         tmpd = Path(tmp)
         model = args.model or taught_model(tmpd, args.sft_epochs, args.model_size, limit)
-        rows = run(model, args.steps, {"overlapped": [*args.overrides, "rollout.overlap=true"],
-                                       "serial": [*args.overrides, "rollout.overlap=false"]}, tmpd)  # fmt: skip
+        rows = run(
+            model,
+            args.steps,
+            {
+                "overlapped": [*args.overrides, "rollout.overlap=true"],
+                "serial": [*args.overrides, "rollout.overlap=false"],
+            },
+            tmpd,
+        )
         overlapped, serial = rows["overlapped"], rows["serial"]
     chunk = next((o.split("=", 1)[1] for o in reversed(args.overrides) if o.startswith("rollout.chunk_prompts=")), "4")
-    print(f"demo recipe, {args.steps} steps (median per step), model {args.model or args.model_size or 'the demo size'}, "
-          f"torch threads {args.threads}, load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")  # fmt: skip
+    print(
+        f"demo recipe, {args.steps} steps (median per step), model {args.model or args.model_size or 'the demo size'}, "
+        f"torch threads {args.threads}, load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}"
+    )
     summarise(f"overlapped (chunks of {chunk} prompts)", overlapped)
     summarise("serial (generate all, then verify)", serial)
     ratio("overlapped/serial step time", median(overlapped, "time/step_s") / median(serial, "time/step_s"))

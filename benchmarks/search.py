@@ -32,7 +32,9 @@ def main() -> None:
     ap.add_argument("--policy", help="hf:DIR, vllm:DIR, openai:URL, openai-chat:URL (required unless --smoke)")
     ap.add_argument("--model", default=None)
     ap.add_argument("--theorems", type=int, default=100)
-    ap.add_argument("--max-proof-chars", type=int, default=200, help="held-out theorems whose human proof is at most this long")
+    ap.add_argument(
+        "--max-proof-chars", type=int, default=200, help="held-out theorems whose human proof is at most this long"
+    )
     ap.add_argument("--budget", choices=["expansions", "seconds"], default="expansions")
     ap.add_argument("--expansions", type=int, default=16)
     ap.add_argument("--seconds", type=float, default=10.0)
@@ -95,13 +97,26 @@ def main() -> None:
     report = {"theorems": len(problems), "budget": args.budget, "k": args.k, "engines": {}}
     for engine, recipe in (("best-first", "reprover"), ("mcts", "reap")):
         if args.budget == "expansions":
-            budgets = {"best_first.max_expansions": args.expansions, "best_first.seconds": None,
-                       "mcts.max_steps": args.expansions, "mcts.max_nodes": 10**6}
+            budgets = {
+                "best_first.max_expansions": args.expansions,
+                "best_first.seconds": None,
+                "mcts.max_steps": args.expansions,
+                "mcts.max_nodes": 10**6,
+            }
         else:
-            budgets = {"best_first.max_expansions": None, "best_first.seconds": args.seconds,
-                       "mcts.max_steps": 10**6, "mcts.max_nodes": 10**6, "mcts.seconds": args.seconds}
-        budgets |= {"best_first.width": args.k, "mcts.num_samples": args.k, "best_first.tactic_timeout": args.tactic_timeout,
-                    "mcts.tactic_timeout": args.tactic_timeout}
+            budgets = {
+                "best_first.max_expansions": None,
+                "best_first.seconds": args.seconds,
+                "mcts.max_steps": 10**6,
+                "mcts.max_nodes": 10**6,
+                "mcts.seconds": args.seconds,
+            }
+        budgets |= {
+            "best_first.width": args.k,
+            "mcts.num_samples": args.k,
+            "best_first.tactic_timeout": args.tactic_timeout,
+            "mcts.tactic_timeout": args.tactic_timeout,
+        }
         cfg = load_search_config(recipe, **budgets)
         for key in coq_in_steps:
             coq_in_steps[key] = 0
@@ -114,7 +129,9 @@ def main() -> None:
         tactic = tm["by_name"].get("tactic", {"count": 0, "seconds": 0.0})
         n = max(1, coq_in_steps["steps"])
         report["engines"][engine] = {
-            **by, "wall_seconds": round(wall, 1), "expansions": sum(r.expansions for r in results),
+            **by,
+            "wall_seconds": round(wall, 1),
+            "expansions": sum(r.expansions for r in results),
             "outside_share": round(tm["outside_share"], 4),
             "seconds": {k: round(v["seconds"], 2) for k, v in tm["by_name"].items()},
             "tactic_steps_per_second_per_process": round(tactic["count"] / max(tactic["seconds"], 1e-9), 1),
@@ -127,7 +144,9 @@ def main() -> None:
     e = report["engines"]
     ratio("mcts/best-first theorems proved", div(e["mcts"]["proved"], e["best-first"]["proved"]))
     for engine in e:
-        ratio(f"{engine}: coqidetop time / whole step", div(e[engine]["coqidetop_ms_per_step"], e[engine]["ms_per_step"]))
+        ratio(
+            f"{engine}: coqidetop time / whole step", div(e[engine]["coqidetop_ms_per_step"], e[engine]["ms_per_step"])
+        )
 
 
 if __name__ == "__main__":

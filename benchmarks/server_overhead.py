@@ -83,7 +83,7 @@ class Run:
     starts: int  # prover processes started (header loads), the warm-up's included
 
     def line(self, n: int) -> str:
-        lat = f"request p50 {pct(self.latencies, .5) * 1000:6.0f} ms  p99 {pct(self.latencies, .99) * 1000:6.0f} ms"
+        lat = f"request p50 {pct(self.latencies, 0.5) * 1000:6.0f} ms  p99 {pct(self.latencies, 0.99) * 1000:6.0f} ms"
         return f"{self.path:9s}: {n / self.seconds:6.1f} proofs/s ({self.seconds:5.1f} s)  {lat}  starts {self.starts}"
 
 
@@ -146,7 +146,9 @@ def over_http(codes: list[str], workers: int, timeout: float, clients: int, batc
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     pool = fresh_pool(workers, timeout, codes[0])
-    config = uvicorn.Config(create_app(pool, ServerConfig(max_inflight=4096)), host="127.0.0.1", port=port, log_level="warning")
+    config = uvicorn.Config(
+        create_app(pool, ServerConfig(max_inflight=4096)), host="127.0.0.1", port=port, log_level="warning"
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -197,9 +199,11 @@ def main() -> None:
     codes.sort(key=lambda c: job(c).theorem.header)  # stable: file order within a header
     headers = len({job(c).theorem.header for c in codes})
     sb = sandbox.current()
-    print(f"{a.n} proofs over {headers} headers ({refused} distinct snippets left out: refused by the snippet-header "
-          f"allowlist), {a.workers} workers, {a.clients} clients x batches of {a.batch}, "
-          f"sandbox {sb.mode}, {os.cpu_count()} CPUs, load average at start {os.getloadavg()[0]:.2f}")
+    print(
+        f"{a.n} proofs over {headers} headers ({refused} distinct snippets left out: refused by the snippet-header "
+        f"allowlist), {a.workers} workers, {a.clients} clients x batches of {a.batch}, "
+        f"sandbox {sb.mode}, {os.cpu_count()} CPUs, load average at start {os.getloadavg()[0]:.2f}"
+    )
     for r in range(1, a.repeat + 1):
         d = direct(codes, a.workers, a.timeout, a.clients, a.batch)
         h = over_http(codes, a.workers, a.timeout, a.clients, a.batch)

@@ -103,7 +103,7 @@ def main() -> None:
         except Exception:  # noqa: BLE001 - an unsplittable proof is skipped on every side alike
             continue
         names = list(variants)
-        order = [v for k in range(a.repeats) for v in (names[(i + k) % 3:] + names[: (i + k) % 3])]
+        order = [v for k in range(a.repeats) for v in (names[(i + k) % 3 :] + names[: (i + k) % 3])]
         runs: dict = {}
         for v in order:
             p = provers[v]
@@ -140,18 +140,24 @@ def main() -> None:
         p.close()
     with open("/proc/loadavg") as f:
         load = f.read().split()[:3]
-    print(f"theorems stepped through: {stepped} of {len(problems)}, {a.repeats} time(s) on each prover; {time.monotonic() - t_all:.1f}s; loadavg {' '.join(load)}")
+    print(
+        f"theorems stepped through: {stepped} of {len(problems)}, {a.repeats} time(s) on each prover; {time.monotonic() - t_all:.1f}s; loadavg {' '.join(load)}"
+    )
     print(f"{'variant':8} {'steps':>6} {'closing':>7} {'ms/step':>8} {'+ms/step':>9} {'+ms/closing step':>17}")
     base = div(seconds["none"], steps["none"])
     for v in variants:
         per = div(seconds[v], steps[v])
         extra = (seconds[v] - seconds["none"]) * 1000
-        print(f"{v:8} {steps[v]:6d} {closing[v]:7d} {per * 1000:8.2f} {extra / max(1, steps[v]):9.2f} {div(extra, closing[v]):17.2f}")
+        print(
+            f"{v:8} {steps[v]:6d} {closing[v]:7d} {per * 1000:8.2f} {extra / max(1, steps[v]):9.2f} {div(extra, closing[v]):17.2f}"
+        )
     all_steps = max(1, shipped_steps[0])
-    print(f"checks asked by shipped: Qed {asked['qed']} ({div(inside['qed'], asked['qed']) * 1000:.2f} ms each), Guarded "
-          f"after a step that closed a goal with goals left {asked['guarded']} ({div(inside['guarded'], asked['guarded']) * 1000:.2f} ms "
-          f"each); time inside the checks per step of shipped: {(inside['qed'] + inside['guarded']) / all_steps * 1000:.2f} ms "
-          f"over {shipped_steps[0]} steps")
+    print(
+        f"checks asked by shipped: Qed {asked['qed']} ({div(inside['qed'], asked['qed']) * 1000:.2f} ms each), Guarded "
+        f"after a step that closed a goal with goals left {asked['guarded']} ({div(inside['guarded'], asked['guarded']) * 1000:.2f} ms "
+        f"each); time inside the checks per step of shipped: {(inside['qed'] + inside['guarded']) / all_steps * 1000:.2f} ms "
+        f"over {shipped_steps[0]} steps"
+    )
     print(f"honest proofs refused by the kernel check: {len(refused)}")
     for line in refused[:10]:
         print("  " + line)

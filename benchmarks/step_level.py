@@ -30,8 +30,12 @@ from _bench import SMOKE_ROOT, add_smoke, div, need_coq, ratio, smoke_assets
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--assets", type=Path, default=Path("runs/assets"),
-                    help="root of tactic-assets/ (built there when missing), unless --model and --data are given")
+    ap.add_argument(
+        "--assets",
+        type=Path,
+        default=Path("runs/assets"),
+        help="root of tactic-assets/ (built there when missing), unless --model and --data are given",
+    )
     ap.add_argument("--model", type=Path, default=None, help="the SFT tactic model directory (read only)")
     ap.add_argument("--data", type=Path, default=None, help="folder with train.jsonl and held-out.jsonl (read only)")
     ap.add_argument("--out", type=Path, default=Path("runs/bench-step-level"))
@@ -48,22 +52,41 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--variants", default="sft,offline-dpo,online-dpo,online-grpo",
-                    help="also: online-grpo-unchanged0 (a valid step that changes nothing earns 0, not ln 2)")
+    ap.add_argument(
+        "--variants",
+        default="sft,offline-dpo,online-dpo,online-grpo",
+        help="also: online-grpo-unchanged0 (a valid step that changes nothing earns 0, not ln 2)",
+    )
     add_smoke(ap)
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     need_coq()
     if a.smoke:
-        a.out, a.states, a.theorems, a.k, a.steps, a.batch_states, a.offline_states = SMOKE_ROOT / "step-level", 2, 1, 2, 1, 2, 4
+        a.out, a.states, a.theorems, a.k, a.steps, a.batch_states, a.offline_states = (
+            SMOKE_ROOT / "step-level",
+            2,
+            1,
+            2,
+            1,
+            2,
+            4,
+        )
         a.expansions, a.search_seconds, a.workers, a.model, a.data = 1, 5.0, 1, None, None
 
     from rich.console import Console
 
     from proofrl.data.tactics import read_transitions
     from proofrl.data.assets import tactic_assets
-    from proofrl.eval.tactics import (coq_pool, held_out_theorems, load_points, markdown_table, proving_rate,
-                                      state_points, tactic_metrics, write_report)
+    from proofrl.eval.tactics import (
+        coq_pool,
+        held_out_theorems,
+        load_points,
+        markdown_table,
+        proving_rate,
+        state_points,
+        tactic_metrics,
+        write_report,
+    )
     from proofrl.policy.model import load_policy
     from proofrl.train.dpo import offline_pairs, train_offline_dpo
     from proofrl.train.step_grpo import StepLevelTrainer, load_config
@@ -90,10 +113,22 @@ def main() -> None:
 
         def score(label: str, model, tok) -> None:  # noqa: ANN001
             t = time.perf_counter()
-            m = tactic_metrics(model, tok, held, pool, k=a.k, label=label, timeout=a.timeout, workers=a.workers, seed=a.seed)
-            m.proving = proving_rate(model, tok, theorems, a.out / "search" / label, pool=pool, expansions=a.expansions,
-                                     width=a.k, seconds=a.search_seconds, tactic_timeout=a.timeout, workers=a.workers,
-                                     seed=a.seed)  # fmt: skip
+            m = tactic_metrics(
+                model, tok, held, pool, k=a.k, label=label, timeout=a.timeout, workers=a.workers, seed=a.seed
+            )
+            m.proving = proving_rate(
+                model,
+                tok,
+                theorems,
+                a.out / "search" / label,
+                pool=pool,
+                expansions=a.expansions,
+                width=a.k,
+                seconds=a.search_seconds,
+                tactic_timeout=a.timeout,
+                workers=a.workers,
+                seed=a.seed,
+            )
             results.append(m)
             runs.setdefault(label, {})["eval_s"] = time.perf_counter() - t
             console.print(markdown_table([m]))
@@ -107,38 +142,64 @@ def main() -> None:
                 ref = load_policy(sft, device="cpu")[0].eval().requires_grad_(False)
                 pts = random.Random(a.seed).sample(train, min(a.offline_states, len(train)))
                 human = [_human_tactic(records, p) for p in pts]
-                pairs = offline_pairs(model, tok, pts, human, pool, k=a.k, seed=a.seed, timeout=a.timeout, workers=a.workers)
+                pairs = offline_pairs(
+                    model, tok, pts, human, pool, k=a.k, seed=a.seed, timeout=a.timeout, workers=a.workers
+                )
                 stats = train_offline_dpo(model, ref, tok, pairs, steps=a.steps, batch=16, lr=a.lr, seed=a.seed)
                 runs[v] = {"steps": a.steps, "pairs": len(pairs), "batch_pairs": 16, "final_loss": stats[-1].loss}
             elif v in ("online-dpo", "online-grpo", "online-grpo-unchanged0"):
                 objective = v.split("-")[1]
                 extra = ["algorithm.unchanged_reward=0"] if v.endswith("unchanged0") else []
-                cfg = load_config("leanlistener", [f"steps={a.steps}", f"seed={a.seed}", f"algorithm.objective={objective}",
-                                                   f"algorithm.lr={a.lr}", f"rollout.batch_states={a.batch_states}",
-                                                   f"rollout.group_size={a.k}", f"rollout.tactic_timeout={a.timeout}",
-                                                   f"rollout.workers={a.workers}", f"checkpoint_every={max(a.steps, 1)}",
-                                                   "eval.every=0", f"rollout.sync_every={max(1, min(50, a.steps // 4))}",
-                                                   *extra])  # fmt: skip
+                cfg = load_config(
+                    "leanlistener",
+                    [
+                        f"steps={a.steps}",
+                        f"seed={a.seed}",
+                        f"algorithm.objective={objective}",
+                        f"algorithm.lr={a.lr}",
+                        f"rollout.batch_states={a.batch_states}",
+                        f"rollout.group_size={a.k}",
+                        f"rollout.tactic_timeout={a.timeout}",
+                        f"rollout.workers={a.workers}",
+                        f"checkpoint_every={max(a.steps, 1)}",
+                        "eval.every=0",
+                        f"rollout.sync_every={max(1, min(50, a.steps // 4))}",
+                        *extra,
+                    ],
+                )
                 trainer = StepLevelTrainer(cfg, model, tok, train, pool, out=a.out / v)
-                hist = trainer.fit(progress=lambda s, m: console.print(
-                    f"{v} step {s}: valid {m['tactics/valid']:.3f} reward {m['reward/mean']:.3f}") if s % 5 == 0 else None)
-                runs[v] = {"steps": len(hist), "batch_states": a.batch_states, "group": a.k,
-                           "sync_every": cfg.rollout.sync_every,
-                           "train_valid_first": hist[0]["tactics/valid"] if hist else None,
-                           "train_valid_last": hist[-1]["tactics/valid"] if hist else None}  # fmt: skip
+                hist = trainer.fit(
+                    progress=lambda s, m: (
+                        console.print(f"{v} step {s}: valid {m['tactics/valid']:.3f} reward {m['reward/mean']:.3f}")
+                        if s % 5 == 0
+                        else None
+                    )
+                )
+                runs[v] = {
+                    "steps": len(hist),
+                    "batch_states": a.batch_states,
+                    "group": a.k,
+                    "sync_every": cfg.rollout.sync_every,
+                    "train_valid_first": hist[0]["tactics/valid"] if hist else None,
+                    "train_valid_last": hist[-1]["tactics/valid"] if hist else None,
+                }
             else:
                 raise SystemExit(f"unknown variant {v!r}")
             runs[v]["train_s"] = time.perf_counter() - t0
             runs[v]["lr"] = a.lr
             score(v, model, tok)
 
-    note = (f"Held-out Coq stdlib states: {len(held)}, theorems searched: {len(theorems)} (best-first, {a.expansions} "
-            f"expansions of width {a.k}, {a.search_seconds:g} s each, {a.timeout:g} s per tactic). Trained variants: "
-            f"{a.steps} updates each at lr {a.lr:g} from the same SFT model; online variants {a.batch_states} states × "
-            f"{a.k} tactics per update. Machine: 2 CPU cores shared with other work.")  # fmt: skip
+    note = (
+        f"Held-out Coq stdlib states: {len(held)}, theorems searched: {len(theorems)} (best-first, {a.expansions} "
+        f"expansions of width {a.k}, {a.search_seconds:g} s each, {a.timeout:g} s per tactic). Trained variants: "
+        f"{a.steps} updates each at lr {a.lr:g} from the same SFT model; online variants {a.batch_states} states × "
+        f"{a.k} tactics per update. Machine: 2 CPU cores shared with other work."
+    )
     write_report(results, a.out, title="Step-level RL: LeanListener's table re-measured", note=note)
     summary = json.loads((a.out / "summary.json").read_text())
-    (a.out / "summary.json").write_text(json.dumps({"metrics": summary, "runs": runs, "args": {k: str(v) for k, v in vars(a).items()}}, indent=2))
+    (a.out / "summary.json").write_text(
+        json.dumps({"metrics": summary, "runs": runs, "args": {k: str(v) for k, v in vars(a).items()}}, indent=2)
+    )
     console.print(markdown_table(results))
     console.print(json.dumps(runs, indent=1))
     base = next((m.prec_at_k for m in results if m.label == "sft"), float("nan"))
@@ -150,7 +211,11 @@ def main() -> None:
 def _human_tactic(records: list[dict], point) -> str:  # noqa: ANN001
     """The recorded tactic at a training state (the transition whose path is the point's)."""
     for r in records:
-        if r["theorem"] == point.theorem.name and r.get("statement", "") == point.theorem.statement and int(r["step"]) == len(point.path):
+        if (
+            r["theorem"] == point.theorem.name
+            and r.get("statement", "") == point.theorem.statement
+            and int(r["step"]) == len(point.path)
+        ):
             return r["tactic"]
     return ""
 

@@ -38,7 +38,11 @@ def norm(t: str) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--data", type=Path, help="directory with held-out.jsonl (python -m proofrl.data.tactics); required unless --smoke")
+    ap.add_argument(
+        "--data",
+        type=Path,
+        help="directory with held-out.jsonl (python -m proofrl.data.tactics); required unless --smoke",
+    )
     ap.add_argument("--policy", help="hf:DIR, vllm:DIR, openai:URL, openai-chat:URL; required unless --smoke")
     ap.add_argument("--model", default=None, help="served model name (openai policies)")
     ap.add_argument("--states", type=int, default=100)
@@ -104,12 +108,18 @@ def main() -> None:
         pool.close()
     mean = lambda xs: statistics.fmean(xs) if xs else float("nan")  # noqa: E731
     summary = {
-        "policy": args.policy, "states": len(picked), "k": args.k,
-        "exact@1": mean(stats["exact@1"]), f"exact@{args.k}": mean(stats["exact@k"]),
-        f"prec@{args.k}": mean(stats["prec"]), "zero_prec": mean(stats["zero"]), "closes": mean(stats["closes"]),
-        "proposals_per_state": mean(stats["proposals"]), "propose_s": statistics.median(stats["propose_s"]),
+        "policy": args.policy,
+        "states": len(picked),
+        "k": args.k,
+        "exact@1": mean(stats["exact@1"]),
+        f"exact@{args.k}": mean(stats["exact@k"]),
+        f"prec@{args.k}": mean(stats["prec"]),
+        "zero_prec": mean(stats["zero"]),
+        "closes": mean(stats["closes"]),
+        "proposals_per_state": mean(stats["proposals"]),
+        "propose_s": statistics.median(stats["propose_s"]),
         "coq_step_s": statistics.median(stats["step_s"]) if stats["step_s"] else None,
-    }  # fmt: skip
+    }
     print(json.dumps(summary, indent=2))
     ratio(f"prec@{args.k} (accepted / proposed)", summary[f"prec@{args.k}"])
     ratio(f"exact@{args.k}", summary[f"exact@{args.k}"])

@@ -70,11 +70,17 @@ def padding(tok: object, pairs: list[tuple[str, str]], batch: int, group: bool) 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--data", type=Path, help="directory with train.jsonl (python -m proofrl.data.tactics); required unless --smoke")
+    ap.add_argument(
+        "--data", type=Path, help="directory with train.jsonl (python -m proofrl.data.tactics); required unless --smoke"
+    )
     ap.add_argument("--pairs", type=int, default=640, help="training pairs per epoch")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--rounds", type=int, default=2, help="every row this many times, rows interleaved; the fastest is kept")
-    ap.add_argument("--trade-off", nargs="*", default=None, metavar="HIDDEN:EPOCHS", help="teach and search instead (see above)")
+    ap.add_argument(
+        "--rounds", type=int, default=2, help="every row this many times, rows interleaved; the fastest is kept"
+    )
+    ap.add_argument(
+        "--trade-off", nargs="*", default=None, metavar="HIDDEN:EPOCHS", help="teach and search instead (see above)"
+    )
     ap.add_argument("--theorems", type=int, default=100, help="--trade-off: held-out theorems searched")
     ap.add_argument("--workers", type=int, default=2, help="--trade-off: Coq processes")
     ap.add_argument("--out", type=Path, default=Path("runs/teach-trade-off"))
@@ -97,12 +103,17 @@ def main() -> None:
                 best[label] = row
     rows = [best[label] for label, _ in ROWS]
     for row in rows:
-        print(f"{row['setting']:32s} {row['seconds']:6.1f} s wall  {row['cpu_seconds']:6.1f} s CPU per epoch   "
-              f"padded/real {row['padding']:4.2f}   loss {row['loss']:.2f}   CPU ×{rows[0]['cpu_seconds'] / row['cpu_seconds']:.2f} "
-              f"wall ×{rows[0]['seconds'] / row['seconds']:.2f} less")  # fmt: skip
+        print(
+            f"{row['setting']:32s} {row['seconds']:6.1f} s wall  {row['cpu_seconds']:6.1f} s CPU per epoch   "
+            f"padded/real {row['padding']:4.2f}   loss {row['loss']:.2f}   CPU ×{rows[0]['cpu_seconds'] / row['cpu_seconds']:.2f} "
+            f"wall ×{rows[0]['seconds'] / row['seconds']:.2f} less"
+        )
     print(json.dumps({"pairs": args.pairs, "rounds": args.rounds, "rows": rows}))
     for row in rows[1:]:
-        ratio(f"{row['setting']} / {rows[0]['setting']}, CPU seconds per epoch", div(row["cpu_seconds"], rows[0]["cpu_seconds"]))
+        ratio(
+            f"{row['setting']} / {rows[0]['setting']}, CPU seconds per epoch",
+            div(row["cpu_seconds"], rows[0]["cpu_seconds"]),
+        )
 
 
 def trade_off(args: argparse.Namespace) -> None:
@@ -120,23 +131,44 @@ def trade_off(args: argparse.Namespace) -> None:
         s = replace(SETTINGS, epochs=epochs, model=SETTINGS.model | {"hidden": hidden})
         out = args.out / f"h{hidden}-e{epochs}"
         t, cpu = time.perf_counter(), time.process_time()
-        train_tiny_tactic_model(records, out / "model", epochs=s.epochs, seed=args.seed, lr=s.lr, batch=s.batch,
-                                max_state_chars=s.max_state_chars, model=s.model, group_by_length=True)  # fmt: skip
-        row = {"hidden": hidden, "epochs": epochs, "teach_seconds": round(time.perf_counter() - t, 1),
-               "teach_cpu_seconds": round(time.process_time() - cpu, 1),
-               "loss": round(json.loads((out / "model" / "sft_losses.json").read_text())["losses"][-1], 3)}  # fmt: skip
+        train_tiny_tactic_model(
+            records,
+            out / "model",
+            epochs=s.epochs,
+            seed=args.seed,
+            lr=s.lr,
+            batch=s.batch,
+            max_state_chars=s.max_state_chars,
+            model=s.model,
+            group_by_length=True,
+        )
+        row = {
+            "hidden": hidden,
+            "epochs": epochs,
+            "teach_seconds": round(time.perf_counter() - t, 1),
+            "teach_cpu_seconds": round(time.process_time() - cpu, 1),
+            "loss": round(json.loads((out / "model" / "sft_losses.json").read_text())["losses"][-1], 3),
+        }
         held = asset_problems(s, args.seed)[1]  # the assets' held-out draw
         for engine in ("best-first", "mcts"):
             policy = make_tactic_policy(f"hf:{out / 'model'}", seed=args.seed)
-            results = search_many(held[: args.theorems], policy, out_dir=out / engine, workers=args.workers,
-                                  config=engine_config(engine, SEARCH), progress=False)  # fmt: skip
+            results = search_many(
+                held[: args.theorems],
+                policy,
+                out_dir=out / engine,
+                workers=args.workers,
+                config=engine_config(engine, SEARCH),
+                progress=False,
+            )
             row[engine] = sum(r.status == "proved" for r in results)
         rows.append(row)
         print(json.dumps(row), flush=True)
     print(f"{'model':14s} {'loss':>6s} {'teach s':>8s} {'CPU s':>7s} {'best-first':>10s} {'mcts':>5s}")
     for r in rows:
-        print(f"{'h' + str(r['hidden']) + ' × ' + str(r['epochs']) + ' ep':14s} {r['loss']:6.2f} {r['teach_seconds']:8.1f} "
-              f"{r['teach_cpu_seconds']:7.1f} {r['best-first']:10d} {r['mcts']:5d}")  # fmt: skip
+        print(
+            f"{'h' + str(r['hidden']) + ' × ' + str(r['epochs']) + ' ep':14s} {r['loss']:6.2f} {r['teach_seconds']:8.1f} "
+            f"{r['teach_cpu_seconds']:7.1f} {r['best-first']:10d} {r['mcts']:5d}"
+        )
 
 
 def one_row(records: list[dict], label: str, change: dict, n_pairs: int, seed: int) -> dict:
@@ -145,16 +177,24 @@ def one_row(records: list[dict], label: str, change: dict, n_pairs: int, seed: i
     pairs = random.Random(seed).sample(pairs, min(n_pairs, len(pairs)))
     torch.set_num_threads(s["threads"])
     with tempfile.TemporaryDirectory() as d:
-        build_tiny_model(Path(d), [p + t for p, t in pairs], seed=seed, hidden=s["hidden"], layers=2, heads=4,
-                         vocab_size=s["vocab"])  # fmt: skip
+        build_tiny_model(
+            Path(d), [p + t for p, t in pairs], seed=seed, hidden=s["hidden"], layers=2, heads=4, vocab_size=s["vocab"]
+        )
         model, tok = load_policy(Path(d), device="cpu")
         pad = padding(tok, pairs, s["batch"], s["group"])
         t, cpu = time.perf_counter(), time.process_time()
-        loss = supervised_finetune(model, tok, pairs, epochs=1, lr=1e-3, batch=s["batch"], seed=seed,
-                                   group_by_length=s["group"])[0]  # fmt: skip
+        loss = supervised_finetune(
+            model, tok, pairs, epochs=1, lr=1e-3, batch=s["batch"], seed=seed, group_by_length=s["group"]
+        )[0]
         sec, cpu = time.perf_counter() - t, time.process_time() - cpu
     print(f"  {label}: {sec:.1f} s wall, {cpu:.1f} s CPU", flush=True)
-    return {"setting": label, "seconds": round(sec, 2), "cpu_seconds": round(cpu, 2), "padding": round(pad, 2), "loss": round(loss, 3)}
+    return {
+        "setting": label,
+        "seconds": round(sec, 2),
+        "cpu_seconds": round(cpu, 2),
+        "padding": round(pad, 2),
+        "loss": round(loss, 3),
+    }
 
 
 if __name__ == "__main__":

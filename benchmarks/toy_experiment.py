@@ -36,8 +36,10 @@ def main() -> None:
     n = t.steps  # batched steps (variants × steps), each covering every seed
     print(f"cpus visible: {os.cpu_count()}, torch threads: {args.threads}")
     print(f"wall time: {run.wall_s:.2f} s for {n // cfg.steps} variants × {cfg.seeds} seeds × {cfg.steps} steps")
-    print(f"  training {t.sampling + t.reward + t.update:.2f} s, evaluation {t.eval:.2f} s, "
-          f"rest (records, plots, report) {run.wall_s - t.sampling - t.reward - t.update - t.eval:.2f} s")
+    print(
+        f"  training {t.sampling + t.reward + t.update:.2f} s, evaluation {t.eval:.2f} s, "
+        f"rest (records, plots, report) {run.wall_s - t.sampling - t.reward - t.update - t.eval:.2f} s"
+    )
     print("per GRPO step (all seeds batched) | per seed-step:")
     for name in ("sampling", "reward", "update"):
         v = getattr(t, name)

@@ -47,11 +47,12 @@ def _batch(tok: Any, rows: int, group: int, prompt: int, tokens: int, seed: int)
     def ids(n: int) -> list[int]:
         return torch.randint(5, vocab, (n,), generator=g).tolist()
 
-    prompts = [[tok.bos_token_id] + ids(int(torch.randint(prompt // 2, prompt, (1,), generator=g))) for _ in range(rows)]
+    prompts = [
+        [tok.bos_token_id] + ids(int(torch.randint(prompt // 2, prompt, (1,), generator=g))) for _ in range(rows)
+    ]
     responses = [ids(int(torch.randint(tokens // 2, tokens + 1, (1,), generator=g))) for _ in range(rows)]
     rewards = torch.randint(0, 2, (rows,), generator=g).float()
-    return {"prompts": prompts, "responses": responses, "rewards": rewards,
-            "groups": torch.arange(rows) // group}  # fmt: skip
+    return {"prompts": prompts, "responses": responses, "rewards": rewards, "groups": torch.arange(rows) // group}
 
 
 def _logps(model: Any, tok: Any, b: dict[str, Any], micro: int, width: int) -> torch.Tensor:
@@ -74,8 +75,14 @@ def ours(model: Any, ref: Any, tok: Any, b: dict[str, Any], args: argparse.Names
         ref_lp = _logps(ref, tok, b, args.micro, width)
     adv = group_advantages(b["rewards"].to(device), b["groups"].to(device))
     batch = RolloutBatch(old, adv, mask, ref_lp)
-    cfg = PPOConfig(agg_mode="token-mean", kl_coef=args.kl, kl_kind="low_var_kl", max_grad_norm=1.0, shuffle=False,
-                    policy_loss="ppo-clip")  # fmt: skip
+    cfg = PPOConfig(
+        agg_mode="token-mean",
+        kl_coef=args.kl,
+        kl_kind="low_var_kl",
+        max_grad_norm=1.0,
+        shuffle=False,
+        policy_loss="ppo-clip",
+    )
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-6)
 
     def policy(rows: torch.Tensor) -> torch.Tensor:
@@ -87,19 +94,39 @@ def ours(model: Any, ref: Any, tok: Any, b: dict[str, Any], args: argparse.Names
     return lambda: ppo_update(policy, batch, opt, cfg, micro_batch_rows=args.micro).loss
 
 
-def trl_side(model: Any, ref: Any, tok: Any, b: dict[str, Any], args: argparse.Namespace, out: Path) -> Callable[[], None]:
+def trl_side(
+    model: Any, ref: Any, tok: Any, b: dict[str, Any], args: argparse.Namespace, out: Path
+) -> Callable[[], None]:
     """One TRL update: GRPOTrainer.compute_loss per micro-batch, backward, clip 1.0, AdamW."""
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
     device = next(model.parameters()).device
-    cfg = GRPOConfig(output_dir=str(out), per_device_train_batch_size=args.micro, num_generations=args.group,
-                     max_completion_length=args.tokens, beta=args.kl, loss_type="bnpo", temperature=1.0,
-                     epsilon=0.2, learning_rate=1e-6, max_grad_norm=1.0, report_to=[], logging_steps=1,
-                     use_cpu=device.type == "cpu", bf16=args.dtype == "bfloat16", save_strategy="no",
-                     gradient_checkpointing=False)  # fmt: skip
-    trainer = GRPOTrainer(model=model, reward_funcs=lambda completions, **kw: [0.0] * len(completions), args=cfg,
-                          train_dataset=Dataset.from_list([{"prompt": "x"}] * args.rows), processing_class=tok)  # fmt: skip
+    cfg = GRPOConfig(
+        output_dir=str(out),
+        per_device_train_batch_size=args.micro,
+        num_generations=args.group,
+        max_completion_length=args.tokens,
+        beta=args.kl,
+        loss_type="bnpo",
+        temperature=1.0,
+        epsilon=0.2,
+        learning_rate=1e-6,
+        max_grad_norm=1.0,
+        report_to=[],
+        logging_steps=1,
+        use_cpu=device.type == "cpu",
+        bf16=args.dtype == "bfloat16",
+        save_strategy="no",
+        gradient_checkpointing=False,
+    )
+    trainer = GRPOTrainer(
+        model=model,
+        reward_funcs=lambda completions, **kw: [0.0] * len(completions),
+        args=cfg,
+        train_dataset=Dataset.from_list([{"prompt": "x"}] * args.rows),
+        processing_class=tok,
+    )
     trainer.current_gradient_accumulation_steps = -(-args.rows // args.micro)
     model = trainer.model
     model.train()  # as in TRL's own training step (the tiny Llama has no dropout: same function as eval mode)
@@ -121,9 +148,15 @@ def trl_side(model: Any, ref: Any, tok: Any, b: dict[str, Any], args: argparse.N
         total = 0.0
         for s in range(0, args.rows, args.micro):
             sl = slice(s, s + args.micro)
-            inputs = {"prompt_ids": q_ids[sl], "prompt_mask": q_mask[sl], "completion_ids": o_ids[sl],
-                      "completion_mask": o_mask[sl], "advantages": adv[sl], "old_per_token_logps": old[sl],
-                      "ref_per_token_logps": ref_lp[sl]}  # fmt: skip
+            inputs = {
+                "prompt_ids": q_ids[sl],
+                "prompt_mask": q_mask[sl],
+                "completion_ids": o_ids[sl],
+                "completion_mask": o_mask[sl],
+                "advantages": adv[sl],
+                "old_per_token_logps": old[sl],
+                "ref_per_token_logps": ref_lp[sl],
+            }
             loss = trainer.compute_loss(model, inputs)
             loss.backward()
             total += float(loss.detach())
@@ -155,8 +188,13 @@ def _peak_bytes(fn: Callable[[], None], device: torch.device) -> int:
 
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         fn()
-    events = sorted(((e.start_ns(), e.nbytes()) for e in prof.profiler.kineto_results.events()
-                     if e.name() == "[memory]" and e.device_type() == torch.autograd.DeviceType.CPU))  # fmt: skip
+    events = sorted(
+        (
+            (e.start_ns(), e.nbytes())
+            for e in prof.profiler.kineto_results.events()
+            if e.name() == "[memory]" and e.device_type() == torch.autograd.DeviceType.CPU
+        )
+    )
     live = peak = 0
     for _, n in events:
         live += n
@@ -181,8 +219,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", type=Path, default=None, help="a local HF causal LM (default: build the tiny Llama)")
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"],
-                    help="bfloat16: fp32 weights under bf16 autocast on both sides")
+    ap.add_argument(
+        "--dtype",
+        default="float32",
+        choices=["float32", "bfloat16"],
+        help="bfloat16: fp32 weights under bf16 autocast on both sides",
+    )
     ap.add_argument("--rows", type=int, default=32)
     ap.add_argument("--group", type=int, default=8)
     ap.add_argument("--prompt", type=int, default=64, help="prompt tokens (lengths drawn in [p/2, p))")
@@ -215,7 +257,11 @@ def main(argv: list[str] | None = None) -> int:
             ref = copy.deepcopy(model).eval().requires_grad_(False)
             model.eval()  # no dropout on either side (the tiny Llama has none anyway)
             b = _batch(tok, args.rows, args.group, args.prompt, args.tokens, seed=1)
-            fn = ours(model, ref, tok, b, args) if side == "proofrl" else trl_side(model, ref, tok, b, args, Path(tmp) / "trl")
+            fn = (
+                ours(model, ref, tok, b, args)
+                if side == "proofrl"
+                else trl_side(model, ref, tok, b, args, Path(tmp) / "trl")
+            )
             first = fn()  # warm-up: optimiser state, allocator, kernels
             results[side] = (_seconds(fn, device, args.repeats), _peak_bytes(fn, device), first)
             del model, ref, fn
@@ -223,9 +269,11 @@ def main(argv: list[str] | None = None) -> int:
                 torch.cuda.empty_cache()
         n_params = sum(p.numel() for p in load_policy(path, device="cpu")[0].parameters())
     (t_ours, m_ours, l_ours), (t_trl, m_trl, l_trl) = results["proofrl"], results["trl"]
-    print(f"update step: {n_params / 1e6:.2f}M-parameter model, {args.rows} rows × ≤{args.tokens} response tokens "
-          f"(prompts < {args.prompt}), micro-batch {args.micro}, {args.dtype} on {args.device}, "
-          f"torch {torch.__version__}, trl {trl.__version__}, {torch.get_num_threads()} thread(s)")  # fmt: skip
+    print(
+        f"update step: {n_params / 1e6:.2f}M-parameter model, {args.rows} rows × ≤{args.tokens} response tokens "
+        f"(prompts < {args.prompt}), micro-batch {args.micro}, {args.dtype} on {args.device}, "
+        f"torch {torch.__version__}, trl {trl.__version__}, {torch.get_num_threads()} thread(s)"
+    )
     mem = "torch.cuda.max_memory_allocated" if device.type == "cuda" else "torch.profiler CPU allocation events"
     print(f"peak memory = high-water mark of bytes allocated during the update ({mem})")
     print(f"{'':10} {'time (median of ' + str(args.repeats) + ')':>24} {'peak memory':>14}")
@@ -234,8 +282,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'ours/trl':10} {t_ours / t_trl:23.2f}× {m_ours / max(m_trl, 1):12.2f}×")
     ratio("proofrl/trl update time", t_ours / t_trl)
     ratio("proofrl/trl peak memory", m_ours / max(m_trl, 1))
-    print(f"loss of the first update (ρ = 1, π = π_ref): proofrl {l_ours:.6f}, trl {l_trl:.6f}"
-          + ("" if args.micro == args.rows else " (TRL divides each micro-batch by its own token count)"))
+    print(
+        f"loss of the first update (ρ = 1, π = π_ref): proofrl {l_ours:.6f}, trl {l_trl:.6f}"
+        + ("" if args.micro == args.rows else " (TRL divides each micro-batch by its own token count)")
+    )
     return 0
 
 

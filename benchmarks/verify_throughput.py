@@ -70,7 +70,17 @@ def rl_workload(console: Console, records: list[dict], timeout: float) -> None:
     jobs = [j for r in records for j in rl_samples(r, 32, rng)]
     console.print(f"RL-shaped: {len(records)} theorems x 32 samples = {len(jobs)} proofs")
     table = Table(title=f"RL-shaped workload, verdicts per second (load average {os.getloadavg()[0]:.1f} at start)")
-    for col in ("pool", "proofs", "wall s", "verdicts/s", "limit/s", "(b)/(c)", "outside check ms/proof", "header loads", "outside check less loads ms/proof"):
+    for col in (
+        "pool",
+        "proofs",
+        "wall s",
+        "verdicts/s",
+        "limit/s",
+        "(b)/(c)",
+        "outside check ms/proof",
+        "header loads",
+        "outside check less loads ms/proof",
+    ):
         table.add_column(col, justify="right")
     notes = []
     # the last row is the pool as it was: memory read after every job (psutil scans every process on the machine)
@@ -97,8 +107,17 @@ def rl_workload(console: Console, records: list[dict], timeout: float) -> None:
         outside = (wall * k - in_process) / len(jobs) * 1000
         rest = (wall * k - in_process - loading[0]) / len(jobs) * 1000
         counts = ", ".join(f"{s} {n}" for s, n in Counter(v.status.value for v in verdicts).most_common())
-        table.add_row(label, str(len(jobs)), f"{wall:.2f}", f"{rate:.0f}", f"{limit:.0f}", f"{rate / limit:.2f}", f"{outside:.2f}",
-                      f"{loads} in {loading[0]:.1f}s", f"{rest:.2f}")
+        table.add_row(
+            label,
+            str(len(jobs)),
+            f"{wall:.2f}",
+            f"{rate:.0f}",
+            f"{limit:.0f}",
+            f"{rate / limit:.2f}",
+            f"{outside:.2f}",
+            f"{loads} in {loading[0]:.1f}s",
+            f"{rest:.2f}",
+        )
         notes.append(f"{label}: {counts}")
     console.print(table)
     console.print("verdicts: " + "; ".join(notes) + f"; load average {os.getloadavg()[0]:.1f} at the end")
@@ -109,7 +128,9 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=600, help="stdlib proofs for the pool runs")
     ap.add_argument("--naive", type=int, default=80, help="of which this many also go through fresh coqc (it is slow)")
     ap.add_argument("--timeout", type=float, default=30.0)
-    ap.add_argument("--rl", type=int, default=40, help="theorems for the RL-shaped workload (32 samples each); 0 skips it")
+    ap.add_argument(
+        "--rl", type=int, default=40, help="theorems for the RL-shaped workload (32 samples each); 0 skips it"
+    )
     ap.add_argument("--rl-only", action="store_true", help="only the RL-shaped workload")
     add_smoke(ap)
     args = ap.parse_args()
@@ -135,7 +156,9 @@ def main() -> None:
             verdicts = pool.check_many(jobs)
             wall = time.perf_counter() - t0
             results[k] = (wall, verdicts, pool.stats.started)
-        console.print(f"pool k={k}: {wall:.1f}s, {pool.stats.started} processes started, {Counter(v.status.value for v in verdicts)}")
+        console.print(
+            f"pool k={k}: {wall:.1f}s, {pool.stats.started} processes started, {Counter(v.status.value for v in verdicts)}"
+        )
 
     sample = jobs[: args.naive]
     cfg = CoqConfig(timeout=args.timeout)
@@ -153,7 +176,14 @@ def main() -> None:
     for k in (1, 2):
         wall, verdicts, _ = results[k]
         rate, limit = len(jobs) / wall, len(jobs) / (in_process / k)
-        table.add_row(f"(b) pool k={k}", str(len(jobs)), f"{wall:.1f}", f"{rate:.2f}", f"{rate / naive_rate:.1f}x", f"{rate / limit:.2f}")
+        table.add_row(
+            f"(b) pool k={k}",
+            str(len(jobs)),
+            f"{wall:.1f}",
+            f"{rate:.2f}",
+            f"{rate / naive_rate:.1f}x",
+            f"{rate / limit:.2f}",
+        )
         table.add_row(f"(c) limit k={k}", str(len(jobs)), f"{in_process / k:.1f}", f"{limit:.2f}", "", "1.00")
     console.print(table)
     console.print(f"(a) and (b) agree on {agree}/{len(sample)} verdicts")

@@ -74,9 +74,17 @@ def check_records(
     written = 0
     lock = threading.Lock()
     t0 = time.monotonic()
-    with Progress(
-        TextColumn("checking"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=False
-    ) as bar, make_pool(backend, pool=PoolConfig(workers=workers, timeout=timeout)) as pool:
+    with (
+        Progress(
+            TextColumn("checking"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=False,
+        ) as bar,
+        make_pool(backend, pool=PoolConfig(workers=workers, timeout=timeout)) as pool,
+    ):
         task = bar.add_task("check", total=len(jobs))
 
         def done(i: int, v: Verdict) -> None:
@@ -96,7 +104,9 @@ def check_records(
         verdicts = pool.check_many(jobs, timeout=timeout, on_done=done)
     bad = [r.get("name", str(i)) for i, (r, v) in enumerate(zip(records, verdicts)) if matches(r, v) is False]
     ok = sum(matches(r, v) is True for r, v in zip(records, verdicts))
-    return verdicts, CheckSummary(len(verdicts), Counter(v.status.value for v in verdicts), ok, bad, time.monotonic() - t0)
+    return verdicts, CheckSummary(
+        len(verdicts), Counter(v.status.value for v in verdicts), ok, bad, time.monotonic() - t0
+    )
 
 
 def summary_table(records: Iterable[dict], verdicts: list[Verdict], summary: CheckSummary) -> Table:
@@ -108,6 +118,8 @@ def summary_table(records: Iterable[dict], verdicts: list[Verdict], summary: Che
     for r, v in zip(records, verdicts):
         m = matches(r, v)
         mark = "" if m is None else ("[green]yes[/]" if m else f"[red]no, wanted {r['expected']}[/]")
-        colour = {"valid": "green", "rejected": "yellow", "error": "red", "timeout": "magenta", "crash": "red"}[v.status.value]
+        colour = {"valid": "green", "rejected": "yellow", "error": "red", "timeout": "magenta", "crash": "red"}[
+            v.status.value
+        ]
         t.add_row(r.get("name", ""), f"[{colour}]{v.status.value}[/]", "; ".join(v.reasons)[:80], mark)
     return t

@@ -83,8 +83,10 @@ class Verifier:
         if timeout is None:
             timeout = pool.config.timeout if pool is not None else DEFAULT_TIMEOUT
         if timeout <= 0 or batch_size < 1 or retries < 0 or workers < 1:
-            raise ValueError(f"need timeout > 0, workers >= 1, batch_size >= 1, retries >= 0; "
-                             f"got {timeout}, {workers}, {batch_size}, {retries}")
+            raise ValueError(
+                f"need timeout > 0, workers >= 1, batch_size >= 1, retries >= 0; "
+                f"got {timeout}, {workers}, {batch_size}, {retries}"
+            )
         self.backend = backend
         self.timeout = timeout
         self.batch_size = batch_size
@@ -114,7 +116,9 @@ class Verifier:
             else:
                 todo.append(i)
         if todo:
-            judged = self._via_server([items[i] for i in todo]) if self._client else self._via_pool([items[i] for i in todo])
+            judged = (
+                self._via_server([items[i] for i in todo]) if self._client else self._via_pool([items[i] for i in todo])
+            )
             for i, v in zip(todo, judged, strict=True):
                 out[i] = v
         return out  # type: ignore[return-value]
@@ -168,12 +172,18 @@ class Verifier:
             for i in batch:
                 r = by_id.get(str(i))
                 if r is None:
-                    out[i] = Verdict(Status.ERROR, ("the server returned no result for this item",), prover=self.backend)
+                    out[i] = Verdict(
+                        Status.ERROR, ("the server returned no result for this item",), prover=self.backend
+                    )
                     continue
                 try:
-                    out[i] = verdict_from_result(r, snippets[i], self.backend, prefer_proofrl=self.prefer_proofrl, job=jobs[i])
+                    out[i] = verdict_from_result(
+                        r, snippets[i], self.backend, prefer_proofrl=self.prefer_proofrl, job=jobs[i]
+                    )
                 except (KeyError, TypeError, ValueError) as e:  # one malformed result is that item's error
-                    out[i] = Verdict(Status.ERROR, (f"unreadable server result: {type(e).__name__}: {e}",), prover=self.backend)
+                    out[i] = Verdict(
+                        Status.ERROR, (f"unreadable server result: {type(e).__name__}: {e}",), prover=self.backend
+                    )
         return out  # type: ignore[return-value]
 
     def _post(self, body: dict[str, Any], n: int) -> list[Any]:
@@ -195,18 +205,27 @@ class Verifier:
                     wait = min(30.0, float(r.headers["retry-after"]))
                 continue
             if r.status_code != 200:  # 401, 413, 422: retrying the same request cannot help
-                raise ServerUnavailable(f"{self.server_url}/api/check refused the request: HTTP {r.status_code}: {r.text[:500]}",
-                                        url=self.server_url or "", status=r.status_code)
+                raise ServerUnavailable(
+                    f"{self.server_url}/api/check refused the request: HTTP {r.status_code}: {r.text[:500]}",
+                    url=self.server_url or "",
+                    status=r.status_code,
+                )
             try:
                 results = r.json()["results"]
             except (ValueError, KeyError, TypeError) as e:
-                raise ServerUnavailable(f"{self.server_url}/api/check answered something that is not a check response: {r.text[:300]!r}",
-                                        url=self.server_url or "", status=200) from e
+                raise ServerUnavailable(
+                    f"{self.server_url}/api/check answered something that is not a check response: {r.text[:300]!r}",
+                    url=self.server_url or "",
+                    status=200,
+                ) from e
             if not isinstance(results, list):
                 raise ServerUnavailable("`results` is not a list", url=self.server_url or "", status=200)
             return results
-        raise ServerUnavailable(f"{self.server_url}/api/check failed {self.retries + 1} times; last: {why}",
-                                url=self.server_url or "", status=status)
+        raise ServerUnavailable(
+            f"{self.server_url}/api/check failed {self.retries + 1} times; last: {why}",
+            url=self.server_url or "",
+            status=status,
+        )
 
 
 def answer_unchecked(problem: Problem, proof: object, backend: str) -> Verdict | None:
@@ -217,7 +236,10 @@ def answer_unchecked(problem: Problem, proof: object, backend: str) -> Verdict |
     if not isinstance(proof, str):
         return Verdict(Status.ERROR, (f"proof is {type(proof).__name__}, not text",))
     if problem.backend != backend:
-        return Verdict(Status.ERROR, (f"backend mismatch: problem {problem.key} is {problem.backend}, this verifier checks {backend}",))
+        return Verdict(
+            Status.ERROR,
+            (f"backend mismatch: problem {problem.key} is {problem.backend}, this verifier checks {backend}",),
+        )
     return None
 
 
@@ -233,8 +255,14 @@ def statement_mismatch(problem: Problem, snippet: Snippet, job: Job | Verdict | 
     return f"statement changed: the text's first declaration is `{' '.join(got)[:120]}`, not the problem's statement"
 
 
-def verdict_from_result(result: Mapping[str, Any], snippet: Snippet, backend: str, *, prefer_proofrl: bool = True,
-                        job: Job | Verdict | None = None) -> Verdict:
+def verdict_from_result(
+    result: Mapping[str, Any],
+    snippet: Snippet,
+    backend: str,
+    *,
+    prefer_proofrl: bool = True,
+    job: Job | Verdict | None = None,
+) -> Verdict:
     """One ``/api/check`` result as a :class:`Verdict` with positions in the proof's coordinates (``job``: the
     snippet as the server cut it, when the caller has it)."""
     seconds = float(result.get("time") or 0.0)
@@ -244,8 +272,15 @@ def verdict_from_result(result: Mapping[str, Any], snippet: Snippet, backend: st
         # proofrl reports positions in the proof text *its* splitter cut out of the snippet
         job = make_job(snippet.code, backend) if job is None else job
         at = job.proof_at if not isinstance(job, Verdict) else Position(1, 0)
-        moved = tuple(Message(m.severity, m.text, snippet.to_proof(into_snippet(m.start, at)), snippet.to_proof(into_snippet(m.end, at)))
-                      for m in v.messages)
+        moved = tuple(
+            Message(
+                m.severity,
+                m.text,
+                snippet.to_proof(into_snippet(m.start, at)),
+                snippet.to_proof(into_snippet(m.end, at)),
+            )
+            for m in v.messages
+        )
         return Verdict(v.status, v.reasons, moved, v.axioms, v.seconds, v.prover)
     return _from_kimina(result, snippet, backend, seconds)
 
@@ -266,8 +301,10 @@ def _from_kimina(result: Mapping[str, Any], snippet: Snippet, backend: str, seco
     if errors:
         first = " ".join(errors[0].text.split())[:200]
         return Verdict(Status.ERROR, (first,), messages, seconds=seconds, prover=prover)
-    sorry_warning = any(m.severity == "warning" and ("declaration uses 'sorry'" in m.text or "declaration uses `sorry`" in m.text)
-                        for m in messages)
+    sorry_warning = any(
+        m.severity == "warning" and ("declaration uses 'sorry'" in m.text or "declaration uses `sorry`" in m.text)
+        for m in messages
+    )
     if response.get("sorries") or sorry_warning:
         return Verdict(Status.REJECTED, ("sorry",), messages, seconds=seconds, prover=prover)
     return Verdict(Status.VALID, (), messages, seconds=seconds, prover=prover)

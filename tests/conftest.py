@@ -9,7 +9,9 @@ import torch
 # (sampling the tiny model measured 20x slower with 2 threads on busy cores).
 torch.set_num_threads(1)
 
-requires_coq = pytest.mark.skipif(shutil.which("coqidetop.opt") is None and shutil.which("coqidetop") is None, reason="Coq not installed")
+requires_coq = pytest.mark.skipif(
+    shutil.which("coqidetop.opt") is None and shutil.which("coqidetop") is None, reason="Coq not installed"
+)
 
 NAT = "Require Import Arith Lia."
 

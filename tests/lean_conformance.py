@@ -46,7 +46,10 @@ def toolchains() -> list[tuple[str, Path]]:
     out = []
     if VERSIONS.is_dir():
         dirs = [d for d in VERSIONS.iterdir() if d.is_dir()]
-        out = [(d.name, d) for d in sorted(dirs, key=lambda d: (toolchain_key(d.name), d.name.startswith("nightly"), d.name))]
+        out = [
+            (d.name, d)
+            for d in sorted(dirs, key=lambda d: (toolchain_key(d.name), d.name.startswith("nightly"), d.name))
+        ]
     if TRANSCRIPTS.is_dir():
         out.append((NEWEST, TRANSCRIPTS))
     return out
@@ -72,12 +75,24 @@ def outcome(resp: CommandResponse | ProofStepResponse | ReplError) -> str:
     if j.ok:
         return f"open{len(resp.goals)}" if resp.goals else "closed"
     m = j.message
-    kind = "kernel" if m.startswith("Error: kernel") else "meta" if "metavariable" in m else "sorry" if "sorry" in m else "error"
+    kind = (
+        "kernel"
+        if m.startswith("Error: kernel")
+        else "meta"
+        if "metavariable" in m
+        else "sorry"
+        if "sorry" in m
+        else "error"
+    )
     return f"fail:{kind}"
 
 
 def expects_step(request: dict) -> bool:
-    return "tactic" in request or "unpickleProofStateFrom" in request or ("pickleTo" in request and "proofState" in request)
+    return (
+        "tactic" in request
+        or "unpickleProofStateFrom" in request
+        or ("pickleTo" in request and "proofState" in request)
+    )
 
 
 @dataclass
@@ -165,7 +180,13 @@ def expected_tables() -> dict[str, dict[str, str]]:
     def literal(name: str) -> dict:
         tree = ast.parse((Path(__file__).parent / name).read_text(encoding="utf-8"))
         for node in tree.body:
-            target = node.target if isinstance(node, ast.AnnAssign) else node.targets[0] if isinstance(node, ast.Assign) else None
+            target = (
+                node.target
+                if isinstance(node, ast.AnnAssign)
+                else node.targets[0]
+                if isinstance(node, ast.Assign)
+                else None
+            )
             if isinstance(target, ast.Name) and target.id == "EXPECTED":
                 return ast.literal_eval(node.value)
         raise LookupError(f"no EXPECTED table in {name}")

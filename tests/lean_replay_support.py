@@ -71,8 +71,10 @@ def legacy_shape(answer: dict) -> dict:
     ``sorries``/``messages`` lists printed (as the earliest REPLs did)."""
     out = {k: v for k, v in answer.items() if k != "proofStatus"}
     if "messages" in out or "env" in out:
-        out["messages"] = [{**m, "endPos": None, "data": m["data"].replace("uses `sorry`", "uses 'sorry'")}
-                           for m in out.get("messages", [])]
+        out["messages"] = [
+            {**m, "endPos": None, "data": m["data"].replace("uses `sorry`", "uses 'sorry'")}
+            for m in out.get("messages", [])
+        ]
     if "env" in out:
         out.setdefault("sorries", [])
     return out
@@ -80,7 +82,15 @@ def legacy_shape(answer: dict) -> dict:
 
 def synthetic_axioms(name: str, axioms: list[str] | None, env: int) -> dict:
     """SYNTHETIC: the answer to ``#print axioms name`` in the format Lean prints (not in the recordings)."""
-    text = f"'{name}' does not depend on any axioms" if not axioms else f"'{name}' depends on axioms: [{', '.join(axioms)}]"
+    text = (
+        f"'{name}' does not depend on any axioms"
+        if not axioms
+        else f"'{name}' depends on axioms: [{', '.join(axioms)}]"
+    )
     cols = len("#print axioms")
-    return {"messages": [{"severity": "info", "pos": {"line": 1, "column": 0},
-                          "endPos": {"line": 1, "column": cols}, "data": text}], "env": env}
+    return {
+        "messages": [
+            {"severity": "info", "pos": {"line": 1, "column": 0}, "endPos": {"line": 1, "column": cols}, "data": text}
+        ],
+        "env": env,
+    }

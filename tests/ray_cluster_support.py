@@ -19,7 +19,9 @@ def start_cluster(nodes: int) -> SimCluster:
     sim = SimCluster()
     sim.ensure(nodes)
     path = os.pathsep.join([str(TESTS), str(TESTS.parent), os.environ.get("PYTHONPATH", "")])
-    ray.init(address=sim.address, namespace="proofrl", log_to_driver=False, runtime_env={"env_vars": {"PYTHONPATH": path}})
+    ray.init(
+        address=sim.address, namespace="proofrl", log_to_driver=False, runtime_env={"env_vars": {"PYTHONPATH": path}}
+    )
     return sim
 
 

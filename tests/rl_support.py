@@ -25,8 +25,10 @@ _PAIRS = [
 
 
 def problems() -> list[Problem]:
-    return [Problem(name, f"Theorem {name} : {stmt}.", HEADER, "coq", module="Test", proof=f"Proof.\n{proof}\nQed.")
-            for name, stmt, proof in _PAIRS]  # fmt: skip
+    return [
+        Problem(name, f"Theorem {name} : {stmt}.", HEADER, "coq", module="Test", proof=f"Proof.\n{proof}\nQed.")
+        for name, stmt, proof in _PAIRS
+    ]
 
 
 def build_taught_model(out: Path, *, epochs: int = 30, seed: int = 0) -> Path:

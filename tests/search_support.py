@@ -12,8 +12,12 @@ class ScriptedPolicy:
     """``table``: ``[(substring of the state text, [tactics...]), ...]``, first match wins; tactic i gets
     log-prob sum −1 − i (mean −0.5 − i/2). ``hook(state_text, calls)`` runs before each answer (kills, raises)."""
 
-    def __init__(self, table: Sequence[tuple[str, Sequence[str]]], default: Sequence[str] = (),
-                 hook: Callable[[str, int], None] | None = None):
+    def __init__(
+        self,
+        table: Sequence[tuple[str, Sequence[str]]],
+        default: Sequence[str] = (),
+        hook: Callable[[str, int], None] | None = None,
+    ):
         self.name = "scripted"
         self.table, self.default, self.hook = list(table), list(default), hook
         self.calls = 0

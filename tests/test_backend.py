@@ -126,6 +126,11 @@ def test_no_backend_name_is_compared_outside_provers():
 
     root = Path(proofrl.__file__).parent
     compare = re.compile(r"""(?:[=!]=|\bin)\s*\(?\s*["'](?:coq|lean)["']|["'](?:coq|lean)["']\s*(?:if\b|[=!]=)""")
-    found = [f"{p.relative_to(root)}:{i}: {line.strip()}" for p in sorted(root.rglob("*.py")) if "provers" not in p.parts
-             for i, line in enumerate(p.read_text().splitlines(), 1) if compare.search(line)]
+    found = [
+        f"{p.relative_to(root)}:{i}: {line.strip()}"
+        for p in sorted(root.rglob("*.py"))
+        if "provers" not in p.parts
+        for i, line in enumerate(p.read_text().splitlines(), 1)
+        if compare.search(line)
+    ]
     assert not found, found

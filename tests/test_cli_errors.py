@@ -17,10 +17,16 @@ from proofrl.cli import app
 BAD_RECIPE_VALUES = [
     ("reward.unlikeliness.beta_rank=2", "reward.unlikeliness.beta_rank must be in [0, 1], got 2"),
     ("algorithm.ppo.beta_rank=2", "unknown keys in algorithm.ppo: ['beta_rank']; known: ['agg_mode',"),
-    ("algorithm.ppo.agg_mode=mean", "algorithm.ppo.agg_mode must be one of ['seq-mean-token-mean', "
-                                    "'seq-mean-token-sum', 'seq-mean-token-sum-norm', 'token-mean', "
-                                    "'token-sum-norm'], got 'mean'"),
-    ("algorithm.ppo.kl_kind=k9", "algorithm.ppo.kl_kind must be one of ['k1', 'k2', 'k3', 'kl', 'low_var_kl', 'mse'], got 'k9'"),
+    (
+        "algorithm.ppo.agg_mode=mean",
+        "algorithm.ppo.agg_mode must be one of ['seq-mean-token-mean', "
+        "'seq-mean-token-sum', 'seq-mean-token-sum-norm', 'token-mean', "
+        "'token-sum-norm'], got 'mean'",
+    ),
+    (
+        "algorithm.ppo.kl_kind=k9",
+        "algorithm.ppo.kl_kind must be one of ['k1', 'k2', 'k3', 'kl', 'low_var_kl', 'mse'], got 'k9'",
+    ),
     ("algorithm.advantage=ppo", "algorithm.advantage must be one of ['dr_grpo', 'grpo'], got 'ppo'"),
     ("rollout.generator=hf2", "rollout.generator must be one of ['hf', 'vllm', 'openai'], got 'hf2'"),
     ("model.dtype=fp8", "model.dtype must be one of ['auto', 'bfloat16', 'float32', 'float16'], got 'fp8'"),
@@ -45,7 +51,7 @@ def _invoke(*args: str):
 def test_train_names_the_bad_key_in_one_line(override, message):
     res = _invoke("train", "--recipe", "demo", "--set", override)
     assert res.exit_code == 2, res.output
-    assert _one_line(res.stderr) .startswith("proofrl train: ")
+    assert _one_line(res.stderr).startswith("proofrl train: ")
     assert message in res.stderr
 
 
@@ -74,7 +80,10 @@ def test_missing_paths_are_one_line(tmp_path):
 def test_serve_names_the_bad_key_in_one_line(tmp_path):
     res = _invoke("serve", "--sandbox", "chroot")
     assert res.exit_code == 2
-    assert _one_line(res.stderr) == "proofrl serve: sandbox must be one of ['auto', 'bwrap', 'unshare', 'off'], got 'chroot'"
+    assert (
+        _one_line(res.stderr)
+        == "proofrl serve: sandbox must be one of ['auto', 'bwrap', 'unshare', 'off'], got 'chroot'"
+    )
     conf = tmp_path / "serve.yaml"
     conf.write_text("pool: {workers: 0, timeout: -1}\n")
     res = _invoke("serve", "--config", str(conf))
@@ -98,16 +107,22 @@ def test_check_and_eval_name_the_bad_value_in_one_line(tmp_path):
 
 
 def _run(args: list[str], env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "proofrl.cli", *args], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=timeout)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "proofrl.cli", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=timeout,
+    )
 
 
 def test_demo_refuses_a_bad_override_before_any_work():
     """Before: the demo taught the model for a minute, then died in the trainer with a traceback."""
     res = _run(["demo", "--set", "algorithm.ppo.kl_kind=k9"], timeout=60)
     assert res.returncode == 2, res.stderr
-    assert _one_line(res.stderr) == ("proofrl demo: algorithm.ppo.kl_kind must be one of "
-                                     "['k1', 'k2', 'k3', 'kl', 'low_var_kl', 'mse'], got 'k9'")  # fmt: skip
+    assert _one_line(res.stderr) == (
+        "proofrl demo: algorithm.ppo.kl_kind must be one of ['k1', 'k2', 'k3', 'kl', 'low_var_kl', 'mse'], got 'k9'"
+    )
 
 
 # -- a machine without Coq ---------------------------------------------------------------------------------
@@ -127,14 +142,29 @@ def test_every_command_says_how_to_install_a_missing_coq(path_without_coq, tmp_p
     commands = {
         "demo": ["demo", "--out", str(tmp_path / "demo")],
         "train": ["train", "--recipe", "demo", "--out", str(tmp_path / "train")],
-        "eval": ["eval", "--model", str(tmp_path), "--problems", "coq-stdlib:held-out", "--out", str(tmp_path / "eval")],
+        "eval": [
+            "eval",
+            "--model",
+            str(tmp_path),
+            "--problems",
+            "coq-stdlib:held-out",
+            "--out",
+            str(tmp_path / "eval"),
+        ],
         "check": ["check"],
         "serve": ["serve", "--port", "0"],
     }
     env = {"PATH": path_without_coq, "PYTHONUNBUFFERED": "1"}
-    procs = {name: subprocess.Popen([sys.executable, "-m", "proofrl.cli", *args], stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, text=True, env={**os.environ, **env})
-             for name, args in commands.items()}  # fmt: skip
+    procs = {
+        name: subprocess.Popen(
+            [sys.executable, "-m", "proofrl.cli", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, **env},
+        )
+        for name, args in commands.items()
+    }
     for name, p in procs.items():
         try:
             out, err = p.communicate(timeout=180)
@@ -150,8 +180,13 @@ def test_every_command_says_how_to_install_a_missing_coq(path_without_coq, tmp_p
 
 def test_lean_missing_is_one_line_with_how_to_install(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("PROOFRL_LEAN_REPL", "PROOFRL_LEAN_PROJECT")}
-    res = subprocess.run([sys.executable, "-m", "proofrl.cli", "check", "--backend", "lean"], capture_output=True,
-                         text=True, env=env, timeout=120)  # fmt: skip
+    res = subprocess.run(
+        [sys.executable, "-m", "proofrl.cli", "check", "--backend", "lean"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert res.returncode == 2
     line = _one_line(res.stderr)
     assert line.startswith("proofrl check: lean backend unavailable: PROOFRL_LEAN_REPL is not set")

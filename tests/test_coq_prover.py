@@ -43,7 +43,7 @@ def test_incomplete_proof_lists_what_is_left(coq):
         ("Proof. Axiom oops : forall n m : nat, n + m = m + n /\\ True. exact oops. Qed.", "forbidden: Axiom"),
         ("Proof. Unset Guard Checking. Qed.", "forbidden: Unset"),
         ("Proof. Abort. Theorem add_comm2 : True. exact I. Qed.", "forbidden: Abort"),
-        ("Proof. Notation \"x + y\" := (x * y). intros. lia. Qed.", "forbidden: Notation"),
+        ('Proof. Notation "x + y" := (x * y). intros. lia. Qed.', "forbidden: Notation"),
         ("Theorem add_comm2 : True. Proof. exact I. Qed.", "statement changed"),
     ],
 )

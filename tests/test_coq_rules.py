@@ -20,7 +20,7 @@ from proofrl.provers.coq.rules import (
         ("Axiom oops : False.", "forbidden: Axiom"),
         ("Admitted.", "forbidden: Admitted"),
         ("Unset Guard Checking.", "forbidden: Unset"),
-        ("Local Notation \"x + y\" := (x * y).", "forbidden: Local"),
+        ('Local Notation "x + y" := (x * y).', "forbidden: Local"),
         ("2: Abort.", "forbidden: Abort"),
         ("admit.", "forbidden: admit"),
         ("split; [admit | auto].", "forbidden: admit"),
@@ -108,7 +108,9 @@ def test_a_user_axiom_named_like_an_allowed_one_is_refused():
     assert a.axioms == ("ClassicalDedekindReals.sig_forall_dec", "functional_extensionality_dep", "sig_forall_dec")
     assert assumption_reasons(a, "t", printed_names(LOCATED)) == ["axiom: sig_forall_dec"]
     # the old rule (a dotted suffix of an allowlisted name) let it through; no suffix matching is left
-    assert assumption_reasons(parse_assumptions("Axioms:\nsig_not_dec : False\n"), "t", printed_names(LOCATED)) == ["axiom: sig_not_dec"]
+    assert assumption_reasons(parse_assumptions("Axioms:\nsig_not_dec : False\n"), "t", printed_names(LOCATED)) == [
+        "axiom: sig_not_dec"
+    ]
 
 
 def test_unsafe_flags_user_axioms_and_self_reference():
@@ -126,6 +128,11 @@ def test_allowlist_is_fully_qualified():
 
 
 def test_type_mismatch_compares_the_printed_kernel_types():
-    assert type_mismatch("t\n     : forall n : nat, @eq nat n n", "proofrl_reference_statement\n  : forall n : nat,\n @eq nat n n") is None
+    assert (
+        type_mismatch(
+            "t\n     : forall n : nat, @eq nat n n", "proofrl_reference_statement\n  : forall n : nat,\n @eq nat n n"
+        )
+        is None
+    )
     assert type_mismatch("t\n     : True", "proofrl_reference_statement\n     : False").startswith("statement changed")
     assert type_mismatch("", "x : False").startswith("statement check failed")

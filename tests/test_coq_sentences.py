@@ -9,7 +9,19 @@ def texts(s):
 
 def test_bullets_braces_and_selectors_are_their_own_sentences():
     assert texts("split. - lia. + { auto. } 2: { exact I. } all: lia. ** idtac.") == [
-        "split.", "-", "lia.", "+", "{", "auto.", "}", "2: {", "exact I.", "}", "all: lia.", "**", "idtac."
+        "split.",
+        "-",
+        "lia.",
+        "+",
+        "{",
+        "auto.",
+        "}",
+        "2: {",
+        "exact I.",
+        "}",
+        "all: lia.",
+        "**",
+        "idtac.",
     ]
 
 
@@ -55,4 +67,8 @@ def test_byte_offsets_become_character_offsets():
 def test_only_coqs_blanks_end_a_sentence_after_a_period():
     # Coq's lexer does not take a no-break space (or any other Unicode space) as a blank after a period
     assert [s.text for s in split_sentences("idtac.\u00a0exact I.")] == ["idtac.\u00a0exact I."]
-    assert [s.text for s in split_sentences("idtac.\u2003exact I.\tauto.\x0cdone.")] == ["idtac.\u2003exact I.", "auto.", "done."]
+    assert [s.text for s in split_sentences("idtac.\u2003exact I.\tauto.\x0cdone.")] == [
+        "idtac.\u2003exact I.",
+        "auto.",
+        "done.",
+    ]

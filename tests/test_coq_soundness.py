@@ -49,7 +49,12 @@ def test_attack_is_never_valid_in_check_or_final_check(prover, name):
 
 def test_attribute_commands_are_refused_as_steps(prover):
     s0 = prover.start(FALSE)
-    for tactic in ("#[] Abort.", "#[local] Axiom sig_forall_dec : False.", "#[] Set Nested Proofs Allowed.", "2: #[] Abort."):
+    for tactic in (
+        "#[] Abort.",
+        "#[local] Axiom sig_forall_dec : False.",
+        "#[] Set Nested Proofs Allowed.",
+        "2: #[] Abort.",
+    ):
         r = prover.step(s0, tactic)
         assert r.failure is not None and r.failure.kind is FailureKind.FORBIDDEN, tactic
     assert prover.step(s0, "exfalso.").ok  # the session is still on the theorem
@@ -71,7 +76,9 @@ def wall(monkeypatch):
     return off
 
 
-@pytest.mark.parametrize("name", ["abort and prove something else", "local axiom named like an allowed one", "attribute with spaces"])
+@pytest.mark.parametrize(
+    "name", ["abort and prove something else", "local axiom named like an allowed one", "attribute with spaces"]
+)
 def test_wall_2_alone_coqs_parser_refuses_commands_sent_as_tactics(prover, wall, name):
     wall(1)
     v = prover.check(FALSE, ATTACKS[name])
@@ -144,31 +151,115 @@ def test_wall_4_the_real_allowed_axioms_still_pass_even_beside_a_namesake():
 # -- the whole class: every command, however it is dressed, is refused by wall 1 and by Coq's parser --------------
 
 COMMANDS = [
-    "Abort.", "Abort All.", "Admitted.", "Axiom a : False.", "Axioms a b : False.", "Parameter a : False.",
-    "Hypothesis a : False.", "Conjecture a : False.", "Variable a : False.", "Context (a : False).",
-    "Theorem t : True.", "Lemma t : True.", "Fact t : True.", "Remark t : True.", "Example t : True.",
-    "Corollary t : True.", "Proposition t : True.", "Goal True.", "Definition t : True := I.", "Let t := I.",
-    "Fixpoint f (n : nat) : nat := 0.", "Inductive i := c.", "Record r := { x : nat }.", "Qed.", "Defined.",
-    "Save t.", "Set Nested Proofs Allowed.", "Unset Guard Checking.", "Unset Universe Checking.",
-    "Notation \"'False'\" := True.", "Local Notation \"'False'\" := True.", "Infix \"+\" := mult.",
-    "Coercion f : bool >-> Sortclass.", "Module M.", "End t.", "Section S.", "Ltac x := idtac.",
-    "Tactic Notation \"x\" := idtac.", "Hint Resolve I : core.", "Instance i : True := I.",
-    "Existing Instance i.", "Arguments id {A} x.", "Require Import Arith.", "Import Nat.", "Open Scope nat_scope.",
-    "Reset t.", "Back.", "Undo.", "Restart.", "Focus 1.", "Unfocus.", "Opaque id.", "Transparent id.",
-    "Canonical Structure x.", "Program Definition x := 0.", "Obligation 1.", "Next Obligation.", "Declare Scope s.",
-    "Universe u.", "Constraint u < v.", "Scheme s := Induction for nat Sort Prop.", "Derive x SuchThat True As y.",
-    "Eval compute in 1.", "Check I.", "Print t.", "Search True.", "Locate I.", "Redirect \"f\" Print t.",
-    "Load \"f\".", "Cd \"/\".", "Drop.", "Extraction nat.", "Declare ML Module \"x\".", "Add LoadPath \"x\" as X.",
-    "Guarded.", "Strategy 1 [id].", "Typeclasses Opaque id.", "Create HintDb h.", "Register I as x.",
-    "Primitive x := #int63_add.", "Number Notation nat Nat.of_num_uint Nat.to_num_uint : nat_scope.",
-    "Generalizable All Variables.", "Implicit Types n : nat.", "Identity Coercion f : a >-> b.",
+    "Abort.",
+    "Abort All.",
+    "Admitted.",
+    "Axiom a : False.",
+    "Axioms a b : False.",
+    "Parameter a : False.",
+    "Hypothesis a : False.",
+    "Conjecture a : False.",
+    "Variable a : False.",
+    "Context (a : False).",
+    "Theorem t : True.",
+    "Lemma t : True.",
+    "Fact t : True.",
+    "Remark t : True.",
+    "Example t : True.",
+    "Corollary t : True.",
+    "Proposition t : True.",
+    "Goal True.",
+    "Definition t : True := I.",
+    "Let t := I.",
+    "Fixpoint f (n : nat) : nat := 0.",
+    "Inductive i := c.",
+    "Record r := { x : nat }.",
+    "Qed.",
+    "Defined.",
+    "Save t.",
+    "Set Nested Proofs Allowed.",
+    "Unset Guard Checking.",
+    "Unset Universe Checking.",
+    "Notation \"'False'\" := True.",
+    "Local Notation \"'False'\" := True.",
+    'Infix "+" := mult.',
+    "Coercion f : bool >-> Sortclass.",
+    "Module M.",
+    "End t.",
+    "Section S.",
+    "Ltac x := idtac.",
+    'Tactic Notation "x" := idtac.',
+    "Hint Resolve I : core.",
+    "Instance i : True := I.",
+    "Existing Instance i.",
+    "Arguments id {A} x.",
+    "Require Import Arith.",
+    "Import Nat.",
+    "Open Scope nat_scope.",
+    "Reset t.",
+    "Back.",
+    "Undo.",
+    "Restart.",
+    "Focus 1.",
+    "Unfocus.",
+    "Opaque id.",
+    "Transparent id.",
+    "Canonical Structure x.",
+    "Program Definition x := 0.",
+    "Obligation 1.",
+    "Next Obligation.",
+    "Declare Scope s.",
+    "Universe u.",
+    "Constraint u < v.",
+    "Scheme s := Induction for nat Sort Prop.",
+    "Derive x SuchThat True As y.",
+    "Eval compute in 1.",
+    "Check I.",
+    "Print t.",
+    "Search True.",
+    "Locate I.",
+    'Redirect "f" Print t.',
+    'Load "f".',
+    'Cd "/".',
+    "Drop.",
+    "Extraction nat.",
+    'Declare ML Module "x".',
+    'Add LoadPath "x" as X.',
+    "Guarded.",
+    "Strategy 1 [id].",
+    "Typeclasses Opaque id.",
+    "Create HintDb h.",
+    "Register I as x.",
+    "Primitive x := #int63_add.",
+    "Number Notation nat Nat.of_num_uint Nat.to_num_uint : nat_scope.",
+    "Generalizable All Variables.",
+    "Implicit Types n : nat.",
+    "Identity Coercion f : a >-> b.",
 ]
-DRESSES = ["{}", "#[] {}", "#[local] {}", "#[ global ] {}", "Local {}", "Global {}", "Time {}", "Fail {}",
-           "Succeed {}", "Timeout 5 {}", "Polymorphic {}", "2: {}", "all: {}", "(* c *) #[] {}", "#[]{}", "#[program] {}"]
+DRESSES = [
+    "{}",
+    "#[] {}",
+    "#[local] {}",
+    "#[ global ] {}",
+    "Local {}",
+    "Global {}",
+    "Time {}",
+    "Fail {}",
+    "Succeed {}",
+    "Timeout 5 {}",
+    "Polymorphic {}",
+    "2: {}",
+    "all: {}",
+    "(* c *) #[] {}",
+    "#[]{}",
+    "#[program] {}",
+]
 
 
 def test_every_dressed_command_is_refused_by_the_allowlist():
-    accepted = [d.format(c) for c in COMMANDS for d in DRESSES if forbidden_reason(d.format(c).split("*)")[-1].strip()) is None]
+    accepted = [
+        d.format(c) for c in COMMANDS for d in DRESSES if forbidden_reason(d.format(c).split("*)")[-1].strip()) is None
+    ]
     assert accepted == []
 
 
@@ -208,10 +299,18 @@ def test_coqs_parser_rejects_every_dressed_command_in_its_wrapped_form():
 LEGIT = [
     ("", "Theorem t (A : Type) (x : A) : x = x.", "reflexivity."),
     ("Set Universe Polymorphism.", "Example t (A : Type) (x : A) : x = x.", "Proof. reflexivity. Qed."),
-    ("Require Import Arith.", "Theorem t : forall n, n + 0 = n.", "Proof using. intros n. (* c *) 1: auto with arith. Qed."),
+    (
+        "Require Import Arith.",
+        "Theorem t : forall n, n + 0 = n.",
+        "Proof using. intros n. (* c *) 1: auto with arith. Qed.",
+    ),
     ("", "Theorem t : True /\\ True.", "Proof with auto. split... Qed."),
     ("", "Theorem t : exists n, n = 0.", "eexists. Show. Show Proof. Unshelve. 2: exact 0. reflexivity."),
-    ("From Coq Require Import ssreflect ssrbool.", "Lemma t (n : nat) : n + 0 = n.", "by case: n => [|n] //=; rewrite -plus_n_O."),
+    (
+        "From Coq Require Import ssreflect ssrbool.",
+        "Lemma t (n : nat) : n + 0 = n.",
+        "by case: n => [|n] //=; rewrite -plus_n_O.",
+    ),
 ]
 
 

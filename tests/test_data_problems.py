@@ -72,8 +72,26 @@ def test_split_and_limit() -> None:
 # -- our own records ----------------------------------------------------------------------------------
 def test_round_trip_keeps_every_field(tmp_path) -> None:
     problems = [
-        Problem("a", "Theorem a : True.", "Require Import Arith.\n", "coq", "train", "", "Coq.Arith.X", "Proof. exact I. Qed.", {"line": 3}),
-        Problem("b", "theorem b : 1 = 1 := by", "import Mathlib\n", "lean", "test", "/-- one -/\n", extra={"goal": "⊢ 1 = 1"}),
+        Problem(
+            "a",
+            "Theorem a : True.",
+            "Require Import Arith.\n",
+            "coq",
+            "train",
+            "",
+            "Coq.Arith.X",
+            "Proof. exact I. Qed.",
+            {"line": 3},
+        ),
+        Problem(
+            "b",
+            "theorem b : 1 = 1 := by",
+            "import Mathlib\n",
+            "lean",
+            "test",
+            "/-- one -/\n",
+            extra={"goal": "⊢ 1 = 1"},
+        ),
         Problem("ü", "Theorem ü : True.", backend="coq"),
     ]
     path = tmp_path / "sub" / "out.jsonl"
@@ -86,7 +104,9 @@ def test_round_trip_keeps_every_field(tmp_path) -> None:
 
 
 def test_key_is_module_qualified() -> None:
-    assert Problem("Z_dec", "Theorem Z_dec : True.", module="Coq.ZArith.ZArith_dec").key == "Coq.ZArith.ZArith_dec.Z_dec"
+    assert (
+        Problem("Z_dec", "Theorem Z_dec : True.", module="Coq.ZArith.ZArith_dec").key == "Coq.ZArith.ZArith_dec.Z_dec"
+    )
     assert Problem("p1", "Theorem p1 : True.").key == "p1"
 
 

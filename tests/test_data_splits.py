@@ -102,7 +102,13 @@ def test_kimina_filter_options() -> None:
     rates = {"a": 0.0, "b": 0.3, "c": 0.6}
     assert [p.name for p in kimina_filter(problems, rates, duplicate_below=None)] == ["a", "b"]
     assert [p.name for p in kimina_filter(problems, rates, copies=3)] == ["a", "a", "a", "b"]
-    assert [p.name for p in kimina_filter(problems, rates, max_win_rate=1.0, duplicate_below=0.5)] == ["a", "a", "b", "b", "c"]
+    assert [p.name for p in kimina_filter(problems, rates, max_win_rate=1.0, duplicate_below=0.5)] == [
+        "a",
+        "a",
+        "b",
+        "b",
+        "c",
+    ]
     with pytest.raises(ValueError, match="copies"):
         kimina_filter(problems, rates, copies=0)
     for bad in (1.5, -0.1, float("nan")):
@@ -128,6 +134,8 @@ def test_problem_set_names(stdlib, tmp_path) -> None:
 def test_stdlib_split_sizes_are_reported(stdlib) -> None:
     """Not a property: prints the sizes the docs quote (run with -s)."""
     train, held = split_by_module(stdlib)
-    print(f"\nstdlib core: {len(stdlib)} theorems in {len({p.module for p in stdlib})} modules; "
-          f"train {len(train)}, held-out {len(held)} ({len({p.module for p in held})} modules)")
+    print(
+        f"\nstdlib core: {len(stdlib)} theorems in {len({p.module for p in stdlib})} modules; "
+        f"train {len(train)}, held-out {len(held)} ({len({p.module for p in held})} modules)"
+    )
     assert Counter(p.split for p in train + held) == Counter({TRAIN: len(train), HELD_OUT: len(held)})

@@ -23,10 +23,21 @@ def test_held_out_theorems_come_from_modules_never_trained_on():
 @needs_coq
 @pytest.mark.slow
 def test_demo_runs_end_to_end_and_reports(tmp_path):
-    cfg = DemoConfig(out=tmp_path, eval_problems=6, sft_epochs=2, rl_steps=1, model={"hidden": 64, "layers": 1,
-                     "heads": 4, "vocab_size": 512},
-                     overrides=("rollout.problems_per_step=4", "rollout.group_size=4", "eval.samples=8",
-                                "eval.ks=[1, 8]", "rollout.max_tokens=24", "eval.max_tokens=24"))  # fmt: skip
+    cfg = DemoConfig(
+        out=tmp_path,
+        eval_problems=6,
+        sft_epochs=2,
+        rl_steps=1,
+        model={"hidden": 64, "layers": 1, "heads": 4, "vocab_size": 512},
+        overrides=(
+            "rollout.problems_per_step=4",
+            "rollout.group_size=4",
+            "eval.samples=8",
+            "eval.ks=[1, 8]",
+            "rollout.max_tokens=24",
+            "eval.max_tokens=24",
+        ),
+    )
     summary = run_demo(cfg)
     assert set(summary["eval"]) == {"SFT (before RL)", "after grpo", "after grpo-unlikeliness"}
     for ev in summary["eval"].values():

@@ -13,8 +13,14 @@ def save_and_load_part(ctx: Any) -> dict[str, Any]:
     """A demo part that saves and loads a tiny model, as the parts that build or read the tactic model do."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    config = LlamaConfig(vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-                         num_attention_heads=2, num_key_value_heads=2)
+    config = LlamaConfig(
+        vocab_size=32,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+    )
     LlamaForCausalLM(config).save_pretrained(ctx.out / "model")
     LlamaForCausalLM.from_pretrained(ctx.out / "model")
     (ctx.out / "report.md").write_text("# probe\n")

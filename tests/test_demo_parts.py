@@ -8,8 +8,15 @@ import json
 from conftest import requires_coq
 
 # test size: one small stdlib module's short proofs, a tiny model taught for a few epochs, 3 held-out theorems
-ASSETS = dict(prefixes=("Coq.Bool.",), max_proof_chars=80, epochs=3, batch=16, lr=3e-3, held_out_theorems=3,
-              model={"hidden": 64, "layers": 1, "heads": 4, "vocab_size": 400})  # fmt: skip
+ASSETS = dict(
+    prefixes=("Coq.Bool.",),
+    max_proof_chars=80,
+    epochs=3,
+    batch=16,
+    lr=3e-3,
+    held_out_theorems=3,
+    model={"hidden": 64, "layers": 1, "heads": 4, "vocab_size": 400},
+)
 SEARCH = dict(theorems=3, expansions=2, width=2, tactic_timeout=2.0)
 
 

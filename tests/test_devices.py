@@ -64,12 +64,21 @@ def test_update_loop_on_cuda_tensors_up_to_the_first_backward(fake_cuda, minibat
         seen.append(rows.device)
         return table.index_select(0, rows)
 
-    batch = RolloutBatch(torch.zeros(4, 1, device=CUDA), torch.zeros(4, device=CUDA), torch.ones(4, 1, device=CUDA),
-                         torch.zeros(4, 1, device=CUDA))  # fmt: skip
+    batch = RolloutBatch(
+        torch.zeros(4, 1, device=CUDA),
+        torch.zeros(4, device=CUDA),
+        torch.ones(4, 1, device=CUDA),
+        torch.zeros(4, 1, device=CUDA),
+    )
     opt = torch.optim.SGD([torch.zeros(1, device=CUDA)], lr=1.0)
     with pytest.raises(RuntimeError, match="does not require grad"):
-        ppo_update(policy, batch, opt, PPOConfig(minibatch_rows=minibatch_rows, kl_coef=0.1),
-                   generator=torch.Generator().manual_seed(0))  # fmt: skip
+        ppo_update(
+            policy,
+            batch,
+            opt,
+            PPOConfig(minibatch_rows=minibatch_rows, kl_coef=0.1),
+            generator=torch.Generator().manual_seed(0),
+        )
     assert seen == [CUDA]
 
 
@@ -87,8 +96,17 @@ def test_update_on_cuda():
     with torch.no_grad():
         old = policy(torch.arange(4, device="cuda"))
     rewards = torch.tensor([1.0, 0.0, 1.0, 0.0], device="cuda")
-    step = grpo_step(policy, rewards, torch.tensor([0, 0, 1, 1]), old, torch.ones(4, 1, device="cuda"),
-                     torch.optim.AdamW([theta], lr=0.1), PPOConfig(epochs=2, minibatch_rows=2, kl_coef=0.1),
-                     ref_logps=old, micro_batch_rows=1, generator=torch.Generator().manual_seed(0))  # fmt: skip
+    step = grpo_step(
+        policy,
+        rewards,
+        torch.tensor([0, 0, 1, 1]),
+        old,
+        torch.ones(4, 1, device="cuda"),
+        torch.optim.AdamW([theta], lr=0.1),
+        PPOConfig(epochs=2, minibatch_rows=2, kl_coef=0.1),
+        ref_logps=old,
+        micro_batch_rows=1,
+        generator=torch.Generator().manual_seed(0),
+    )
     assert step.advantages.device.type == "cuda" and step.stats.steps == 4 and theta.abs().sum() > 0
     assert unlikeliness_reward(rewards.view(2, 2), old.view(2, 2)).device.type == "cuda"

@@ -21,8 +21,14 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-TEXTS = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md"), *(ROOT / "benchmarks").glob("*.py"),
-                *(ROOT / "proofrl").rglob("*.py")])  # fmt: skip
+TEXTS = sorted(
+    [
+        ROOT / "README.md",
+        *(ROOT / "docs").glob("*.md"),
+        *(ROOT / "benchmarks").glob("*.py"),
+        *(ROOT / "proofrl").rglob("*.py"),
+    ]
+)
 
 SCRIPT = re.compile(r"\bbenchmarks/(\w+)\.py")
 COMMAND = re.compile(r"python\s+benchmarks/(\w+)\.py([^`\n]*)")
@@ -34,8 +40,14 @@ PLACEHOLDER = re.compile(r"^[A-Z][A-Z_]*$")
 
 def mentions(pattern: re.Pattern[str], texts: list[Path] = TEXTS) -> list[tuple[str, re.Match[str]]]:
     """(``file:line``, match) for every match in ``texts``."""
-    return [(f"{p.relative_to(ROOT) if p.is_relative_to(ROOT) else p.name}:{p.read_text()[: m.start()].count(chr(10)) + 1}", m)
-            for p in texts for m in pattern.finditer(p.read_text())]  # fmt: skip
+    return [
+        (
+            f"{p.relative_to(ROOT) if p.is_relative_to(ROOT) else p.name}:{p.read_text()[: m.start()].count(chr(10)) + 1}",
+            m,
+        )
+        for p in texts
+        for m in pattern.finditer(p.read_text())
+    ]
 
 
 def literals(path: Path) -> set[str]:
@@ -56,7 +68,9 @@ def declared_flags(script: Path) -> set[str]:
 
 
 def test_quoted_benchmark_scripts_exist():
-    missing = [(where, m.group(0)) for where, m in mentions(SCRIPT) if not (ROOT / "benchmarks" / f"{m.group(1)}.py").is_file()]
+    missing = [
+        (where, m.group(0)) for where, m in mentions(SCRIPT) if not (ROOT / "benchmarks" / f"{m.group(1)}.py").is_file()
+    ]
     assert not missing, missing
 
 
@@ -74,8 +88,13 @@ def test_quoted_benchmark_commands_use_flags_the_script_declares():
     assert not bad, bad
 
 
-@pytest.mark.parametrize("command, ok", [("python benchmarks/rl_step.py --model M --steps 4 --smoke", True),
-                                         ("python benchmarks/rl_step.py --model M --no-such-flag", False)])  # fmt: skip
+@pytest.mark.parametrize(
+    "command, ok",
+    [
+        ("python benchmarks/rl_step.py --model M --steps 4 --smoke", True),
+        ("python benchmarks/rl_step.py --model M --no-such-flag", False),
+    ],
+)
 def test_the_flag_check_tells_a_stale_flag(command, ok, tmp_path):
     doc = tmp_path / "doc.md"
     doc.write_text(f"run `{command}`\n")
@@ -92,7 +111,9 @@ def demo_names() -> tuple[set[str], dict[str, set[str]]]:
     from proofrl.demo import DEMO_PARTS
 
     demo = ROOT / "proofrl" / "demo"
-    root = literals(demo / "__init__.py") | literals(ROOT / "proofrl" / "data" / "assets.py")  # the shared tactic assets
+    root = literals(demo / "__init__.py") | literals(
+        ROOT / "proofrl" / "data" / "assets.py"
+    )  # the shared tactic assets
     parts = {}
     for name, part in DEMO_PARTS.items():
         module = part.target.split(":")[0].rsplit(".", 1)[1]
@@ -124,9 +145,16 @@ def test_demo_paths_in_docs_are_ones_the_demo_writes():
     assert not bad, bad
 
 
-@pytest.mark.parametrize("path, ok", [("runs/demo/sft-model", False), ("runs/demo/whole-proof/sft-model", True),
-                                      ("runs/demo/whole-proof/no-such-model", False), ("runs/demo/report.md", True),
-                                      ("runs/demo/NAME/report.md", True)])  # fmt: skip
+@pytest.mark.parametrize(
+    "path, ok",
+    [
+        ("runs/demo/sft-model", False),
+        ("runs/demo/whole-proof/sft-model", True),
+        ("runs/demo/whole-proof/no-such-model", False),
+        ("runs/demo/report.md", True),
+        ("runs/demo/NAME/report.md", True),
+    ],
+)
 def test_the_demo_path_check_tells_stale_from_current(path, ok, tmp_path):
     """The check above, on one made-up doc: a path the demo no longer writes is caught."""
     doc = tmp_path / "doc.md"

@@ -23,7 +23,9 @@ from conftest import requires_coq
 P = Problem("t", "Theorem t : forall n : nat, n + 0 = n /\\ True.", "Require Import Arith Lia.\n")
 LINE2 = "Proof.\n  intros n. rewrite foo.\n  split.\nQed."
 LINE4 = "intros n.\nsplit.\n- lia.\n- exact 0.\n"
-LINE5_RESTATED = "Theorem t : forall n : nat, n + 0 = n /\\ True.\nProof.\n  intros n.\n  split.\n  - exact I.\n  - exact I.\nQed."
+LINE5_RESTATED = (
+    "Theorem t : forall n : nat, n + 0 = n /\\ True.\nProof.\n  intros n.\n  split.\n  - exact I.\n  - exact I.\nQed."
+)
 INCOMPLETE = "Proof. intros n. split.\nQed."
 LOOP = "Proof.\n  intros n.\n  repeat (assert True by exact I).\nQed."
 
@@ -75,7 +77,9 @@ def test_restated_statement_is_skipped_and_context_is_clipped(pool) -> None:
     fb = build_feedback(LINE5_RESTATED, v, goals_before=goals, context_lines=1)
     assert "004  |   split.\n005 >|   - exact I.\n006  |   - exact I.\n```" in fb
     assert "003" not in fb and "007" not in fb
-    last = build_feedback("Proof.\n  intros n.\n  exact 0.", Verdict(Status.ERROR, messages=(Message("error", "x", Position(3, 2)),)))
+    last = build_feedback(
+        "Proof.\n  intros n.\n  exact 0.", Verdict(Status.ERROR, messages=(Message("error", "x", Position(3, 2)),))
+    )
     assert "001  | Proof.\n002  |   intros n.\n003 >|   exact 0.\n```" in last  # nothing after the last line
 
 
@@ -102,14 +106,19 @@ def test_system_error_for_timeouts_and_admitted_without_messages() -> None:
     assert build_feedback("Proof. auto. Qed.", Verdict(Status.TIMEOUT, ("timeout after 60s",))) == (
         "# System Error:\nError message:\ntimeout: timeout after 60s\n"
     )
-    assert build_feedback("x", Verdict(Status.REJECTED, ("admitted",))) == "# System Error:\nError message:\nrejected: admitted\n"
+    assert (
+        build_feedback("x", Verdict(Status.REJECTED, ("admitted",)))
+        == "# System Error:\nError message:\nrejected: admitted\n"
+    )
     assert build_feedback("x", Verdict(Status.CRASH)) == "# System Error:\nError message:\ncrash: not accepted\n"
 
 
 def test_at_most_three_errors_and_lean_snippets() -> None:
     """Lean reports several errors per proof (Coq stops at the first); only the first 3 are shown."""
     proof = "\n".join(f"  tac{i}" for i in range(1, 8))
-    msgs = tuple(Message("error", f"e{i}", Position(i, 2)) for i in range(1, 6)) + (Message("warning", "w", Position(1, 0)),)
+    msgs = tuple(Message("error", f"e{i}", Position(i, 2)) for i in range(1, 6)) + (
+        Message("warning", "w", Position(1, 0)),
+    )
     v = Verdict(Status.ERROR, ("e1",), msgs, prover="lean 4.9 (repl)")
     fb = build_feedback(proof, v, goals_before=["⊢ a", None])
     assert [line for line in fb.split("\n") if line.startswith("# Error")] == ["# Error 1:", "# Error 2:", "# Error 3:"]
@@ -139,20 +148,32 @@ def test_valid_and_positionless_errors() -> None:
 @requires_coq
 def test_goals_none_where_unreachable(pool) -> None:
     v = pool.check(P.theorem, LINE2)
-    assert goals_before_errors(pool, P, LINE2, Verdict(Status.ERROR, messages=(Message("error", "no position"),))) == [None]
+    assert goals_before_errors(pool, P, LINE2, Verdict(Status.ERROR, messages=(Message("error", "no position"),))) == [
+        None
+    ]
     assert goals_before_errors(pool, P, LINE2, v, timeout=0.0) == [None]  # no time to step
     lean = Problem("l", "theorem l : True := by", "", "lean")
-    assert goals_before_errors(pool, lean, "trivial", Verdict(Status.ERROR, messages=(Message("error", "x", Position(1, 0)),))) == [None]
-    assert goals_before_errors(pool, P, "(* unclosed", Verdict(Status.ERROR, messages=(Message("error", "x", Position(1, 0)),))) == [None]
+    assert goals_before_errors(
+        pool, lean, "trivial", Verdict(Status.ERROR, messages=(Message("error", "x", Position(1, 0)),))
+    ) == [None]
+    assert goals_before_errors(
+        pool, P, "(* unclosed", Verdict(Status.ERROR, messages=(Message("error", "x", Position(1, 0)),))
+    ) == [None]
     bad = Problem("b", "Theorem b : nat_that_does_not_exist.", "Require Import Arith.\n")
-    assert goals_before_errors(pool, bad, "exact 0.", Verdict(Status.ERROR, messages=(Message("error", "x", Position(1, 0)),))) == [None]
+    assert goals_before_errors(
+        pool, bad, "exact 0.", Verdict(Status.ERROR, messages=(Message("error", "x", Position(1, 0)),))
+    ) == [None]
 
 
 # -- second turn ----------------------------------------------------------------------------------------
 def test_chat_second_turn() -> None:
     first = [{"role": "system", "content": "S"}, {"role": "user", "content": "U"}]
     out = second_turn_prompt(first, "<think>…</think>```coq\nbad\n```", "# Error 1:\n…")
-    assert out == [*first, {"role": "assistant", "content": "<think>…</think>```coq\nbad\n```"}, {"role": "user", "content": "# Error 1:\n…"}]
+    assert out == [
+        *first,
+        {"role": "assistant", "content": "<think>…</think>```coq\nbad\n```"},
+        {"role": "user", "content": "# Error 1:\n…"},
+    ]
     out[0]["content"] = "changed"
     assert first[0]["content"] == "S"  # the first prompt is not aliased
     with pytest.raises(TypeError, match="list of"):
@@ -170,7 +191,9 @@ def test_plain_second_turn_reopens_the_code_block() -> None:
         "```lean4\nimport Mathlib\ntheorem t : 1 = 1 := by\n"
     )
     closed = second_turn_prompt(first, "  simp\n```", "fb")  # a completion that kept its closing fence
-    assert closed.startswith(first + "  simp\n```\n\nThe proof above") and closed.endswith("```lean4\nimport Mathlib\ntheorem t : 1 = 1 := by\n")
+    assert closed.startswith(first + "  simp\n```\n\nThe proof above") and closed.endswith(
+        "```lean4\nimport Mathlib\ntheorem t : 1 = 1 := by\n"
+    )
     no_block = second_turn_prompt("Prove t.\n", "Proof. auto. Qed.", "fb")
     assert no_block.endswith("fb\n\nWrite a corrected proof.\n\n")
 
@@ -178,11 +201,17 @@ def test_plain_second_turn_reopens_the_code_block() -> None:
 def test_prompt_tokens_ok_with_a_real_tokenizer() -> None:
     from proofrl.policy.tiny import train_tokenizer
 
-    tok = train_tokenizer(["intros n. split. lia. exact I. Qed. Proof. The proof above was not accepted."] * 5, 300, 4096)
+    tok = train_tokenizer(
+        ["intros n. split. lia. exact I. Qed. Proof. The proof above was not accepted."] * 5, 300, 4096
+    )
     text = "intros n. split. lia." * 3
     n = len(tok(text, add_special_tokens=True)["input_ids"])
     assert prompt_tokens_ok(text, tok, n) and not prompt_tokens_ok(text, tok, n - 1)
-    chat = [{"role": "user", "content": text}, {"role": "assistant", "content": "Qed."}, {"role": "user", "content": "fb"}]
+    chat = [
+        {"role": "user", "content": text},
+        {"role": "assistant", "content": "Qed."},
+        {"role": "user", "content": "fb"},
+    ]
     ids = tok.apply_chat_template(chat, tokenize=True, add_generation_prompt=True)
     m = len(ids["input_ids"] if hasattr(ids, "keys") else ids)
     assert m > n and prompt_tokens_ok(chat, tok, m) and not prompt_tokens_ok(chat, tok, m - 1)

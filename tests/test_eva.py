@@ -15,11 +15,31 @@ from proofrl.cli import app
 from proofrl.errors import ConfigError
 from proofrl.eval.rm import metrics, pearson
 from proofrl.rewards.combine import STEP_REWARDS
-from proofrl.rewards.eva import (EvaScorer, ScorePositionError, anchor_token_ids, combined_score, expected_score,
-                                 gather_positions, parse_scores, render_target, score_key, score_token_positions,
-                                 to_value)  # fmt: skip
-from proofrl.train.eva import (Example, Record, build_examples, collate, eva_loss, eva_term, load_eva_recipe,
-                               parse_record, read_records, train_eva)  # fmt: skip
+from proofrl.rewards.eva import (
+    EvaScorer,
+    ScorePositionError,
+    anchor_token_ids,
+    combined_score,
+    expected_score,
+    gather_positions,
+    parse_scores,
+    render_target,
+    score_key,
+    score_token_positions,
+    to_value,
+)
+from proofrl.train.eva import (
+    Example,
+    Record,
+    build_examples,
+    collate,
+    eva_loss,
+    eva_term,
+    load_eva_recipe,
+    parse_record,
+    read_records,
+    train_eva,
+)
 
 torch.set_num_threads(2)
 KEYS = [score_key(d) for d in ("logic", "align", "clarity")]
@@ -29,9 +49,19 @@ def _records(n: int = 8) -> list[Record]:
     out = []
     for i in range(n):
         # a proposal Coq accepts scores high, one it rejects low (learnable from the critique before the scores)
-        s = {"logic": 4.6, "align": 4.2, "clarity": 4.8} if i % 2 else {"logic": 1.4 + 0.1 * (i % 3), "align": 1.8, "clarity": 2.2}
-        out.append(Record(f"n : nat\n⊢ n + {i} = {i} + n", "lia." if i % 2 else "apply foo.",
-                          "Coq accepted the step." if i % 2 else "Coq rejected the step.", s))
+        s = (
+            {"logic": 4.6, "align": 4.2, "clarity": 4.8}
+            if i % 2
+            else {"logic": 1.4 + 0.1 * (i % 3), "align": 1.8, "clarity": 2.2}
+        )
+        out.append(
+            Record(
+                f"n : nat\n⊢ n + {i} = {i} + n",
+                "lia." if i % 2 else "apply foo.",
+                "Coq accepted the step." if i % 2 else "Coq rejected the step.",
+                s,
+            )
+        )
     return out
 
 
@@ -57,12 +87,22 @@ def merging_tokenizer():
     from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE(unk_token="<unk>"))
-    corpus = [f'"logic_score": {d}, "align_score": {e}, "clarity_score": {f}' for d in "12345" for e in "12345" for f in "12345"]
+    corpus = [
+        f'"logic_score": {d}, "align_score": {e}, "clarity_score": {f}'
+        for d in "12345"
+        for e in "12345"
+        for f in "12345"
+    ]
     alphabet = sorted(set("".join(corpus)) | set("12345"))
-    tok.train_from_iterator(corpus * 4, trainers.BpeTrainer(vocab_size=200, special_tokens=["<pad>", "</s>", "<unk>"],
-                                                            initial_alphabet=alphabet, show_progress=False))
-    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="</s>", unk_token="<unk>",
-                                   name_or_path="merging-bpe")
+    tok.train_from_iterator(
+        corpus * 4,
+        trainers.BpeTrainer(
+            vocab_size=200, special_tokens=["<pad>", "</s>", "<unk>"], initial_alphabet=alphabet, show_progress=False
+        ),
+    )
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok, pad_token="<pad>", eos_token="</s>", unk_token="<unk>", name_or_path="merging-bpe"
+    )
 
 
 # -- the formula ----------------------------------------------------------------------------------------------
@@ -88,7 +128,9 @@ def test_anchors_must_be_single_tokens(tiny):
     _, _, tok = tiny
     ids = anchor_token_ids(tok)
     assert [tok.decode([i]) for i in ids] == ["1", "2", "3", "4", "5"]
-    with pytest.raises(ConfigError, match=r"anchor '２' is 3 tokens .* in tokenizer '.+'; every anchor must be a single token"):
+    with pytest.raises(
+        ConfigError, match=r"anchor '２' is 3 tokens .* in tokenizer '.+'; every anchor must be a single token"
+    ):
         anchor_token_ids(tok, anchors=("1", "２"))
 
 
@@ -169,7 +211,7 @@ def test_reading_the_scores_does_not_depend_on_padding(tiny):
     outs = [render_target("ok", r.scores) for r in _records(3)]
     together = scorer.read_expected(prompts, outs)
     for i in range(3):
-        alone = scorer.read_expected(prompts[i:i + 1], outs[i:i + 1])[0]
+        alone = scorer.read_expected(prompts[i : i + 1], outs[i : i + 1])[0]
         assert together[i][0] == pytest.approx(alone[0], abs=1e-4) and together[i][1] == []
 
 
@@ -178,12 +220,16 @@ def test_the_eva_gradient_reaches_exactly_the_score_positions():
     B, L, V, P = 2, 12, 9, 4
     anchors = [4, 5, 6, 7, 8]
     logits = torch.randn(B, L, V, requires_grad=True)
-    ex = [Example([0] * 4, [1] * 8, {"logic": 2, "align": 5}, {"logic": 4.0, "align": 1.5}),
-          Example([0] * 4, [1] * 8, {"logic": 3}, {"logic": 2.0})]  # fmt: skip
+    ex = [
+        Example([0] * 4, [1] * 8, {"logic": 2, "align": 5}, {"logic": 4.0, "align": 1.5}),
+        Example([0] * 4, [1] * 8, {"logic": 3}, {"logic": 2.0}),
+    ]
     loss, n = eva_term(logits, ex, P, anchor_ids=anchors, dims=("logic", "align"))
     assert n == 3
     loss.backward()
-    nonzero = {(i, t) for i, t in zip(*torch.nonzero(logits.grad.abs().sum(-1), as_tuple=True)) for i, t in [(int(i), int(t))]}
+    nonzero = {
+        (i, t) for i, t in zip(*torch.nonzero(logits.grad.abs().sum(-1), as_tuple=True)) for i, t in [(int(i), int(t))]
+    }
     assert nonzero == {(0, P + 2 - 1), (0, P + 5 - 1), (1, P + 3 - 1)}
     assert logits.grad[:, :, :4].abs().sum() == 0  # only the anchors' logits get gradient
 
@@ -205,7 +251,12 @@ def test_training_with_the_eva_loss_lowers_the_eva_mse(tiny):
 
 
 def test_parsing_flags_bad_outputs():
-    assert parse_scores("I think it is fine.").flags == ["invalid-json", "missing:logic", "missing:align", "missing:clarity"]
+    assert parse_scores("I think it is fine.").flags == [
+        "invalid-json",
+        "missing:logic",
+        "missing:align",
+        "missing:clarity",
+    ]
     p = parse_scores('ok {"logic_score": 7, "align_score": 2, "clarity_score": 0.5}')
     assert p.scores == {"logic": 5.0, "align": 2.0, "clarity": 1.0}
     assert p.flags == ["out-of-range:logic", "out-of-range:clarity"]
@@ -219,27 +270,56 @@ def test_a_dimension_the_output_lacks_is_scored_from_the_logits_and_flagged(tiny
     _, m, tok = tiny
     scorer = EvaScorer(m, tok, max_new_tokens=8)
     prompt = scorer.prompt("⊢ True", "exact I.")
-    got = scorer.read_expected([prompt] * 3, ['fine {"logic_score":4,"align_score":2}', "no json", 'x {"logic_score":9}'])
+    got = scorer.read_expected(
+        [prompt] * 3, ['fine {"logic_score":4,"align_score":2}', "no json", 'x {"logic_score":9}']
+    )
     for exp, _ in got:
         assert set(exp) == {"logic", "align", "clarity"} and all(1.0 <= v <= 5.0 for v in exp.values())
-    assert [f for _, f in got] == [["probed:clarity:missing"], [f"probed:{d}:missing" for d in ("logic", "align", "clarity")],
-                                   ["probed:logic:not-an-anchor", "probed:align:missing", "probed:clarity:missing"]]
+    assert [f for _, f in got] == [
+        ["probed:clarity:missing"],
+        [f"probed:{d}:missing" for d in ("logic", "align", "clarity")],
+        ["probed:logic:not-an-anchor", "probed:align:missing", "probed:clarity:missing"],
+    ]
     # a dimension read where the output wrote it is the logit before its digit, whatever is probed after it
     alone = scorer.read_expected([prompt], ['fine {"logic_score":4,"align_score":2,"clarity_score":3}'])[0][0]
-    assert got[0][0]["logic"] == pytest.approx(alone["logic"], abs=1e-5) and got[0][0]["align"] == pytest.approx(alone["align"], abs=1e-5)
+    assert got[0][0]["logic"] == pytest.approx(alone["logic"], abs=1e-5) and got[0][0]["align"] == pytest.approx(
+        alone["align"], abs=1e-5
+    )
 
 
 def test_bad_data_lines_are_skipped_and_counted(tmp_path):
-    good = {"state": "⊢ True", "proposal": "exact I.", "critique": "fine", "scores": {"logic": 4.2, "align": 3, "clarity": 5}}
-    flat = {"state": "⊢ True", "proposal": "auto.", "critique": "ok", "logic_score": 2, "align_score": 2, "clarity_score": 2}
-    lines = [json.dumps(good), "{not json", json.dumps({**good, "scores": {"logic": 6, "align": 3, "clarity": 5}}),
-             json.dumps({**good, "scores": {"logic": 4}}), json.dumps({k: v for k, v in good.items() if k != "critique"}),
-             json.dumps(flat), ""]
+    good = {
+        "state": "⊢ True",
+        "proposal": "exact I.",
+        "critique": "fine",
+        "scores": {"logic": 4.2, "align": 3, "clarity": 5},
+    }
+    flat = {
+        "state": "⊢ True",
+        "proposal": "auto.",
+        "critique": "ok",
+        "logic_score": 2,
+        "align_score": 2,
+        "clarity_score": 2,
+    }
+    lines = [
+        json.dumps(good),
+        "{not json",
+        json.dumps({**good, "scores": {"logic": 6, "align": 3, "clarity": 5}}),
+        json.dumps({**good, "scores": {"logic": 4}}),
+        json.dumps({k: v for k, v in good.items() if k != "critique"}),
+        json.dumps(flat),
+        "",
+    ]
     (tmp_path / "d.jsonl").write_text("\n".join(lines))
     recs, skipped = read_records(tmp_path / "d.jsonl")
     assert [r.proposal for r in recs] == ["exact I.", "auto."]
-    assert dict(skipped) == {"Expecting property name enclosed in double quotes": 1, "score 'logic' = 6 outside 1.0-5.0": 1,
-                             "score 'align' missing or not a number": 1, "field 'critique' missing or not text": 1}
+    assert dict(skipped) == {
+        "Expecting property name enclosed in double quotes": 1,
+        "score 'logic' = 6 outside 1.0-5.0": 1,
+        "score 'align' missing or not a number": 1,
+        "field 'critique' missing or not text": 1,
+    }
     with pytest.raises(ValueError, match="not a JSON object"):
         parse_record([1, 2])
 
@@ -250,8 +330,12 @@ def test_bad_data_lines_are_skipped_and_counted(tmp_path):
 def test_metrics_by_hand():
     assert pearson([1, 2, 3], [2, 4, 6]) == pytest.approx(1.0)
     assert math.isnan(pearson([1, 1, 1], [1, 2, 3]))
-    recs = [Record("s1", "a", "", {"logic": 5, "align": 5, "clarity": 5}), Record("s1", "b", "", {"logic": 1, "align": 1, "clarity": 1}),
-            Record("s2", "c", "", {"logic": 4, "align": 4, "clarity": 4}), Record("s2", "d", "", {"logic": 2, "align": 2, "clarity": 2})]
+    recs = [
+        Record("s1", "a", "", {"logic": 5, "align": 5, "clarity": 5}),
+        Record("s1", "b", "", {"logic": 1, "align": 1, "clarity": 1}),
+        Record("s2", "c", "", {"logic": 4, "align": 4, "clarity": 4}),
+        Record("s2", "d", "", {"logic": 2, "align": 2, "clarity": 2}),
+    ]
     right = [{"logic": 4, "align": 4, "clarity": 4}, {"logic": 2, "align": 2, "clarity": 2}] * 2
     tied = [{"logic": 3, "align": 3, "clarity": 3}] * 4
     m = metrics(right, recs)
@@ -277,7 +361,15 @@ def test_the_recipe_holds_the_paper_defaults_and_refuses_bad_keys():
     cfg = load_eva_recipe("eva")
     assert (cfg.loss.alpha, cfg.loss.tau, cfg.optim.lr, cfg.optim.batch, cfg.optim.epochs) == (0.5, 1.0, 2e-5, 8, 3)
     assert (cfg.model.lora.r, cfg.model.lora.alpha) == (16, 32)
-    assert cfg.model.lora.target_modules == ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+    assert cfg.model.lora.target_modules == (
+        "q_proj",
+        "k_proj",
+        "v_proj",
+        "o_proj",
+        "gate_proj",
+        "up_proj",
+        "down_proj",
+    )
     assert load_eva_recipe("eva", ["loss.alpha=0", "optim.epochs=1"]).loss.alpha == 0
     with pytest.raises(ConfigError, match=r"unknown keys in loss: \['alfa'\]"):
         load_eva_recipe("eva", ["loss.alfa=1"])
@@ -297,10 +389,32 @@ def test_train_and_eval_rm_commands(tiny, tmp_path):
     data = tmp_path / "train.jsonl"
     data.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     runner = CliRunner()
-    assert "unknown keys in optim: ['lrate']" in _one_line(runner.invoke(app, ["train", "--recipe", "eva", "--set", "optim.lrate=1"]))
+    assert "unknown keys in optim: ['lrate']" in _one_line(
+        runner.invoke(app, ["train", "--recipe", "eva", "--set", "optim.lrate=1"])
+    )
     out = tmp_path / "run"
-    res = runner.invoke(app, ["train", "--recipe", "eva", "--threads", "2", "--set", f"model.path={d}", "--set", f"data.train={data}",
-                              "--set", f"data.eval={data}", "--set", "optim.epochs=1", "--set", "max_new_tokens=8", "--out", str(out)])
+    res = runner.invoke(
+        app,
+        [
+            "train",
+            "--recipe",
+            "eva",
+            "--threads",
+            "2",
+            "--set",
+            f"model.path={d}",
+            "--set",
+            f"data.train={data}",
+            "--set",
+            f"data.eval={data}",
+            "--set",
+            "optim.epochs=1",
+            "--set",
+            "max_new_tokens=8",
+            "--out",
+            str(out),
+        ],
+    )
     assert res.exit_code == 0, res.output
     summary = json.loads((out / "summary.json").read_text())
     assert summary["index"] == {"examples": 6, "in_eva_loss": 6, "left_out": {}}
@@ -308,9 +422,24 @@ def test_train_and_eval_rm_commands(tiny, tmp_path):
     assert json.loads((out / "model" / "eva_config.json").read_text())["alpha"] == 0.5
     epochs = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]  # the run folder of every loop
     assert [e["epoch"] for e in epochs] == [1] and epochs[0]["loss"] == summary["history"][0]["loss"]
-    res = runner.invoke(app, ["eval", "rm", "--data", str(data), "--model", str(out / "model"), "--max-new-tokens", "8",
-                              "--out", str(tmp_path / "ev")])
+    res = runner.invoke(
+        app,
+        [
+            "eval",
+            "rm",
+            "--data",
+            str(data),
+            "--model",
+            str(out / "model"),
+            "--max-new-tokens",
+            "8",
+            "--out",
+            str(tmp_path / "ev"),
+        ],
+    )
     assert res.exit_code == 0, res.output
     report = (tmp_path / "ev" / "report.md").read_text()
     assert "| EVA (E[R] over anchors) |" in report and (tmp_path / "ev" / "table4.png").stat().st_size > 1000
-    assert "no model directory" in _one_line(runner.invoke(app, ["eval", "rm", "--data", str(data), "--model", str(tmp_path / "nope")]))
+    assert "no model directory" in _one_line(
+        runner.invoke(app, ["eval", "rm", "--data", str(data), "--model", str(tmp_path / "nope")])
+    )

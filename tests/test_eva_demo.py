@@ -8,8 +8,15 @@ import json
 from conftest import requires_coq
 
 # test size: one small stdlib module's short proofs (the search part's test assets), two theorems a side
-ASSETS = dict(prefixes=("Coq.Bool.",), max_proof_chars=80, epochs=3, batch=16, lr=3e-3, held_out_theorems=3,
-              model={"hidden": 64, "layers": 1, "heads": 4, "vocab_size": 400})  # fmt: skip
+ASSETS = dict(
+    prefixes=("Coq.Bool.",),
+    max_proof_chars=80,
+    epochs=3,
+    batch=16,
+    lr=3e-3,
+    held_out_theorems=3,
+    model={"hidden": 64, "layers": 1, "heads": 4, "vocab_size": 400},
+)
 EVA = dict(train_theorems=2, held_out_theorems=2, search_expansions=0, epochs=1, max_new_tokens=16)
 
 

@@ -11,10 +11,16 @@ from proofrl.policy.tactic import Proposal
 
 
 def test_the_score_table():
-    assert scores_from_facts(Facts(True, goals_before=1, goals_after=0, closes=True), "lia.") == \
-        {"logic": 5.0, "align": 5.0, "clarity": pytest.approx(4.96)}
-    assert scores_from_facts(Facts(True, goals_before=1, goals_after=3), "split.") == \
-        {"logic": 3.0, "align": 3.5, "clarity": pytest.approx(4.94)}
+    assert scores_from_facts(Facts(True, goals_before=1, goals_after=0, closes=True), "lia.") == {
+        "logic": 5.0,
+        "align": 5.0,
+        "clarity": pytest.approx(4.96),
+    }
+    assert scores_from_facts(Facts(True, goals_before=1, goals_after=3), "split.") == {
+        "logic": 3.0,
+        "align": 3.5,
+        "clarity": pytest.approx(4.94),
+    }
     assert scores_from_facts(Facts(True, goals_before=2, goals_after=1, same_state=False), "auto.")["align"] == 4.0
     assert scores_from_facts(Facts(False, "syntax"), "x (.") == {"logic": 1.0, "align": 1.0, "clarity": 1.0}
     assert scores_from_facts(Facts(False, "unknown"), "apply nope.")["logic"] == 1.5
@@ -34,8 +40,13 @@ class Scripted:
 
 
 def _steps() -> list[dict]:
-    common = {"theorem": "eva_add0", "statement": "Theorem eva_add0 : forall n : nat, n + 0 = n.", "header": NAT,
-              "module": "Test.Eva", "split": "train"}
+    common = {
+        "theorem": "eva_add0",
+        "statement": "Theorem eva_add0 : forall n : nat, n + 0 = n.",
+        "header": NAT,
+        "module": "Test.Eva",
+        "split": "train",
+    }
     return [{**common, "step": 0, "tactic": "intros n."}, {**common, "step": 1, "tactic": "now rewrite Nat.add_0_r."}]
 
 
@@ -46,7 +57,9 @@ def test_coq_labels_each_kind_of_proposal(coq, tmp_path):
     by_kind = {r["kind"]: r for r in recs}
     assert set(by_kind) == {"human", "other", "ghost", "broken"}
     human = by_kind["human"]
-    assert human["facts"]["accepted"] and human["facts"]["closes"]  # intros, then the search's rewrite: coqc says the whole proof is valid
+    assert (
+        human["facts"]["accepted"] and human["facts"]["closes"]
+    )  # intros, then the search's rewrite: coqc says the whole proof is valid
     assert human["scores"]["logic"] == 5.0 and "goals 1 -> 1" in human["critique"]
     assert by_kind["ghost"]["facts"]["reason"] == "unknown" and "was not found" in by_kind["ghost"]["critique"]
     assert by_kind["broken"]["facts"]["reason"] == "syntax" and by_kind["broken"]["scores"]["clarity"] == 1.0

@@ -20,9 +20,15 @@ torch.set_num_threads(2)
 
 def _records(n: int) -> list[Record]:
     good, bad = {"logic": 4.6, "align": 4.2, "clarity": 4.8}, {"logic": 1.5, "align": 1.8, "clarity": 2.2}
-    return [Record(f"n : nat\n⊢ n + {i} = {i} + n", "lia." if i % 2 else "apply foo.",
-                   "Coq accepted the step." if i % 2 else "Coq rejected the step.", good if i % 2 else bad)
-            for i in range(n)]  # fmt: skip
+    return [
+        Record(
+            f"n : nat\n⊢ n + {i} = {i} + n",
+            "lia." if i % 2 else "apply foo.",
+            "Coq accepted the step." if i % 2 else "Coq rejected the step.",
+            good if i % 2 else bad,
+        )
+        for i in range(n)
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -37,11 +43,34 @@ def tiny(tmp_path_factory):
 
 def test_table4_trains_and_scores_every_row(tiny, tmp_path):
     data = tmp_path / "records.jsonl"
-    data.write_text("".join(json.dumps({"state": r.state, "proposal": r.proposal, "critique": r.critique,
-                                        "scores": r.scores}) + "\n" for r in _records(6)))  # fmt: skip
+    data.write_text(
+        "".join(
+            json.dumps({"state": r.state, "proposal": r.proposal, "critique": r.critique, "scores": r.scores}) + "\n"
+            for r in _records(6)
+        )
+    )
     out = tmp_path / "t4"
-    res = CliRunner().invoke(app, ["eval", "rm", "--data", str(data), "--train", str(data), "--base", str(tiny),
-                                   "--epochs", "1", "--max-new-tokens", "8", "--threads", "2", "--out", str(out)])
+    res = CliRunner().invoke(
+        app,
+        [
+            "eval",
+            "rm",
+            "--data",
+            str(data),
+            "--train",
+            str(data),
+            "--base",
+            str(tiny),
+            "--epochs",
+            "1",
+            "--max-new-tokens",
+            "8",
+            "--threads",
+            "2",
+            "--out",
+            str(out),
+        ],
+    )
     assert res.exit_code == 0, res.output
     summary = json.loads((out / "summary.json").read_text())
     assert list(summary["rows"]) == ["zero-shot", "sft-text", "sft-eR", "value-head", "eva-text", "eva"]

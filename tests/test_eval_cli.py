@@ -18,8 +18,14 @@ needs_coq = pytest.mark.skipif(not shutil.which("coqidetop.opt"), reason="needs 
 
 
 def test_pass_at_table_uses_both_estimators():
-    res = EvalResult("m", [ProblemResult("a", [True, False, False, False], ["valid"] + ["error"] * 3, 1),
-                           ProblemResult("b", [False] * 4, ["error"] * 4, 0)], ks=(1, 2, 4, 3))  # fmt: skip
+    res = EvalResult(
+        "m",
+        [
+            ProblemResult("a", [True, False, False, False], ["valid"] + ["error"] * 3, 1),
+            ProblemResult("b", [False] * 4, ["error"] * 4, 0),
+        ],
+        ks=(1, 2, 4, 3),
+    )
     tab = res.table()
     assert tab[1]["unbiased"] == pytest.approx(0.125)  # (1/4 + 0) / 2
     assert tab[4]["unbiased"] == pytest.approx(0.5) and tab[4]["chunked"] == pytest.approx(0.5)
@@ -34,9 +40,30 @@ def test_eval_command_reports_and_measures_uplift(tmp_path):
     data = tmp_path / "p.jsonl"
     save_problems(problems(), data)
     out = tmp_path / "eval"
-    r = CliRunner().invoke(app, ["eval", "--model", str(model), "--problems", str(data), "-n", "8", "--ks", "1,8",
-                                 "--max-tokens", "24", "--timeout", "10", "--baseline", str(model), "--out", str(out),
-                                 "--threads", "1"])  # fmt: skip
+    r = CliRunner().invoke(
+        app,
+        [
+            "eval",
+            "--model",
+            str(model),
+            "--problems",
+            str(data),
+            "-n",
+            "8",
+            "--ks",
+            "1,8",
+            "--max-tokens",
+            "24",
+            "--timeout",
+            "10",
+            "--baseline",
+            str(model),
+            "--out",
+            str(out),
+            "--threads",
+            "1",
+        ],
+    )
     assert r.exit_code == 0, r.output
     summary = json.loads((out / "summary.json").read_text())
     ev = summary["eval"]
@@ -58,4 +85,3 @@ def test_eval_command_reports_and_measures_uplift(tmp_path):
 def test_eval_rejects_more_than_512_samples(tmp_path):
     r = CliRunner().invoke(app, ["eval", "--model", str(tmp_path), "--problems", "x.jsonl", "-n", "513"])
     assert r.exit_code != 0 and "512" in r.output
-

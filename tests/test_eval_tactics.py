@@ -10,8 +10,7 @@ import pytest
 from conftest import NAT
 from typer.testing import CliRunner
 
-from proofrl.eval.tactics import (GroupRun, StatePoint, TacticRun, run_group, score_states, state_points,
-                                  summarize)
+from proofrl.eval.tactics import GroupRun, StatePoint, TacticRun, run_group, score_states, state_points, summarize
 from proofrl.provers.base import Theorem
 from proofrl.train.step_grpo import step_rewards
 
@@ -30,9 +29,11 @@ def test_prec_at_k_counts_every_drawn_sample_and_zero_precision_counts_states():
     a = _group("a", {"auto.": True, "bad.": False, None: False, "trivial.": True})
     b = _group("b", {"x.": False, "y.": False})
     c = _group("c", {}, reached=False)  # a state that could not be reached is not scored
-    drawn = [["auto.", "auto.", "bad.", None, "trivial.", "bad.", "bad.", "bad."],  # 3 of 8 valid (auto. twice)
-             ["x.", "y.", "x.", "x.", "y.", "y.", "x.", "x."],  # none valid
-             ["z."] * 8]
+    drawn = [
+        ["auto.", "auto.", "bad.", None, "trivial.", "bad.", "bad.", "bad."],  # 3 of 8 valid (auto. twice)
+        ["x.", "y.", "x.", "x.", "y.", "y.", "x.", "x."],  # none valid
+        ["z."] * 8,
+    ]
     m = summarize("m", score_states([a, b, c], drawn, 8), 8)
     assert m.states == 2 and m.errors == 1
     assert m.prec_at_k == pytest.approx((3 / 8 + 0 / 8) / 2)
@@ -43,9 +44,16 @@ def test_prec_at_k_counts_every_drawn_sample_and_zero_precision_counts_states():
 
 
 def test_state_points_replay_paths_and_skip_bullets():
-    rec = lambda step, tac, structural=False: {"theorem": "t", "statement": "S", "header": "", "module": "M",  # noqa: E731
-                                               "step": step, "state_before": f"s{step}", "tactic": tac,
-                                               "structural": structural}
+    rec = lambda step, tac, structural=False: {
+        "theorem": "t",
+        "statement": "S",
+        "header": "",
+        "module": "M",  # noqa: E731
+        "step": step,
+        "state_before": f"s{step}",
+        "tactic": tac,
+        "structural": structural,
+    }
     pts = state_points([rec(0, "split."), rec(1, "-", True), rec(2, "auto."), rec(4, "after a gap.")])
     assert [(p.text, p.path) for p in pts] == [("s0", ()), ("s2", ("split.", "-"))]
 
@@ -93,16 +101,57 @@ def test_eval_tactics_cli_writes_a_report(tmp_path):
     from proofrl.cli import app
     from proofrl.policy.tactic import train_tiny_tactic_model
 
-    recs = [{"theorem": "plus_0", "statement": PLUS.statement, "header": NAT, "module": "T", "split": "held-out",
-             "step": 0, "state_before": "⊢ forall n : nat, n + 0 = n", "tactic": "intros n.", "structural": False},
-            {"theorem": "plus_0", "statement": PLUS.statement, "header": NAT, "module": "T", "split": "held-out",
-             "step": 1, "state_before": AT_N.text, "tactic": "lia.", "structural": False}]  # fmt: skip
+    recs = [
+        {
+            "theorem": "plus_0",
+            "statement": PLUS.statement,
+            "header": NAT,
+            "module": "T",
+            "split": "held-out",
+            "step": 0,
+            "state_before": "⊢ forall n : nat, n + 0 = n",
+            "tactic": "intros n.",
+            "structural": False,
+        },
+        {
+            "theorem": "plus_0",
+            "statement": PLUS.statement,
+            "header": NAT,
+            "module": "T",
+            "split": "held-out",
+            "step": 1,
+            "state_before": AT_N.text,
+            "tactic": "lia.",
+            "structural": False,
+        },
+    ]
     states = tmp_path / "states.jsonl"
     states.write_text("".join(json.dumps(r) + "\n" for r in recs))
-    model = train_tiny_tactic_model(recs * 4, tmp_path / "m", epochs=1, model={"hidden": 32, "layers": 1, "heads": 2, "vocab_size": 300})
+    model = train_tiny_tactic_model(
+        recs * 4, tmp_path / "m", epochs=1, model={"hidden": 32, "layers": 1, "heads": 2, "vocab_size": 300}
+    )
     out = tmp_path / "out"
-    res = CliRunner().invoke(app, ["eval", "tactics", "--model", str(model), "--states", str(states), "-k", "4",
-                                   "--out", str(out), "--theorems", "1", "--expansions", "2", "--workers", "1"])  # fmt: skip
+    res = CliRunner().invoke(
+        app,
+        [
+            "eval",
+            "tactics",
+            "--model",
+            str(model),
+            "--states",
+            str(states),
+            "-k",
+            "4",
+            "--out",
+            str(out),
+            "--theorems",
+            "1",
+            "--expansions",
+            "2",
+            "--workers",
+            "1",
+        ],
+    )
     assert res.exit_code == 0, res.output
     summary = json.loads((out / "summary.json").read_text())["m"]
     assert summary["states"] == 2 and summary["k"] == 4 and 0.0 <= summary["prec_at_k"] <= 1.0

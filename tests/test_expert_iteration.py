@@ -19,8 +19,11 @@ from proofrl.policy.tiny import build_tiny_model
 from proofrl.train.expert_iteration import ExpertIteration, load_reap_config
 
 # closed by computation (no header to load, so the fresh-process final checks are quick)
-TRAIN = [("zero_add", "forall n : nat, 0 + n = n"), ("one_add", "forall n : nat, 1 + n = S n"),
-         ("succ_add", "forall n m : nat, S n + m = S (n + m)")]
+TRAIN = [
+    ("zero_add", "forall n : nat, 0 + n = n"),
+    ("one_add", "forall n : nat, 1 + n = S n"),
+    ("succ_add", "forall n m : nat, S n + m = S (n + m)"),
+]
 HELD = [("two_add", "forall n : nat, 2 + n = S (S n)")]
 
 
@@ -29,8 +32,19 @@ def problems(pairs, split):
 
 
 def transitions():
-    return [{"theorem": n, "module": "T", "step": 0, "state_before": f"⊢ {s}", "tactic": "intros; reflexivity.",
-             "structural": False, "goals_before": 1, "goals_after": 0} for n, s in TRAIN]
+    return [
+        {
+            "theorem": n,
+            "module": "T",
+            "step": 0,
+            "state_before": f"⊢ {s}",
+            "tactic": "intros; reflexivity.",
+            "structural": False,
+            "goals_before": 1,
+            "goals_after": 0,
+        }
+        for n, s in TRAIN
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -53,16 +67,35 @@ def files(tmp_path_factory):
 
 
 def config(files, out, model, *more):
-    return load_reap_config("reap", [
-        f"out={out}", f"model.path={files / model}", f"data.train={files / 'train.jsonl'}",
-        f"data.held_out={files / 'held.jsonl'}", f"data.transitions={files / 'trans.jsonl'}", "model.num_bins=8",
-        "workers=1", "progress=false", "rollout.batch_theorems=2", "rollout.passes=1", "search.num_samples=2",
-        "search.max_steps=3", "search.max_tokens=12", "search.temperature=0.5", "learner.epochs=1", "learner.batch=4",
-        "learner.rehearsal_fraction=0.5", *more])
+    return load_reap_config(
+        "reap",
+        [
+            f"out={out}",
+            f"model.path={files / model}",
+            f"data.train={files / 'train.jsonl'}",
+            f"data.held_out={files / 'held.jsonl'}",
+            f"data.transitions={files / 'trans.jsonl'}",
+            "model.num_bins=8",
+            "workers=1",
+            "progress=false",
+            "rollout.batch_theorems=2",
+            "rollout.passes=1",
+            "search.num_samples=2",
+            "search.max_steps=3",
+            "search.max_tokens=12",
+            "search.temperature=0.5",
+            "learner.epochs=1",
+            "learner.batch=4",
+            "learner.rehearsal_fraction=0.5",
+            *more,
+        ],
+    )
 
 
 def test_a_bad_recipe_key_is_one_line():
-    with pytest.raises(ConfigError, match=r"unknown keys in rollout: \['pases'\]; known: \['batch_theorems', 'passes'\]"):
+    with pytest.raises(
+        ConfigError, match=r"unknown keys in rollout: \['pases'\]; known: \['batch_theorems', 'passes'\]"
+    ):
         load_reap_config("reap", ["rollout.pases=4"])
     with pytest.raises(ConfigError, match=r"learner.rehearsal_fraction must be in \[0, 1\), got 1.5"):
         load_reap_config("reap", ["learner.rehearsal_fraction=1.5"])
@@ -70,14 +103,15 @@ def test_a_bad_recipe_key_is_one_line():
         load_reap_config("reap", ["rounds"])
     res = CliRunner().invoke(app, ["train", "--recipe", "reap", "--set", "rollout.pases=4"])  # the real command line
     assert res.exit_code == 2 and res.stderr.strip().splitlines() == [
-        "proofrl train: unknown keys in rollout: ['pases']; known: ['batch_theorems', 'passes']"]
+        "proofrl train: unknown keys in rollout: ['pases']; known: ['batch_theorems', 'passes']"
+    ]
     res = CliRunner().invoke(app, ["train", "--recipe", "reap", "--show-config", "--set", "rounds=5"])
     assert res.exit_code == 0 and "loop: reap" in res.output and "rounds: 5" in res.output
 
 
 @requires_coq
 def test_a_round_that_solves_nothing_makes_no_update_and_the_loop_goes_on(files, tmp_path, monkeypatch):
-    mlflow = pytest.importorskip("mlflow", reason="the tracking extra is not installed: pip install -e \".[tracking]\"")
+    mlflow = pytest.importorskip("mlflow", reason='the tracking extra is not installed: pip install -e ".[tracking]"')
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     torch.manual_seed(0)
     run = ExpertIteration(config(files, tmp_path / "run", "untaught", "rounds=2", "logger=[tensorboard,mlflow]"))
@@ -102,8 +136,17 @@ def test_a_round_that_solves_nothing_makes_no_update_and_the_loop_goes_on(files,
 def test_an_interrupted_run_resumes_exactly(files, tmp_path):
     """Two rounds straight vs one round, a stop, and a second process-like start (a new ExpertIteration reading
     only the run folder) that goes on: same replay buffer, same sampled theorems, same weights, same logs."""
-    keep = ("round", "rollout/solved", "replay/added", "replay/size", "learn/lm_loss", "learn/value_loss",
-            "learn/rehearsed", "eval/proved", "weights_version")
+    keep = (
+        "round",
+        "rollout/solved",
+        "replay/added",
+        "replay/size",
+        "learn/lm_loss",
+        "learn/value_loss",
+        "learn/rehearsed",
+        "eval/proved",
+        "weights_version",
+    )
 
     def rows(out):
         return [{k: r.get(k) for k in keep} for r in map(json.loads, (out / "metrics.jsonl").read_text().splitlines())]

@@ -22,8 +22,11 @@ def test_the_cpu_sized_check_runs_the_update_and_passes_its_checks(capsys):
     assert "tokens/s" in out and "peak" in out
     assert "ratio: ref_cpu_over_same_seconds " in out
     passed = [x for x in out.splitlines() if x.startswith("PASS: ")]
-    assert [x.split(" (")[0] for x in passed] == ["PASS: no device mismatch", "PASS: weights move at lr 1e-6",
-                                                   "PASS: accumulation equals the full batch"], out
+    assert [x.split(" (")[0] for x in passed] == [
+        "PASS: no device mismatch",
+        "PASS: weights move at lr 1e-6",
+        "PASS: accumulation equals the full batch",
+    ], out
     assert "FAIL" not in out and "all checks passed" in out
 
 
@@ -34,8 +37,10 @@ def test_a_gpu_without_bf16_is_one_line(monkeypatch, capsys):
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "Tesla V100-SXM2-32GB")
     assert gpu_check.main(["--device", "cuda"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["gpu_check: Tesla V100-SXM2-32GB (compute capability 7.0) has no bf16: the trainer's update computes "
-                   "in bf16 (it needs compute capability 8.0 or newer, e.g. A100, H100)"]
+    assert err == [
+        "gpu_check: Tesla V100-SXM2-32GB (compute capability 7.0) has no bf16: the trainer's update computes "
+        "in bf16 (it needs compute capability 8.0 or newer, e.g. A100, H100)"
+    ]
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA GPU")

@@ -134,14 +134,20 @@ def test_agg_keeps_leading_dimensions_independent():
     stacked = torch.stack([LOSS, 2 * LOSS])
     out = agg_loss(stacked, torch.stack([MASK, MASK]), "token-mean")
     assert out.tolist() == pytest.approx([2.5, 5.0])
-    assert set(AGG_MODES.names()) == {"token-mean", "seq-mean-token-mean", "seq-mean-token-sum",
-                                      "seq-mean-token-sum-norm", "token-sum-norm"}
+    assert set(AGG_MODES.names()) == {
+        "token-mean",
+        "seq-mean-token-mean",
+        "seq-mean-token-sum",
+        "seq-mean-token-sum-norm",
+        "token-sum-norm",
+    }
 
 
 def _clip_case(ratio: float, adv: float, low=0.2, high=0.3):
     logp = torch.tensor([[math.log(ratio)]], requires_grad=True)
-    out = ppo_clip_loss(logp, torch.zeros(1, 1), torch.tensor([adv]), torch.ones(1, 1),
-                        clip_ratio_low=low, clip_ratio_high=high)
+    out = ppo_clip_loss(
+        logp, torch.zeros(1, 1), torch.tensor([adv]), torch.ones(1, 1), clip_ratio_low=low, clip_ratio_high=high
+    )
     out.loss.backward()
     return out.loss.item(), logp.grad.item(), out.clipfrac
 
@@ -170,8 +176,15 @@ def test_no_clip_where_the_objective_gets_worse():
 
 def test_kl_term_is_added_with_its_coefficient():
     logp = torch.tensor([[math.log(0.5)]])
-    out = ppo_clip_loss(logp, logp, torch.tensor([0.0]), torch.ones(1, 1), ref_logp=torch.tensor([[math.log(0.25)]]),
-                        kl_coef=0.1, kl_kind="k1")
+    out = ppo_clip_loss(
+        logp,
+        logp,
+        torch.tensor([0.0]),
+        torch.ones(1, 1),
+        ref_logp=torch.tensor([[math.log(0.25)]]),
+        kl_coef=0.1,
+        kl_kind="k1",
+    )
     assert out.loss.item() == pytest.approx(0.1 * math.log(2))
     assert out.kl == pytest.approx(math.log(2))
 
@@ -203,10 +216,14 @@ def test_epochs_and_minibatches_count_steps_and_skip_rule_holds_params():
         old = fn(torch.arange(2))
     batch = RolloutBatch(old, torch.tensor([1.0, -1.0]), torch.ones(2, 1))
     opt = torch.optim.SGD([theta], lr=1.0)
-    stats = ppo_update(fn, batch, opt, PPOConfig(epochs=3, minibatch_rows=1), generator=torch.Generator().manual_seed(0))
+    stats = ppo_update(
+        fn, batch, opt, PPOConfig(epochs=3, minibatch_rows=1), generator=torch.Generator().manual_seed(0)
+    )
     assert stats.steps == 6
     theta2 = torch.zeros(3, requires_grad=True)
-    stats = ppo_update(_tabular(theta2), batch, torch.optim.SGD([theta2], lr=1.0), PPOConfig(epochs=2, skip_grad_norm=0.5))
+    stats = ppo_update(
+        _tabular(theta2), batch, torch.optim.SGD([theta2], lr=1.0), PPOConfig(epochs=2, skip_grad_norm=0.5)
+    )
     assert stats.skipped == 2 and theta2.tolist() == [0.0, 0.0, 0.0]  # |grad| = 1/sqrt(2) >= 0.5
 
 
@@ -265,7 +282,9 @@ def test_dual_clip_caps_the_loss_of_negative_advantages_by_hand():
     for ratio, adv in ((2.0, -1.0), (0.5, -1.0), (4.0, 1.0), (0.5, 1.0)):
         lp = torch.tensor([[math.log(ratio)]])
         a = ppo_clip_loss(lp, torch.zeros(1, 1), torch.tensor([adv]), torch.ones(1, 1)).loss.item()
-        b = ppo_clip_loss(lp, torch.zeros(1, 1), torch.tensor([adv]), torch.ones(1, 1), policy_loss="ppo-clip").loss.item()
+        b = ppo_clip_loss(
+            lp, torch.zeros(1, 1), torch.tensor([adv]), torch.ones(1, 1), policy_loss="ppo-clip"
+        ).loss.item()
         assert a == b
 
 
@@ -352,8 +371,15 @@ def test_accumulated_gradient_equals_the_minibatch_gradient(agg_mode, policy_los
             ref = old - 0.5
         batch = RolloutBatch(old * mask, torch.tensor([1.5, -1.0, 0.7, -2.0, 0.4]), mask, ref * mask)
         opt = GradCapture([w])
-        cfg = PPOConfig(epochs=2, agg_mode=agg_mode, policy_loss=policy_loss, kl_coef=0.3, horizon=6,
-                        max_grad_norm=None, clip_ratio_c=1.5)  # fmt: skip
+        cfg = PPOConfig(
+            epochs=2,
+            agg_mode=agg_mode,
+            policy_loss=policy_loss,
+            kl_coef=0.3,
+            horizon=6,
+            max_grad_norm=None,
+            clip_ratio_c=1.5,
+        )
         ppo_update(fn, batch, opt, cfg, micro_batch_rows=micro)
         grads[micro] = torch.cat([g.flatten() for step in opt.grads for g in step])
     for micro in (1, 2):
@@ -367,12 +393,17 @@ def test_minibatches_of_an_epoch_use_their_own_divisors():
     with torch.no_grad():
         old = fn(torch.arange(2))
     opt = GradCapture([w])
-    ppo_update(fn, RolloutBatch(old * mask, torch.tensor([1.0, -1.0]), mask), opt,
-               PPOConfig(minibatch_rows=1, shuffle=False, max_grad_norm=None))  # fmt: skip
+    ppo_update(
+        fn,
+        RolloutBatch(old * mask, torch.tensor([1.0, -1.0]), mask),
+        opt,
+        PPOConfig(minibatch_rows=1, shuffle=False, max_grad_norm=None),
+    )
     for row, g in enumerate(opt.grads):
         w.grad = None
-        ppo_clip_loss(fn(torch.tensor([row])), old[row : row + 1], torch.tensor([[1.0, -1.0][row]]),
-                      mask[row : row + 1]).loss.backward()  # fmt: skip
+        ppo_clip_loss(
+            fn(torch.tensor([row])), old[row : row + 1], torch.tensor([[1.0, -1.0][row]]), mask[row : row + 1]
+        ).loss.backward()
         assert torch.allclose(g[0], w.grad, atol=1e-7)
 
 
@@ -389,14 +420,22 @@ def test_grpo_step_groups_within_each_leading_index():
     with torch.no_grad():
         old = fn(torch.arange(4))
     rewards = torch.tensor([[1.0, 0.0, 1.0, 1.0], [0.0, 0.0, 1.0, 0.0]])
-    step = grpo_step(fn, rewards, torch.tensor([5, 5, 9, 9]), old, torch.ones(2, 4, 1),
-                     torch.optim.SGD([theta], lr=0.1))  # fmt: skip
+    step = grpo_step(
+        fn, rewards, torch.tensor([5, 5, 9, 9]), old, torch.ones(2, 4, 1), torch.optim.SGD([theta], lr=0.1)
+    )
     for run in range(2):
         assert torch.equal(step.advantages[run], group_advantages(rewards[run], torch.tensor([5, 5, 9, 9])))
     assert step.stats.steps == 1
     with pytest.raises(ValueError, match="valid choices"):
-        grpo_step(fn, rewards, torch.tensor([5, 5, 9, 9]), old, torch.ones(2, 4, 1), torch.optim.SGD([theta], lr=0.1),
-                  advantage="ppo")  # fmt: skip
+        grpo_step(
+            fn,
+            rewards,
+            torch.tensor([5, 5, 9, 9]),
+            old,
+            torch.ones(2, 4, 1),
+            torch.optim.SGD([theta], lr=0.1),
+            advantage="ppo",
+        )
 
 
 def test_buffer_state_round_trips():

@@ -62,11 +62,24 @@ REFUSED = {
     "Import -(notations) Nat.": "forbidden: Import",
 }
 ALLOWED = [
-    "Require Import Arith Lia.", "From Coq Require Import Reals Psatz.", "Require Coq.Reals.Reals.", "Import Nat.",
-    "Export Nat.", "Open Scope R_scope.", "Local Open Scope Z_scope.", "#[local] Open Scope nat_scope.",
-    "Set Implicit Arguments.", "Unset Printing Notations.", "Set Printing Width 100.", "Unset Printing Width.",
-    "Export Set Printing Depth 2.", "#[global] Set Printing Universes.", 'Set Default Goal Selector "!".',
-    'Set Bullet Behavior "Strict Subproofs".', 'Set Warnings "-deprecated".', "Set Printing All .",
+    "Require Import Arith Lia.",
+    "From Coq Require Import Reals Psatz.",
+    "Require Coq.Reals.Reals.",
+    "Import Nat.",
+    "Export Nat.",
+    "Open Scope R_scope.",
+    "Local Open Scope Z_scope.",
+    "#[local] Open Scope nat_scope.",
+    "Set Implicit Arguments.",
+    "Unset Printing Notations.",
+    "Set Printing Width 100.",
+    "Unset Printing Width.",
+    "Export Set Printing Depth 2.",
+    "#[global] Set Printing Universes.",
+    'Set Default Goal Selector "!".',
+    'Set Bullet Behavior "Strict Subproofs".',
+    'Set Warnings "-deprecated".',
+    "Set Printing All .",
     "(* a comment *) Require Import Lia.",
 ]
 
@@ -108,7 +121,9 @@ def test_every_allowed_sentence_is_one_coq_runs(tmp_path):
     assert out.returncode == 0 and "Warning" not in out.stderr, out.stderr
 
 
-@pytest.mark.parametrize("sentence", ["Export Unset Guard Checking.", "Set Firstorder Solver admit.", "Set Ltac Debug."])
+@pytest.mark.parametrize(
+    "sentence", ["Export Unset Guard Checking.", "Set Firstorder Solver admit.", "Set Ltac Debug."]
+)
 def test_a_snippet_with_such_a_header_is_rejected_before_coq_runs(sentence):
     v = coq_job(sentence + "\nTheorem t : False.\nProof. firstorder. Qed.")
     assert not isinstance(v, Job) and v.status is Status.REJECTED and v.reasons == (REFUSED[sentence],), v
@@ -137,12 +152,15 @@ def both(pool, theorem: Theorem, proof: str):
 
 # -- item: printing options cannot blind the comparisons or the markers --------------------------------------------
 @requires_coq
-@pytest.mark.parametrize("header, statement", [
-    ("Set Printing Depth 2.", PLUS0),  # the final check's markers were elided: error where check() said valid
-    ("Set Printing Depth 3.", PLUS0),
-    ("Set Printing Width 1.", PLUS0),
-    ("Set Printing Universes.", "Theorem t : forall A : Type, A -> A."),  # universe names differed
-])
+@pytest.mark.parametrize(
+    "header, statement",
+    [
+        ("Set Printing Depth 2.", PLUS0),  # the final check's markers were elided: error where check() said valid
+        ("Set Printing Depth 3.", PLUS0),
+        ("Set Printing Width 1.", PLUS0),
+        ("Set Printing Universes.", "Theorem t : forall A : Type, A -> A."),  # universe names differed
+    ],
+)
 def test_a_trusted_headers_printing_options_leave_an_honest_proof_valid(pool, header, statement):
     proof = PLUS0_PROOF if statement == PLUS0 else "Proof. auto. Qed."
     v, f = both(pool, Theorem("t", statement, header), proof)
@@ -176,8 +194,12 @@ def test_printing_depth_cannot_blind_the_type_comparison(monkeypatch, depth):
 # -- item: coqc's output is capped -----------------------------------------------------------------------------------
 def test_run_once_kills_a_command_past_its_output_cap(tmp_path):
     t0 = time.monotonic()
-    r = run_once([sys.executable, "-c", "import sys\nwhile True: sys.stdout.write('x' * 65536)"], timeout=60,
-                 cwd=str(tmp_path), max_output=1 << 20)
+    r = run_once(
+        [sys.executable, "-c", "import sys\nwhile True: sys.stdout.write('x' * 65536)"],
+        timeout=60,
+        cwd=str(tmp_path),
+        max_output=1 << 20,
+    )
     assert r.too_large and not r.timed_out and len(r.stdout) <= 1 << 20, (r.too_large, len(r.stdout))
     assert time.monotonic() - t0 < 30
     small = run_once([sys.executable, "-c", "print('ok')"], timeout=60, cwd=str(tmp_path), max_output=1 << 20)
@@ -195,17 +217,39 @@ def test_a_proof_that_floods_is_rejected_by_both_checks_without_reading_it_all(p
 
 # -- item: one proof, one status ------------------------------------------------------------------------------------
 @requires_coq
-@pytest.mark.parametrize("statement, proof, status, reason", [
-    ("Theorem t : forall n : nat, n + 1 = 1 + n.", "Proof. intros n. exact_no_check (eq_refl (n + 1)). Qed.",
-     Status.REJECTED, "kernel rejected the proof"),
-    ("Theorem t : forall n : nat, n = 0.", "Proof. fix IH 1. apply IH. Qed.", Status.REJECTED, "kernel rejected the proof"),
-    ("Theorem t : forall n : nat, n = n.", "Proof. intros n. Qed.", Status.REJECTED, None),
-    ("Theorem t : True.", "Proof. exact 0. Qed.", Status.ERROR, None),
-    ("Theorem t : True.", 'Proof. fail "given up, incomplete, pending". Qed.', Status.ERROR, None),  # a tactic's words
-    ("Theorem t : True.", "Proof. shelve. Qed.", Status.REJECTED, None),
-    ("Theorem t : forall n : nat, n = n.", "Proof. Fail idtac. intros n; reflexivity. Qed.", Status.REJECTED, "forbidden: Fail"),
-    ("Theorem t : Ture.", "Proof. exact I. Qed.", Status.ERROR, "statement does not elaborate"),
-])
+@pytest.mark.parametrize(
+    "statement, proof, status, reason",
+    [
+        (
+            "Theorem t : forall n : nat, n + 1 = 1 + n.",
+            "Proof. intros n. exact_no_check (eq_refl (n + 1)). Qed.",
+            Status.REJECTED,
+            "kernel rejected the proof",
+        ),
+        (
+            "Theorem t : forall n : nat, n = 0.",
+            "Proof. fix IH 1. apply IH. Qed.",
+            Status.REJECTED,
+            "kernel rejected the proof",
+        ),
+        ("Theorem t : forall n : nat, n = n.", "Proof. intros n. Qed.", Status.REJECTED, None),
+        ("Theorem t : True.", "Proof. exact 0. Qed.", Status.ERROR, None),
+        (
+            "Theorem t : True.",
+            'Proof. fail "given up, incomplete, pending". Qed.',
+            Status.ERROR,
+            None,
+        ),  # a tactic's words
+        ("Theorem t : True.", "Proof. shelve. Qed.", Status.REJECTED, None),
+        (
+            "Theorem t : forall n : nat, n = n.",
+            "Proof. Fail idtac. intros n; reflexivity. Qed.",
+            Status.REJECTED,
+            "forbidden: Fail",
+        ),
+        ("Theorem t : Ture.", "Proof. exact I. Qed.", Status.ERROR, "statement does not elaborate"),
+    ],
+)
 def test_check_and_the_final_check_give_one_proof_one_status(pool, statement, proof, status, reason):
     v, f = both(pool, Theorem("t", statement, ""), proof)
     assert (v.status, f.status) == (status, status), (v, f)
@@ -226,16 +270,31 @@ HONEST = {
     "Proof using with a tactic": "Proof using Type with auto. intros n. induction n; simpl... Qed.",
 }
 ATTACKS = {
-    "Qed then another theorem": ("Proof. intros n. induction n; simpl; auto. Qed. Theorem u : False. Admitted.", "admitted"),
+    "Qed then another theorem": (
+        "Proof. intros n. induction n; simpl; auto. Qed. Theorem u : False. Admitted.",
+        "admitted",
+    ),
     "Qed then a tactic": ("Proof. intros n. Qed. induction n; simpl; auto.", "forbidden: Qed"),
     "Qed with a word after it": ("Proof. intros n. induction n; simpl; auto. Qed t.", "forbidden: Qed"),
     "Qed with a string after it": ('Proof. intros n. induction n; simpl; auto. Qed "x".', "forbidden: Qed"),
     "Admitted with a space": ("Proof. intros n. Admitted .", "admitted"),
-    "restated as another statement": ("Theorem t : forall n : nat, 0 + n = n.\nProof. intros n. reflexivity. Qed.", "statement changed"),
+    "restated as another statement": (
+        "Theorem t : forall n : nat, 0 + n = n.\nProof. intros n. reflexivity. Qed.",
+        "statement changed",
+    ),
     "Lemma restating another statement": ("Lemma t : True.\nProof. exact I. Qed.", "statement changed"),
-    "restated under another name": ("Lemma u : forall n : nat, n + 0 = n.\nProof. intros n. induction n; simpl; auto. Qed.", "statement changed"),
-    "a comment hides the difference": ("Theorem t : (* forall n : nat, n + 0 = n *) True.\nProof. exact I. Qed.", "statement changed"),
-    "restated with universe binders": ("Theorem t@{u} : forall n : nat, n + 0 = n.\nProof. intros n. induction n; simpl; auto. Qed.", "statement changed"),
+    "restated under another name": (
+        "Lemma u : forall n : nat, n + 0 = n.\nProof. intros n. induction n; simpl; auto. Qed.",
+        "statement changed",
+    ),
+    "a comment hides the difference": (
+        "Theorem t : (* forall n : nat, n + 0 = n *) True.\nProof. exact I. Qed.",
+        "statement changed",
+    ),
+    "restated with universe binders": (
+        "Theorem t@{u} : forall n : nat, n + 0 = n.\nProof. intros n. induction n; simpl; auto. Qed.",
+        "statement changed",
+    ),
     "Proof using with admit": ("Proof using Type with admit. intros n... Qed.", "forbidden: admit"),
     "Proof using with a command": ("Proof using Type with Abort. exact I. Qed.", "forbidden: Abort"),
     "comment in Proof with admit": ("Proof (* c *) with admit. intros n... Qed.", "forbidden: admit"),
@@ -263,20 +322,29 @@ def test_their_look_alikes_are_refused_with_their_reason(pool, name):
 def test_through_the_server():
     from test_server import InProcess, post
 
-    snippets = {f"h{i}": h + "\n" + PLUS0 + "\n" + PLUS0_PROOF for i, h in enumerate(
-        ["Export Unset Guard Checking.", "Set Firstorder Solver admit.", "Set Ltac Debug.", "Set Ltac Batch Debug."])}
+    snippets = {
+        f"h{i}": h + "\n" + PLUS0 + "\n" + PLUS0_PROOF
+        for i, h in enumerate(
+            ["Export Unset Guard Checking.", "Set Firstorder Solver admit.", "Set Ltac Debug.", "Set Ltac Batch Debug."]
+        )
+    }
     snippets |= {f"ok{i}": PLUS0 + "\n" + p for i, p in enumerate(HONEST.values())}
     snippets |= {f"no{i}": PLUS0 + "\n" + p for i, (p, _) in enumerate(ATTACKS.values())}
     snippets["depth"] = "Set Printing Depth 2.\n" + PLUS0 + "\n" + PLUS0_PROOF
     snippets["universes"] = "Set Printing Universes.\nTheorem t : forall A : Type, A -> A.\nProof. auto. Qed."
     with InProcess(workers=1) as srv:
         t0 = time.monotonic()
-        r = post(srv.url, "/api/check", {"snippets": [{"id": k, "code": c} for k, c in snippets.items()], "timeout": 10})
+        r = post(
+            srv.url, "/api/check", {"snippets": [{"id": k, "code": c} for k, c in snippets.items()], "timeout": 10}
+        )
         elapsed = time.monotonic() - t0
     got = {x["id"]: (x["proofrl"]["status"], x["proofrl"]["reasons"]) for x in r.json()["results"]}
     assert [got[f"h{i}"] for i in range(4)] == [
-        ("rejected", ["forbidden: Unset Guard Checking"]), ("rejected", ["forbidden: Set Firstorder Solver"]),
-        ("rejected", ["forbidden: Set Ltac Debug"]), ("rejected", ["forbidden: Set Ltac Batch Debug"])]
+        ("rejected", ["forbidden: Unset Guard Checking"]),
+        ("rejected", ["forbidden: Set Firstorder Solver"]),
+        ("rejected", ["forbidden: Set Ltac Debug"]),
+        ("rejected", ["forbidden: Set Ltac Batch Debug"]),
+    ]
     assert all(got[f"ok{i}"] == ("valid", []) for i in range(len(HONEST))), got
     assert [got[f"no{i}"][0] for i in range(len(ATTACKS))] == ["rejected"] * len(ATTACKS), got
     assert [got[f"no{i}"][1][0] for i in range(len(ATTACKS))] == [reason for _, reason in ATTACKS.values()]

@@ -30,8 +30,12 @@ pytestmark = needs_transcripts
 HEADER_1020, _ = recorded("Mathlib/test/H20231020", 1)
 HEADER = HEADER_1020["cmd"]
 T188 = Theorem("mathd_numbertheory_188", "theorem mathd_numbertheory_188 : Nat.gcd 180 168 = 12 := by ", HEADER, "lean")
-T403 = Theorem("mathd_numbertheory_403",
-               "theorem mathd_numbertheory_403 : ∑ k ∈ (Nat.properDivisors 198), k = 270 := by", HEADER, "lean")
+T403 = Theorem(
+    "mathd_numbertheory_403",
+    "theorem mathd_numbertheory_403 : ∑ k ∈ (Nat.properDivisors 198), k = 270 := by",
+    HEADER,
+    "lean",
+)
 NO_SCREEN = {"forbidden_tactics": (), "forbid_search_tactics": False}
 
 
@@ -53,25 +57,44 @@ def no_lean(tmp_path, **overrides):  # noqa: ANN001, ANN201
 
 
 # -- cheats refused before Lean runs ----------------------------------------------------------------------------
-@pytest.mark.parametrize("proof, word", [
-    ("sorry", "sorry"), ("admit", "admit"), ("native_decide", "native_decide"), ("exact?", "exact?"),
-    ("norm_num\n  all_goals sorry -- TODO", "sorry"), ("first | rfl | apply?", "apply?"),
-])
+@pytest.mark.parametrize(
+    "proof, word",
+    [
+        ("sorry", "sorry"),
+        ("admit", "admit"),
+        ("native_decide", "native_decide"),
+        ("exact?", "exact?"),
+        ("norm_num\n  all_goals sorry -- TODO", "sorry"),
+        ("first | rfl | apply?", "apply?"),
+    ],
+)
 def test_forbidden_tactics_reject_without_asking_lean(tmp_path, proof, word) -> None:
     v = no_lean(tmp_path).check(T188, proof)
     assert v.status is Status.REJECTED and v.reasons == (f"forbidden: {word}",)
 
 
-@pytest.mark.parametrize("code, reason", [
-    ("theorem mathd_numbertheory_188 : Nat.gcd 180 168 = 4 := by norm_num", "statement changed"),
-    ("-- theorem mathd_numbertheory_188 : Nat.gcd 180 168 = 12 := by\ntheorem x : True := trivial", "statement changed"),
-    ("axiom cheat : False\ntheorem mathd_numbertheory_188 : Nat.gcd 180 168 = 12 := by exact cheat.elim",
-     "statement changed: `axiom` before it"),
-    ("instance : OfNat Nat 12 := ⟨4⟩\ntheorem mathd_numbertheory_188 : Nat.gcd 180 168 = 12 := by rfl",
-     "statement changed: `instance` before it"),
-    ("import Mathlib.Tactic\ntheorem mathd_numbertheory_188 : Nat.gcd 180 168 = 12 := by rfl",
-     "header changed: import Mathlib.Tactic"),
-])
+@pytest.mark.parametrize(
+    "code, reason",
+    [
+        ("theorem mathd_numbertheory_188 : Nat.gcd 180 168 = 4 := by norm_num", "statement changed"),
+        (
+            "-- theorem mathd_numbertheory_188 : Nat.gcd 180 168 = 12 := by\ntheorem x : True := trivial",
+            "statement changed",
+        ),
+        (
+            "axiom cheat : False\ntheorem mathd_numbertheory_188 : Nat.gcd 180 168 = 12 := by exact cheat.elim",
+            "statement changed: `axiom` before it",
+        ),
+        (
+            "instance : OfNat Nat 12 := ⟨4⟩\ntheorem mathd_numbertheory_188 : Nat.gcd 180 168 = 12 := by rfl",
+            "statement changed: `instance` before it",
+        ),
+        (
+            "import Mathlib.Tactic\ntheorem mathd_numbertheory_188 : Nat.gcd 180 168 = 12 := by rfl",
+            "header changed: import Mathlib.Tactic",
+        ),
+    ],
+)
 def test_statement_and_header_must_be_the_problems(tmp_path, code, reason) -> None:
     v = no_lean(tmp_path).check(T188, code)
     assert v.status is Status.REJECTED and v.reasons == (reason,)
@@ -80,41 +103,70 @@ def test_statement_and_header_must_be_the_problems(tmp_path, code, reason) -> No
 def test_used_axiom_is_caught_by_the_audit(tmp_path) -> None:
     # the header (trusted, from the problem) declares an axiom; the proof uses it
     thm = Theorem("t", "theorem t : 1 = 2 := by", "axiom cheat : False", "lean")
-    inp = write_transcript(tmp_path, "axiom", [
-        ({"cmd": "axiom cheat : False"}, {"env": 0}),
-        ({"cmd": "theorem t : 1 = 2 := by exact cheat.elim", "env": 0}, {"env": 1}),
-        ({"cmd": "#print axioms t", "env": 1}, synthetic_axioms("t", ["cheat"], 2)),
-    ])
+    inp = write_transcript(
+        tmp_path,
+        "axiom",
+        [
+            ({"cmd": "axiom cheat : False"}, {"env": 0}),
+            ({"cmd": "theorem t : 1 = 2 := by exact cheat.elim", "env": 0}, {"env": 1}),
+            ({"cmd": "#print axioms t", "env": 1}, synthetic_axioms("t", ["cheat"], 2)),
+        ],
+    )
     v = LeanProver(replay_config(inp), thm.header).check(thm, "exact cheat.elim")
     assert v.status is Status.REJECTED and v.reasons == ("axiom: cheat",)
 
 
-@pytest.mark.parametrize("axioms, status, reasons", [
-    (["Lean.ofReduceBool"], Status.REJECTED, ("axiom: Lean.ofReduceBool",)),
-    (["propext", "sorryAx"], Status.REJECTED, ("axiom: sorryAx",)),
-    (["propext", "Classical.choice", "Quot.sound"], Status.VALID, ()),
-    ([], Status.VALID, ()),
-])
+@pytest.mark.parametrize(
+    "axioms, status, reasons",
+    [
+        (["Lean.ofReduceBool"], Status.REJECTED, ("axiom: Lean.ofReduceBool",)),
+        (["propext", "sorryAx"], Status.REJECTED, ("axiom: sorryAx",)),
+        (["propext", "Classical.choice", "Quot.sound"], Status.VALID, ()),
+        ([], Status.VALID, ()),
+    ],
+)
 def test_axiom_allowlist(tmp_path, axioms, status, reasons) -> None:
     thm = Theorem("t", "theorem t : 2 + 2 = 4 := by", "", "lean")
-    inp = write_transcript(tmp_path, "ax", [
-        ({"cmd": "theorem t : 2 + 2 = 4 := by native_decide"}, {"env": 0}),
-        ({"cmd": "#print axioms t", "env": 0}, synthetic_axioms("t", axioms, 1)),
-    ])
+    inp = write_transcript(
+        tmp_path,
+        "ax",
+        [
+            ({"cmd": "theorem t : 2 + 2 = 4 := by native_decide"}, {"env": 0}),
+            ({"cmd": "#print axioms t", "env": 0}, synthetic_axioms("t", axioms, 1)),
+        ],
+    )
     v = LeanProver(replay_config(inp, **NO_SCREEN)).check(thm, "native_decide")
     assert (v.status, v.reasons, v.axioms) == (status, reasons, tuple(axioms))
 
 
 # -- recorded real answers through check() ----------------------------------------------------------------------
-@pytest.mark.parametrize("transcript, statement, proof, status, reasons", [
-    ("self_proof_check", "theorem ex : False := by", "exact?", Status.ERROR,
-     ("lean error: `exact?` could not close the goal. Try `apply?` to see partial suggestions.",)),
-    ("self_proof_apply_check", "theorem ex : False := by", "apply ex", Status.ERROR,
-     ("lean error: fail to show termination for",)),
-    ("have_by_sorry", "theorem foo (x : Int) : x = x := by",
-     "theorem foo (x : Int) : x = x := by\n  have h : x = 1 := by sorry", Status.REJECTED, ("incomplete", "sorry")),
-    ("invalid_tactic", "theorem my_theorem (x : Nat) : x = x := by", "sorry", Status.REJECTED, ("sorry",)),
-])
+@pytest.mark.parametrize(
+    "transcript, statement, proof, status, reasons",
+    [
+        (
+            "self_proof_check",
+            "theorem ex : False := by",
+            "exact?",
+            Status.ERROR,
+            ("lean error: `exact?` could not close the goal. Try `apply?` to see partial suggestions.",),
+        ),
+        (
+            "self_proof_apply_check",
+            "theorem ex : False := by",
+            "apply ex",
+            Status.ERROR,
+            ("lean error: fail to show termination for",),
+        ),
+        (
+            "have_by_sorry",
+            "theorem foo (x : Int) : x = x := by",
+            "theorem foo (x : Int) : x = x := by\n  have h : x = 1 := by sorry",
+            Status.REJECTED,
+            ("incomplete", "sorry"),
+        ),
+        ("invalid_tactic", "theorem my_theorem (x : Nat) : x = x := by", "sorry", Status.REJECTED, ("sorry",)),
+    ],
+)
 def test_recorded_failures_map_to_verdicts(transcript, statement, proof, status, reasons) -> None:
     thm = Theorem("x", statement, "", "lean")
     v = LeanProver(replay_config(TRANSCRIPTS / f"{transcript}.in", **NO_SCREEN)).check(thm, proof)
@@ -147,12 +199,27 @@ def test_kernel_failure_in_command_mode_rejects(tmp_path) -> None:
 
 
 def test_valid_needs_the_audit_and_shifts_positions(tmp_path) -> None:
-    inp = write_transcript(tmp_path, "pos", [
-        ({"cmd": "theorem t (n : Nat) : n = n := by\n  skip\n  rfl"},
-         {"messages": [{"severity": "info", "pos": {"line": 3, "column": 2}, "endPos": {"line": 3, "column": 5},
-                        "data": "SYNTHETIC note on rfl"}], "env": 0}),
-        ({"cmd": "#print axioms t", "env": 0}, synthetic_axioms("t", [], 1)),
-    ])
+    inp = write_transcript(
+        tmp_path,
+        "pos",
+        [
+            (
+                {"cmd": "theorem t (n : Nat) : n = n := by\n  skip\n  rfl"},
+                {
+                    "messages": [
+                        {
+                            "severity": "info",
+                            "pos": {"line": 3, "column": 2},
+                            "endPos": {"line": 3, "column": 5},
+                            "data": "SYNTHETIC note on rfl",
+                        }
+                    ],
+                    "env": 0,
+                },
+            ),
+            ({"cmd": "#print axioms t", "env": 0}, synthetic_axioms("t", [], 1)),
+        ],
+    )
     v = LeanProver(replay_config(inp)).check(Theorem("t", "theorem t (n : Nat) : n = n := by"), "skip\nrfl")
     assert v.status is Status.VALID
     assert (v.messages[0].start, v.messages[0].end) == (Position(2, 0), Position(2, 3))
@@ -278,4 +345,3 @@ def test_step_timeout_kills_and_reports(tmp_path) -> None:
     t0 = time.monotonic()
     r = p.step(s0, "apply Int.natAbs", timeout=0.5)
     assert r.failure.kind is FailureKind.TIMEOUT and time.monotonic() - t0 < 3 and not p.alive
-

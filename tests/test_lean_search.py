@@ -13,7 +13,14 @@ from __future__ import annotations
 import json
 
 import pytest
-from lean_replay_support import TRANSCRIPTS, needs_transcripts, recorded, replay_config, synthetic_axioms, write_transcript
+from lean_replay_support import (
+    TRANSCRIPTS,
+    needs_transcripts,
+    recorded,
+    replay_config,
+    synthetic_axioms,
+    write_transcript,
+)
 from search_support import ScriptedPolicy
 
 from proofrl.provers.base import FailureKind, Theorem
@@ -24,8 +31,15 @@ from proofrl.provers.lean.prover import assemble
 from proofrl.search import MCTSConfig, SearchConfig, search_one
 from proofrl.search.tree import refusal
 
-BRANCHING = Theorem("complex_and", "theorem complex_and (p q r : Prop) (h1 : p ∧ q) (h2 : q → r) : p ∧ r := by", "", "lean")
-TABLE = [("⊢ p ∧ r", ["apply And.intro"]), ("⊢ p\n", ["exact h1.left"]), ("⊢ r", ["apply h2"]), ("⊢ q", ["exact h1.right"])]
+BRANCHING = Theorem(
+    "complex_and", "theorem complex_and (p q r : Prop) (h1 : p ∧ q) (h2 : q → r) : p ∧ r := by", "", "lean"
+)
+TABLE = [
+    ("⊢ p ∧ r", ["apply And.intro"]),
+    ("⊢ p\n", ["exact h1.left"]),
+    ("⊢ r", ["apply h2"]),
+    ("⊢ q", ["exact h1.right"]),
+]
 PROOF = ["apply And.intro", "· exact h1.left", "· apply h2", "  exact h1.right"]
 MCTS = SearchConfig(algorithm="mcts", backend="lean", mcts=MCTSConfig(num_samples=1, max_steps=12, tactic_timeout=10.0))
 
@@ -51,8 +65,14 @@ def test_independent_goals_are_read_from_the_goal_texts_lean_prints() -> None:
 def _final_check(tmp_path):  # noqa: ANN001, ANN202
     """SYNTHETIC: the fresh process's conversation for the bullet proof (no message, no axioms)."""
     plan = assemble(BRANCHING, "\n".join(PROOF), "", LeanConfig(command=("x",)))
-    return write_transcript(tmp_path, "final", [({"cmd": plan.code}, {"env": 0}),
-                                               ({"cmd": "#print axioms complex_and", "env": 0}, synthetic_axioms("complex_and", [], 1))])
+    return write_transcript(
+        tmp_path,
+        "final",
+        [
+            ({"cmd": plan.code}, {"env": 0}),
+            ({"cmd": "#print axioms complex_and", "env": 0}, synthetic_axioms("complex_and", [], 1)),
+        ],
+    )
 
 
 @needs_transcripts
@@ -67,7 +87,10 @@ def test_mcts_proves_through_an_and_node_over_recorded_states(tmp_path, final) -
     tree = r.tree
     assert all(e.failure is None for e in tree.edges)  # every request was a recorded one (no crash, no rotate)
     assert [n.kind for n in tree.nodes[:4]] == ["OR", "AND", "OR", "OR"]
-    assert [(e.tactic, e.kind) for e in tree.edges if e.src == 1] == [("focus_goal 1", "focus"), ("focus_goal 2", "focus")]
+    assert [(e.tactic, e.kind) for e in tree.edges if e.src == 1] == [
+        ("focus_goal 1", "focus"),
+        ("focus_goal 2", "focus"),
+    ]
     assert [len(n.state.goals) for n in tree.nodes[2:4]] == [1, 1] and tree.nodes[2].state.background == 1
     assert r.proof.splitlines() == PROOF
     if final:
@@ -88,8 +111,15 @@ def _and_state(tmp_path, answers: list[tuple[dict, dict]]):  # noqa: ANN001, ANN
 @needs_transcripts
 def test_a_focused_step_that_touches_a_sibling_goal_fails(tmp_path) -> None:
     """`all_goals` closes both goals from the first one's view: the goal behind it did not come back."""
-    prover, s = _and_state(tmp_path, [({"tactic": "all_goals assumption", "proofState": 1},
-                                       {"proofStatus": "Completed", "proofState": 2, "goals": []})])
+    prover, s = _and_state(
+        tmp_path,
+        [
+            (
+                {"tactic": "all_goals assumption", "proofState": 1},
+                {"proofStatus": "Completed", "proofState": 2, "goals": []},
+            )
+        ],
+    )
     first = prover.step(s, focus_tactic(1)).state
     r = prover.step(first, "all_goals assumption")
     assert r.state is None and r.failure.kind is FailureKind.ERROR and "outside the focused one" in r.failure.message
@@ -100,12 +130,23 @@ def test_a_later_goal_stepped_first_is_brought_to_the_front(tmp_path) -> None:
     """Goal 2 before goal 1 is proved: `rotate_left 1` on the AND state (its answer must be the goals rotated),
     then the tactic on the new state; the goal behind is goal 1."""
     left, right = _goals("proof_branching", 2)
-    prover, s = _and_state(tmp_path, [
-        ({"tactic": "rotate_left 1", "proofState": 1},
-         {"proofStatus": "Incomplete: open goals remain", "proofState": 2, "goals": [right, left]}),
-        ({"tactic": "apply h2", "proofState": 2},
-         {"proofStatus": "Incomplete: open goals remain", "proofState": 3, "goals": [right.replace("⊢ r", "⊢ q"), left]}),
-    ])
+    prover, s = _and_state(
+        tmp_path,
+        [
+            (
+                {"tactic": "rotate_left 1", "proofState": 1},
+                {"proofStatus": "Incomplete: open goals remain", "proofState": 2, "goals": [right, left]},
+            ),
+            (
+                {"tactic": "apply h2", "proofState": 2},
+                {
+                    "proofStatus": "Incomplete: open goals remain",
+                    "proofState": 3,
+                    "goals": [right.replace("⊢ r", "⊢ q"), left],
+                },
+            ),
+        ],
+    )
     second = prover.step(s, focus_tactic(2)).state
     assert second.handle.proof_state is None and second.background == 1  # no request yet
     r = prover.step(second, "apply h2")
@@ -116,8 +157,15 @@ def test_a_later_goal_stepped_first_is_brought_to_the_front(tmp_path) -> None:
 @needs_transcripts
 def test_a_rotation_lean_answers_otherwise_fails(tmp_path) -> None:
     left, right = _goals("proof_branching", 2)
-    prover, s = _and_state(tmp_path, [({"tactic": "rotate_left 1", "proofState": 1},
-                                       {"proofStatus": "Incomplete: open goals remain", "proofState": 2, "goals": [left, right]})])
+    prover, s = _and_state(
+        tmp_path,
+        [
+            (
+                {"tactic": "rotate_left 1", "proofState": 1},
+                {"proofStatus": "Incomplete: open goals remain", "proofState": 2, "goals": [left, right]},
+            )
+        ],
+    )
     r = prover.step(prover.step(s, focus_tactic(2)).state, "apply h2")
     assert r.state is None and "did not bring goal 2 to the front" in r.failure.message
 
@@ -129,7 +177,10 @@ def test_on_a_legacy_repl_the_last_focused_goal_is_confirmed_with_the_tactics_le
     included, no ``focus_goal``) are elaborated as one command (SYNTHETIC answer: no message)."""
     from lean_replay_support import legacy_shape
 
-    ex = [(recorded("proof_branching", i)[0], legacy_shape(json.loads(recorded("proof_branching", i)[1]))) for i in range(1, 6)]
+    ex = [
+        (recorded("proof_branching", i)[0], legacy_shape(json.loads(recorded("proof_branching", i)[1])))
+        for i in range(1, 6)
+    ]
     whole = "\n".join(("apply And.intro", "exact h1.left", "apply h2", "exact h1.right"))
     plan = assemble(BRANCHING, whole, "", LeanConfig(command=("x",)))
     ex.append(({"cmd": plan.code}, {"env": 1}))
@@ -140,4 +191,8 @@ def test_on_a_legacy_repl_the_last_focused_goal_is_confirmed_with_the_tactics_le
     second = prover.step(s, focus_tactic(2)).state
     s3 = prover.step(second, "apply h2").state  # in the state goal 1's proof reached (recorded proofState 2)
     r = prover.step(s3, "exact h1.right")
-    assert r.ok and r.state.solved and r.state.handle.history == ("apply And.intro", "exact h1.left", "apply h2", "exact h1.right")
+    assert (
+        r.ok
+        and r.state.solved
+        and r.state.handle.history == ("apply And.intro", "exact h1.left", "apply h2", "exact h1.right")
+    )

@@ -35,7 +35,9 @@ def test_raw_newline_in_code_reaches_lean_as_a_newline() -> None:
         resp = s.command("theorem foo : 1 = 1 := by\nsorry", timeout=10)
     assert isinstance(resp, CommandResponse)
     assert [(m.pos.line, m.data.split("\n")[0]) for m in resp.messages] == [
-        (1, "unsolved goals"), (2, "unexpected token 'sorry'; expected command")]
+        (1, "unsolved goals"),
+        (2, "unexpected token 'sorry'; expected command"),
+    ]
 
 
 @needs_transcripts
@@ -131,7 +133,9 @@ def test_goal_parser_keeps_case_names_groups_lets_and_wrapped_types() -> None:
     g = parse_goal("case succ\nn✝ m : Nat\nx : Nat := 3\nh : ∀ (a : Nat),\n    a = a\n⊢ n✝ + 1 = 0")
     assert g == Goal(
         (Hypothesis(("n✝", "m"), "Nat"), Hypothesis(("x",), "Nat", "3"), Hypothesis(("h",), "∀ (a : Nat),\n    a = a")),
-        "n✝ + 1 = 0", "succ")
+        "n✝ + 1 = 0",
+        "succ",
+    )
     assert parse_goal("⊢ 1 = 1") == Goal((), "1 = 1")
     with pytest.raises(ProtocolError):
         parse_goal("x : Nat")
@@ -141,11 +145,18 @@ def test_goal_parser_keeps_case_names_groups_lets_and_wrapped_types() -> None:
 def test_header_split_and_normalise() -> None:
     code = "import Mathlib\nimport Aesop\n\nset_option maxHeartbeats 400000\n\nopen BigOperators Real\n\ntheorem t : 1 = 1 := rfl\n"
     s = split_header(code)
-    assert s.header_lines == ("import Mathlib", "import Aesop", "set_option maxHeartbeats 400000", "open BigOperators Real")
+    assert s.header_lines == (
+        "import Mathlib",
+        "import Aesop",
+        "set_option maxHeartbeats 400000",
+        "open BigOperators Real",
+    )
     assert s.line_count == 7 and s.body.startswith("theorem t")
     assert normalise_header("open Real\nimport Mathlib\nimport  Mathlib\n") == "import Mathlib\nopen Real"
-    assert normalise_header("import Mathlib.Data.Nat\nimport Mathlib.Tactic\nopen Real", collapse_mathlib=True) == \
-        "import Mathlib\nopen Real"
+    assert (
+        normalise_header("import Mathlib.Data.Nat\nimport Mathlib.Tactic\nopen Real", collapse_mathlib=True)
+        == "import Mathlib\nopen Real"
+    )
     assert split_header("open Nat in\ntheorem t : True := trivial").header_lines == ()
 
 
@@ -174,7 +185,10 @@ def test_statement_search_is_whitespace_insensitive_and_ignores_comments() -> No
 
 def test_axiom_lines() -> None:
     assert parse_axioms("'t' depends on axioms: [propext,\n Classical.choice, Quot.sound]") == (
-        "propext", "Classical.choice", "Quot.sound")
+        "propext",
+        "Classical.choice",
+        "Quot.sound",
+    )
     assert parse_axioms("'t' does not depend on any axioms") == ()
     assert parse_axioms("t : 1 = 1") is None
 
@@ -204,7 +218,9 @@ def test_a_response_over_the_cap_kills_the_session_instead_of_growing_without_bo
 
     monkeypatch.setattr(lean_session, "MAX_RESPONSE_BYTES", 1 << 16)
     flood = tmp_path / "flood.py"  # a REPL stand-in that answers one request with 1 MiB and no blank line
-    flood.write_text("import sys, time\nsys.stdin.readline()\nsys.stdout.write('x' * (1 << 20))\nsys.stdout.flush()\ntime.sleep(30)\n")
+    flood.write_text(
+        "import sys, time\nsys.stdin.readline()\nsys.stdout.write('x' * (1 << 20))\nsys.stdout.flush()\ntime.sleep(30)\n"
+    )
     s = LeanSession(LeanConfig(command=(sys.executable, str(flood)), memory_mb=None))
     with pytest.raises(OutputTooLarge):
         s.send({"cmd": "x"}, timeout=20)

@@ -55,8 +55,16 @@ def shape(request) -> tuple[str | None, bool]:  # noqa: ANN001
     return SHAPES[request.param]
 
 
-def lean_accepts(tmp_path, code: str, *, name: str = "t", header: str = "", audit: dict | None = None,
-                 tag: str = "ok", shape: tuple[str | None, bool] = SHAPES["v4.33"]) -> LeanProver:
+def lean_accepts(
+    tmp_path,
+    code: str,
+    *,
+    name: str = "t",
+    header: str = "",
+    audit: dict | None = None,
+    tag: str = "ok",
+    shape: tuple[str | None, bool] = SHAPES["v4.33"],
+) -> LeanProver:
     """A prover whose (SYNTHETIC) Lean elaborates ``code`` without a message and answers the audit with
     ``audit`` (default: no axioms), which is what real Lean does for the attacks below once it runs them;
     ``shape`` picks the REPL generation the answers are shaped and read as."""
@@ -115,24 +123,27 @@ def test_statement_in_an_escaped_identifier_does_not_count(tmp_path, shape) -> N
     assert v.reasons == ("statement changed",)
 
 
-@pytest.mark.parametrize("code, problem", [
-    ('theorem t : 1 = 2 := by\n  have : s!"{1}" = "1" := rfl\n  rfl', "`{` in a string"),
-    ("theorem t : 1 = 2 := by\n  have := `(tactic| rfl)\n  rfl", "a syntax quotation"),
-    ("theorem t : 1 = 2 := by\n  exact (fun x => x) <--1\n  rfl", "`<--`"),
-])
+@pytest.mark.parametrize(
+    "code, problem",
+    [
+        ('theorem t : 1 = 2 := by\n  have : s!"{1}" = "1" := rfl\n  rfl', "`{` in a string"),
+        ("theorem t : 1 = 2 := by\n  have := `(tactic| rfl)\n  rfl", "a syntax quotation"),
+        ("theorem t : 1 = 2 := by\n  exact (fun x => x) <--1\n  rfl", "`<--`"),
+    ],
+)
 def test_text_lean_could_read_otherwise_is_refused(tmp_path, code, problem) -> None:
     v = no_lean(tmp_path).check(FALSE, code)
     assert v.status is Status.REJECTED and v.reasons[0].startswith("unsupported: ") and problem in v.reasons[0]
 
 
 HIDDEN = [
-    ("run_cmd Lean.logInfo \"hi\"", "run_cmd"),
+    ('run_cmd Lean.logInfo "hi"', "run_cmd"),
     ("#eval (1 : Nat)", "#eval"),
     ("#exit", "#exit"),
-    ("elab \"cheat\" : tactic => pure ()", "elab"),
-    ("macro \"cheat\" : tactic => pure ()", "macro"),
-    ("syntax \"cheat\" : tactic", "syntax"),
-    ("notation \"two\" => 1", "notation"),
+    ('elab "cheat" : tactic => pure ()', "elab"),
+    ('macro "cheat" : tactic => pure ()', "macro"),
+    ('syntax "cheat" : tactic', "syntax"),
+    ('notation "two" => 1', "notation"),
     ("attribute [simp] Nat.add_comm", "attribute"),
     ("@[implemented_by Nat.add] def f : Nat → Nat → Nat := Nat.mul", "@[implemented_by]"),
     ("unsafe def f : Nat := 0", "unsafe"),
@@ -154,27 +165,36 @@ def test_commands_after_the_statement_are_refused(tmp_path, command, word, form)
     assert v.status is Status.REJECTED and v.reasons == (f"forbidden: {word}",), v
 
 
-@pytest.mark.parametrize("tactic, word", [
-    ("run_tac Lean.Elab.Tactic.evalTactic (← `(tactic| rfl))", "run_tac"),
-    ("set_option debug.skipKernelTC true in rfl", "set_option debug.skipKernelTC"),
-    ("exact by_elab do return Lean.mkConst ``rfl", "by_elab"),
-    ("conv => run_conv pure ()", "run_conv"),
-])
+@pytest.mark.parametrize(
+    "tactic, word",
+    [
+        ("run_tac Lean.Elab.Tactic.evalTactic (← `(tactic| rfl))", "run_tac"),
+        ("set_option debug.skipKernelTC true in rfl", "set_option debug.skipKernelTC"),
+        ("exact by_elab do return Lean.mkConst ``rfl", "by_elab"),
+        ("conv => run_conv pure ()", "run_conv"),
+    ],
+)
 def test_code_running_tactics_are_refused(tmp_path, tactic, word) -> None:
     v = no_lean(tmp_path).check(FALSE, tactic)
-    assert v.status is Status.REJECTED and v.reasons[0] in (f"forbidden: {word}", "unsupported: a syntax quotation `` `( ``")
+    assert v.status is Status.REJECTED and v.reasons[0] in (
+        f"forbidden: {word}",
+        "unsupported: a syntax quotation `` `( ``",
+    )
 
 
-@pytest.mark.parametrize("tactic, word", [
-    # a tactic's config term is evaluated while Lean elaborates; with IO it could write forged answers to the
-    # REPL's own stdout (the JSON channel), before the audit is even asked
-    ("simp (config := unsafeBaseIO (pure {}))", "unsafeBaseIO"),
-    ("have := (IO.println \"hi\" ()).toString\n  rfl", "IO.println"),
-    ("open IO in\n  rfl", "IO"),
-    ("have := System.FilePath.pathExists \"x\" ()\n  rfl", "System.FilePath.pathExists"),
-    ("exact Lean.ofReduceBool _ _ rfl", "Lean.ofReduceBool"),
-    ("decide +native", "native"),
-])
+@pytest.mark.parametrize(
+    "tactic, word",
+    [
+        # a tactic's config term is evaluated while Lean elaborates; with IO it could write forged answers to the
+        # REPL's own stdout (the JSON channel), before the audit is even asked
+        ("simp (config := unsafeBaseIO (pure {}))", "unsafeBaseIO"),
+        ('have := (IO.println "hi" ()).toString\n  rfl', "IO.println"),
+        ("open IO in\n  rfl", "IO"),
+        ('have := System.FilePath.pathExists "x" ()\n  rfl', "System.FilePath.pathExists"),
+        ("exact Lean.ofReduceBool _ _ rfl", "Lean.ofReduceBool"),
+        ("decide +native", "native"),
+    ],
+)
 def test_code_evaluated_at_elaboration_cannot_reach_outside(tmp_path, tactic, word) -> None:
     v = no_lean(tmp_path).check(FALSE, tactic)
     assert v.status is Status.REJECTED and v.reasons == (f"forbidden: {word}",), v
@@ -185,10 +205,22 @@ def test_print_axioms_hijacked_by_macro_rules_is_refused(tmp_path, shape) -> Non
     proof = "exact cheat.elim\nmacro_rules | `(#print axioms t) => `(#print \"'t' does not depend on any axioms\")"
     thm = Theorem("t", "theorem t : 1 = 2 := by", CHEAT_HEADER, "lean")
     code = "theorem t : 1 = 2 := by\n  exact cheat.elim\n  macro_rules | `(#print axioms t) => `(#print \"'t' does not depend on any axioms\")"
-    hijacked = {"messages": [{"severity": "info", "pos": {"line": 1, "column": 0}, "endPos": {"line": 1, "column": 6},
-                              "data": "'t' does not depend on any axioms"}], "env": 2}
+    hijacked = {
+        "messages": [
+            {
+                "severity": "info",
+                "pos": {"line": 1, "column": 0},
+                "endPos": {"line": 1, "column": 6},
+                "data": "'t' does not depend on any axioms",
+            }
+        ],
+        "env": 2,
+    }
     v = lean_accepts(tmp_path, shape=shape, code=code, header=CHEAT_HEADER, audit=hijacked).check(thm, proof)
-    assert v.status is Status.REJECTED and v.reasons[0] in ("forbidden: macro_rules", "unsupported: a syntax quotation `` `( ``")
+    assert v.status is Status.REJECTED and v.reasons[0] in (
+        "forbidden: macro_rules",
+        "unsupported: a syntax quotation `` `( ``",
+    )
 
 
 def test_guard_msgs_before_the_statement_is_refused(tmp_path) -> None:
@@ -206,11 +238,14 @@ def test_only_helpers_start_a_line_before_the_statement(tmp_path, line) -> None:
     assert v.status is Status.REJECTED and v.reasons == (f"statement changed: `{line.split()[0]}` before it",)
 
 
-@pytest.mark.parametrize("code, word", [
-    ("private theorem t : 1 = 2 := by\n  rfl", "private"),
-    ("@[simp]\ntheorem t : 1 = 2 := by\n  rfl", "@[simp]"),
-    ("lemma h : True := trivial theorem t : 1 = 2 := by\n  rfl", "trivial"),
-])
+@pytest.mark.parametrize(
+    "code, word",
+    [
+        ("private theorem t : 1 = 2 := by\n  rfl", "private"),
+        ("@[simp]\ntheorem t : 1 = 2 := by\n  rfl", "@[simp]"),
+        ("lemma h : True := trivial theorem t : 1 = 2 := by\n  rfl", "trivial"),
+    ],
+)
 def test_the_statement_starts_its_own_command(tmp_path, code, word) -> None:
     v = no_lean(tmp_path).check(FALSE, code)
     assert v.status is Status.REJECTED and v.reasons == (f"statement changed: `{word}` before it",)
@@ -221,14 +256,29 @@ def test_tactic_steps_are_screened_too() -> None:
     prover = LeanProver(replay_config(TRANSCRIPTS / "readme.in"))
     s0 = prover.start(Theorem("f", "def f (x : Unit) : Nat := by"))
     r = prover.step(s0, "run_tac pure ()")
-    assert r.failure is not None and r.failure.kind is FailureKind.FORBIDDEN and r.failure.message == "forbidden: run_tac"
+    assert (
+        r.failure is not None and r.failure.kind is FailureKind.FORBIDDEN and r.failure.message == "forbidden: run_tac"
+    )
 
 
 # == 2. axioms by exact full name ===============================================================================
-@pytest.mark.parametrize("name", [
-    "Classical.choice'", "Quot.sound'", "propext'", "X.Classical.choice", "Classical.choice.x", "«Classical.choice»",
-    "_root_.propext", "«propext, Quot.sound»", "sorryAx", "Lean.ofReduceBool", "Lean.trustCompiler", "cheat",
-])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "Classical.choice'",
+        "Quot.sound'",
+        "propext'",
+        "X.Classical.choice",
+        "Classical.choice.x",
+        "«Classical.choice»",
+        "_root_.propext",
+        "«propext, Quot.sound»",
+        "sorryAx",
+        "Lean.ofReduceBool",
+        "Lean.trustCompiler",
+        "cheat",
+    ],
+)
 def test_axiom_allowlist_is_by_exact_full_name(name) -> None:
     j = rules.judge_axioms((name,), DEFAULT_AXIOMS)
     assert j.status is Status.REJECTED and j.reasons == (f"axiom: {name}",)
@@ -238,32 +288,51 @@ def test_axiom_allowlist_is_by_exact_full_name(name) -> None:
 def test_audit_list_is_split_by_names_not_by_commas() -> None:
     # Lean prints a name that is not an identifier in «»; one such name is one axiom, commas and all
     assert rules.parse_axioms("'t' depends on axioms: [Classical.choice, «propext, Quot.sound»]") == (
-        "Classical.choice", "«propext, Quot.sound»")
+        "Classical.choice",
+        "«propext, Quot.sound»",
+    )
     assert rules.parse_axioms("'t' depends on axioms: [propext,\n  Quot.sound]") == ("propext", "Quot.sound")
 
 
-@pytest.mark.parametrize("command", [
-    "axiom propext : False", "axiom Classical.choice' : False", "namespace X axiom propext : False end X",
-    "axiom _root_.Quot.sound' : False",
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "axiom propext : False",
+        "axiom Classical.choice' : False",
+        "namespace X axiom propext : False end X",
+        "axiom _root_.Quot.sound' : False",
+    ],
+)
 def test_user_axioms_in_the_proof_are_refused(tmp_path, command) -> None:
-    for proof in (f"rfl\n{command}", f"theorem t : 1 = 2 := by\n  rfl\n{command}", f"{command}\ntheorem t : 1 = 2 := by\n  rfl"):
+    for proof in (
+        f"rfl\n{command}",
+        f"theorem t : 1 = 2 := by\n  rfl\n{command}",
+        f"{command}\ntheorem t : 1 = 2 := by\n  rfl",
+    ):
         v = no_lean(tmp_path).check(FALSE, proof)
         assert v.status is Status.REJECTED and ("axiom" in v.reasons[0] or "namespace" in v.reasons[0]), (proof, v)
 
 
 # == 3. the audited declaration is the statement's ==============================================================
 def _audit(*texts: str) -> dict:
-    return {"messages": [{"severity": "info", "pos": {"line": 1, "column": 0}, "endPos": {"line": 1, "column": 13},
-                          "data": t} for t in texts], "env": 2}
+    return {
+        "messages": [
+            {"severity": "info", "pos": {"line": 1, "column": 0}, "endPos": {"line": 1, "column": 13}, "data": t}
+            for t in texts
+        ],
+        "env": 2,
+    }
 
 
-@pytest.mark.parametrize("answer", [
-    _audit("'X.t' does not depend on any axioms"),  # `t` resolved to another declaration (a namespace left open)
-    _audit("'X.t' does not depend on any axioms", "'t' depends on axioms: [cheat]"),  # `t` is ambiguous (open X)
-    _audit("'t' does not depend on any axioms", "'t' depends on axioms: [cheat]"),
-    _audit("no axioms here"),
-])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        _audit("'X.t' does not depend on any axioms"),  # `t` resolved to another declaration (a namespace left open)
+        _audit("'X.t' does not depend on any axioms", "'t' depends on axioms: [cheat]"),  # `t` is ambiguous (open X)
+        _audit("'t' does not depend on any axioms", "'t' depends on axioms: [cheat]"),
+        _audit("no axioms here"),
+    ],
+)
 def test_audit_must_be_one_answer_about_the_statement(tmp_path, answer, shape) -> None:
     thm = Theorem("t", "theorem t : 1 = 2 := by", CHEAT_HEADER, "lean")
     code = "theorem t : 1 = 2 := by exact cheat.elim"
@@ -275,12 +344,22 @@ def test_audit_rules() -> None:
     info = lambda t: ReplMessage("info", t)  # noqa: E731
     ok = rules.judge_audit((info("'t' depends on axioms: [propext]"),), "t", DEFAULT_AXIOMS)
     assert ok[0].status is Status.VALID and ok[1] == ("propext",)
-    assert rules.judge_audit((info("'«my t»' does not depend on any axioms"),), "«my t»", DEFAULT_AXIOMS)[0].status is Status.VALID
-    assert rules.judge_audit((info("'Foo.t' does not depend on any axioms"),), "_root_.Foo.t", DEFAULT_AXIOMS)[0].status is Status.VALID
+    assert (
+        rules.judge_audit((info("'«my t»' does not depend on any axioms"),), "«my t»", DEFAULT_AXIOMS)[0].status
+        is Status.VALID
+    )
+    assert (
+        rules.judge_audit((info("'Foo.t' does not depend on any axioms"),), "_root_.Foo.t", DEFAULT_AXIOMS)[0].status
+        is Status.VALID
+    )
     priv = rules.judge_audit((info("'_private.0.t' does not depend on any axioms"),), "t", DEFAULT_AXIOMS)
     assert priv[0].status is Status.VALID
-    for bad in ("'t'' does not depend on any axioms", "'X.t' does not depend on any axioms",
-                "'t.x' does not depend on any axioms", "'_private.0.X.t' does not depend on any axioms"):
+    for bad in (
+        "'t'' does not depend on any axioms",
+        "'X.t' does not depend on any axioms",
+        "'t.x' does not depend on any axioms",
+        "'_private.0.X.t' does not depend on any axioms",
+    ):
         assert rules.judge_audit((info(bad),), "t", DEFAULT_AXIOMS)[0].status is Status.REJECTED, bad
     two = (info("'t' does not depend on any axioms"), info("'t' does not depend on any axioms"))
     assert rules.judge_audit(two, "t", DEFAULT_AXIOMS)[0].reasons == ("axiom audit answered 2 times",)
@@ -295,8 +374,9 @@ def test_namespace_left_open_after_the_statement_is_refused(tmp_path, shape) -> 
     # `namespace X` stays open in the REPL's environment, so the audit's `t` would be X.t, not the statement
     thm = Theorem("t", "theorem t : 1 = 2 := by", CHEAT_HEADER, "lean")
     proof = "theorem t : 1 = 2 := by exact cheat.elim\nnamespace X\ntheorem t : True := trivial"
-    v = lean_accepts(tmp_path, shape=shape, code=proof, header=CHEAT_HEADER,
-                     audit=_audit("'X.t' does not depend on any axioms")).check(thm, proof)
+    v = lean_accepts(
+        tmp_path, shape=shape, code=proof, header=CHEAT_HEADER, audit=_audit("'X.t' does not depend on any axioms")
+    ).check(thm, proof)
     assert v.status is Status.REJECTED and v.reasons[0] in ("forbidden: namespace", "axiom audit of `X.t`, not `t`")
 
 
@@ -313,8 +393,9 @@ def test_example_statement_is_audited_under_its_given_name(tmp_path, shape) -> N
     thm = Theorem("e", "example : 1 = 2 := by", "", "lean")
     code = "example : 1 = 2 := by\n  rfl"
     sent = "theorem proofrl_example_ : 1 = 2 := by\n  rfl"
-    v = lean_accepts(tmp_path, shape=shape, code=sent, name="proofrl_example_",
-                     audit=_audit("'t' does not depend on any axioms")).check(thm, code)
+    v = lean_accepts(
+        tmp_path, shape=shape, code=sent, name="proofrl_example_", audit=_audit("'t' does not depend on any axioms")
+    ).check(thm, code)
     assert v.status is Status.REJECTED and v.reasons == ("axiom audit of `t`, not `proofrl_example_`",)
 
 
@@ -327,24 +408,38 @@ def test_header_options_are_allowlisted(tmp_path, shape) -> None:
     assert v.status is Status.REJECTED and v.reasons == ("forbidden: set_option debug.skipKernelTC (header)",)
 
 
-@pytest.mark.parametrize("header", [
-    "import Mathlib\n\nset_option maxHeartbeats 0\n\nopen BigOperators Real Nat Topology Rat\n\n",
-    "import Mathlib\nimport Aesop\nset_option maxHeartbeats 400000\nopen BigOperators Real Nat Topology Rat",
-    "import Mathlib\n\nopen Filter Set TopologicalSpace\nopen scoped Topology\n\nset_option checkBinderAnnotations false\n\n",
-])
+@pytest.mark.parametrize(
+    "header",
+    [
+        "import Mathlib\n\nset_option maxHeartbeats 0\n\nopen BigOperators Real Nat Topology Rat\n\n",
+        "import Mathlib\nimport Aesop\nset_option maxHeartbeats 400000\nopen BigOperators Real Nat Topology Rat",
+        "import Mathlib\n\nopen Filter Set TopologicalSpace\nopen scoped Topology\n\nset_option checkBinderAnnotations false\n\n",
+    ],
+)
 def test_dataset_headers_pass_the_option_allowlist(header) -> None:
     assert rules.header_problems(header, LeanConfig(command=("x",)).allowed_options) == ()
 
 
-@pytest.mark.parametrize("before", [
-    "local notation \"2\" => 1", "macro_rules | `(2) => `(1)", "open Nat in", "set_option autoImplicit true in",
-    "attribute [instance] Nat.instOfNat", "variable (x : Nat)", "@[instance] def i : OfNat Nat 2 := ⟨1⟩",
-    "unif_hint (n : Nat) where |- n =?= 2", "export Nat (add)", "deriving instance Repr for Nat",
-])
+@pytest.mark.parametrize(
+    "before",
+    [
+        'local notation "2" => 1',
+        "macro_rules | `(2) => `(1)",
+        "open Nat in",
+        "set_option autoImplicit true in",
+        "attribute [instance] Nat.instOfNat",
+        "variable (x : Nat)",
+        "@[instance] def i : OfNat Nat 2 := ⟨1⟩",
+        "unif_hint (n : Nat) where |- n =?= 2",
+        "export Nat (add)",
+        "deriving instance Repr for Nat",
+    ],
+)
 def test_meaning_changers_before_the_statement_are_refused(tmp_path, before) -> None:
     v = no_lean(tmp_path).check(FALSE, f"{before}\ntheorem t : 1 = 2 := by\n  rfl")
-    assert v.status is Status.REJECTED and (v.reasons[0].startswith("statement changed: ") or
-                                             v.reasons[0].startswith("unsupported: ")), v
+    assert v.status is Status.REJECTED and (
+        v.reasons[0].startswith("statement changed: ") or v.reasons[0].startswith("unsupported: ")
+    ), v
 
 
 # == honest proofs still pass ==================================================================================
@@ -375,12 +470,16 @@ def test_honest_tactic_proofs_pass_the_text_rules(tail) -> None:
 
 def test_honest_whole_file_with_helpers_is_valid(tmp_path, shape) -> None:
     header = "import Mathlib\nimport Aesop\nset_option maxHeartbeats 400000\nopen BigOperators Real Nat Topology Rat"
-    thm = Theorem("mathd_algebra_1", "theorem mathd_algebra_1 (a b : ℝ) (h : a = b) : a ^ 2 = b ^ 2 := by", header, "lean")
-    proof = (header + "\n\n/-- A helper. -/\nlemma sq_eq (a b : ℝ) (h : a = b) :\n    a ^ 2 = b ^ 2 := by\n  rw [h]\n\n"
-             "@[simp] theorem helper₂ (x : ℕ) : x + 0 = x := by simp\n\n"
-             "-- the main theorem\ntheorem mathd_algebra_1 (a b : ℝ) (h : a = b) : a ^ 2 = b ^ 2 := by\n"
-             "  have h' : a - b = 0 := by linarith\n  nlinarith [sq_nonneg (a - b), sq_nonneg (a + b), h']\n\n"
-             "theorem after (x : ℕ) : x = x := rfl\n")
+    thm = Theorem(
+        "mathd_algebra_1", "theorem mathd_algebra_1 (a b : ℝ) (h : a = b) : a ^ 2 = b ^ 2 := by", header, "lean"
+    )
+    proof = (
+        header + "\n\n/-- A helper. -/\nlemma sq_eq (a b : ℝ) (h : a = b) :\n    a ^ 2 = b ^ 2 := by\n  rw [h]\n\n"
+        "@[simp] theorem helper₂ (x : ℕ) : x + 0 = x := by simp\n\n"
+        "-- the main theorem\ntheorem mathd_algebra_1 (a b : ℝ) (h : a = b) : a ^ 2 = b ^ 2 := by\n"
+        "  have h' : a - b = 0 := by linarith\n  nlinarith [sq_nonneg (a - b), sq_nonneg (a + b), h']\n\n"
+        "theorem after (x : ℕ) : x = x := rfl\n"
+    )
     split = split_header(proof)
     sent = "\n" * split.line_count + split.body  # the header lines are blanked, not removed
     v = lean_accepts(tmp_path, shape=shape, code=sent, name="mathd_algebra_1", header=header).check(thm, proof)
@@ -400,7 +499,10 @@ def test_recorded_commands_pass_the_lexer() -> None:
             if rules.unsupported(cmd):
                 flagged.append(inp.name)
             if cmd.lstrip().startswith(("theorem", "example", "--")) and "sorry" not in cmd:
-                assert rules.untrusted_constructs(cmd, LeanConfig(command=("x",)).allowed_options) == (), (inp.name, cmd)
+                assert rules.untrusted_constructs(cmd, LeanConfig(command=("x",)).allowed_options) == (), (
+                    inp.name,
+                    cmd,
+                )
     assert flagged == ["H20231110.in"]
 
 
@@ -415,7 +517,10 @@ def _self_proof(tmp_path, shape, confirm: dict | None) -> LeanProver:  # noqa: A
     version, legacy = shape
     sorry_answer = json.loads(recorded("self_proof_exact_check", 2)[1])
     step_answer = json.loads(recorded("self_proof_exact_check", 3)[1])
-    ex = [({"cmd": "theorem ex : False := by sorry"}, sorry_answer), ({"tactic": "exact ex", "proofState": 0}, step_answer)]
+    ex = [
+        ({"cmd": "theorem ex : False := by sorry"}, sorry_answer),
+        ({"tactic": "exact ex", "proofState": 0}, step_answer),
+    ]
     if legacy:
         ex = [(q, legacy_shape(a)) for q, a in ex]
         if confirm is not None:
@@ -438,13 +543,40 @@ def test_a_kernel_refusal_in_tactic_mode_is_never_a_solved_state(tmp_path, shape
 
 
 @needs_transcripts
-@pytest.mark.parametrize("confirm, why", [
-    ({"messages": [{"severity": "error", "pos": {"line": 1, "column": 8}, "endPos": {"line": 1, "column": 10},
-                    "data": "(kernel) declaration has metavariables 'ex'"}], "env": 0}, "kernel: declaration has metavariables"),
-    ({"messages": [{"severity": "warning", "pos": {"line": 1, "column": 8}, "endPos": {"line": 1, "column": 10},
-                    "data": "declaration uses `sorry`"}], "env": 0}, "sorry"),
-    ({"env": 0}, None),
-])
+@pytest.mark.parametrize(
+    "confirm, why",
+    [
+        (
+            {
+                "messages": [
+                    {
+                        "severity": "error",
+                        "pos": {"line": 1, "column": 8},
+                        "endPos": {"line": 1, "column": 10},
+                        "data": "(kernel) declaration has metavariables 'ex'",
+                    }
+                ],
+                "env": 0,
+            },
+            "kernel: declaration has metavariables",
+        ),
+        (
+            {
+                "messages": [
+                    {
+                        "severity": "warning",
+                        "pos": {"line": 1, "column": 8},
+                        "endPos": {"line": 1, "column": 10},
+                        "data": "declaration uses `sorry`",
+                    }
+                ],
+                "env": 0,
+            },
+            "sorry",
+        ),
+        ({"env": 0}, None),
+    ],
+)
 def test_a_legacy_closing_step_stands_only_if_the_path_elaborates_as_one_command(tmp_path, confirm, why) -> None:
     """SYNTHETIC confirmation answers (the shapes Lean gives a whole command): a kernel error or a sorry refuses
     the step, a clean command confirms it. With v4.19+ shapes no command is asked (the replay would crash)."""

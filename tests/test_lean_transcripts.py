@@ -90,6 +90,7 @@ EXPECTED = {
     "variables": "ok ok sorry",
 }
 
+
 def test_every_pair_is_in_the_table() -> None:
     names = {p.relative_to(TRANSCRIPTS).as_posix()[: -len(".in")] for p in pairs()}
     assert len(names) == 71

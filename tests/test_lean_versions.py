@@ -371,8 +371,12 @@ def test_each_generation_is_strict() -> None:
         with pytest.raises(ProtocolError):
             parse_response({**legacy_step, "newKey": 1}, gen)
     # infotree syntax without `kind` (up to v4.8) is legacy only
-    tree = {"env": 0, "infotree": [{"kind": "TacticInfo", "node": {"name": None, "goalsBefore": [], "goalsAfter": [],
-                                                                    "stx": {"pp": "rfl"}}}]}
+    tree = {
+        "env": 0,
+        "infotree": [
+            {"kind": "TacticInfo", "node": {"name": None, "goalsBefore": [], "goalsAfter": [], "stx": {"pp": "rfl"}}}
+        ],
+    }
     assert parse_response(tree, LEGACY).infotree[0].pp == "rfl"
     with pytest.raises(ProtocolError):
         parse_response(tree, CURRENT)
@@ -393,9 +397,15 @@ def test_detection_narrows_on_the_first_tactic_answer_and_then_holds(tmp_path) -
     legacy = {"proofState": 1, "goals": ["⊢ Nat"]}
     current = {"proofStatus": "Completed", "proofState": 2, "goals": []}
     for first, then in ((legacy, current), (current, legacy)):
-        inp = write_transcript(tmp_path, "mixed", [({"cmd": "def f : Nat := by sorry"}, {"env": 0}),
-                                                   ({"tactic": "exact 1", "proofState": 0}, first),
-                                                   ({"tactic": "exact 2", "proofState": 0}, then)])
+        inp = write_transcript(
+            tmp_path,
+            "mixed",
+            [
+                ({"cmd": "def f : Nat := by sorry"}, {"env": 0}),
+                ({"tactic": "exact 1", "proofState": 0}, first),
+                ({"tactic": "exact 2", "proofState": 0}, then),
+            ],
+        )
         with LeanSession(replay_config(inp)) as s:
             s.command("def f : Nat := by sorry", timeout=10)
             assert len(s.generations) == 2
@@ -427,7 +437,7 @@ def test_one_json_value_is_one_answer_however_it_arrives() -> None:
     from proofrl.provers.lean.session import JsonEnd
 
     value = b'{"data": "a } \\" ] {\\\\", "goals": ["\\u22a2 {x}"],\n "env": 0}'
-    for tail in (b"\n\n{\"env\": 1}", b"\n{\"env\": 1}", b""):
+    for tail in (b'\n\n{"env": 1}', b'\n{"env": 1}', b""):
         end, buf = JsonEnd(), bytearray()
         found = -1
         for b in b"\n\n" + value + tail:

@@ -101,7 +101,9 @@ def test_logprobs_equal_recomputation_across_batches_and_prompt_lengths(untraine
 def test_logprobs_are_the_raw_distribution_whatever_the_sampling(untrained):
     model, tok = untrained
     prompts = ["Theorem t : True.", "Lemma v : 2 = 2."]
-    groups = HFGenerator(model, tok).generate(prompts, SamplingParams(n=2, max_tokens=10, temperature=0.6, top_p=0.8, seed=1))
+    groups = HFGenerator(model, tok).generate(
+        prompts, SamplingParams(n=2, max_tokens=10, temperature=0.6, top_p=0.8, seed=1)
+    )
     assert_logprobs_match(model, tok, prompts, groups, 2)  # recomputed at temperature 1, no top-p
 
 
@@ -142,7 +144,9 @@ def test_stop_string_cut_keeps_the_completing_token(taught):
 
 def test_stop_string_in_the_prompt_or_across_its_end_does_not_stop(taught):
     model, tok = taught
-    (c,) = HFGenerator(model, tok).generate([A], SamplingParams(**COLD, max_tokens=30, stop=("Proof.\n exact", "alpha")))[0]
+    (c,) = HFGenerator(model, tok).generate(
+        [A], SamplingParams(**COLD, max_tokens=30, stop=("Proof.\n exact", "alpha"))
+    )[0]
     assert c.text.startswith(TAUGHT[A])  # A was never taught to stop: it runs to the limit
     assert c.finish_reason == "length" and len(c.token_ids) == 30
     prompt = tok("Theorem alpha")["input_ids"]
@@ -216,7 +220,15 @@ def test_make_generator_by_path_and_bad_names(tiny_path):
 
 
 def test_sampling_params_are_checked():
-    for bad in (dict(n=0), dict(max_tokens=0), dict(temperature=0), dict(top_p=0), dict(top_p=1.5), dict(stop="```"), dict(stop=("",))):
+    for bad in (
+        dict(n=0),
+        dict(max_tokens=0),
+        dict(temperature=0),
+        dict(top_p=0),
+        dict(top_p=1.5),
+        dict(stop="```"),
+        dict(stop=("",)),
+    ):
         with pytest.raises(ValueError):
             SamplingParams(**bad)
 
@@ -265,7 +277,9 @@ def test_hf_on_cuda_bf16_logprobs_close_to_recomputation(tiny_path):
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(importlib.util.find_spec("vllm") is None or not torch.cuda.is_available(), reason="needs vLLM and CUDA")
+@pytest.mark.skipif(
+    importlib.util.find_spec("vllm") is None or not torch.cuda.is_available(), reason="needs vLLM and CUDA"
+)
 def test_vllm_logprobs_close_to_recomputation(tiny_path):
     gen = VLLMGenerator(tiny_path, gpu_memory_utilization=0.2, enforce_eager=True)
     groups = gen.generate([A], SamplingParams(n=4, max_tokens=16, seed=0, stop=("```",)))
@@ -304,8 +318,14 @@ def completions_app(model, tok):
             return JSONResponse({"choices": [{"index": 0}]})
         prompts = body["prompt"] if isinstance(body["prompt"], list) else [body["prompt"]]
         stop = tuple(body.get("stop") or ())
-        params = SamplingParams(n=body.get("n", 1), temperature=body["temperature"], top_p=body["top_p"],
-                                max_tokens=body["max_tokens"], stop=stop, seed=body.get("seed"))
+        params = SamplingParams(
+            n=body.get("n", 1),
+            temperature=body["temperature"],
+            top_p=body["top_p"],
+            max_tokens=body["max_tokens"],
+            stop=stop,
+            seed=body.get("seed"),
+        )
         choices = []
         for i, group in enumerate(gen.generate(prompts, params)):
             for j, c in enumerate(group):
@@ -314,8 +334,14 @@ def completions_app(model, tok):
                     text = text.split(s, 1)[0]
                 as_ids = body.get("return_tokens_as_token_ids")
                 tokens = [f"token_id:{t}" if as_ids else tok.decode([t], skip_special_tokens=True) for t in c.token_ids]
-                choices.append({"index": i * params.n + j, "text": text, "finish_reason": c.finish_reason,
-                                "logprobs": {"tokens": tokens, "token_logprobs": list(c.logprobs)}})
+                choices.append(
+                    {
+                        "index": i * params.n + j,
+                        "text": text,
+                        "finish_reason": c.finish_reason,
+                        "logprobs": {"tokens": tokens, "token_logprobs": list(c.logprobs)},
+                    }
+                )
         random.Random(0).shuffle(choices)  # clients must order by index
         return {"id": "cmpl-1", "object": "text_completion", "model": "tiny", "choices": choices}
 

@@ -17,7 +17,9 @@ from proofrl.provers.pool import PoolConfig
 
 from conftest import requires_coq
 
-LEAN_HEADER = "import Mathlib\nimport Aesop\n\nset_option maxHeartbeats 400000\n\nopen BigOperators Real Nat Topology Rat\n\n"
+LEAN_HEADER = (
+    "import Mathlib\nimport Aesop\n\nset_option maxHeartbeats 400000\n\nopen BigOperators Real Nat Topology Rat\n\n"
+)
 LEAN = Problem(
     "mathd_algebra_10",
     "theorem mathd_algebra_10 : abs ((120 : ℝ) / 100 * 30 - 130 / 100 * 20) = 10 := by\n",
@@ -25,8 +27,13 @@ LEAN = Problem(
     "lean",
     informal_prefix="/-- Find $|0.12 \\cdot 30 - 1.3 \\cdot 20|$. Show that it is 10.-/\n",
 )
-COQ = Problem("add_zero_r", "Theorem add_zero_r : forall n : nat, n + 0 = n.", "Require Import Arith Lia.\n", "coq",
-              proof="Proof.\n  intros n. lia.\nQed.")
+COQ = Problem(
+    "add_zero_r",
+    "Theorem add_zero_r : forall n : nat, n + 0 = n.",
+    "Require Import Arith Lia.\n",
+    "coq",
+    proof="Proof.\n  intros n. lia.\nQed.",
+)
 
 
 # -- prompt text ----------------------------------------------------------------------------------------
@@ -38,7 +45,9 @@ def test_deepseek_prompts_are_the_papers():
     )
     assert get_format("deepseek-v1.5-cot").prompt(LEAN) == (
         "Complete the following Lean 4 code with explanatory comments preceding each line of code:\n\n```lean4\n"
-        + LEAN_HEADER + LEAN.informal_prefix + LEAN.formal_statement
+        + LEAN_HEADER
+        + LEAN.informal_prefix
+        + LEAN.formal_statement
     )
 
 
@@ -47,8 +56,10 @@ def test_coq_prompts_end_inside_the_proof():
         "Complete the following Coq proof:\n\n```coq\nRequire Import Arith Lia.\n"
         "Theorem add_zero_r : forall n : nat, n + 0 = n.\nProof.\n"
     )
-    assert get_format("coq-cot").prompt(COQ).startswith(
-        "Complete the following Coq proof with explanatory comments preceding each tactic:\n\n```coq\n"
+    assert (
+        get_format("coq-cot")
+        .prompt(COQ)
+        .startswith("Complete the following Coq proof with explanatory comments preceding each tactic:\n\n```coq\n")
     )
     no_header = Problem("t", "Theorem t : True.", "", "coq")
     assert get_format("coq").prompt(no_header).endswith("```coq\nTheorem t : True.\nProof.\n")
@@ -58,13 +69,18 @@ def test_kimina_messages_are_the_recipes():
     msgs = get_format("kimina").messages(LEAN)
     assert msgs == [
         {"role": "system", "content": "You are an expert in mathematics and proving theorems in Lean 4."},
-        {"role": "user", "content": "Think about and solve the following problems step by step in Lean 4.\n\n"
-         "# Problem:\nFind $|0.12 \\cdot 30 - 1.3 \\cdot 20|$. Show that it is 10.\n\n"
-         "# Formal Statement:\n```lean4\n" + LEAN_HEADER + LEAN.formal_statement + "```\n"},
+        {
+            "role": "user",
+            "content": "Think about and solve the following problems step by step in Lean 4.\n\n"
+            "# Problem:\nFind $|0.12 \\cdot 30 - 1.3 \\cdot 20|$. Show that it is 10.\n\n"
+            "# Formal Statement:\n```lean4\n" + LEAN_HEADER + LEAN.formal_statement + "```\n",
+        },
     ]
     coq_user = get_format("kimina-coq").messages(COQ)[1]["content"]
-    assert coq_user == ("Think about and solve the following problems step by step in Coq.\n\n# Formal Statement:\n"
-                        "```coq\nRequire Import Arith Lia.\nTheorem add_zero_r : forall n : nat, n + 0 = n.\n```\n")
+    assert coq_user == (
+        "Think about and solve the following problems step by step in Coq.\n\n# Formal Statement:\n"
+        "```coq\nRequire Import Arith Lia.\nTheorem add_zero_r : forall n : nat, n + 0 = n.\n```\n"
+    )
     assert get_format("kimina-coq").messages(COQ)[0]["content"].endswith("theorems in Coq.")
     assert get_format("coq").messages(COQ) is None
 
@@ -75,12 +91,17 @@ def test_chat_prompt_uses_the_tokenizers_template_else_chatml(tmp_path):
     with_template = fmt.prompt(LEAN, tok)
     assert with_template == tok.apply_chat_template(fmt.messages(LEAN), tokenize=False, add_generation_prompt=True)
     assert fmt.prompt(LEAN) == with_template  # the fallback is ChatML, the tiny model's template too
-    assert with_template.startswith("<|im_start|>system\nYou are an expert") and with_template.endswith("<|im_start|>assistant\n")
+    assert with_template.startswith("<|im_start|>system\nYou are an expert") and with_template.endswith(
+        "<|im_start|>assistant\n"
+    )
 
 
 def test_informal_text_drops_the_doc_comment_markers():
     assert informal_text(LEAN) == "Find $|0.12 \\cdot 30 - 1.3 \\cdot 20|$. Show that it is 10."
-    assert informal_text(Problem("x", "theorem x : True := by\n", backend="lean", extra={"informal": " Plain. "})) == "Plain."
+    assert (
+        informal_text(Problem("x", "theorem x : True := by\n", backend="lean", extra={"informal": " Plain. "}))
+        == "Plain."
+    )
     assert informal_text(COQ) == ""
 
 
@@ -128,8 +149,11 @@ def test_kimina_takes_the_last_block_after_think():
 
 
 def test_kimina_coq_drops_repeated_header_lines():
-    got = get_format("kimina-coq").extract(COQ, "<think>\n</think>\n```coq\nRequire Import Arith Lia.\n\n"
-                                                "Theorem add_zero_r : forall n : nat, n + 0 = n.\nProof. lia. Qed.\n```")
+    got = get_format("kimina-coq").extract(
+        COQ,
+        "<think>\n</think>\n```coq\nRequire Import Arith Lia.\n\n"
+        "Theorem add_zero_r : forall n : nat, n + 0 = n.\nProof. lia. Qed.\n```",
+    )
     assert got == "Theorem add_zero_r : forall n : nat, n + 0 = n.\nProof. lia. Qed.\n"
 
 
@@ -161,7 +185,10 @@ def test_lean_targets_start_a_new_line_after_a_statement_without_one():
 def test_lean_extractions_are_what_the_lean_backend_accepts(name):
     fmt = get_format(name)
     config = LeanConfig(command=("repl",))
-    for completion in (fmt.completion(LEAN, "norm_num [abs_of_nonneg]"), fmt.completion(LEAN, "-- step\nsimp\nnorm_num")):
+    for completion in (
+        fmt.completion(LEAN, "norm_num [abs_of_nonneg]"),
+        fmt.completion(LEAN, "-- step\nsimp\nnorm_num"),
+    ):
         proof = fmt.extract(LEAN, completion)
         assembled = assemble(LEAN.theorem, proof, LEAN.header, config)
         assert not isinstance(assembled, Verdict), assembled
@@ -183,7 +210,7 @@ GOOD = {
     "coq": "  intros n.\n  lia.\nQed.\n```",
     "coq-cot": "  (* Introduce n. *)\n  intros n.\n  (* Linear arithmetic closes it. *)\n  lia.\nQed.\n```\nDone.",
     "kimina-coq": "<think>\nInduction is overkill; lia does it.\n```coq\nauto.\n```\n</think>\n"
-                  "```coq\nRequire Import Arith Lia.\nTheorem add_zero_r : forall n : nat, n + 0 = n.\nProof.\n  intros n. lia.\nQed.\n```",
+    "```coq\nRequire Import Arith Lia.\nTheorem add_zero_r : forall n : nat, n + 0 = n.\nProof.\n  intros n. lia.\nQed.\n```",
 }
 BAD = {
     "coq": "  intros n. reflexivity.\nQed.\n```",

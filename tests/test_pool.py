@@ -17,7 +17,11 @@ pytestmark = requires_coq
 
 T = Theorem("t", "Theorem t : forall n : nat, n + 0 = n.", NAT)
 TZ = Theorem("tz", "Theorem tz : forall x : Z, (x + 0 = x)%Z.", "Require Import ZArith Lia.")
-GOOD, BAD, LOOP = "Proof. intros. lia. Qed.", "Proof. intros. reflexivity. Qed.", "Proof. intros. repeat (assert True by exact I). Qed."
+GOOD, BAD, LOOP = (
+    "Proof. intros. lia. Qed.",
+    "Proof. intros. reflexivity. Qed.",
+    "Proof. intros. repeat (assert True by exact I). Qed.",
+)
 SLOW_GOOD = "Proof. do 30000 (assert True by exact I; clear H). intros. lia. Qed."  # about 2 s
 
 
@@ -124,7 +128,9 @@ def test_close_leaves_no_prover_process(pool):
 def _items(headers: str, t0: float = 0.0):
     from proofrl.provers.pool import _Item
 
-    return [_Item(Theorem(f"j{i}", "", h), "", None, i, lambda i, v: None, t0 + i * 1e-3) for i, h in enumerate(headers)]
+    return [
+        _Item(Theorem(f"j{i}", "", h), "", None, i, lambda i, v: None, t0 + i * 1e-3) for i, h in enumerate(headers)
+    ]
 
 
 def _taken(backlog, current):

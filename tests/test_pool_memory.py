@@ -13,7 +13,9 @@ GOOD = "Proof. exact I. Qed."
 
 
 def test_a_process_above_max_rss_is_recycled_after_each_job_when_read_every_time():
-    with make_pool("coq", pool=PoolConfig(workers=1, max_rss_mb=1, rss_every=0)) as pool:  # every coqidetop is above 1 MB
+    with make_pool(
+        "coq", pool=PoolConfig(workers=1, max_rss_mb=1, rss_every=0)
+    ) as pool:  # every coqidetop is above 1 MB
         assert all(v.valid for v in pool.check_many([(T, GOOD)] * 3))
         assert pool.stats.recycled == 3 and pool.stats.started == 3
 

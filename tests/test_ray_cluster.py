@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import NAT, programs_except, requires_coq
 
-ray = pytest.importorskip("ray", reason="Ray is not installed (pip install -e \".[distributed]\")")
+ray = pytest.importorskip("ray", reason='Ray is not installed (pip install -e ".[distributed]")')
 
 from ray_cluster_support import start_cluster, stop_cluster
 
@@ -38,15 +38,39 @@ PROBLEMS = [
     {"name": "n_add0", "header": NAT, "formal_statement": "Theorem n_add0 (n : nat) : n + 0 = n."},
     {"name": "n_lt", "header": NAT, "formal_statement": "Theorem n_lt (n : nat) : n < S n."},
     {"name": "n_wrong", "header": NAT, "formal_statement": "Theorem n_wrong (n : nat) : n + 1 = n."},
-    {"name": "b_negb", "header": "Require Import Bool.", "formal_statement": "Theorem b_negb (b : bool) : negb (negb b) = b."},
-    {"name": "b_or", "header": "Require Import Bool.", "formal_statement": "Theorem b_or (b : bool) : orb b true = true."},
+    {
+        "name": "b_negb",
+        "header": "Require Import Bool.",
+        "formal_statement": "Theorem b_negb (b : bool) : negb (negb b) = b.",
+    },
+    {
+        "name": "b_or",
+        "header": "Require Import Bool.",
+        "formal_statement": "Theorem b_or (b : bool) : orb b true = true.",
+    },
     {"name": "b_wrong", "header": "Require Import Bool.", "formal_statement": "Theorem b_wrong (b : bool) : b = true."},
 ]
-TABLE = [("negb", ["destruct b; reflexivity."]), ("|| true", ["destruct b; reflexivity."]), ("True", ["exact I."]),
-         ("n + 0", ["intros; lia."]), ("< S", ["intros; lia."]), ("1 = 2", ["reflexivity."]),
-         ("n + 1", ["lia."]), ("b = true", ["reflexivity."])]
-EXPECTED = {"t_true": "proved", "t_bad": "error", "t_false": "failed", "n_add0": "proved", "n_lt": "proved",
-            "n_wrong": "failed", "b_negb": "proved", "b_or": "proved", "b_wrong": "failed"}
+TABLE = [
+    ("negb", ["destruct b; reflexivity."]),
+    ("|| true", ["destruct b; reflexivity."]),
+    ("True", ["exact I."]),
+    ("n + 0", ["intros; lia."]),
+    ("< S", ["intros; lia."]),
+    ("1 = 2", ["reflexivity."]),
+    ("n + 1", ["lia."]),
+    ("b = true", ["reflexivity."]),
+]
+EXPECTED = {
+    "t_true": "proved",
+    "t_bad": "error",
+    "t_false": "failed",
+    "n_add0": "proved",
+    "n_lt": "proved",
+    "n_wrong": "failed",
+    "b_negb": "proved",
+    "b_or": "proved",
+    "b_wrong": "failed",
+}
 
 
 def mark_node(folder: str, delay: float, state_text: str, calls: int) -> None:
@@ -73,8 +97,17 @@ def test_search_over_three_nodes_loses_one_mid_run_and_gives_every_theorem_one_l
     (tmp_path / "p.jsonl").write_text("".join(json.dumps(p) + "\n" for p in PROBLEMS))
     probs = load_problems(tmp_path / "p.jsonl")
     kw = {"width": 2, "expansions": 3}
-    one = cli_search(probs, "best-first", "scripted", None, tmp_path / "one", workers=1, progress=False,
-                     policy_obj=policy(tmp_path, 0.0), **kw)
+    one = cli_search(
+        probs,
+        "best-first",
+        "scripted",
+        None,
+        tmp_path / "one",
+        workers=1,
+        progress=False,
+        policy_obj=policy(tmp_path, 0.0),
+        **kw,
+    )
     assert {x["name"]: x["status"] for x in lines(tmp_path / "one")} == EXPECTED
     capsys.readouterr()
 
@@ -89,20 +122,26 @@ def test_search_over_three_nodes_loses_one_mid_run_and_gives_every_theorem_one_l
 
     killer = threading.Thread(target=remove_when_busy, daemon=True)
     killer.start()
-    summary = cli_search_ray("auto", probs, "best-first", "scripted", None, tmp_path / "ray", workers=3,
-                             policy_obj=policy(marks, 0.4), **kw)
+    summary = cli_search_ray(
+        "auto", probs, "best-first", "scripted", None, tmp_path / "ray", workers=3, policy_obj=policy(marks, 0.4), **kw
+    )
     killer.join(timeout=60)
     err = capsys.readouterr().err
 
     got = lines(tmp_path / "ray")
     assert sorted(x["name"] for x in got) == sorted(EXPECTED)  # each theorem exactly one line
-    assert {x["name"]: x["status"] for x in got} == EXPECTED == {x["name"]: x["status"] for x in lines(tmp_path / "one")}
+    assert (
+        {x["name"]: x["status"] for x in got} == EXPECTED == {x["name"]: x["status"] for x in lines(tmp_path / "one")}
+    )
     assert summary["status"] == one["status"]
     trees = sorted(p.name for p in (tmp_path / "ray" / "trees").iterdir())
     assert trees == sorted(p.name for p in (tmp_path / "one" / "trees").iterdir())  # no "-r2" copy of a tree
     assert len({p.read_text() for p in (tmp_path / "ray" / "trees").iterdir()}) == len(trees)
-    searches = [e["theorem"] for e in map(json.loads, (tmp_path / "ray" / "trace.jsonl").read_text().splitlines())
-                if e["name"] == "search"]
+    searches = [
+        e["theorem"]
+        for e in map(json.loads, (tmp_path / "ray" / "trace.jsonl").read_text().splitlines())
+        if e["name"] == "search"
+    ]
     assert sorted(searches) == sorted(EXPECTED)  # the lost chunk's trace was not kept, the re-run's was
     assert summary["rerun"] and all("worker was lost" in r["why"] for r in summary["rerun"])
     for r in summary["rerun"]:  # the output names each re-run chunk and its theorems
@@ -115,11 +154,28 @@ P = Problem("t", "Theorem t : forall n : nat, n + 0 = n.", NAT)
 Q = Problem("u", "Theorem u (b : bool) : negb (negb b) = b.", "Require Import Bool.")
 GOOD, BAD = "Proof. intros. lia. Qed.", "Proof. intros. reflexivity. Qed."
 SLOW_GOOD = "Proof. do 30000 (assert True by exact I; clear H). intros. lia. Qed."  # about 2 s
-BATCH = [(P, SLOW_GOOD), (P, GOOD), (P, BAD), (P, "Proof. intros. admit. Qed."), (P, None),
-         (Q, SLOW_GOOD.replace("intros. lia.", "destruct b; reflexivity.")), (Q, "Proof. destruct b; reflexivity. Qed."),
-         (Q, BAD), (Q, "Proof. exact I. Qed.")]
-BATCH_STATUS = [Status.VALID, Status.VALID, Status.ERROR, Status.REJECTED, Status.REJECTED,
-                Status.VALID, Status.VALID, Status.ERROR, Status.ERROR]
+BATCH = [
+    (P, SLOW_GOOD),
+    (P, GOOD),
+    (P, BAD),
+    (P, "Proof. intros. admit. Qed."),
+    (P, None),
+    (Q, SLOW_GOOD.replace("intros. lia.", "destruct b; reflexivity.")),
+    (Q, "Proof. destruct b; reflexivity. Qed."),
+    (Q, BAD),
+    (Q, "Proof. exact I. Qed."),
+]
+BATCH_STATUS = [
+    Status.VALID,
+    Status.VALID,
+    Status.ERROR,
+    Status.REJECTED,
+    Status.REJECTED,
+    Status.VALID,
+    Status.VALID,
+    Status.ERROR,
+    Status.ERROR,
+]
 
 
 def test_verifiers_answer_every_item_when_a_node_is_removed_mid_batch(cluster):
@@ -166,11 +222,26 @@ def test_a_node_without_coq_says_so_in_one_line_and_its_chunks_go_elsewhere(clus
     cluster.ensure(3)
     (tmp_path / "p.jsonl").write_text("".join(json.dumps(p) + "\n" for p in PROBLEMS))
     probs = load_problems(tmp_path / "p.jsonl")
-    summary = cli_search_ray("auto", probs, "best-first", "scripted", None, tmp_path / "ray", workers=4,
-                             width=2, expansions=3, policy_obj=policy(tmp_path, 0.0))
+    summary = cli_search_ray(
+        "auto",
+        probs,
+        "best-first",
+        "scripted",
+        None,
+        tmp_path / "ray",
+        workers=4,
+        width=2,
+        expansions=3,
+        policy_obj=policy(tmp_path, 0.0),
+    )
     err = capsys.readouterr().err.splitlines()
     said = [x for x in err if "cannot run the prover" in x]
-    assert len(said) == 1 and no_coq_node.node_id[:12] in said[0] and "coqidetop not found" in said[0] and "its chunks go to other nodes" in said[0], err
+    assert (
+        len(said) == 1
+        and no_coq_node.node_id[:12] in said[0]
+        and "coqidetop not found" in said[0]
+        and "its chunks go to other nodes" in said[0]
+    ), err
     assert {x["name"]: x["status"] for x in lines(tmp_path / "ray")} == EXPECTED
     assert summary["theorems"] == len(EXPECTED) and not summary["rerun"]
 
@@ -182,8 +253,14 @@ def test_a_verifier_node_without_coq_says_so_and_its_items_go_elsewhere(cluster,
 
     cluster.ensure(3)
     moves: list[dict] = []
-    verdicts = asyncio.run(averify_across_nodes(BATCH[1:5] + BATCH[6:], actor_name="t-nocoq-verifier",
-                                                nodes=[no_coq_node.node_id, cluster.coq_nodes()[0].node_id], moves=moves))
+    verdicts = asyncio.run(
+        averify_across_nodes(
+            BATCH[1:5] + BATCH[6:],
+            actor_name="t-nocoq-verifier",
+            nodes=[no_coq_node.node_id, cluster.coq_nodes()[0].node_id],
+            moves=moves,
+        )
+    )
     assert [v.status for v in verdicts] == BATCH_STATUS[1:5] + BATCH_STATUS[6:]
     assert len(moves) == 1 and moves[0]["from"] == no_coq_node.node_id and "coqidetop not found" in moves[0]["why"]
     said = [x for x in capfd.readouterr().err.splitlines() if "moved from node" in x]
@@ -198,8 +275,28 @@ def test_a_ray_address_that_does_not_answer_is_one_line_naming_it(tmp_path):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     (tmp_path / "p.jsonl").write_text(json.dumps(PROBLEMS[0]) + "\n")
-    r = subprocess.run([sys.executable, "-m", "proofrl.cli", "search", str(tmp_path / "p.jsonl"), "--policy",
-                        "openai:http://127.0.0.1:9/v1", "--model", "m", "--ray", f"127.0.0.1:{port}",
-                        "--out", str(tmp_path / "out")], check=False, capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "proofrl.cli",
+            "search",
+            str(tmp_path / "p.jsonl"),
+            "--policy",
+            "openai:http://127.0.0.1:9/v1",
+            "--model",
+            "m",
+            "--ray",
+            f"127.0.0.1:{port}",
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 2, r.stderr
-    assert r.stderr.strip() == f"proofrl search: --ray 127.0.0.1:{port}: no Ray cluster answers there (Connection refused)"
+    assert (
+        r.stderr.strip() == f"proofrl search: --ray 127.0.0.1:{port}: no Ray cluster answers there (Connection refused)"
+    )

@@ -14,9 +14,24 @@ def test_search_ray_without_ray_installed_is_one_line(tmp_path, monkeypatch):
 
     from proofrl.cli import app
 
-    (tmp_path / "p.jsonl").write_text(json.dumps({"name": "t_true", "header": "", "formal_statement": "Theorem t_true : True."}) + "\n")
+    (tmp_path / "p.jsonl").write_text(
+        json.dumps({"name": "t_true", "header": "", "formal_statement": "Theorem t_true : True."}) + "\n"
+    )
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now fails as on a machine without it
-    r = CliRunner().invoke(app, ["search", str(tmp_path / "p.jsonl"), "--policy", "openai:http://127.0.0.1:9/v1",
-                                 "--model", "m", "--ray", "local", "--out", str(tmp_path / "out")])
+    r = CliRunner().invoke(
+        app,
+        [
+            "search",
+            str(tmp_path / "p.jsonl"),
+            "--policy",
+            "openai:http://127.0.0.1:9/v1",
+            "--model",
+            "m",
+            "--ray",
+            "local",
+            "--out",
+            str(tmp_path / "out"),
+        ],
+    )
     assert r.exit_code == 2, r.output
     assert 'pip install -e ".[distributed]"' in r.output and "Traceback" not in r.output

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import NAT, requires_coq
 
-ray = pytest.importorskip("ray", reason="Ray is not installed (pip install -e \".[distributed]\")")
+ray = pytest.importorskip("ray", reason='Ray is not installed (pip install -e ".[distributed]")')
 
 from proofrl.problems import Problem  # noqa: E402
 from proofrl.provers.base import Status, Theorem  # noqa: E402
@@ -30,8 +30,13 @@ TESTS = Path(__file__).parent
 def cluster():
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # no token file written for a throwaway local cluster
     path = os.pathsep.join([str(TESTS), str(TESTS.parent), os.environ.get("PYTHONPATH", "")])
-    ray.init(num_cpus=2, include_dashboard=False, namespace="proofrl", log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": path}})  # workers import the tests' scripted policy
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        namespace="proofrl",
+        log_to_driver=False,
+        runtime_env={"env_vars": {"PYTHONPATH": path}},
+    )  # workers import the tests' scripted policy
     yield
     ray.shutdown()
 
@@ -50,8 +55,14 @@ def kill_when(get_pids, after: float) -> threading.Thread:
     return t
 
 
-BATCH = [(P, SLOW_GOOD), (P, GOOD), (P, BAD), (P, "Proof. intros. admit. Qed."), (P, None),
-         (Problem("l", "theorem l : True := by", "", "lean"), "trivial")]
+BATCH = [
+    (P, SLOW_GOOD),
+    (P, GOOD),
+    (P, BAD),
+    (P, "Proof. intros. admit. Qed."),
+    (P, None),
+    (Problem("l", "theorem l : True := by", "", "lean"), "trivial"),
+]
 NAME = "t-verifier"  # one actor for the tests below, in file order: found by name, killed, restarted
 EXPECTED = [Status.VALID, Status.VALID, Status.ERROR, Status.REJECTED, Status.REJECTED, Status.ERROR]
 
@@ -111,11 +122,18 @@ def test_verls_reward_function_scores_through_the_shared_actor_with_header_affin
     samples = [(nat, GOOD), (true, "Proof. exact I. Qed."), (nat, BAD), (true, "Proof. admit. Qed.")] * 4
 
     async def score_all():
-        return await asyncio.gather(*(compute_score("coq", text, None, rec, via="ray", ray_actor=NAME) for rec, text in samples))
+        return await asyncio.gather(
+            *(compute_score("coq", text, None, rec, via="ray", ray_actor=NAME) for rec, text in samples)
+        )
 
     before = ray.get(verifier(NAME).stats.remote()).get("coq", {}).get("started", 0)
     got = asyncio.run(score_all())
-    assert [(r["score"], r["status"]) for r in got] == [(1.0, "valid"), (1.0, "valid"), (0.0, "error"), (0.0, "rejected")] * 4
+    assert [(r["score"], r["status"]) for r in got] == [
+        (1.0, "valid"),
+        (1.0, "valid"),
+        (0.0, "error"),
+        (0.0, "rejected"),
+    ] * 4
     assert ray.get(verifier(NAME).stats.remote())["coq"]["started"] - before <= 4  # not one process per sample
 
 
@@ -171,15 +189,22 @@ def test_search_on_ray_gives_the_statuses_and_files_of_a_local_search(tmp_path, 
 
     (tmp_path / "p.jsonl").write_text("".join(json.dumps(p) + "\n" for p in PROBLEMS))
     probs = load_problems(tmp_path / "p.jsonl")
-    policy = ScriptedPolicy([("negb", ["destruct b; reflexivity."]), ("True", ["exact I."]), ("1 = 2", ["reflexivity."])])
+    policy = ScriptedPolicy(
+        [("negb", ["destruct b; reflexivity."]), ("True", ["exact I."]), ("1 = 2", ["reflexivity."])]
+    )
     kw = {"width": 2, "expansions": 4, "workers": 2, "policy_obj": policy}
     local = cli_search(probs, "best-first", "scripted", None, tmp_path / "local", **kw)
     on_ray = cli_search_ray("local", probs, "best-first", "scripted", None, tmp_path / "ray", **kw)
     status = lambda d: {x["name"]: x["status"] for x in map(json.loads, (d / "results.jsonl").read_text().splitlines())}  # noqa: E731
-    assert status(tmp_path / "ray") == status(tmp_path / "local") == {
-        "t_true": "proved", "t_negb": "proved", "t_bad": "error", "t_false": "failed"}
+    assert (
+        status(tmp_path / "ray")
+        == status(tmp_path / "local")
+        == {"t_true": "proved", "t_negb": "proved", "t_bad": "error", "t_false": "failed"}
+    )
     assert on_ray["status"] == local["status"] and on_ray["theorems"] == 4
-    assert sorted(p.name for p in (tmp_path / "ray" / "trees").iterdir()) == sorted(p.name for p in (tmp_path / "local" / "trees").iterdir())
+    assert sorted(p.name for p in (tmp_path / "ray" / "trees").iterdir()) == sorted(
+        p.name for p in (tmp_path / "local" / "trees").iterdir()
+    )
     events = [json.loads(l) for l in (tmp_path / "ray" / "trace.jsonl").read_text().splitlines()]
     assert {e["theorem"] for e in events if e["name"] == "search"} == {p["name"] for p in PROBLEMS}
     assert "proof search" in capsys.readouterr().out  # the run's table, printed by the driver

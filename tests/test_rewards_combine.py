@@ -38,7 +38,11 @@ def test_a_new_term_and_shaper_slot_in_by_registration():
     fn = RewardFn(Cfg(test_half_if_long=3, unlikeliness=UnlikelinessConfig(beta_rank=0.5), test_add_one=1.0))
     assert [n for n, _ in fn.terms] == ["verifier", "test_half_if_long"]
     assert [n for n, _ in fn.shapers] == ["unlikeliness", "test_add_one"]
-    assert fn.samples([Sample(P, "short", VALID), Sample(P, "ok", VALID), Sample(P, "long text", WRONG)]) == [0.5, 1.0, 0.0]
+    assert fn.samples([Sample(P, "short", VALID), Sample(P, "ok", VALID), Sample(P, "long text", WRONG)]) == [
+        0.5,
+        1.0,
+        0.0,
+    ]
     # shapers run in field order: the rank penalty first (most likely row 0 gets β), then +1
     out = fn.shape_group(torch.tensor([1.0, 1.0]), torch.tensor([[-0.1], [-2.0]]), torch.ones(2, 1))
     assert torch.allclose(out, torch.tensor([1.5, 1.75]))

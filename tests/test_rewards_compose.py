@@ -42,11 +42,16 @@ def test_shape_group_by_hand() -> None:
     assert shaped.tolist() == pytest.approx([1 - 0.1875, 1 - 0.0625, 1 - 0.25, 0.0])
     assert shaped.dtype == torch.float32
     # the reduction matters: a long sample at -1 per token vs a one-token sample at -1.5
-    lp2, m2 = torch.tensor([[-1.0, -1.0, -1.0, -1.0], [-1.5, 0.0, 0.0, 0.0]]), torch.tensor([[1, 1, 1, 1], [1, 0, 0, 0]])
+    lp2, m2 = (
+        torch.tensor([[-1.0, -1.0, -1.0, -1.0], [-1.5, 0.0, 0.0, 0.0]]),
+        torch.tensor([[1, 1, 1, 1], [1, 0, 0, 0]]),
+    )
     mean = shape_group(torch.ones(2), lp2, m2, RewardConfig(unlikeliness=UnlikelinessConfig()))
     summed = shape_group(torch.ones(2), lp2, m2, RewardConfig(unlikeliness=UnlikelinessConfig(reduction="sum")))
     assert mean.tolist() == pytest.approx([0.75, 0.875]) and summed.tolist() == pytest.approx([0.875, 0.75])
-    official = shape_group(rewards, logps, mask, RewardConfig(unlikeliness=UnlikelinessConfig(convention="official", beta_rank=0.5)))
+    official = shape_group(
+        rewards, logps, mask, RewardConfig(unlikeliness=UnlikelinessConfig(convention="official", beta_rank=0.5))
+    )
     assert official.tolist() == pytest.approx([1 - 0.5 * 2 / 4, 1.0, 1 - 0.5 * 3 / 4, 0.0])
 
 
@@ -66,9 +71,15 @@ def test_reward_config_from_recipe_sections() -> None:
     assert reward_config_from_dict({"format": None, "unlikeliness": None}) == RewardConfig()
     kimina = reward_config_from_dict({"format": {}})
     assert kimina.format == FormatRules() and kimina.unlikeliness is None
-    assert reward_config_from_dict({"format": True, "unlikeliness": True}) == RewardConfig(FormatRules(), UnlikelinessConfig())
-    custom = reward_config_from_dict({"format": {"min_tactics_match": 0.5, "forbidden_keywords": ["sorry"]},
-                                      "unlikeliness": {"beta_rank": 0.5, "convention": "official"}})
+    assert reward_config_from_dict({"format": True, "unlikeliness": True}) == RewardConfig(
+        FormatRules(), UnlikelinessConfig()
+    )
+    custom = reward_config_from_dict(
+        {
+            "format": {"min_tactics_match": 0.5, "forbidden_keywords": ["sorry"]},
+            "unlikeliness": {"beta_rank": 0.5, "convention": "official"},
+        }
+    )
     assert custom.format == FormatRules(min_tactics_match=0.5, forbidden_keywords=("sorry",))
     assert custom.unlikeliness == UnlikelinessConfig(beta_rank=0.5, convention="official")
 
@@ -79,8 +90,14 @@ def test_reward_config_from_recipe_sections() -> None:
         ({"fromat": {}}, r"unknown keys in reward: \['fromat'\]; known: \['format', 'unlikeliness'\]"),
         ({"format": {"min_tactic_match": 0.5}}, r"unknown keys in reward.format: \['min_tactic_match'\]"),
         ({"unlikeliness": {"beta": 0.2}}, r"unknown keys in reward.unlikeliness: \['beta'\]"),
-        ({"unlikeliness": {"convention": "mine"}}, r"reward.unlikeliness.convention must be one of \['paper', 'official'\], got 'mine'"),
-        ({"unlikeliness": {"reduction": "max"}}, r"reward.unlikeliness.reduction must be one of \['mean', 'sum'\], got 'max'"),
+        (
+            {"unlikeliness": {"convention": "mine"}},
+            r"reward.unlikeliness.convention must be one of \['paper', 'official'\], got 'mine'",
+        ),
+        (
+            {"unlikeliness": {"reduction": "max"}},
+            r"reward.unlikeliness.reduction must be one of \['mean', 'sum'\], got 'max'",
+        ),
         ({"unlikeliness": {"beta_rank": 2}}, r"beta_rank must be in \[0, 1\]"),
         ({"format": {"repeat_max_count": 1}}, r"reward.format: repeat_min_tokens must be"),
         ({"format": "kimina"}, r"reward.format: expected a mapping"),

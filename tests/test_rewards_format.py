@@ -51,7 +51,11 @@ GOOD = answer(think(T1, T2))
 
 def test_good_answers_pass() -> None:
     assert check_format(GOOD, COQ) is FormatError.NONE and format_reward(GOOD, COQ) == 1.0
-    lean = answer(think("theorem t (x : ℝ) (h : 0 < x) :\n    0 < x ^ 2 := by", "import Mathlib\n  positivity"), LEAN_CODE, "lean4")
+    lean = answer(
+        think("theorem t (x : ℝ) (h : 0 < x) :\n    0 < x ^ 2 := by", "import Mathlib\n  positivity"),
+        LEAN_CODE,
+        "lean4",
+    )
     assert check_format(lean, LEAN) is FormatError.NONE
     assert check_format("Some preamble.\n" + GOOD + "\n\n  ", COQ) is FormatError.NONE  # text before, blanks after
 
@@ -108,7 +112,10 @@ def test_tactics_blocks_count_and_malformed() -> None:
     assert check_format(answer(think()), COQ) is FormatError.TOO_FEW_TACTICS_BLOCKS
     one = FormatRules(min_tactics_blocks=1)
     assert check_format(answer(think(T1 + "\n" + T2)), COQ, one) is FormatError.TACTICS_BLOCK_TOO_LONG  # 7 > 6 lines
-    assert check_format(answer(think(T1 + "\n" + T2)), COQ, FormatRules(min_tactics_blocks=1, tactics_lines_ratio=None)) is FormatError.NONE
+    assert (
+        check_format(answer(think(T1 + "\n" + T2)), COQ, FormatRules(min_tactics_blocks=1, tactics_lines_ratio=None))
+        is FormatError.NONE
+    )
     assert check_format(answer(think()), COQ, FormatRules(min_tactics_blocks=0)) is FormatError.NONE
     unclosed = answer(think(T1, T2) + "\n```tactics\nlia.")
     assert check_format(unclosed, COQ) is FormatError.TACTICS_BLOCK_MALFORMED
@@ -129,7 +136,10 @@ def test_tactics_block_length_limit_edges() -> None:
     short = "Theorem add0 : forall n : nat, n + 0 = n.\nProof. lia. Qed."
     five = "Theorem add0 : forall n : nat, n + 0 = n.\nProof. lia. Qed.\n(* a *)\n(* b *)\n(* c *)"
     assert check_format(answer(think(five, "Proof. lia. Qed."), short), COQ) is FormatError.NONE
-    assert check_format(answer(think(five + "\n(* d *)", "Proof. lia. Qed."), short), COQ) is FormatError.TACTICS_BLOCK_TOO_LONG
+    assert (
+        check_format(answer(think(five + "\n(* d *)", "Proof. lia. Qed."), short), COQ)
+        is FormatError.TACTICS_BLOCK_TOO_LONG
+    )
     assert check_format(answer(think(seven, T2)), COQ, FormatRules(tactics_lines_ratio=None)) is FormatError.NONE
 
 
@@ -169,7 +179,11 @@ def test_statement_must_appear() -> None:
     assert check_format(answer(think(T1, T2), spaced), COQ, FormatRules(min_tactics_match=None)) is FormatError.NONE
     # a Lean statement given with `:= by sorry` still matches a real proof
     sorry = Problem("t", "theorem t (x : ℝ) (h : 0 < x) :\n    0 < x ^ 2 := by sorry", "import Mathlib\n", "lean")
-    lean = answer(think("theorem t (x : ℝ) (h : 0 < x) :\n    0 < x ^ 2 := by", "import Mathlib\n  positivity"), LEAN_CODE, "lean4")
+    lean = answer(
+        think("theorem t (x : ℝ) (h : 0 < x) :\n    0 < x ^ 2 := by", "import Mathlib\n  positivity"),
+        LEAN_CODE,
+        "lean4",
+    )
     assert check_format(lean, sorry) is FormatError.NONE
 
 
@@ -180,8 +194,12 @@ def test_comment_ratio_rules_are_off_by_default_and_work_when_set() -> None:
     # after the statement: 6 code lines, 3 comment-only lines (0.5)
     assert check_format(t, COQ, FormatRules(code_comment_lines_ratio=0.4)) is FormatError.CODE_TOO_MANY_COMMENT_LINES
     assert check_format(t, COQ, FormatRules(code_comment_chars_ratio=0.1)) is FormatError.CODE_TOO_MANY_COMMENT_CHARS
-    assert check_format(t, COQ, FormatRules(tactics_comment_lines_ratio=0.5)) is FormatError.TACTICS_TOO_MANY_COMMENT_LINES
-    assert check_format(t, COQ, FormatRules(tactics_comment_chars_ratio=0.5)) is FormatError.TACTICS_TOO_MANY_COMMENT_CHARS
+    assert (
+        check_format(t, COQ, FormatRules(tactics_comment_lines_ratio=0.5)) is FormatError.TACTICS_TOO_MANY_COMMENT_LINES
+    )
+    assert (
+        check_format(t, COQ, FormatRules(tactics_comment_chars_ratio=0.5)) is FormatError.TACTICS_TOO_MANY_COMMENT_CHARS
+    )
     assert check_format(t, COQ, FormatRules(code_comment_lines_ratio=0.5)) is FormatError.NONE  # 0.5 is not above 0.5
 
 
@@ -194,8 +212,13 @@ def test_comment_helpers() -> None:
 
 
 def test_rules_validation() -> None:
-    for bad in ({"repeat_min_tokens": 0}, {"repeat_max_count": 1}, {"min_tactics_blocks": -1}, {"think_open": ""},
-                {"forbidden_keywords": "axiom"}):
+    for bad in (
+        {"repeat_min_tokens": 0},
+        {"repeat_max_count": 1},
+        {"min_tactics_blocks": -1},
+        {"think_open": ""},
+        {"forbidden_keywords": "axiom"},
+    ):
         with pytest.raises(ValueError):
             FormatRules(**bad)
     assert {e.value for e in FormatError} >= {"none", "generation_repeats", "tactics_code_mismatch"}

@@ -56,8 +56,15 @@ def test_each_schedule_generates_and_verifies_as_it_says(tiny, overlap, calls, s
     items = [first_turn(p, fmt) for p in problems()[:4]]
     verifier = CountingVerifier(workers=1, timeout=10)
     try:
-        groups, t = sample_and_verify(Generator(*tiny), items, SamplingParams(n=2, max_tokens=8, seed=0), fmt, verifier,
-                                      chunk_prompts=2, overlap=overlap)  # fmt: skip
+        groups, t = sample_and_verify(
+            Generator(*tiny),
+            items,
+            SamplingParams(n=2, max_tokens=8, seed=0),
+            fmt,
+            verifier,
+            chunk_prompts=2,
+            overlap=overlap,
+        )
     finally:
         verifier.close()
     assert sizes == calls and len(batches) == submits
@@ -73,8 +80,17 @@ def test_the_trainer_runs_the_recipes_schedule(tiny, tmp_path, overrides, calls)
 
     sizes: list[int] = []
     Generator, CountingVerifier = counting(sizes, [])
-    cfg = load_recipe("demo", [f"out={tmp_path}", "rollout.problems_per_step=4", "rollout.group_size=2",
-                               "rollout.max_tokens=8", "rollout.chunk_prompts=2", *overrides])  # fmt: skip
+    cfg = load_recipe(
+        "demo",
+        [
+            f"out={tmp_path}",
+            "rollout.problems_per_step=4",
+            "rollout.group_size=2",
+            "rollout.max_tokens=8",
+            "rollout.chunk_prompts=2",
+            *overrides,
+        ],
+    )
     model, tok = tiny
     verifier = CountingVerifier(workers=1, timeout=10)
     try:

@@ -21,8 +21,16 @@ def _run(out, *, at, total, resumed, fail_at=None):
         return state["n"], {"loss": float(state["n"])}
 
     run = RunDir(out, loggers=())
-    done = run.run_steps({"seed": 0}, step, at=at, total=total, resumed=resumed, checkpoint_every=3,
-                         save=lambda: saved.append(state["n"]), progress=lambda n, m: shown.append(n))  # fmt: skip
+    done = run.run_steps(
+        {"seed": 0},
+        step,
+        at=at,
+        total=total,
+        resumed=resumed,
+        checkpoint_every=3,
+        save=lambda: saved.append(state["n"]),
+        progress=lambda n, m: shown.append(n),
+    )
     return run, done, saved, shown
 
 

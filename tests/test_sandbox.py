@@ -25,7 +25,9 @@ from proofrl.provers.process import ProverProcess, run_once
 from proofrl.provers.sandbox import Sandbox
 
 WORKING = [m for m in ("bwrap", "unshare") if sandbox.probe(m) is None]
-confined = pytest.mark.parametrize("mode", WORKING or [pytest.param("none", marks=pytest.mark.skip("no sandbox works here"))])
+confined = pytest.mark.parametrize(
+    "mode", WORKING or [pytest.param("none", marks=pytest.mark.skip("no sandbox works here"))]
+)
 
 
 def py(mode: str, code: str, scratch, **env: str):  # noqa: ANN001, ANN201
@@ -33,7 +35,9 @@ def py(mode: str, code: str, scratch, **env: str):  # noqa: ANN001, ANN201
     if env:
         os.environ.update(env)
     try:
-        return run_once([sys.executable, "-I", "-c", textwrap.dedent(code)], timeout=20, cwd=str(scratch), sandbox=Sandbox(mode))
+        return run_once(
+            [sys.executable, "-I", "-c", textwrap.dedent(code)], timeout=20, cwd=str(scratch), sandbox=Sandbox(mode)
+        )
     finally:
         for k in env:
             os.environ.pop(k, None)
@@ -92,8 +96,13 @@ for p in {paths!r}:
 
 @confined
 def test_writes_land_only_in_scratch(mode, scratch, tmp_path):
-    outside = [str(tmp_path / "beside-scratch"), "/var/tmp/proofrl-sandbox-probe", os.path.expanduser("~/proofrl-sandbox-probe"),
-               "/etc/proofrl-sandbox-probe", "/dev/shm/proofrl-sandbox-probe"]
+    outside = [
+        str(tmp_path / "beside-scratch"),
+        "/var/tmp/proofrl-sandbox-probe",
+        os.path.expanduser("~/proofrl-sandbox-probe"),
+        "/etc/proofrl-sandbox-probe",
+        "/dev/shm/proofrl-sandbox-probe",
+    ]
     r = py(mode, WRITE.format(paths=[str(scratch / "inside"), "relative", *outside]), scratch)
     lines = r.stdout.splitlines()
     assert lines[:2] == [f"wrote {scratch / 'inside'}", "wrote relative"], r.stderr
@@ -128,14 +137,22 @@ def test_a_path_on_the_command_line_reached_through_a_symlink_in_a_hidden_direct
     argv = [sys.executable, "-I", "-c", "import sys; print(len(open(sys.argv[1]).read()) > 0)", given]
     r = run_once(argv, timeout=20, cwd=str(scratch), sandbox=Sandbox(mode))
     assert r.stdout.strip() == "True", r.stderr
-    w = run_once([sys.executable, "-I", "-c", f"open({str(link / 'new')!r}, 'w')"], timeout=20, cwd=str(scratch),
-                 sandbox=Sandbox(mode))  # fmt: skip
+    w = run_once(
+        [sys.executable, "-I", "-c", f"open({str(link / 'new')!r}, 'w')"],
+        timeout=20,
+        cwd=str(scratch),
+        sandbox=Sandbox(mode),
+    )
     assert not (link / "new").exists() and w.returncode != 0
 
 
 @confined
 def test_no_other_process_is_visible_or_reachable(mode, scratch):
-    r = py(mode, f"import os\ntry:\n os.kill({os.getpid()}, 0); print('reached')\nexcept OSError as e: print('alone', e.strerror)", scratch)
+    r = py(
+        mode,
+        f"import os\ntry:\n os.kill({os.getpid()}, 0); print('reached')\nexcept OSError as e: print('alone', e.strerror)",
+        scratch,
+    )
     assert r.stdout.startswith("alone"), r.stderr
 
 
@@ -147,7 +164,9 @@ def test_secrets_leave_the_environment_and_tmpdir_is_scratch(scratch):
 
 def test_a_file_above_max_file_mb_cannot_be_written(scratch):
     code = "open('big', 'wb').write(b'x' * (3 * 2**20))"
-    r = run_once([sys.executable, "-I", "-c", code], timeout=20, cwd=str(scratch), sandbox=Sandbox("off", max_file_mb=1))
+    r = run_once(
+        [sys.executable, "-I", "-c", code], timeout=20, cwd=str(scratch), sandbox=Sandbox("off", max_file_mb=1)
+    )
     # Python ignores SIGXFSZ, so the write fails with EFBIG instead of the signal killing it
     assert r.returncode == 1 and "File too large" in r.stderr and (scratch / "big").stat().st_size <= 2**20
 
@@ -193,12 +212,17 @@ def test_auto_degrades_to_off_with_a_loud_warning(monkeypatch, tmp_path, caplog)
     assert sb.mode == "off" and "bwrap: bwrap not on PATH" in sb.reason and "unshare: unshare" in sb.reason
     assert "NOT SANDBOXED" in caplog.text
     assert sb.describe() == {"mode": "off", "network": False, "filesystem": False, "reason": sb.reason}
-    with pytest.raises(ConfigError, match=r"sandbox 'bwrap' does not work here: bwrap not on PATH \(Debian: apt-get install bubblewrap\)"):
+    with pytest.raises(
+        ConfigError,
+        match=r"sandbox 'bwrap' does not work here: bwrap not on PATH \(Debian: apt-get install bubblewrap\)",
+    ):
         sandbox.resolve("bwrap")
 
 
 def test_unknown_mode_lists_the_choices():
-    with pytest.raises(ConfigError, match=r"unknown sandbox mode 'chroot'; choose one of \['auto', 'bwrap', 'unshare', 'off'\]"):
+    with pytest.raises(
+        ConfigError, match=r"unknown sandbox mode 'chroot'; choose one of \['auto', 'bwrap', 'unshare', 'off'\]"
+    ):
         sandbox.resolve("chroot")
     from proofrl.server.config import load_serve_config
 

@@ -39,16 +39,37 @@ def mcts(**kw) -> SearchConfig:
 
 
 def bfs(**kw) -> SearchConfig:
-    return SearchConfig(algorithm="best-first", best_first=BestFirstConfig(**{"tactic_timeout": 5.0, "width": 4,
-                                                                            "max_expansions": 16, "seconds": 30.0, **kw}))
+    return SearchConfig(
+        algorithm="best-first",
+        best_first=BestFirstConfig(**{"tactic_timeout": 5.0, "width": 4, "max_expansions": 16, "seconds": 30.0, **kw}),
+    )
 
 
 def test_forbidden_tactics_are_refused_before_the_prover():
-    for cheat in ["admit.", "give_up.", "Admitted.", "Abort.", "Abort All.", "exact_no_check I.", "vm_cast_no_check I.",
-                  "native_cast_no_check I.", "change_no_check True.", "Axiom x : False.", "Proof.", "Qed.", "}", "{", "-",
-                  "2: {", "Unset Guard Checking.", "#[local] Axiom x : False.", "split; admit.", ""]:
+    for cheat in [
+        "admit.",
+        "give_up.",
+        "Admitted.",
+        "Abort.",
+        "Abort All.",
+        "exact_no_check I.",
+        "vm_cast_no_check I.",
+        "native_cast_no_check I.",
+        "change_no_check True.",
+        "Axiom x : False.",
+        "Proof.",
+        "Qed.",
+        "}",
+        "{",
+        "-",
+        "2: {",
+        "Unset Guard Checking.",
+        "#[local] Axiom x : False.",
+        "split; admit.",
+        "",
+    ]:
         assert refusal(cheat, "coq"), cheat
-    for ok in ["intros n.", "lia.", "split; reflexivity.", "exact I.", "idtac \"admit\".", "2: reflexivity."]:
+    for ok in ["intros n.", "lia.", "split; reflexivity.", "exact I.", 'idtac "admit".', "2: reflexivity."]:
         assert refusal(ok, "coq") is None, ok
     for cheat in ["sorry", "admit", "repeat' simp", "exact?", "apply?", "simp?", "simp_all?", "aesop?", "rw?"]:
         assert refusal(cheat, "lean"), cheat
@@ -58,10 +79,26 @@ def test_forbidden_tactics_are_refused_before_the_prover():
 
 def test_config_recipes_and_unknown_keys():
     reap = load_search_config("reap")
-    assert (reap.algorithm, reap.mcts.num_samples, reap.mcts.c_base, reap.mcts.c_init, reap.mcts.discount) == ("mcts", 6, 3200, 0.001, 0.99)
-    assert (reap.mcts.prior_temperature, reap.mcts.max_nodes, reap.mcts.max_steps, reap.mcts.tactic_timeout) == (50, 64, 64, 200)
+    assert (reap.algorithm, reap.mcts.num_samples, reap.mcts.c_base, reap.mcts.c_init, reap.mcts.discount) == (
+        "mcts",
+        6,
+        3200,
+        0.001,
+        0.99,
+    )
+    assert (reap.mcts.prior_temperature, reap.mcts.max_nodes, reap.mcts.max_steps, reap.mcts.tactic_timeout) == (
+        50,
+        64,
+        64,
+        200,
+    )
     bfs_ = load_search_config("bfs-prover")
-    assert (bfs_.algorithm, bfs_.best_first.priority, bfs_.best_first.alpha, bfs_.best_first.width) == ("best-first", "length_normalized", 2.0, 4)
+    assert (bfs_.algorithm, bfs_.best_first.priority, bfs_.best_first.alpha, bfs_.best_first.width) == (
+        "best-first",
+        "length_normalized",
+        2.0,
+        4,
+    )
     assert load_search_config("reprover").best_first.width == 64
     with pytest.raises(ConfigError):
         load_search_config("reap", **{"mcts.max_stepz": 3})
@@ -113,8 +150,21 @@ def test_evar_goals_stay_together_in_one_or_node(coq):
 
 @pytest.mark.parametrize("config", [mcts(max_steps=6), bfs(max_expansions=6)], ids=["mcts", "best-first"])
 def test_a_policy_of_cheats_is_refused_and_never_closes_a_node(coq, config):
-    cheats = ["admit.", "give_up.", "Admitted.", "Abort.", "exact_no_check I.", "vm_cast_no_check (eq_refl 0).",
-              "Axiom cheat : False.", "Qed.", "Proof.", "}", "1: {", "Unset Guard Checking.", "intros; admit."]
+    cheats = [
+        "admit.",
+        "give_up.",
+        "Admitted.",
+        "Abort.",
+        "exact_no_check I.",
+        "vm_cast_no_check (eq_refl 0).",
+        "Axiom cheat : False.",
+        "Qed.",
+        "Proof.",
+        "}",
+        "1: {",
+        "Unset Guard Checking.",
+        "intros; admit.",
+    ]
     pol = ScriptedPolicy([], default=cheats)
     r = search_one(PLUS, coq, pol, config.with_overrides(**{"mcts.num_samples": 20, "best_first.width": 20}))
     assert r.status == "failed"
@@ -125,7 +175,9 @@ def test_a_policy_of_cheats_is_refused_and_never_closes_a_node(coq, config):
 
 
 def test_a_looping_tactic_is_a_timeout_edge_and_search_goes_on(coq):
-    pol = ScriptedPolicy([("forall n", ["let rec loop := (idtac; loop) in loop.", "intros n."]), ("n + 0 = n", ["lia."])])
+    pol = ScriptedPolicy(
+        [("forall n", ["let rec loop := (idtac; loop) in loop.", "intros n."]), ("n + 0 = n", ["lia."])]
+    )
     r = search_one(PLUS, coq, pol, mcts(tactic_timeout=1.0))
     assert r.status == "proved", r.reason
     timeouts = [e for e in r.tree.edges if e.failure and e.failure.kind == "timeout"]
@@ -244,7 +296,9 @@ def test_a_script_whose_replay_fails_the_final_check_is_unsound(coq, config):
 
 
 def test_merging_of_repeated_tactics_equal_states_and_self_loops(coq):
-    pol = ScriptedPolicy([("forall n", ["intros n.", "intros  n", "intro n.", "idtac.", "intros m."]), ("n + 0 = n", ["lia."])])
+    pol = ScriptedPolicy(
+        [("forall n", ["intros n.", "intros  n", "intro n.", "idtac.", "intros m."]), ("n + 0 = n", ["lia."])]
+    )
     r = search_one(PLUS, coq, pol, mcts(max_steps=1))
     tree = r.tree
     root_edges = [tree.edges[e] for e in tree.root.children]
@@ -273,8 +327,15 @@ def test_best_first_priorities(coq):
 
 def test_search_many_writes_results_trees_and_a_trace(tmp_path):
     pol = ScriptedPolicy(CONJ_TABLE)
-    search_many([CONJ, PLUS], pol, "best-first", {"best_first.tactic_timeout": 5.0, "best_first.width": 4,
-                                                 "best_first.max_expansions": 10}, tmp_path, workers=2, progress=True)
+    search_many(
+        [CONJ, PLUS],
+        pol,
+        "best-first",
+        {"best_first.tactic_timeout": 5.0, "best_first.width": 4, "best_first.max_expansions": 10},
+        tmp_path,
+        workers=2,
+        progress=True,
+    )
     lines = [json.loads(x) for x in (tmp_path / "results.jsonl").read_text().splitlines()]
     assert {x["name"] for x in lines} == {"conj3", "plus0"}
     for x in lines:
@@ -304,7 +365,9 @@ def test_mcts_reads_the_value_function_and_a_failing_value_call_is_reaps_minus_1
     from proofrl.search.trace import Tracer
 
     tracer, vf = Tracer(), Flaky()
-    pol = ScriptedPolicy([("forall n", ["intros n.", "intros m."]), ("n + 0 = n", ["simpl.", "lia."]), ("m + 0 = m", ["lia."])])
+    pol = ScriptedPolicy(
+        [("forall n", ["intros n.", "intros m."]), ("n + 0 = n", ["simpl.", "lia."]), ("m + 0 = m", ["lia."])]
+    )
     r = search_one(PLUS, coq, pol, mcts(), tracer, vf)
     assert r.status == "proved", r.reason
     estimates = [n.estimate for n in r.tree.nodes if n.estimate is not None]
@@ -319,8 +382,16 @@ def test_cli_search_reads_problems_and_prints_a_summary(tmp_path, capsys):
     problems = tmp_path / "problems.jsonl"
     problems.write_text(json.dumps({"name": "plus0", "header": NAT, "formal_statement": PLUS.statement}) + "\n")
     pol = ScriptedPolicy([("forall n", ["intros n."]), ("n + 0 = n", ["lia."])])
-    summary = cli_search(problems, "best-first", out=tmp_path / "out", expansions=4, width=2, tactic_timeout=5.0,
-                         policy_obj=pol, progress=False)
+    summary = cli_search(
+        problems,
+        "best-first",
+        out=tmp_path / "out",
+        expansions=4,
+        width=2,
+        tactic_timeout=5.0,
+        policy_obj=pol,
+        progress=False,
+    )
     assert summary["proved"] == 1 and summary["theorems"] == 1
     assert "proved" in capsys.readouterr().out
     line = json.loads((tmp_path / "out" / "results.jsonl").read_text())
@@ -349,9 +420,9 @@ def test_mcts_backup_and_puct_follow_reap():
     assert (tree.root.visits, tree.root.value_sum) == (1, -4.0)
     g = 0.99
     root_scores = s.edge_scores(tree.root)
-    assert root_scores[e.id]["Q"] == pytest.approx(g ** 3)  # γ^(−1 − v̄), v̄ = −4
+    assert root_scores[e.id]["Q"] == pytest.approx(g**3)  # γ^(−1 − v̄), v̄ = −4
     and_scores = s.edge_scores(and_node)
-    assert and_scores[f1.id]["Q"] == pytest.approx(1 - g ** 2)
+    assert and_scores[f1.id]["Q"] == pytest.approx(1 - g**2)
     assert and_scores[f2.id]["Q"] == pytest.approx(1.0)  # the open, unvisited goal looks hardest
     _, leaf = s.select()
     assert leaf.id == f2.dst

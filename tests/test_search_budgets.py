@@ -36,15 +36,29 @@ def test_the_seconds_budget_bounds_a_tactics_timeout(coq):
 
 
 def test_tree_files_are_unique_in_input_order():
-    assert tree_files(["a", "b", "a", "a/b", "a_b", "A"]) == ["a.json", "b.json", "a-2.json", "a_b.json", "a_b-2.json", "A-3.json"]
+    assert tree_files(["a", "b", "a", "a/b", "a_b", "A"]) == [
+        "a.json",
+        "b.json",
+        "a-2.json",
+        "a_b.json",
+        "a_b-2.json",
+        "A-3.json",
+    ]
 
 
 @requires_coq
 def test_two_theorems_of_one_name_keep_two_trees(tmp_path):
     same = Theorem("plus0", "Theorem plus0 : forall n : nat, 0 + n = n + 1.", NAT)  # same name, false statement
     pol = ScriptedPolicy([("forall n", ["intros n."]), ("n + 0 = n", ["lia."])])
-    search_many([PLUS, same], pol, "best-first", {"best_first.width": 2, "best_first.max_expansions": 3,
-                                                 "best_first.tactic_timeout": 5.0}, tmp_path, workers=2, progress=False)  # fmt: skip
+    search_many(
+        [PLUS, same],
+        pol,
+        "best-first",
+        {"best_first.width": 2, "best_first.max_expansions": 3, "best_first.tactic_timeout": 5.0},
+        tmp_path,
+        workers=2,
+        progress=False,
+    )
     lines = [json.loads(x) for x in (tmp_path / "results.jsonl").read_text().splitlines()]
     assert sorted(x["tree"] for x in lines) == ["trees/plus0-2.json", "trees/plus0.json"]
     for x in lines:  # each line points at its own theorem's tree
@@ -64,9 +78,22 @@ def test_lean_search_walks_recorded_states_keeps_goal_lists_whole_and_never_prov
     is ``unsound`` with the crash as the reason, never ``proved``."""
     from proofrl.provers.lean import LeanProver
 
-    th = Theorem("complex_and", "theorem complex_and (p q r : Prop) (h1 : p ∧ q) (h2 : q → r) : p ∧ r := by", "", "lean")
-    table = [("⊢ p ∧ r", ["apply And.intro"]), ("⊢ p\n", ["exact h1.left"]), ("⊢ r", ["apply h2"]), ("⊢ q", ["exact h1.right"])]
-    for cfg in (SearchConfig(algorithm="best-first", backend="lean", best_first=BestFirstConfig(width=1, max_expansions=8, tactic_timeout=10.0)),):
+    th = Theorem(
+        "complex_and", "theorem complex_and (p q r : Prop) (h1 : p ∧ q) (h2 : q → r) : p ∧ r := by", "", "lean"
+    )
+    table = [
+        ("⊢ p ∧ r", ["apply And.intro"]),
+        ("⊢ p\n", ["exact h1.left"]),
+        ("⊢ r", ["apply h2"]),
+        ("⊢ q", ["exact h1.right"]),
+    ]
+    for cfg in (
+        SearchConfig(
+            algorithm="best-first",
+            backend="lean",
+            best_first=BestFirstConfig(width=1, max_expansions=8, tactic_timeout=10.0),
+        ),
+    ):
         prover = LeanProver(replay_config(TRANSCRIPTS / "proof_branching.in"))
         try:
             r = search_one(th, prover, ScriptedPolicy(table), cfg)

@@ -25,21 +25,46 @@ PROBLEMS = [
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("tactic-model")
-    train_tiny_tactic_model(TRANSITIONS, out, epochs=60, seed=0, lr=3e-3, batch=2,
-                            model={"hidden": 64, "layers": 2, "heads": 4, "vocab_size": 400})  # fmt: skip
+    train_tiny_tactic_model(
+        TRANSITIONS,
+        out,
+        epochs=60,
+        seed=0,
+        lr=3e-3,
+        batch=2,
+        model={"hidden": 64, "layers": 2, "heads": 4, "vocab_size": 400},
+    )
     return out
 
 
 def run(*args: str, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "proofrl.cli", *args], capture_output=True, text=True, timeout=300, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "proofrl.cli", *args], capture_output=True, text=True, timeout=300, cwd=cwd
+    )
 
 
 @pytest.mark.parametrize("algorithm", ["best-first", "mcts"])
 def test_search_proves_with_the_tiny_model_and_every_proof_passes_coqc(tmp_path, model_dir, algorithm):
     problems = tmp_path / "p.jsonl"
     problems.write_text("".join(json.dumps(p) + "\n" for p in PROBLEMS))
-    r = run("search", str(problems), "--algorithm", algorithm, "--policy", f"hf:{model_dir}", "--out", str(tmp_path / "out"),
-            "--width", "4", "--expansions", "4", "--max-steps", "8", "--threads", "1")
+    r = run(
+        "search",
+        str(problems),
+        "--algorithm",
+        algorithm,
+        "--policy",
+        f"hf:{model_dir}",
+        "--out",
+        str(tmp_path / "out"),
+        "--width",
+        "4",
+        "--expansions",
+        "4",
+        "--max-steps",
+        "8",
+        "--threads",
+        "1",
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     results = {x["name"]: x for x in map(json.loads, (tmp_path / "out" / "results.jsonl").read_text().splitlines())}
     assert results["t_true"]["status"] == "proved" and results["t_negb"]["status"] == "proved"
@@ -81,9 +106,27 @@ def test_search_through_an_openai_compatible_endpoint(tmp_path, model_dir):
     try:
         problems = tmp_path / "p.jsonl"
         problems.write_text("".join(json.dumps(p) + "\n" for p in PROBLEMS[:2]))
-        r = CliRunner().invoke(app, ["search", str(problems), "--algorithm", "best-first", "--policy", f"openai:{url}",
-                                     "--model", "tiny", "--api-key", KEY, "--out", str(tmp_path / "out"),
-                                     "--width", "4", "--expansions", "4"])  # fmt: skip
+        r = CliRunner().invoke(
+            app,
+            [
+                "search",
+                str(problems),
+                "--algorithm",
+                "best-first",
+                "--policy",
+                f"openai:{url}",
+                "--model",
+                "tiny",
+                "--api-key",
+                KEY,
+                "--out",
+                str(tmp_path / "out"),
+                "--width",
+                "4",
+                "--expansions",
+                "4",
+            ],
+        )
         assert r.exit_code == 0, r.output
     finally:
         stop()

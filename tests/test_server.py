@@ -88,8 +88,22 @@ def served(tmp_path_factory):
     port = free_port()
     cfg = tmp_path_factory.mktemp("serve") / "serve.yaml"
     cfg.write_text("pool: {max_uses: 200}\nserver: {max_body_bytes: 65536, max_batch: 50}\n")
-    cmd = [sys.executable, "-c", "from proofrl.cli import app; app()", "serve", "--backend", "coq",
-           "--port", str(port), "--workers", "2", "--timeout", "10", "--config", str(cfg)]
+    cmd = [
+        sys.executable,
+        "-c",
+        "from proofrl.cli import app; app()",
+        "serve",
+        "--backend",
+        "coq",
+        "--port",
+        str(port),
+        "--workers",
+        "2",
+        "--timeout",
+        "10",
+        "--config",
+        str(cfg),
+    ]
     proc = subprocess.Popen(cmd, env={**os.environ, "PROOFRL_API_KEY": KEY}, stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -104,7 +118,9 @@ def served(tmp_path_factory):
 def post(url: str, path: str, body, *, key: str | None = KEY, **kw) -> httpx.Response:
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     if isinstance(body, (bytes, str)):
-        return httpx.post(url + path, content=body, headers={**headers, "content-type": "application/json"}, timeout=30, **kw)
+        return httpx.post(
+            url + path, content=body, headers={**headers, "content-type": "application/json"}, timeout=30, **kw
+        )
     return httpx.post(url + path, json=body, headers=headers, timeout=30, **kw)
 
 
@@ -124,10 +140,18 @@ def test_kimina_client_checks_valid_and_invalid_proofs(served):
     url, _ = served
     kc = _kimina()
     client = kc.KiminaClient(api_url=url, api_key=KEY, n_retries=1)
-    snippets = [kc.Snippet(id="ok", code=VALID), kc.Snippet(id="wrong", code=WRONG), kc.Snippet(id="admitted", code=ADMITTED)]
+    snippets = [
+        kc.Snippet(id="ok", code=VALID),
+        kc.Snippet(id="wrong", code=WRONG),
+        kc.Snippet(id="admitted", code=ADMITTED),
+    ]
     out = client.check(snippets, timeout=10, show_progress=False)
     by_id = {r.id: r for r in out.results}
-    assert {i: r.analyze().status.value for i, r in by_id.items()} == {"ok": "valid", "wrong": "lean_error", "admitted": "lean_error"}
+    assert {i: r.analyze().status.value for i, r in by_id.items()} == {
+        "ok": "valid",
+        "wrong": "lean_error",
+        "admitted": "lean_error",
+    }
     assert client.health()["status"] == "ok"
     # the extra field is ours; the raw response still carries it
     raw = post(url, "/api/check", {"snippets": [{"id": "a", "code": ADMITTED}]}).json()["results"][0]
@@ -138,14 +162,20 @@ def test_kimina_client_checks_valid_and_invalid_proofs(served):
 def test_kimina_timeout_reads_as_timeout_error(served):
     url, _ = served
     kc = _kimina()
-    out = kc.KiminaClient(api_url=url, api_key=KEY, n_retries=1).check([kc.Snippet(id="loop", code=LOOPING)], timeout=1, show_progress=False)
+    out = kc.KiminaClient(api_url=url, api_key=KEY, n_retries=1).check(
+        [kc.Snippet(id="loop", code=LOOPING)], timeout=1, show_progress=False
+    )
     assert out.results[0].analyze().status.value == "timeout_error"
     assert out.results[0].error == "coq command timed out in 1 seconds"
 
 
 def test_legacy_verify(served):
     url, _ = served
-    r = post(url, "/verify", {"codes": [{"custom_id": 7, "proof": VALID}, {"custom_id": "x", "code": WRONG}, {"custom_id": "none"}]})
+    r = post(
+        url,
+        "/verify",
+        {"codes": [{"custom_id": 7, "proof": VALID}, {"custom_id": "x", "code": WRONG}, {"custom_id": "none"}]},
+    )
     assert r.status_code == 200
     res = r.json()["results"]
     assert [x["custom_id"] for x in res] == [7, "x", "none"]
@@ -170,20 +200,68 @@ def test_api_key(served):
     [
         (b'{"snippets": [', 400, "malformed JSON"),
         (b"\xff\xfe not json", 400, "There was an error parsing the body"),  # not UTF-8: FastAPI's own 400
-        ({"snippets": "abc"}, 422, [{"loc": ["body", "snippets"], "msg": "Input should be a valid list", "type": "list_type"}]),
-        ({"snippets": [{"id": 1, "code": VALID}]}, 422, [{"loc": ["body", "snippets", 0, "id"], "msg": "Input should be a valid string", "type": "string_type"}]),
-        ({"snippets": [{"id": "a", "code": VALID}], "timeout": "soon"}, 422,
-         [{"loc": ["body", "timeout"], "msg": "Input should be a valid integer, unable to parse string as an integer", "type": "int_parsing"}]),
-        ({"snippets": [{"id": "a", "code": VALID}], "disallow_sorry": True}, 422,
-         [{"loc": ["body", "disallow_sorry"], "msg": "Extra inputs are not permitted", "type": "extra_forbidden"}]),
-        ({"snippets": []}, 422, [{"loc": ["body"], "msg": "Value error, `snippets` must be non empty", "type": "value_error"}]),
-        ({"snippets": [{"id": "a", "code": "x"}, {"id": "a", "code": "y"}]}, 422,
-         [{"loc": ["body"], "msg": "Value error, `snippets` must have unique ids", "type": "value_error"}]),
-        ([1, 2], 422, [{"loc": ["body"], "msg": "Input should be a valid dictionary or object to extract fields from", "type": "model_attributes_type"}]),
-        ({"snippets": [{"id": "a", "code": VALID}], "backend": "isabelle"}, 422,
-         [{"loc": ["body", "backend"], "msg": "Input should be 'coq' or 'lean'", "type": "literal_error"}]),
-        ({"snippets": [{"id": "a", "code": VALID}], "backend": "lean"}, 400, "backend 'lean' is not served here; served: ['coq']"),
-        ({"snippets": [{"id": str(i), "code": "x"} for i in range(51)]}, 413, "batch of 51 items exceeds the limit of 50"),
+        (
+            {"snippets": "abc"},
+            422,
+            [{"loc": ["body", "snippets"], "msg": "Input should be a valid list", "type": "list_type"}],
+        ),
+        (
+            {"snippets": [{"id": 1, "code": VALID}]},
+            422,
+            [{"loc": ["body", "snippets", 0, "id"], "msg": "Input should be a valid string", "type": "string_type"}],
+        ),
+        (
+            {"snippets": [{"id": "a", "code": VALID}], "timeout": "soon"},
+            422,
+            [
+                {
+                    "loc": ["body", "timeout"],
+                    "msg": "Input should be a valid integer, unable to parse string as an integer",
+                    "type": "int_parsing",
+                }
+            ],
+        ),
+        (
+            {"snippets": [{"id": "a", "code": VALID}], "disallow_sorry": True},
+            422,
+            [{"loc": ["body", "disallow_sorry"], "msg": "Extra inputs are not permitted", "type": "extra_forbidden"}],
+        ),
+        (
+            {"snippets": []},
+            422,
+            [{"loc": ["body"], "msg": "Value error, `snippets` must be non empty", "type": "value_error"}],
+        ),
+        (
+            {"snippets": [{"id": "a", "code": "x"}, {"id": "a", "code": "y"}]},
+            422,
+            [{"loc": ["body"], "msg": "Value error, `snippets` must have unique ids", "type": "value_error"}],
+        ),
+        (
+            [1, 2],
+            422,
+            [
+                {
+                    "loc": ["body"],
+                    "msg": "Input should be a valid dictionary or object to extract fields from",
+                    "type": "model_attributes_type",
+                }
+            ],
+        ),
+        (
+            {"snippets": [{"id": "a", "code": VALID}], "backend": "isabelle"},
+            422,
+            [{"loc": ["body", "backend"], "msg": "Input should be 'coq' or 'lean'", "type": "literal_error"}],
+        ),
+        (
+            {"snippets": [{"id": "a", "code": VALID}], "backend": "lean"},
+            400,
+            "backend 'lean' is not served here; served: ['coq']",
+        ),
+        (
+            {"snippets": [{"id": str(i), "code": "x"} for i in range(51)]},
+            413,
+            "batch of 51 items exceeds the limit of 50",
+        ),
     ],
 )
 def test_hostile_input_gets_exact_4xx(served, body, status, detail):
@@ -203,7 +281,11 @@ def test_huge_body_is_413_by_length_and_when_chunked(served):
         for i in range(0, len(huge), 8192):
             yield huge[i : i + 8192]
 
-    r = httpx.post(url + "/api/check", content=chunks(), headers={"Authorization": f"Bearer {KEY}", "content-type": "application/json"})
+    r = httpx.post(
+        url + "/api/check",
+        content=chunks(),
+        headers={"Authorization": f"Bearer {KEY}", "content-type": "application/json"},
+    )
     assert (r.status_code, r.json()) == (413, {"detail": "request body exceeds 65536 bytes"})
 
 
@@ -220,21 +302,24 @@ PROBE = "/var/tmp/proofrl-hostile-probe"  # no test may ever create it
 THM = "Theorem t : True.\nProof. exact I. Qed."
 
 
-@pytest.mark.parametrize(("code", "reason"), [
-    # in the header, which a kimina snippet lets the client write
-    ('Load "/etc/passwd".\n' + THM, "forbidden: Load"),
-    (H + f'Redirect "{PROBE}" Print nat.\n' + THM, "forbidden: Redirect"),
-    ('Cd "/var/tmp".\n' + THM, "forbidden: Cd"),
-    ('Fail Time Load "/etc/passwd".\n' + THM, "forbidden: Load"),  # under control prefixes
-    (f'#[local] Redirect "{PROBE}" Print nat.\n' + THM, "forbidden: Redirect"),
-    ('(* a comment *) Declare ML Module "coq-core.plugins.ltac".\n' + THM, "forbidden: Declare ML Module"),
-    ('Add LoadPath "/etc" as Etc.\n' + THM, "forbidden: Add LoadPath"),
-    (f'Extraction "{PROBE}" nat.\n' + THM, "forbidden: Extraction"),
-    # in the proof, where any command is refused
-    (f'Theorem t : True.\nProof. Redirect "{PROBE}" Print nat. exact I. Qed.', "forbidden: Redirect"),
-    ('Theorem t : True.\nProof. idtac. Load "/etc/passwd". exact I. Qed.', "forbidden: Load"),
-    (f'Theorem t : True.\nProof. exact I. Qed.\nRedirect "{PROBE}" Print t.', "forbidden: Qed"),
-])
+@pytest.mark.parametrize(
+    ("code", "reason"),
+    [
+        # in the header, which a kimina snippet lets the client write
+        ('Load "/etc/passwd".\n' + THM, "forbidden: Load"),
+        (H + f'Redirect "{PROBE}" Print nat.\n' + THM, "forbidden: Redirect"),
+        ('Cd "/var/tmp".\n' + THM, "forbidden: Cd"),
+        ('Fail Time Load "/etc/passwd".\n' + THM, "forbidden: Load"),  # under control prefixes
+        (f'#[local] Redirect "{PROBE}" Print nat.\n' + THM, "forbidden: Redirect"),
+        ('(* a comment *) Declare ML Module "coq-core.plugins.ltac".\n' + THM, "forbidden: Declare ML Module"),
+        ('Add LoadPath "/etc" as Etc.\n' + THM, "forbidden: Add LoadPath"),
+        (f'Extraction "{PROBE}" nat.\n' + THM, "forbidden: Extraction"),
+        # in the proof, where any command is refused
+        (f'Theorem t : True.\nProof. Redirect "{PROBE}" Print nat. exact I. Qed.', "forbidden: Redirect"),
+        ('Theorem t : True.\nProof. idtac. Load "/etc/passwd". exact I. Qed.', "forbidden: Load"),
+        (f'Theorem t : True.\nProof. exact I. Qed.\nRedirect "{PROBE}" Print t.', "forbidden: Qed"),
+    ],
+)
 def test_file_commands_in_a_snippet_are_refused_and_say_so(served, code, reason):
     url, _ = served
     r = post(url, "/api/check", {"snippets": [{"id": "x", "code": code}], "timeout": 10})
@@ -249,7 +334,11 @@ def test_health_reports_the_sandbox(served):
     mode = next((m for m in ("bwrap", "unshare") if sandbox.probe(m) is None), "off")
     body = httpx.get(url + "/health").json()
     assert body["status"] == "ok"
-    assert (body["sandbox"]["mode"], body["sandbox"]["network"], body["sandbox"]["filesystem"]) == (mode, mode != "off", mode != "off")
+    assert (body["sandbox"]["mode"], body["sandbox"]["network"], body["sandbox"]["filesystem"]) == (
+        mode,
+        mode != "off",
+        mode != "off",
+    )
     assert f'proofrl_sandbox{{mode="{mode}"}} {int(mode != "off")}' in httpx.get(url + "/metrics").text
 
 
@@ -267,8 +356,10 @@ def _lean_server(tmp_path):
     for i, env in ((2, 1), (3, 2)):  # mathd 188 and 403: the recorded answers, the body as a whole file sends it
         req, ans = recorded("Mathlib/test/H20231020", i)
         name = req["cmd"].split()[1]
-        mathlib += [({"cmd": "\n" * lines + req["cmd"], "env": 0}, ans),
-                    ({"cmd": f"#print axioms {name}", "env": env}, synthetic_axioms(name, ["propext"], env + 10))]
+        mathlib += [
+            ({"cmd": "\n" * lines + req["cmd"], "env": 0}, ans),
+            ({"cmd": f"#print axioms {name}", "env": env}, synthetic_axioms(name, ["propext"], env + 10)),
+        ]
     kernel_req, kernel_ans = recorded("app_type_mismatch2", 1)  # the recorded answer; the request names the example
     renamed = {"cmd": kernel_req["cmd"].replace("example", f"theorem {EXAMPLE_NAME}", 1)}
     transcripts = {
@@ -285,16 +376,28 @@ def test_lean_through_the_server_with_kimina_client(tmp_path):
     kc = _kimina()
     with server as s:
         t188 = header + "\ntheorem mathd_numbertheory_188 : Nat.gcd 180 168 = 12 := by norm_num"
-        t403 = header + "\ntheorem mathd_numbertheory_403 : ∑ k ∈ (Nat.properDivisors 198), k = 270 := by simp (config := {decide := true})"
+        t403 = (
+            header
+            + "\ntheorem mathd_numbertheory_403 : ∑ k ∈ (Nat.properDivisors 198), k = 270 := by simp (config := {decide := true})"
+        )
         cheat = header + "\ntheorem mathd_numbertheory_188 : Nat.gcd 180 168 = 12 := by sorry"
         out = kc.KiminaClient(api_url=s.url, n_retries=1).check(
             [kc.Snippet(id="188", code=t188), kc.Snippet(id="403", code=t403), kc.Snippet(id="cheat", code=cheat)],
-            timeout=10, show_progress=False,
+            timeout=10,
+            show_progress=False,
         )
-        assert {r.id: r.analyze().status.value for r in out.results} == {"188": "valid", "403": "valid", "cheat": "lean_error"}
-        raw = httpx.post(s.url + "/api/check", json={"snippets": [{"id": "c", "code": cheat}]}, timeout=30).json()["results"][0]
+        assert {r.id: r.analyze().status.value for r in out.results} == {
+            "188": "valid",
+            "403": "valid",
+            "cheat": "lean_error",
+        }
+        raw = httpx.post(s.url + "/api/check", json={"snippets": [{"id": "c", "code": cheat}]}, timeout=30).json()[
+            "results"
+        ][0]
         assert (raw["proofrl"]["backend"], raw["proofrl"]["reasons"]) == ("lean", ["forbidden: sorry"])  # never sent
-        r = httpx.post(s.url + "/api/check", json={"snippets": [{"id": "k", "code": kernel_code}], "backend": "lean"}, timeout=30)
+        r = httpx.post(
+            s.url + "/api/check", json={"snippets": [{"id": "k", "code": kernel_code}], "backend": "lean"}, timeout=30
+        )
         (k,) = r.json()["results"]
         assert (k["proofrl"]["status"], k["proofrl"]["reasons"]) == ("rejected", ["kernel: application type mismatch"])
         assert s.pool.stats.started == 2  # one process per header, the Mathlib header run once for two proofs
@@ -421,8 +524,10 @@ def test_load_32_clients_60s_with_kills_matches_direct_pool_calls(tmp_path):
     calm = [item for _, answered, _, got in results if answered < first_kill for item in got]
     stormy = [item for sent, _, _, got in results if sent >= half for item in got]
     assert len(calm) > 60 and len(stormy) > 30 and len(killed) >= 8
-    print(f"{len(results)} requests, {len(calm)} items before the first kill, {len(stormy)} during kills, "
-          f"{len(killed)} kills, latency max {max(a - s for s, a, _, _ in results):.1f}s")
+    print(
+        f"{len(results)} requests, {len(calm)} items before the first kill, {len(stormy)} during kills, "
+        f"{len(killed)} kills, latency max {max(a - s for s, a, _, _ in results):.1f}s"
+    )
     assert [(c, v) for c, v in calm if v != expected[c]] == []
     differing = [(c, v) for c, v in stormy if v != expected[c]]
     assert all(v == "crash" for _, v in differing) and len(differing) <= len(killed), differing
@@ -435,12 +540,15 @@ def test_sigterm_leaves_no_prover_process(tmp_path):
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-c", "from proofrl.cli import app; app()", "serve", "--port", str(port), "--workers", "2"],
-        stderr=subprocess.PIPE, text=True,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     url = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(url, proc)
-        r = httpx.post(url + "/api/check", json={"snippets": [{"id": "a", "code": VALID}, {"id": "b", "code": SWAP}]}, timeout=30)
+        r = httpx.post(
+            url + "/api/check", json={"snippets": [{"id": "a", "code": VALID}, {"id": "b", "code": SWAP}]}, timeout=30
+        )
         assert [x["proofrl"]["status"] for x in r.json()["results"]] == ["valid", "valid"]
         children = psutil.Process(proc.pid).children(recursive=True)
         assert children, "provers are running"

@@ -62,7 +62,9 @@ def test_cutting_big_items_leaves_the_event_loop_free():
         poller.start()
         time.sleep(0.2)
         try:
-            r = httpx.post(s.url + "/api/check", json={"snippets": [{"id": str(i), "code": big} for i in range(4)]}, timeout=120)
+            r = httpx.post(
+                s.url + "/api/check", json={"snippets": [{"id": str(i), "code": big} for i in range(4)]}, timeout=120
+            )
         finally:
             done.set()
             poller.join()
@@ -73,12 +75,12 @@ def test_cutting_big_items_leaves_the_event_loop_free():
 # -- header identity: comments and blanks do not count -------------------------------------------------------------
 def test_normalised_sentences_are_the_same_tokens_for_coq():
     assert normalise("Require   Import\n\tArith (* lia? *)  Lia.") == "Require Import Arith Lia."
-    assert normalise("Require (* (* nested *) \"*)\" *) Arith.") == "Require Arith."
+    assert normalise('Require (* (* nested *) "*)" *) Arith.') == "Require Arith."
     assert normalise('Set Foo "a  (* b *)  c".') == 'Set Foo "a  (* b *)  c".'  # strings as written
     # right after a period a comment is not a blank: Coq reads `Arith.(* c *)Check` as one sentence (an error)
     assert normalise("Require Import Arith.(* c *)Check 1.") == "Require Import Arith.(* c *)Check 1."
     assert normalise("Check 1\u00a0+ 1.") == "Check 1\u00a0+ 1."  # a no-break space is not a blank for Coq
-    for text in ("Require Import Arith.(* c *)Lia.", "A (* c *). B.", "Set Foo \"x. y\".  Check (1 (* . *)).\n"):
+    for text in ("Require Import Arith.(* c *)Lia.", "A (* c *). B.", 'Set Foo "x. y".  Check (1 (* . *)).\n'):
         cut = [s.text for s in split_sentences(text)]
         again = [s.text for s in split_sentences("\n".join(normalise(t) for t in cut))]
         assert again == [normalise(t) for t in cut]  # normalising never moves a sentence boundary
@@ -86,12 +88,21 @@ def test_normalised_sentences_are_the_same_tokens_for_coq():
 
 def test_headers_that_differ_in_comments_or_blanks_share_a_prover_process():
     header = "Require Import Arith Lia.\n"
-    variants = [header, "Require  Import Arith\n  Lia.\n", "(* a note *)\nRequire Import Arith Lia. (* why *)\n",
-                "Require Import (* lia *) Arith Lia.\n", "Require\tImport Arith Lia.\n\n\n"]
+    variants = [
+        header,
+        "Require  Import Arith\n  Lia.\n",
+        "(* a note *)\nRequire Import Arith Lia. (* why *)\n",
+        "Require Import (* lia *) Arith Lia.\n",
+        "Require\tImport Arith Lia.\n\n\n",
+    ]
     codes = [VALID.replace(header, v) for v in variants]
     assert len(set(codes)) == len(variants)
     with InProcess(workers=1) as s:
-        r = httpx.post(s.url + "/api/check", json={"snippets": [{"id": str(i), "code": c} for i, c in enumerate(codes)]}, timeout=120)
+        r = httpx.post(
+            s.url + "/api/check",
+            json={"snippets": [{"id": str(i), "code": c} for i, c in enumerate(codes)]},
+            timeout=120,
+        )
         assert _statuses(r) == ["valid"] * len(variants)
         assert s.pool.stats.started == 1  # was: one process per spelling, each loading the header again
         other = VALID.replace(header, "Require Import Arith Lia ZArith.\n")  # another header: its own process
@@ -111,7 +122,9 @@ def test_one_callers_slow_items_do_not_hold_another_callers_item():
                 slow = asyncio.create_task(c.post(s.url + "/api/check", json=body))
                 while s.pool.busy < 2:  # both workers on the slow request's items, four of them queued
                     await asyncio.sleep(0.05)
-                quick = await c.post(s.url + "/api/check", json={"snippets": [{"id": "q", "code": VALID}], "timeout": 10})
+                quick = await c.post(
+                    s.url + "/api/check", json={"snippets": [{"id": "q", "code": VALID}], "timeout": 10}
+                )
                 timed_out = s.pool.stats.verdicts["timeout"]  # the slow request's items judged before the quick one was
                 return _statuses(quick), timed_out, _statuses(await slow)
 
@@ -147,7 +160,11 @@ def test_connections_with_requests_in_progress_are_not_closed_for_new_ones():
     with Served(workers=1, max_connections=busy) as s:
 
         def post() -> None:
-            out.append(httpx.post(s.url + "/api/check", json={"snippets": [{"id": "l", "code": LOOPING}], "timeout": 3}, timeout=60))
+            out.append(
+                httpx.post(
+                    s.url + "/api/check", json={"snippets": [{"id": "l", "code": LOOPING}], "timeout": 3}, timeout=60
+                )
+            )
 
         out: list[httpx.Response] = []
         posts = [threading.Thread(target=post) for _ in range(busy)]
@@ -159,7 +176,9 @@ def test_connections_with_requests_in_progress_are_not_closed_for_new_ones():
             time.sleep(0.05)
         extra = socket.create_connection(("127.0.0.1", s.port), timeout=10)
         got = extra.recv(65536)
-        assert got.startswith(b"HTTP/1.1 503 ") and got.endswith(f'{{"detail":"too many connections (limit {busy})"}}'.encode()), got
+        assert got.startswith(b"HTTP/1.1 503 ") and got.endswith(
+            f'{{"detail":"too many connections (limit {busy})"}}'.encode()
+        ), got
         assert extra.recv(100) == b""  # and closed
         extra.close()
         for t in posts:

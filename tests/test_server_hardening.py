@@ -50,7 +50,11 @@ def test_illegal_xml_in_a_reply_is_made_visible_not_refused():
     from proofrl.provers.coq import xml
 
     msg = '<feedback object="state" route="0"><state_id val="4"/><feedback_content val="message"><message><message_level val="info"/><option val="none"/><richpp><_><pp>{}</pp></_></richpp></message></feedback_content></feedback><value val="good"><unit/></value>'
-    for raw, text in [(b"x\x02y", "x\u2402y"), (b"x&#2;y&#x1F;z&#65;", "x\u2402y\u241fzA"), (b"bad \xff utf-8 \xef\xbf\xbe", "bad \ufffd utf-8 \ufffd")]:
+    for raw, text in [
+        (b"x\x02y", "x\u2402y"),
+        (b"x&#2;y&#x1F;z&#65;", "x\u2402y\u241fzA"),
+        (b"bad \xff utf-8 \xef\xbf\xbe", "bad \ufffd utf-8 \ufffd"),
+    ]:
         reply = xml.parse_reply(msg.encode().replace(b"{}", raw))
         assert reply.good and [f.text for f in reply.feedback] == [text]
 
@@ -62,7 +66,10 @@ def _metric(url: str, line: str) -> bool:
 
 def test_a_huge_timeout_is_capped_not_a_500_and_counted():
     with InProcess(workers=1, max_timeout=2) as s:
-        for path, items in (("/api/check", '"snippets": [{"id": "a", "code": %s}]'), ("/verify", '"codes": [{"custom_id": 1, "proof": %s}]')):
+        for path, items in (
+            ("/api/check", '"snippets": [{"id": "a", "code": %s}]'),
+            ("/verify", '"codes": [{"custom_id": 1, "proof": %s}]'),
+        ):
             body = "{" + items % json.dumps(LOOPING) + ', "timeout": 1' + "0" * 400 + "}"
             r = httpx.post(s.url + path, content=body, headers={"content-type": "application/json"}, timeout=30)
             assert r.status_code == 200, r.text
@@ -78,8 +85,12 @@ def test_a_batch_above_the_inflight_limit_is_413_at_once_not_429_forever():
         for _ in range(2):  # an idle server: it would never fit, so it is not "busy"
             r = httpx.post(s.url + "/api/check", json=big, timeout=30)
             assert r.status_code == 413
-            assert r.json() == {"detail": "batch of 3 items exceeds the limit of 2 (max_inflight: items in flight at once); send at most 2 per request"}
-        r = httpx.post(s.url + "/api/check", json={"snippets": [{"id": str(i), "code": "x"} for i in range(11)]}, timeout=30)
+            assert r.json() == {
+                "detail": "batch of 3 items exceeds the limit of 2 (max_inflight: items in flight at once); send at most 2 per request"
+            }
+        r = httpx.post(
+            s.url + "/api/check", json={"snippets": [{"id": str(i), "code": "x"} for i in range(11)]}, timeout=30
+        )
         assert (r.status_code, r.json()) == (413, {"detail": "batch of 11 items exceeds the limit of 10"})
         r = httpx.post(s.url + "/api/check", json={"snippets": big["snippets"][:2]}, timeout=30)
         assert r.status_code == 200 and [x["proofrl"]["status"] for x in r.json()["results"]] == ["valid", "valid"]
@@ -116,7 +127,11 @@ def test_a_flood_of_output_is_read_in_linear_time_and_capped():
 
 # -- 5. a header that takes long to load ---------------------------------------------------------------------------
 def test_a_slow_header_is_judged_under_the_jobs_time_limit():
-    slow = Theorem("t", "Theorem t : True.", "Require Import NArith.\nDefinition x := Eval vm_compute in (N.iter 300000000 N.succ 0%N).")
+    slow = Theorem(
+        "t",
+        "Theorem t : True.",
+        "Require Import NArith.\nDefinition x := Eval vm_compute in (N.iter 300000000 N.succ 0%N).",
+    )
     with make_pool("coq", pool=PoolConfig(workers=1, timeout=10)) as p:
         t0 = time.monotonic()
         v = p.check(slow, "Proof. exact I. Qed.", timeout=2)
@@ -132,7 +147,10 @@ def test_a_goal_coq_cannot_print_gets_a_precise_verdict_not_an_internal_error(po
     """Coq answers the judge's ``Goal`` call with a failure naming no state (state 0, "dummy") when printing the
     goals overflows its stack; going back to that state was ``Anomaly "edit_at dummy."`` and an internal error."""
     t = Theorem("t", "Theorem t : True.", "Require Import List.")
-    verdicts = [pool.check(t, f"Proof. pose (l := ltac:(let x := eval vm_compute in (List.repeat 0 {n}) in exact x)). Qed.") for n in (20000, 30000, 40000)]
+    verdicts = [
+        pool.check(t, f"Proof. pose (l := ltac:(let x := eval vm_compute in (List.repeat 0 {n}) in exact x)). Qed.")
+        for n in (20000, 30000, 40000)
+    ]
     assert not [v.reasons for v in verdicts if any("internal error" in r or "edit_at" in r for r in v.reasons)]
     assert all(v.status in (Status.ERROR, Status.REJECTED) for v in verdicts), [v.reasons for v in verdicts]
     unprintable = [v for v in verdicts if v.reasons == ("coq Goal failed: Stack overflow.",)]
@@ -150,11 +168,15 @@ class Served(InProcess):
         from proofrl.server.run import make_server
 
         super().__init__(workers, **server_options)
-        self.server = make_server(self.server.config.app, ServerConfig(**server_options), host="127.0.0.1", port=self.port)
+        self.server = make_server(
+            self.server.config.app, ServerConfig(**server_options), host="127.0.0.1", port=self.port
+        )
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
 
-def _trickle(port: int, head: bytes, body: bytes = b"", *, every: float = 0.2, seconds: float = 6.0) -> tuple[bytes, float]:
+def _trickle(
+    port: int, head: bytes, body: bytes = b"", *, every: float = 0.2, seconds: float = 6.0
+) -> tuple[bytes, float]:
     """Send ``head`` whole if ``body`` is given (else two bytes at a time), then ``body`` two bytes at a time,
     one step every ``every`` seconds, until the server answers or closes; returns what it sent back and when
     (seconds after connecting), or ``(b"", seconds)`` if it kept waiting."""
@@ -223,7 +245,16 @@ def test_idle_connections_are_closed():
 # -- 7. SIGTERM drains in-flight requests -----------------------------------------------------------------------------
 def _serve(tmp_path, yaml_text: str = "", workers: int = 2) -> tuple[subprocess.Popen, str]:
     port = free_port()
-    cmd = [sys.executable, "-c", "from proofrl.cli import app; app()", "serve", "--port", str(port), "--workers", str(workers)]
+    cmd = [
+        sys.executable,
+        "-c",
+        "from proofrl.cli import app; app()",
+        "serve",
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+    ]
     if yaml_text:
         (tmp_path / "serve.yaml").write_text(yaml_text)
         cmd += ["--config", str(tmp_path / "serve.yaml")]
@@ -260,7 +291,9 @@ def test_sigterm_drains_requests_in_flight(tmp_path):
     """A batch that outlasts uvicorn's old 10 s grace: SIGTERM during it, and the client still gets every verdict."""
     proc, url = _serve(tmp_path)
     try:
-        t, out = _post_in_background(url, {"snippets": [{"id": "v", "code": VALID}, {"id": "l", "code": LOOPING}], "timeout": 12})
+        t, out = _post_in_background(
+            url, {"snippets": [{"id": "v", "code": VALID}, {"id": "l", "code": LOOPING}], "timeout": 12}
+        )
         _wait_inflight(url, 2)
         time.sleep(0.5)
         proc.send_signal(signal.SIGTERM)
@@ -277,14 +310,18 @@ def test_sigterm_drains_requests_in_flight(tmp_path):
 def test_sigterm_past_the_drain_bound_answers_every_item_and_exits(tmp_path):
     proc, url = _serve(tmp_path, "server: {drain_seconds: 2}\n", workers=1)
     try:
-        t, out = _post_in_background(url, {"snippets": [{"id": str(i), "code": LOOPING} for i in range(3)], "timeout": 60})
+        t, out = _post_in_background(
+            url, {"snippets": [{"id": str(i), "code": LOOPING} for i in range(3)], "timeout": 60}
+        )
         _wait_inflight(url, 3)
         time.sleep(0.5)
         t0 = time.monotonic()
         proc.send_signal(signal.SIGTERM)
         t.join(60)
         assert isinstance(out[0], httpx.Response) and out[0].status_code == 200, out
-        assert [(x["proofrl"]["status"], x["proofrl"]["reasons"]) for x in out[0].json()["results"]] == [("error", ["server shutting down"])] * 3
+        assert [(x["proofrl"]["status"], x["proofrl"]["reasons"]) for x in out[0].json()["results"]] == [
+            ("error", ["server shutting down"])
+        ] * 3
         assert proc.wait(20) in (0, -signal.SIGTERM) and time.monotonic() - t0 < 2 + 6
     finally:
         if proc.poll() is None:

@@ -50,9 +50,14 @@ def _setup(tmp_path: Path, tools: Path, *, sudo: bool = True, have: tuple[str, .
     for name, text in scripts.items():
         (bin_dir / name).write_text(text)
         (bin_dir / name).chmod(0o755)
-    res = subprocess.run(["bash", str(SCRIPT)], capture_output=True, text=True, timeout=60, cwd=tmp_path,
-                         env={"PATH": f"{bin_dir}:{tools}", "LOG": str(log), "BIN": str(bin_dir), "HOME": str(tmp_path),
-                              **env})  # fmt: skip
+    res = subprocess.run(
+        ["bash", str(SCRIPT)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env={"PATH": f"{bin_dir}:{tools}", "LOG": str(log), "BIN": str(bin_dir), "HOME": str(tmp_path), **env},
+    )
     return res, log.read_text().splitlines()
 
 
@@ -62,8 +67,10 @@ def test_root_on_a_fresh_machine_installs_everything_in_order(tmp_path, system_t
     apt = [c for c in calls if c.startswith("apt-get")]
     assert apt == ["apt-get update -qq", "apt-get install -y -qq coq bubblewrap"]
     pip = [c for c in calls if " pip install " in c]
-    assert pip == ["python -m pip install -q torch==2.13.0 --extra-index-url https://download.pytorch.org/whl/cpu",
-                   "python -m pip install -q -e .[test]"]  # fmt: skip
+    assert pip == [
+        "python -m pip install -q torch==2.13.0 --extra-index-url https://download.pytorch.org/whl/cpu",
+        "python -m pip install -q -e .[test]",
+    ]
     assert calls.index(apt[-1]) < calls.index(pip[0])
     assert "The Coq Proof Assistant, version 8.16.1" in res.stderr and "ready: proofrl demo" in res.stderr
 
@@ -99,7 +106,9 @@ def test_extras_come_from_proofrl_extras_and_a_bad_list_is_one_line(tmp_path, sy
     (tmp_path / "bad").mkdir()
     res, calls = _setup(tmp_path / "bad", system_tools, have=have, NO_TORCH="0", PROOFRL_EXTRAS="test; rm -rf /")
     assert res.returncode == 1 and not [c for c in calls if " pip install " in c]
-    assert res.stderr.strip().splitlines()[-1].startswith("setup: PROOFRL_EXTRAS=test; rm -rf /: a comma-separated list")
+    assert (
+        res.stderr.strip().splitlines()[-1].startswith("setup: PROOFRL_EXTRAS=test; rm -rf /: a comma-separated list")
+    )
 
 
 def test_a_system_python_is_refused_with_the_venv_line(tmp_path, system_tools):
@@ -115,7 +124,11 @@ def test_readme_and_ci_run_the_same_setup_and_test_command():
     first, tests = (line.split("#")[0].strip() for line in block[:2])
     assert first == "bash scripts/setup.sh && proofrl demo"
     assert tests == "python -m pytest -q -p no:cacheprovider"
-    ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines() if line.strip() and not line.startswith("#")]
+    ci = [
+        line.strip()
+        for line in (ROOT / ".ci" / "run").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
     assert "bash scripts/setup.sh" in ci and ci[-1] == tests
     assert not any("apt-get" in line or "pip install" in line for line in ci)  # one set-up, in the script
 
@@ -127,4 +140,5 @@ def test_coq_libraries_and_atps_only_when_asked(tmp_path):
     res, calls = _setup(tmp_path / "run", tools, FAKE_UID="0", PROOFRL_COQ_LIBS="1")
     assert res.returncode == 0, res.stderr
     assert [c for c in calls if c.startswith("apt-get install")] == [
-        "apt-get install -y -qq coq bubblewrap libcoq-mathcomp-ssreflect libcoq-stdpp libcoq-hammer eprover z3 cvc4"]
+        "apt-get install -y -qq coq bubblewrap libcoq-mathcomp-ssreflect libcoq-stdpp libcoq-hammer eprover z3 cvc4"
+    ]

@@ -18,14 +18,43 @@ from proofrl.train.step_grpo import StepLevelTrainer, group_ids, load_config, wi
 
 PLUS = Theorem("plus_0", "Theorem plus_0 : forall n : nat, n + 0 = n.", NAT)
 AND = Theorem("and_tt", "Theorem and_tt : True /\\ True.", NAT)
-STATES = [StatePoint(PLUS, (), "⊢ forall n : nat, n + 0 = n"), StatePoint(PLUS, ("intros n.",), "n : nat\n⊢ n + 0 = n"),
-          StatePoint(AND, (), "⊢ True /\\ True")]
-PAIRS = [{"theorem": "plus_0", "statement": PLUS.statement, "header": NAT, "module": "T", "step": 0,
-          "state_before": STATES[0].text, "tactic": "intros n.", "structural": False},
-         {"theorem": "plus_0", "statement": PLUS.statement, "header": NAT, "module": "T", "step": 1,
-          "state_before": STATES[1].text, "tactic": "lia.", "structural": False},
-         {"theorem": "and_tt", "statement": AND.statement, "header": NAT, "module": "T", "step": 0,
-          "state_before": STATES[2].text, "tactic": "split.", "structural": False}]  # fmt: skip
+STATES = [
+    StatePoint(PLUS, (), "⊢ forall n : nat, n + 0 = n"),
+    StatePoint(PLUS, ("intros n.",), "n : nat\n⊢ n + 0 = n"),
+    StatePoint(AND, (), "⊢ True /\\ True"),
+]
+PAIRS = [
+    {
+        "theorem": "plus_0",
+        "statement": PLUS.statement,
+        "header": NAT,
+        "module": "T",
+        "step": 0,
+        "state_before": STATES[0].text,
+        "tactic": "intros n.",
+        "structural": False,
+    },
+    {
+        "theorem": "plus_0",
+        "statement": PLUS.statement,
+        "header": NAT,
+        "module": "T",
+        "step": 1,
+        "state_before": STATES[1].text,
+        "tactic": "lia.",
+        "structural": False,
+    },
+    {
+        "theorem": "and_tt",
+        "statement": AND.statement,
+        "header": NAT,
+        "module": "T",
+        "step": 0,
+        "state_before": STATES[2].text,
+        "tactic": "split.",
+        "structural": False,
+    },
+]
 
 
 @pytest.fixture(scope="module")
@@ -33,16 +62,27 @@ def tiny_dir(tmp_path_factory):
     from proofrl.policy.tactic import train_tiny_tactic_model
 
     out = tmp_path_factory.mktemp("tiny-tactic")
-    return train_tiny_tactic_model(PAIRS * 4, out, epochs=3, lr=3e-3, batch=8,
-                                   model={"hidden": 32, "layers": 1, "heads": 2, "vocab_size": 300})
+    return train_tiny_tactic_model(
+        PAIRS * 4, out, epochs=3, lr=3e-3, batch=8, model={"hidden": 32, "layers": 1, "heads": 2, "vocab_size": 300}
+    )
 
 
 def _trainer(tiny_dir, out, *overrides):
     from proofrl.policy.model import load_policy
 
-    cfg = load_config("leanlistener", ["rollout.batch_states=3", "rollout.group_size=4", "rollout.workers=1",
-                                       "rollout.tactic_timeout=3", "algorithm.lr=1e-3", "checkpoint_every=1",
-                                       "model.max_tokens=16", *overrides])  # fmt: skip
+    cfg = load_config(
+        "leanlistener",
+        [
+            "rollout.batch_states=3",
+            "rollout.group_size=4",
+            "rollout.workers=1",
+            "rollout.tactic_timeout=3",
+            "algorithm.lr=1e-3",
+            "checkpoint_every=1",
+            "model.max_tokens=16",
+            *overrides,
+        ],
+    )
     model, tok = load_policy(tiny_dir, device="cpu")
     return cfg, model, tok
 
@@ -57,9 +97,11 @@ def test_the_recipe_carries_the_papers_numbers():
 def test_bad_keys_are_one_line_on_the_command_line():
     from proofrl.cli import app
 
-    for override, msg in (("rollout.grup_size=3", "unknown keys in rollout: ['grup_size']"),
-                          ("algorithm.step_reward=nope", "algorithm.step_reward must be one of"),
-                          ("rollout.group_size=1", "rollout.group_size must be >= 2")):  # fmt: skip
+    for override, msg in (
+        ("rollout.grup_size=3", "unknown keys in rollout: ['grup_size']"),
+        ("algorithm.step_reward=nope", "algorithm.step_reward must be one of"),
+        ("rollout.group_size=1", "rollout.group_size must be >= 2"),
+    ):
         res = CliRunner().invoke(app, ["train", "--recipe", "leanlistener", "--set", override])
         assert res.exit_code == 2, res.output
         assert len(res.stderr.strip().splitlines()) == 1 and msg in res.stderr, res.stderr
@@ -99,7 +141,9 @@ def test_one_grpo_group_is_the_tactics_of_one_state(tiny_dir, tmp_path):
 def test_dr_grpos_horizon_is_the_tactic_budget(tiny_dir, tmp_path):
     """H of ``seq-mean-token-sum-norm`` is ``model.max_tokens``, not the padded width of each update (which would
     shrink a group's gradient next to long neighbours)."""
-    cfg, model, tok = _trainer(tiny_dir, tmp_path, "algorithm.agg_mode=seq-mean-token-sum-norm", "algorithm.advantage=dr_grpo")
+    cfg, model, tok = _trainer(
+        tiny_dir, tmp_path, "algorithm.agg_mode=seq-mean-token-sum-norm", "algorithm.advantage=dr_grpo"
+    )
     assert StepLevelTrainer(cfg, model, tok, STATES, pool=None, out=tmp_path).ppo.horizon == 16
 
 
@@ -111,7 +155,9 @@ def test_step_level_shares_the_lm_update_reference_and_precision(tiny_dir, tmp_p
     from proofrl.policy.generation import encode_prompts
     from proofrl.policy.model import LoraSpec, load_policy
 
-    cfg, model, tok = _trainer(tiny_dir, tmp_path, "algorithm.kl_coef=0.5", *(["model.ref_device=cpu"] if setup == "cpu-ref" else []))
+    cfg, model, tok = _trainer(
+        tiny_dir, tmp_path, "algorithm.kl_coef=0.5", *(["model.ref_device=cpu"] if setup == "cpu-ref" else [])
+    )
     if setup == "lora":
         model, tok = load_policy(tiny_dir, device="cpu", lora=LoraSpec(r=4, alpha=8, dropout=0.0))
     if setup == "bf16":
@@ -159,6 +205,11 @@ def test_a_short_run_over_coq_logs_rewards_checkpoints_and_resumes(tiny_dir, tmp
 
 
 def test_a_state_point_survives_the_checkpoints_json():
-    p = StatePoint(Theorem("t", "Theorem t : True.", "Require Import Arith.", "coq"), ("intros.",), "⊢ True",
-                   premises=("Nat.add_0_r",), origin="policy")  # fmt: skip
+    p = StatePoint(
+        Theorem("t", "Theorem t : True.", "Require Import Arith.", "coq"),
+        ("intros.",),
+        "⊢ True",
+        premises=("Nat.add_0_r",),
+        origin="policy",
+    )
     assert StatePoint.from_json(json.loads(json.dumps(p.to_json()))) == p

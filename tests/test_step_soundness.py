@@ -36,14 +36,18 @@ def walk(prover, theorem, tactics):
     return before, r
 
 
-@pytest.mark.parametrize("tactics", [
-    ["fix IH 1.", "apply IH."],
-    ["fix IH 1.", "intros n.", "apply IH."],
-    ["refine (fix f n := _).", "apply f."],
-    ["try (fix IH 1; apply IH)."],
-    ["do 1 (fix IH 1); apply IH."],
-    ["fix IH 1; intros n; solve [apply IH | reflexivity]."],
-], ids=["fix-apply", "fix-intros-apply", "refine-fix", "try", "do-seq", "solve"])
+@pytest.mark.parametrize(
+    "tactics",
+    [
+        ["fix IH 1.", "apply IH."],
+        ["fix IH 1.", "intros n.", "apply IH."],
+        ["refine (fix f n := _).", "apply f."],
+        ["try (fix IH 1; apply IH)."],
+        ["do 1 (fix IH 1); apply IH."],
+        ["fix IH 1; intros n; solve [apply IH | reflexivity]."],
+    ],
+    ids=["fix-apply", "fix-intros-apply", "refine-fix", "try", "do-seq", "solve"],
+)
 def test_an_unguarded_fix_is_a_kernel_failure_and_earns_nothing(coq, tactics):
     before, r = walk(coq, FALSE_NAT, tactics)
     assert not r.ok and r.failure.kind is FailureKind.KERNEL, r
@@ -57,11 +61,15 @@ def test_an_unguarded_fix_is_a_kernel_failure_and_earns_nothing(coq, tactics):
 PAIR = Theorem("pair", "Theorem pair : forall n : nat, n + 0 = n /\\ True.", NAT)
 
 
-@pytest.mark.parametrize("tactics", [
-    ["fix IH 1.", "intros n.", "split.", "apply (proj1 (IH n))."],
-    ["fix IH 1.", "intros n.", "split.", "1: {", "apply (proj1 (IH n))."],
-    ["fix IH 1.", "intros n.", "split.", "all: [> apply (proj1 (IH n)) | idtac]."],
-], ids=["close-one-of-two", "inside-a-focus-block", "dispatch"])
+@pytest.mark.parametrize(
+    "tactics",
+    [
+        ["fix IH 1.", "intros n.", "split.", "apply (proj1 (IH n))."],
+        ["fix IH 1.", "intros n.", "split.", "1: {", "apply (proj1 (IH n))."],
+        ["fix IH 1.", "intros n.", "split.", "all: [> apply (proj1 (IH n)) | idtac]."],
+    ],
+    ids=["close-one-of-two", "inside-a-focus-block", "dispatch"],
+)
 def test_a_step_that_closes_a_goal_with_an_unguarded_call_while_others_remain_earns_nothing(coq, tactics):
     """No ``Qed`` can be asked while a goal is left, yet closing one goal earns softplus(1): Coq's ``Guarded.``,
     which held before the step and fails after it, makes the step a ``kernel`` failure."""
@@ -72,15 +80,41 @@ def test_a_step_that_closes_a_goal_with_an_unguarded_call_while_others_remain_ea
 
 
 def test_honest_steps_that_close_a_goal_inside_a_fix_stand(coq):
-    _, r = walk(coq, PAIR, ["fix IH 1.", "intros n.", "split.", "2: exact I.", "1: destruct n.", "reflexivity.", "simpl.",
-                            "f_equal.", "apply (proj1 (IH n))."])  # fmt: skip
+    _, r = walk(
+        coq,
+        PAIR,
+        [
+            "fix IH 1.",
+            "intros n.",
+            "split.",
+            "2: exact I.",
+            "1: destruct n.",
+            "reflexivity.",
+            "simpl.",
+            "f_equal.",
+            "apply (proj1 (IH n)).",
+        ],
+    )
     assert r.ok and r.state.solved
     _, r = walk(coq, PAIR, ["fix IH 1.", "intros n.", "split.", "2: exact I.", "lia."])
     assert r.ok and r.state.solved
     # Guarded fails just after ``fix IH 1.`` ("Not enough abstractions"): closing another goal then is no fault
     th = Theorem("tp", "Theorem tp : True /\\ forall n : nat, n + 0 = n.", NAT)
-    _, r = walk(coq, th, ["split.", "2: fix IH 1.", "1: exact I.", "intros n.", "destruct n.", "reflexivity.", "simpl.",
-                          "f_equal.", "apply IH."])  # fmt: skip
+    _, r = walk(
+        coq,
+        th,
+        [
+            "split.",
+            "2: fix IH 1.",
+            "1: exact I.",
+            "intros n.",
+            "destruct n.",
+            "reflexivity.",
+            "simpl.",
+            "f_equal.",
+            "apply IH.",
+        ],
+    )
     assert r.ok and r.state.solved
 
 
@@ -133,9 +167,18 @@ def test_a_fix_hidden_in_a_header_tactic_and_an_unchecked_term_are_caught_by_the
         prover.close()
 
 
-@pytest.mark.parametrize("tactic", ["exact_no_check I.", "vm_cast_no_check (eq_refl 0).", "native_cast_no_check I.",
-                                    "change_no_check (0 = 0).", "idtac; exact_no_check I.", "try exact_no_check I.",
-                                    "first [exact_no_check I | idtac]."])
+@pytest.mark.parametrize(
+    "tactic",
+    [
+        "exact_no_check I.",
+        "vm_cast_no_check (eq_refl 0).",
+        "native_cast_no_check I.",
+        "change_no_check (0 = 0).",
+        "idtac; exact_no_check I.",
+        "try exact_no_check I.",
+        "first [exact_no_check I | idtac].",
+    ],
+)
 def test_tactics_that_skip_the_type_check_are_refused_by_step_itself(coq, tactic):
     st = coq.start(Theorem("tt", "Theorem tt : True.", NAT))
     r = coq.step(st, tactic)
@@ -160,8 +203,10 @@ def mcts(**kw) -> SearchConfig:
 
 
 def bfs(**kw) -> SearchConfig:
-    return SearchConfig(algorithm="best-first", best_first=BestFirstConfig(**{"tactic_timeout": 5.0, "width": 4,
-                                                                            "max_expansions": 16, "seconds": 60.0, **kw}))
+    return SearchConfig(
+        algorithm="best-first",
+        best_first=BestFirstConfig(**{"tactic_timeout": 5.0, "width": 4, "max_expansions": 16, "seconds": 60.0, **kw}),
+    )
 
 
 @pytest.mark.parametrize("config", [mcts(), bfs()], ids=["mcts", "best-first"])
@@ -211,11 +256,13 @@ def test_unsound_only_when_the_budget_ends_without_a_sound_proof():
 def test_mcts_an_unguarded_call_inside_a_focus_block_is_a_kernel_edge(coq):
     """MCTS's AND node: goal 1 in ``1: {``, where a recursive call that breaks the guard is refused at its step
     (``Guarded.``), and the search proves honestly."""
-    table = [("IH : forall n : nat, n + 0 = n /\\ True\n⊢ forall", ["intros n."]),
-             ("⊢ forall", ["fix IH 1.", "intros n."]),
-             ("⊢ n + 0 = n /\\", ["split."]),
-             ("⊢ n + 0 = n", ["apply (proj1 (IH n)).", "lia."]),
-             ("⊢ True", ["exact I."])]
+    table = [
+        ("IH : forall n : nat, n + 0 = n /\\ True\n⊢ forall", ["intros n."]),
+        ("⊢ forall", ["fix IH 1.", "intros n."]),
+        ("⊢ n + 0 = n /\\", ["split."]),
+        ("⊢ n + 0 = n", ["apply (proj1 (IH n)).", "lia."]),
+        ("⊢ True", ["exact I."]),
+    ]
     r = search_one(PAIR, coq, ScriptedPolicy(table), mcts(max_steps=40))
     assert r.status == "proved" and r.refused == 0, (r.status, r.proof, r.reason)
     kernel = [e for e in r.tree.edges if e.failure is not None and e.failure.kind == "kernel"]
@@ -229,8 +276,14 @@ def test_mcts_a_cheat_inside_a_focus_block_only_the_final_check_sees_marks_the_p
     from proofrl.provers.coq import CoqProver
 
     th = Theorem("pair", PAIR.statement, CHEAT_HEADER)
-    table = [("⊢ forall", ["intros n.", "intros m."]), ("⊢ n + 0 = n /\\", ["split."]), ("⊢ m + 0 = m /\\", ["split."]),
-             ("⊢ n + 0 = n", ["apply cheat.", "lia."]), ("⊢ m + 0 = m", ["lia."]), ("⊢ True", ["exact I."])]
+    table = [
+        ("⊢ forall", ["intros n.", "intros m."]),
+        ("⊢ n + 0 = n /\\", ["split."]),
+        ("⊢ m + 0 = m /\\", ["split."]),
+        ("⊢ n + 0 = n", ["apply cheat.", "lia."]),
+        ("⊢ m + 0 = m", ["lia."]),
+        ("⊢ True", ["exact I."]),
+    ]
     prover = CoqProver(CHEAT_HEADER)
     try:
         r = search_one(th, prover, ScriptedPolicy(table), mcts(max_steps=40))
@@ -256,9 +309,15 @@ def _scripted_app(table):
         (msg,) = [m for m in body["messages"] if m["role"] == "user"]
         props = pol.propose(msg["content"], body.get("n", 1)) or []
         props = (props * body.get("n", 1))[: body.get("n", 1)]
-        choices = [{"index": j, "finish_reason": "stop", "message": {"role": "assistant", "content": p.tactic},
-                    "logprobs": {"content": [{"token": p.tactic, "logprob": p.logprob_sum, "top_logprobs": []}]}}
-                   for j, p in enumerate(props)]
+        choices = [
+            {
+                "index": j,
+                "finish_reason": "stop",
+                "message": {"role": "assistant", "content": p.tactic},
+                "logprobs": {"content": [{"token": p.tactic, "logprob": p.logprob_sum, "top_logprobs": []}]},
+            }
+            for j, p in enumerate(props)
+        ]
         return {"id": "c", "object": "chat.completion", "model": body["model"], "choices": choices}
 
     return app
@@ -271,15 +330,40 @@ def test_proofrl_search_with_a_cheating_policy_proves_honestly_and_keeps_the_dea
 
     from proofrl.cli import app
 
-    table = [("IH :", ["apply IH."]), ("⊢ forall n", ["fix IH 1.", "apply cheat.", "intros n."]),
-             ("n + 0 = n", ["apply cheat.", "lia."])]
+    table = [
+        ("IH :", ["apply IH."]),
+        ("⊢ forall n", ["fix IH 1.", "apply cheat.", "intros n."]),
+        ("n + 0 = n", ["apply cheat.", "lia."]),
+    ]
     url, stop = serve(_scripted_app(table))
     problems = tmp_path / "p.jsonl"
-    problems.write_text(json.dumps({"name": "plus0", "header": CHEAT_HEADER, "formal_statement": PLUS_CHEAT.statement}) + "\n")
+    problems.write_text(
+        json.dumps({"name": "plus0", "header": CHEAT_HEADER, "formal_statement": PLUS_CHEAT.statement}) + "\n"
+    )
     try:
-        r = CliRunner().invoke(app, ["search", str(problems), "--algorithm", algorithm, "--policy", f"openai-chat:{url}",
-                                     "--model", "scripted", "--out", str(tmp_path / "out"), "--width", "3",
-                                     "--expansions", "12", "--max-steps", "16", "--threads", "1"])  # fmt: skip
+        r = CliRunner().invoke(
+            app,
+            [
+                "search",
+                str(problems),
+                "--algorithm",
+                algorithm,
+                "--policy",
+                f"openai-chat:{url}",
+                "--model",
+                "scripted",
+                "--out",
+                str(tmp_path / "out"),
+                "--width",
+                "3",
+                "--expansions",
+                "12",
+                "--max-steps",
+                "16",
+                "--threads",
+                "1",
+            ],
+        )
     finally:
         stop()
     assert r.exit_code == 0, r.output
@@ -294,11 +378,18 @@ def test_proofrl_search_with_a_cheating_policy_proves_honestly_and_keeps_the_dea
 # -- Lean: what the end of a declaration checks, in tactic mode ------------------------------------------------
 
 
-@pytest.mark.parametrize("name, statement, tactic", [
-    ("self_proof_apply_check", "theorem ex : False :=", "apply ex"),
-    ("self_proof_exact_check", "theorem ex : False :=", "exact ex"),
-    ("self_proof_rw", "set_option pp.fvars.anonymous false in theorem self_application : 1 = 0 := by", "rw [self_application]"),
-])
+@pytest.mark.parametrize(
+    "name, statement, tactic",
+    [
+        ("self_proof_apply_check", "theorem ex : False :=", "apply ex"),
+        ("self_proof_exact_check", "theorem ex : False :=", "exact ex"),
+        (
+            "self_proof_rw",
+            "set_option pp.fvars.anonymous false in theorem self_application : 1 = 0 := by",
+            "rw [self_application]",
+        ),
+    ],
+)
 def test_lean_a_proof_by_itself_closes_no_goal_and_earns_nothing(name, statement, tactic):
     """Real Lean (recorded): in tactic mode the theorem's own name is a free variable; the REPL's check of the
     finished term says ``Error: kernel type check failed`` (command mode: "fail to show termination")."""

@@ -57,10 +57,17 @@ def test_prompt_format():
 
 
 def test_merging_duplicates_adds_the_probabilities_of_distinct_sequences():
-    props = merge_proposals([
-        ("auto.", [-1.0, -1.0], (5, 6)), (" auto. ", [-0.5, -1.5], (7, 6)), ("auto.", [-1.0, -1.0], (5, 6)),
-        ("```coq\nlia.\n```", [-0.5]), ("", [-0.1]), ("trivial.", [-3.0, -0.5, -0.5]), ("lia.", [-0.5]),
-    ])  # fmt: skip
+    props = merge_proposals(
+        [
+            ("auto.", [-1.0, -1.0], (5, 6)),
+            (" auto. ", [-0.5, -1.5], (7, 6)),
+            ("auto.", [-1.0, -1.0], (5, 6)),
+            ("```coq\nlia.\n```", [-0.5]),
+            ("", [-0.1]),
+            ("trivial.", [-3.0, -0.5, -0.5]),
+            ("lia.", [-0.5]),
+        ]
+    )
     assert [p.tactic for p in props] == ["lia.", "auto.", "trivial."]  # sorted by logprob_sum, empty dropped
     lia, auto, trivial = props
     # two spellings of "auto." (tokens 5 6 and 7 6) add their probabilities; the repeat of 5 6 counts once
@@ -70,7 +77,10 @@ def test_merging_duplicates_adds_the_probabilities_of_distinct_sequences():
     assert lia == Proposal("lia.", -0.5, -0.5, 1, 2)  # same log-probs and no ids: one sequence drawn twice
     assert trivial == Proposal("trivial.", -4.0, -4.0 / 3, 3, 1)
     assert all(p.logprob_sum <= 0 for p in props)
-    assert merge_proposals([("a.", [-1.0]), ("b.", [-1.1]), ("c.", [-0.5])], k=2) == [Proposal("c.", -0.5, -0.5, 1), Proposal("a.", -1.0, -1.0, 1)]
+    assert merge_proposals([("a.", [-1.0]), ("b.", [-1.1]), ("c.", [-0.5])], k=2) == [
+        Proposal("c.", -0.5, -0.5, 1),
+        Proposal("a.", -1.0, -1.0, 1),
+    ]
 
 
 # -- the tiny tactic model ---------------------------------------------------------------------------------
@@ -80,9 +90,16 @@ def test_merging_duplicates_adds_the_probabilities_of_distinct_sequences():
 def tiny_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("tactic-model")
     losses = []
-    train_tiny_tactic_model(TRANSITIONS, out, epochs=60, seed=0, lr=3e-3, batch=8,
-                            model={"hidden": 64, "layers": 2, "heads": 4, "vocab_size": 400},
-                            on_epoch=lambda e, l: losses.append(l))  # fmt: skip
+    train_tiny_tactic_model(
+        TRANSITIONS,
+        out,
+        epochs=60,
+        seed=0,
+        lr=3e-3,
+        batch=8,
+        model={"hidden": 64, "layers": 2, "heads": 4, "vocab_size": 400},
+        on_epoch=lambda e, l: losses.append(l),
+    )
     assert losses[-1] < losses[0] / 4
     return out
 
@@ -169,13 +186,30 @@ def policy_app(model, tok):
         if authorization != f"Bearer {KEY}":
             raise HTTPException(401, "bad key")
         (msg,) = [m for m in body["messages"] if m["role"] == "user"]
-        params = SamplingParams(n=body.get("n", 1), temperature=body.get("temperature", 1.0), top_p=body.get("top_p", 1.0),
-                                max_tokens=body.get("max_tokens", 16), seed=body.get("seed"))  # fmt: skip
+        params = SamplingParams(
+            n=body.get("n", 1),
+            temperature=body.get("temperature", 1.0),
+            top_p=body.get("top_p", 1.0),
+            max_tokens=body.get("max_tokens", 16),
+            seed=body.get("seed"),
+        )
         (group,) = gen.generate([msg["content"]], params)
-        choices = [{"index": j, "finish_reason": c.finish_reason, "message": {"role": "assistant", "content": c.text},
-                    "logprobs": {"content": [{"token": tok.decode([t]), "logprob": lp, "top_logprobs": []}
-                                             for t, lp in zip(c.token_ids, c.logprobs)] if body.get("logprobs") else None}}
-                   for j, c in enumerate(group)]  # fmt: skip
+        choices = [
+            {
+                "index": j,
+                "finish_reason": c.finish_reason,
+                "message": {"role": "assistant", "content": c.text},
+                "logprobs": {
+                    "content": [
+                        {"token": tok.decode([t]), "logprob": lp, "top_logprobs": []}
+                        for t, lp in zip(c.token_ids, c.logprobs)
+                    ]
+                    if body.get("logprobs")
+                    else None
+                },
+            }
+            for j, c in enumerate(group)
+        ]
         return {"id": "chat-1", "object": "chat.completion", "model": body["model"], "choices": choices[::-1]}
 
     @app.post("/value")
@@ -200,8 +234,9 @@ def test_openai_completions_policy_matches_the_local_model(endpoint, tiny):
     url, seen, _ = endpoint
     model, tok = tiny
     direct = HFTacticPolicy(model, tok, max_tokens=24, seed=5).propose_many([S1, S2], 6)
-    remote = OpenAITacticPolicy(url, "tiny", api_key=KEY, max_tokens=24, seed=5,
-                                extra_body={"return_tokens_as_token_ids": True})  # fmt: skip
+    remote = OpenAITacticPolicy(
+        url, "tiny", api_key=KEY, max_tokens=24, seed=5, extra_body={"return_tokens_as_token_ids": True}
+    )
     assert isinstance(remote, TacticPolicy) and remote.name == "openai:tiny"
     got = remote.propose_many([S1, S2], 6)
     assert [[p.tactic for p in g] for g in got] == [[p.tactic for p in g] for g in direct]
@@ -215,13 +250,18 @@ def test_openai_chat_policy(endpoint, tiny):
     url, seen, _ = endpoint
     model, tok = tiny
     direct = HFTacticPolicy(model, tok, max_tokens=24, seed=7).propose(S3, 5)
-    chat = make_tactic_policy(f"openai-chat:{url}/v1", model="tiny", api_key=KEY, max_tokens=24, seed=7, system="You prove Coq goals.")
+    chat = make_tactic_policy(
+        f"openai-chat:{url}/v1", model="tiny", api_key=KEY, max_tokens=24, seed=7, system="You prove Coq goals."
+    )
     got = chat.propose(S3, 5)
     assert [p.tactic for p in got] == [p.tactic for p in direct]
     assert [p.logprob_sum for p in got] == pytest.approx([p.logprob_sum for p in direct], abs=1e-5)
     body = seen[-1]
     assert body["logprobs"] is True and body["n"] == 5
-    assert body["messages"] == [{"role": "system", "content": "You prove Coq goals."}, {"role": "user", "content": tactic_prompt(S3)}]
+    assert body["messages"] == [
+        {"role": "system", "content": "You prove Coq goals."},
+        {"role": "user", "content": tactic_prompt(S3)},
+    ]
 
 
 def test_endpoint_errors_are_clear(endpoint):
@@ -242,9 +282,14 @@ def test_endpoint_dying_mid_run_is_a_clear_error(endpoint):
     value = EndpointValue(url + "/value", timeout=5)
     assert completions.propose(S2, 2) and chat.propose(S2, 2) and value.value(S2) == -1.0
     stop()  # the server goes away between two expansions
-    with pytest.raises(PolicyEndpointError, match=r"tactic policy endpoint http://127\.0\.0\.1:\d+/v1/completions: unreachable or died"):
+    with pytest.raises(
+        PolicyEndpointError, match=r"tactic policy endpoint http://127\.0\.0\.1:\d+/v1/completions: unreachable or died"
+    ):
         completions.propose(S2, 2)
-    with pytest.raises(PolicyEndpointError, match=r"tactic policy endpoint http://127\.0\.0\.1:\d+/v1/chat/completions is unreachable or died"):
+    with pytest.raises(
+        PolicyEndpointError,
+        match=r"tactic policy endpoint http://127\.0\.0\.1:\d+/v1/chat/completions is unreachable or died",
+    ):
         chat.propose(S2, 2)
     with pytest.raises(PolicyEndpointError, match="value endpoint .* unreachable or died"):
         value.value(S2)
@@ -256,7 +301,11 @@ def test_endpoint_dying_mid_run_is_a_clear_error(endpoint):
 def test_value_functions(endpoint):
     url, seen, _ = endpoint
     none = make_value_fn(None)
-    assert isinstance(none, ValueFn) and isinstance(none, NoValue) and none.value(S1) == -1.0 == make_value_fn("none").value(S2)
+    assert (
+        isinstance(none, ValueFn)
+        and isinstance(none, NoValue)
+        and none.value(S1) == -1.0 == make_value_fn("none").value(S2)
+    )
     ep = make_value_fn(f"endpoint:{url}/value")
     assert isinstance(ep, EndpointValue) and ep.value("⊢ a\n\n⊢ b") == -2.0  # reap: value = −score
     assert seen[-1] == {"state": "⊢ a\n\n⊢ b"}

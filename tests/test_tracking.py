@@ -85,17 +85,21 @@ def tensorboard_scalars(folder: Path) -> dict[str, list[tuple[int, float]]]:
 
 
 def test_every_tracker_gets_config_metrics_and_summary(tmp_path, offline, capsys):
-    pytest.importorskip("wandb", reason="the tracking extra is not installed: pip install -e \".[tracking]\"")
-    pytest.importorskip("mlflow", reason="the tracking extra is not installed: pip install -e \".[tracking]\"")
-    run = RunDir(tmp_path, step_key="round", loggers=["console", "tensorboard", "wandb", "mlflow"], name="t").start(CONFIG)
+    pytest.importorskip("wandb", reason='the tracking extra is not installed: pip install -e ".[tracking]"')
+    pytest.importorskip("mlflow", reason='the tracking extra is not installed: pip install -e ".[tracking]"')
+    run = RunDir(tmp_path, step_key="round", loggers=["console", "tensorboard", "wandb", "mlflow"], name="t").start(
+        CONFIG
+    )
     run.log(1, {"loss/loss": 0.5, "eval/pass@1": 0.25, "learn/skipped": "nothing solved", "round": 1})
     run.log(2, {"loss/loss": 0.25, "eval/pass@1": 0.5})
     run.summary({"proved_by_round": {"1": 2}, "rounds": 2})
     run.close()
 
     rows = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
-    assert rows == [{"round": 1, "loss/loss": 0.5, "eval/pass@1": 0.25, "learn/skipped": "nothing solved"},
-                    {"round": 2, "loss/loss": 0.25, "eval/pass@1": 0.5}]  # jsonl always, keyed by the loop's step name
+    assert rows == [
+        {"round": 1, "loss/loss": 0.5, "eval/pass@1": 0.25, "learn/skipped": "nothing solved"},
+        {"round": 2, "loss/loss": 0.25, "eval/pass@1": 0.5},
+    ]  # jsonl always, keyed by the loop's step name
     assert json.loads((tmp_path / "summary.json").read_text())["rounds"] == 2
     assert "round 2: loss/loss 0.25  eval/pass@1 0.5" in capsys.readouterr().out
 
@@ -116,8 +120,8 @@ def test_every_tracker_gets_config_metrics_and_summary(tmp_path, offline, capsys
 
 
 def test_a_resumed_run_truncates_its_log_and_continues_the_same_runs(tmp_path, offline):
-    pytest.importorskip("wandb", reason="the tracking extra is not installed: pip install -e \".[tracking]\"")
-    pytest.importorskip("mlflow", reason="the tracking extra is not installed: pip install -e \".[tracking]\"")
+    pytest.importorskip("wandb", reason='the tracking extra is not installed: pip install -e ".[tracking]"')
+    pytest.importorskip("mlflow", reason='the tracking extra is not installed: pip install -e ".[tracking]"')
     first = RunDir(tmp_path, loggers=["wandb", "mlflow"]).start(CONFIG)
     for step in (1, 2, 3):
         first.log(step, {"x": float(step)})
@@ -129,7 +133,9 @@ def test_a_resumed_run_truncates_its_log_and_continues_the_same_runs(tmp_path, o
     again.close()
     assert json.loads((tmp_path / "trackers.json").read_text()) == ids
     client, r = mlflow_run(tmp_path)
-    assert r.info.run_id == ids["mlflow"] and [m.value for m in client.get_metric_history(r.info.run_id, "x")][-1] == 30.0
+    assert (
+        r.info.run_id == ids["mlflow"] and [m.value for m in client.get_metric_history(r.info.run_id, "x")][-1] == 30.0
+    )
     runs = {p.stem.removeprefix("run-") for p in (tmp_path / "wandb").glob("offline-run-*/run-*.wandb")}
     assert runs == {ids["wandb"]}  # one wandb run id, resumed
 
@@ -142,6 +148,9 @@ def test_a_fresh_run_starts_an_empty_log_and_an_unknown_logger_is_one_line(tmp_p
         RunDir(tmp_path, loggers=["wandbb"])
     from proofrl.train.config import load_recipe
 
-    with pytest.raises(ConfigError, match=r"logger\[1\] must be one of \['console', 'jsonl', 'mlflow', 'tensorboard', "
-                                          r"'wandb'\], got 'tb'"):
+    with pytest.raises(
+        ConfigError,
+        match=r"logger\[1\] must be one of \['console', 'jsonl', 'mlflow', 'tensorboard', "
+        r"'wandb'\], got 'tb'",
+    ):
         load_recipe("demo", ["logger=[jsonl,tb]"])

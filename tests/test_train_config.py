@@ -90,10 +90,22 @@ def test_keys_of_the_update_path_and_their_defaults():
     ppo, model = cfg.algorithm.ppo, cfg.model
     assert (ppo.clip_ratio_c, ppo.max_grad_norm, ppo.horizon) == (3.0, 1.0, None)
     assert (model.gradient_checkpointing, model.ref_device, model.dtype) == (False, "same", "auto")
-    cfg = load_recipe("demo", ["algorithm.ppo.clip_ratio_c=10", "algorithm.ppo.max_grad_norm=null",
-                               "algorithm.ppo.horizon=48", "model.gradient_checkpointing=true",
-                               "model.ref_device=cpu", "model.dtype=bfloat16"])  # fmt: skip
-    assert (cfg.algorithm.ppo.clip_ratio_c, cfg.algorithm.ppo.max_grad_norm, cfg.algorithm.ppo.horizon) == (10.0, None, 48)
+    cfg = load_recipe(
+        "demo",
+        [
+            "algorithm.ppo.clip_ratio_c=10",
+            "algorithm.ppo.max_grad_norm=null",
+            "algorithm.ppo.horizon=48",
+            "model.gradient_checkpointing=true",
+            "model.ref_device=cpu",
+            "model.dtype=bfloat16",
+        ],
+    )
+    assert (cfg.algorithm.ppo.clip_ratio_c, cfg.algorithm.ppo.max_grad_norm, cfg.algorithm.ppo.horizon) == (
+        10.0,
+        None,
+        48,
+    )
     assert (cfg.model.gradient_checkpointing, cfg.model.ref_device, cfg.model.dtype) == (True, "cpu", "bfloat16")
     # every PPOConfig setting can be set from a recipe, and converts to the dataclass ppo_update takes
     assert {f for f in PPOConfig.__dataclass_fields__} <= set(type(ppo).model_fields)
@@ -106,7 +118,10 @@ def test_keys_of_the_update_path_and_their_defaults():
     ("override", "message"),
     [
         ("reward.unlikeliness.beta_rank=2", r"reward.unlikeliness.beta_rank must be in \[0, 1\], got 2"),
-        ("algorithm.ppo.agg_mode=mean", r"algorithm.ppo.agg_mode must be one of \[.*'token-mean', 'token-sum-norm'\], got 'mean'"),
+        (
+            "algorithm.ppo.agg_mode=mean",
+            r"algorithm.ppo.agg_mode must be one of \[.*'token-mean', 'token-sum-norm'\], got 'mean'",
+        ),
         ("algorithm.ppo.kl_kind=k9", r"algorithm.ppo.kl_kind must be one of \[.*'low_var_kl'.*\], got 'k9'"),
         ("algorithm.advantage=ppo", r"algorithm.advantage must be one of \['dr_grpo', 'grpo'\], got 'ppo'"),
         ("rollout.generator=hf2", r"rollout.generator must be one of \['hf', 'vllm', 'openai'\], got 'hf2'"),

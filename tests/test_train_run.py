@@ -38,7 +38,11 @@ def test_the_update_micro_batch_does_not_change_the_generation_batch(monkeypatch
     """``micro_batch`` is a memory knob of the update; the HF generation batch (which changes the sampled
     rollouts) is ``rollout.generation_batch`` alone."""
     monkeypatch.setitem(generation.GENERATORS, "hf", lambda **kw: _Made("hf", **kw))
-    sizes = {mb: run.rollout_generator(load_recipe("demo", [f"micro_batch={mb}", "rollout.generation_batch=24"]),
-                                       object(), object())[0].kw["batch_size"] for mb in (1, 64)}  # fmt: skip
+    sizes = {
+        mb: run.rollout_generator(
+            load_recipe("demo", [f"micro_batch={mb}", "rollout.generation_batch=24"]), object(), object()
+        )[0].kw["batch_size"]
+        for mb in (1, 64)
+    }
     assert sizes == {1: 24, 64: 24}
     assert load_recipe("demo").rollout.generation_batch == 256  # the demo's generation, as before the knob

@@ -28,8 +28,16 @@ from rl_support import build_taught_model, problems
 
 pytestmark = pytest.mark.skipif(not __import__("shutil").which("coqidetop.opt"), reason="needs Coq")
 
-SMALL = ["rollout.problems_per_step=4", "rollout.group_size=6", "rollout.max_tokens=24", "rollout.chunk_prompts=2",
-         "optim.lr=1e-3", "checkpoint_every=1", "micro_batch=32", "verify.timeout=10"]  # fmt: skip
+SMALL = [
+    "rollout.problems_per_step=4",
+    "rollout.group_size=6",
+    "rollout.max_tokens=24",
+    "rollout.chunk_prompts=2",
+    "optim.lr=1e-3",
+    "checkpoint_every=1",
+    "micro_batch=32",
+    "verify.timeout=10",
+]
 
 
 @pytest.fixture(scope="module")
@@ -97,8 +105,14 @@ def test_unlikeliness_changes_the_shaped_reward(tmp_path, taught, verifier):
 
 def _run_cli(recipe: Path, out: Path) -> subprocess.Popen:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    return subprocess.Popen([sys.executable, "-m", "proofrl.cli", "train", "--recipe", str(recipe), "--out", str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)  # fmt: skip
+    return subprocess.Popen(
+        [sys.executable, "-m", "proofrl.cli", "train", "--recipe", str(recipe), "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
 
 
 @pytest.mark.slow
@@ -106,8 +120,9 @@ def test_killed_run_resumes_and_matches_an_uninterrupted_one(tmp_path, taught):
     """`proofrl train` killed with SIGKILL after a checkpoint, then rerun, ends where an unkilled run ends."""
     data = tmp_path / "problems.jsonl"
     save_problems(problems(), data)
-    recipe = load_recipe("demo", [*SMALL, "steps=3", f"model.path={taught}", f"data.train={data}", "data.eval=",
-                                  "verify.workers=1"]).to_dict()  # fmt: skip
+    recipe = load_recipe(
+        "demo", [*SMALL, "steps=3", f"model.path={taught}", f"data.train={data}", "data.eval=", "verify.workers=1"]
+    ).to_dict()
     path = tmp_path / "recipe.yaml"
     path.write_text(yaml.safe_dump(recipe))
 
@@ -134,8 +149,16 @@ def test_killed_run_resumes_and_matches_an_uninterrupted_one(tmp_path, taught):
 
 def test_error_correction_turn_feeds_failures_back(tmp_path, taught, verifier):
     """kimina's second turn: failed proofs come back as prompts that quote Coq's error, mixed into batches."""
-    cfg = load_recipe("demo", [*SMALL, "steps=2", f"out={tmp_path}", "rollout.error_correction.enabled=true",
-                               "rollout.error_correction.rate=0.5"])  # fmt: skip
+    cfg = load_recipe(
+        "demo",
+        [
+            *SMALL,
+            "steps=2",
+            f"out={tmp_path}",
+            "rollout.error_correction.enabled=true",
+            "rollout.error_correction.rate=0.5",
+        ],
+    )
     tr = _trainer(cfg, taught, verifier)
     records = tr.fit()
     first = records[0].metrics

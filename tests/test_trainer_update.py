@@ -23,15 +23,23 @@ from proofrl.train.trainer import Trainer
 from rl_support import problems
 
 MAX_TOKENS = 16
-BASE = ["rollout.temperature=0.7", f"rollout.max_tokens={MAX_TOKENS}", "algorithm.ppo.epochs=1",
-        "algorithm.ppo.kl_coef=0.2", "algorithm.ppo.max_grad_norm=null", "algorithm.ppo.skip_grad_norm=null",
-        "optim.weight_decay=0.0", "micro_batch=3"]  # fmt: skip
+BASE = [
+    "rollout.temperature=0.7",
+    f"rollout.max_tokens={MAX_TOKENS}",
+    "algorithm.ppo.epochs=1",
+    "algorithm.ppo.kl_coef=0.2",
+    "algorithm.ppo.max_grad_norm=null",
+    "algorithm.ppo.skip_grad_norm=null",
+    "optim.weight_decay=0.0",
+    "micro_batch=3",
+]
 
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory) -> Path:
-    return build_tiny_model(tmp_path_factory.mktemp("tiny"), sample_corpus(), vocab_size=512, hidden=64, layers=2,
-                            heads=4, seed=1)  # fmt: skip
+    return build_tiny_model(
+        tmp_path_factory.mktemp("tiny"), sample_corpus(), vocab_size=512, hidden=64, layers=2, heads=4, seed=1
+    )
 
 
 class RecordingSGD(torch.optim.SGD):
@@ -42,7 +50,9 @@ class RecordingSGD(torch.optim.SGD):
         self.grads: list[torch.Tensor] = []
 
     def step(self, closure=None):
-        self.grads.append(torch.cat([p.grad.detach().flatten().clone() for g in self.param_groups for p in g["params"]]))
+        self.grads.append(
+            torch.cat([p.grad.detach().flatten().clone() for g in self.param_groups for p in g["params"]])
+        )
         return super().step(closure)
 
 
@@ -62,7 +72,9 @@ def make_trainer(tiny: Path, tmp_path: Path, overrides=(), *, dtype=None, lora=N
     return tr
 
 
-def make_groups(tok, sizes=(4, 3, 4), rewards=((1, 0, 0, 0), (1, 1, 0), (0, 1, 1, 1)), lengths=None, seed=0) -> list[Group]:
+def make_groups(
+    tok, sizes=(4, 3, 4), rewards=((1, 0, 0, 0), (1, 1, 0), (0, 1, 1, 1)), lengths=None, seed=0
+) -> list[Group]:
     fmt, probs = get_format("coq"), problems()
     g = torch.Generator().manual_seed(seed)
     groups = []
@@ -74,7 +86,9 @@ def make_groups(tok, sizes=(4, 3, 4), rewards=((1, 0, 0, 0), (1, 1, 0), (0, 1, 1
             k = lengths[gi][j] if lengths else int(torch.randint(1, MAX_TOKENS + 1, (1,), generator=g))
             ids = tuple(int(t) for t in torch.randint(5, len(tok), (k,), generator=g))
             comps.append(Completion(tok.decode(ids), ids, (0.0,) * k, "stop"))
-        groups.append(Group(PromptItem(prob, text, 1, text), comps, [None] * n, rewards=[float(r) for r in rewards[gi]]))
+        groups.append(
+            Group(PromptItem(prob, text, 1, text), comps, [None] * n, rewards=[float(r) for r in rewards[gi]])
+        )
     return groups
 
 
@@ -92,8 +106,11 @@ def reference_gradient(tr: Trainer, groups: list[Group]) -> tuple[torch.Tensor, 
         ent = -(lsm.exp() * lsm).sum(-1)
         return lsm.gather(-1, torch.tensor(resp).unsqueeze(-1)).squeeze(-1), ent
 
-    rows = [(p, c.token_ids) for g, p in zip(groups, encode_prompts(tr.tokenizer, [g.item.prompt for g in groups]))
-            for c in g.completions]  # fmt: skip
+    rows = [
+        (p, c.token_ids)
+        for g, p in zip(groups, encode_prompts(tr.tokenizer, [g.item.prompt for g in groups]))
+        for c in g.completions
+    ]
     width = max(len(r) for _, r in rows)
     pad = lambda xs: torch.stack([torch.nn.functional.pad(x, (0, width - len(x))) for x in xs])  # noqa: E731
     mask = pad([torch.ones(len(r)) for _, r in rows])
@@ -112,9 +129,19 @@ def reference_gradient(tr: Trainer, groups: list[Group]) -> tuple[torch.Tensor, 
     rewards = torch.tensor([r for g in groups for r in g.rewards])
     gids = torch.tensor([gi for gi, g in enumerate(groups) for _ in g.completions])
     adv = group_advantages_loop(rewards, gids, scale_by_std=cfg.algorithm.advantage == "grpo")
-    loss = ppo_clip_loss(logp, logp.detach(), adv, mask, clip_ratio_low=ppo.clip_ratio_low,
-                         clip_ratio_high=ppo.clip_ratio_high, agg_mode=ppo.agg_mode, ref_logp=ref,
-                         kl_coef=ppo.kl_coef, kl_kind=ppo.kl_kind, horizon=MAX_TOKENS).loss  # fmt: skip
+    loss = ppo_clip_loss(
+        logp,
+        logp.detach(),
+        adv,
+        mask,
+        clip_ratio_low=ppo.clip_ratio_low,
+        clip_ratio_high=ppo.clip_ratio_high,
+        agg_mode=ppo.agg_mode,
+        ref_logp=ref,
+        kl_coef=ppo.kl_coef,
+        kl_kind=ppo.kl_kind,
+        horizon=MAX_TOKENS,
+    ).loss
     loss.backward()
     grad = torch.cat([p.grad.flatten() for p in params])
     entropy = float(torch.cat(ents).detach().mean())
@@ -162,8 +189,12 @@ def test_micro_batch_of_one_row_equals_the_whole_mini_batch(tiny, tmp_path, agg_
     gradient is the mini-batch's (KL on, two epochs with an SGD step between them so ρ ≠ 1 in the second)."""
     grads = {}
     for micro in (1, 64):
-        tr = make_trainer(tiny, tmp_path / str(micro), [f"algorithm.ppo.agg_mode={agg_mode}", f"micro_batch={micro}",
-                                                        "algorithm.ppo.epochs=2"], lr=0.5)  # fmt: skip
+        tr = make_trainer(
+            tiny,
+            tmp_path / str(micro),
+            [f"algorithm.ppo.agg_mode={agg_mode}", f"micro_batch={micro}", "algorithm.ppo.epochs=2"],
+            lr=0.5,
+        )
         tr.update(make_groups(tr.tokenizer))
         grads[micro] = tr.optimizer.grads
     assert len(grads[1]) == len(grads[64]) == 2
@@ -176,10 +207,18 @@ def test_dr_grpo_divisor_does_not_depend_on_the_neighbours(tiny, tmp_path):
     short or long neighbours (the neighbours' group is uninformative, so they add no gradient of their own)."""
     grads = []
     for k, neighbour_len in enumerate((1, MAX_TOKENS)):
-        tr = make_trainer(tiny, tmp_path / str(k), ["algorithm.advantage=dr_grpo", "algorithm.ppo.kl_coef=0.0",
-                                                    "algorithm.ppo.agg_mode=seq-mean-token-sum-norm"])  # fmt: skip
-        groups = make_groups(tr.tokenizer, sizes=(3, 2), rewards=((1, 0, 0), (1, 1)),
-                             lengths=((2, 5, 3), (neighbour_len, neighbour_len)))  # fmt: skip
+        tr = make_trainer(
+            tiny,
+            tmp_path / str(k),
+            [
+                "algorithm.advantage=dr_grpo",
+                "algorithm.ppo.kl_coef=0.0",
+                "algorithm.ppo.agg_mode=seq-mean-token-sum-norm",
+            ],
+        )
+        groups = make_groups(
+            tr.tokenizer, sizes=(3, 2), rewards=((1, 0, 0), (1, 1)), lengths=((2, 5, 3), (neighbour_len, neighbour_len))
+        )
         tr.update(groups)
         grads.append(tr.optimizer.grads[0])
     assert grads[0].norm() > 0 and rel(grads[1], grads[0]) < 1e-5
@@ -188,8 +227,14 @@ def test_dr_grpo_divisor_does_not_depend_on_the_neighbours(tiny, tmp_path):
 def test_bf16_compute_keeps_fp32_master_weights_that_move_at_lr_1e_6(tiny, tmp_path):
     """At lr 1e-6 AdamW's steps are far below bf16's resolution (~4e-3 relative): bf16 weights updated in place
     would almost never change. Master weights are fp32 (so is the optimiser state); forward passes run in bf16."""
-    tr = make_trainer(tiny, tmp_path, ["model.dtype=bfloat16", "optim.lr=1e-6", "algorithm.ppo.kl_coef=0.0"],
-                      dtype=torch.bfloat16, perturb=0.0, lr=None)  # fmt: skip
+    tr = make_trainer(
+        tiny,
+        tmp_path,
+        ["model.dtype=bfloat16", "optim.lr=1e-6", "algorithm.ppo.kl_coef=0.0"],
+        dtype=torch.bfloat16,
+        perturb=0.0,
+        lr=None,
+    )
     params = [p for p in tr.model.parameters() if p.requires_grad]
     assert tr.compute_dtype == torch.bfloat16 and all(p.dtype == torch.float32 for p in params)
     seen = set()
@@ -220,7 +265,9 @@ def test_gradient_checkpointing_recomputes_and_gives_the_same_gradient(tiny, tmp
     for ckpt in (False, True):
         tr = make_trainer(tiny, tmp_path / str(ckpt), [f"model.gradient_checkpointing={str(ckpt).lower()}"])
         calls = []
-        hook = tr.model.model.layers[0].self_attn.register_forward_hook(lambda m, i, o: calls.append(torch.is_grad_enabled()))
+        hook = tr.model.model.layers[0].self_attn.register_forward_hook(
+            lambda m, i, o: calls.append(torch.is_grad_enabled())
+        )
         tr.update(make_groups(tr.tokenizer))
         hook.remove()
         out[ckpt] = (tr.optimizer.grads[0], calls.count(True))
@@ -239,8 +286,9 @@ def test_entropy_is_logged_and_large_for_an_untrained_model(tiny, tmp_path):
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 @pytest.mark.parametrize("ref_device", ["same", "cpu"])
 def test_update_on_cuda_in_bf16(tiny, tmp_path, ref_device):
-    cfg = load_recipe("demo", [*BASE, "model.dtype=auto", f"model.ref_device={ref_device}", "optim.lr=1e-6",
-                               f"out={tmp_path}"])  # fmt: skip
+    cfg = load_recipe(
+        "demo", [*BASE, "model.dtype=auto", f"model.ref_device={ref_device}", "optim.lr=1e-6", f"out={tmp_path}"]
+    )
     model, tok = load_policy(tiny, device="cuda")  # auto: bf16 weights on CUDA
     tr = Trainer(cfg, model, tok, None, None, problems())
     assert tr.compute_dtype == torch.bfloat16

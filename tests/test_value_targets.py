@@ -10,8 +10,17 @@ from proofrl.train.replay_buffer import ReplayBuffer, rehearsal_draw
 
 
 def node(i, goals, *, kind="OR", solved=False, closes=False, evaluations=1, children=(), value=None):
-    return {"id": i, "kind": kind, "goals": goals, "counts": {"background": 0, "shelved": 0, "given_up": 0},
-            "solved": solved, "closes": closes, "evaluations": evaluations, "children": list(children), "value": value}
+    return {
+        "id": i,
+        "kind": kind,
+        "goals": goals,
+        "counts": {"background": 0, "shelved": 0, "given_up": 0},
+        "solved": solved,
+        "closes": closes,
+        "evaluations": evaluations,
+        "children": list(children),
+        "value": value,
+    }
 
 
 def edge(i, src, dst, tactic, kind="tactic", failure=None):
@@ -33,10 +42,15 @@ def and_tree():
         node(8, ["⊢ D"], evaluations=0),  # never expanded: no target
     ]
     edges = [
-        edge(0, 0, 1, "split."), edge(1, 0, None, "bad.", failure={"kind": "error", "message": "x"}),
+        edge(0, 0, 1, "split."),
+        edge(1, 0, None, "bad.", failure={"kind": "error", "message": "x"}),
         edge(2, 0, 7, "left."),
-        edge(3, 1, 2, "1: {", "focus"), edge(4, 1, 3, "2: {", "focus"),
-        edge(5, 2, 4, "auto."), edge(6, 3, 5, "simpl."), edge(7, 5, 6, "auto."), edge(8, 7, 8, "intro."),
+        edge(3, 1, 2, "1: {", "focus"),
+        edge(4, 1, 3, "2: {", "focus"),
+        edge(5, 2, 4, "auto."),
+        edge(6, 3, 5, "simpl."),
+        edge(7, 5, 6, "auto."),
+        edge(8, 7, 8, "intro."),
     ]
     return {"root": 0, "nodes": nodes, "edges": edges, "solution": [0, 3, 5, 4, 6, 7], "search": {"name": "t"}}
 
@@ -103,12 +117,25 @@ def test_buffer_drops_repeats_keeps_the_newest_and_round_trips():
 
 
 def test_human_rehearsal_targets_are_steps_left_and_the_ratio_holds():
-    trans = [{"theorem": "t", "module": "M", "step": i, "state_before": f"s{i}", "tactic": tac, "structural": tac == "-",
-              "goals_before": 1, "goals_after": 0 if tac == "auto." else 1}
-             for i, tac in enumerate(["intros.", "-", "split.", "auto."])]
+    trans = [
+        {
+            "theorem": "t",
+            "module": "M",
+            "step": i,
+            "state_before": f"s{i}",
+            "tactic": tac,
+            "structural": tac == "-",
+            "goals_before": 1,
+            "goals_after": 0 if tac == "auto." else 1,
+        }
+        for i, tac in enumerate(["intros.", "-", "split.", "auto."])
+    ]
     hs = human_samples(trans)
-    assert [(h.state, h.tactic, h.cost, h.source) for h in hs] == [("s0", "intros.", 3, "human"), ("s2", "split.", 2, "human"),
-                                                                    ("s3", "auto.", 1, "human")]
+    assert [(h.state, h.tactic, h.cost, h.source) for h in hs] == [
+        ("s0", "intros.", 3, "human"),
+        ("s2", "split.", 2, "human"),
+        ("s3", "auto.", 1, "human"),
+    ]
     many = [ReplaySample(f"h{i}", "t.", 1.0, "h", -1, "human") for i in range(100)]
     assert len(rehearsal_draw(many, 30, 0.25, random.Random(0))) == 10  # 10 of 40 = 25 %
     assert len(rehearsal_draw(many, 30, 0.5, random.Random(0))) == 30
@@ -118,17 +145,39 @@ def test_human_rehearsal_targets_are_steps_left_and_the_ratio_holds():
 def _split_proof():
     """``split. - intros. simpl. lia. - intros. simpl. lia.``: 7 tactics, critical path 1 + max(3, 3) = 4."""
     hidden = "\n\n(+ 1 unfocused, 0 shelved)"
-    rows = [("split.", 1, 2, "⊢ P /\\ Q"), ("-", 2, 2, "⊢ P\n\n⊢ Q"), ("intros.", 2, 2, "⊢ P" + hidden),
-            ("simpl.", 2, 2, "⊢ P1" + hidden), ("lia.", 2, 1, "⊢ P2" + hidden), ("-", 1, 1, "⊢ Q"), ("intros.", 1, 1, "⊢ Q"),
-            ("simpl.", 1, 1, "⊢ Q1"), ("lia.", 1, 0, "⊢ Q2")]
-    return [{"theorem": "t", "module": "M", "step": i, "state_before": st, "tactic": tac, "structural": tac == "-",
-             "goals_before": b, "goals_after": a} for i, (tac, b, a, st) in enumerate(rows)]
+    rows = [
+        ("split.", 1, 2, "⊢ P /\\ Q"),
+        ("-", 2, 2, "⊢ P\n\n⊢ Q"),
+        ("intros.", 2, 2, "⊢ P" + hidden),
+        ("simpl.", 2, 2, "⊢ P1" + hidden),
+        ("lia.", 2, 1, "⊢ P2" + hidden),
+        ("-", 1, 1, "⊢ Q"),
+        ("intros.", 1, 1, "⊢ Q"),
+        ("simpl.", 1, 1, "⊢ Q1"),
+        ("lia.", 1, 0, "⊢ Q2"),
+    ]
+    return [
+        {
+            "theorem": "t",
+            "module": "M",
+            "step": i,
+            "state_before": st,
+            "tactic": tac,
+            "structural": tac == "-",
+            "goals_before": b,
+            "goals_after": a,
+        }
+        for i, (tac, b, a, st) in enumerate(rows)
+    ]
 
 
 def test_human_rehearsal_targets_are_in_the_unit_of_search_targets():
     """The same proof shape as a search tree and as human transitions gives the same steps to close (the
     critical path at the split, 4), not every tactic left (7)."""
-    nodes = [node(0, ["⊢ P /\\ Q"], solved=True, children=[0]), node(1, ["⊢ P", "⊢ Q"], kind="AND", solved=True, children=[1, 2])]
+    nodes = [
+        node(0, ["⊢ P /\\ Q"], solved=True, children=[0]),
+        node(1, ["⊢ P", "⊢ Q"], kind="AND", solved=True, children=[1, 2]),
+    ]
     edges = [edge(0, 0, 1, "split."), edge(1, 1, 2, "1: {", "focus"), edge(2, 1, 6, "2: {", "focus")]
     for first in (2, 6):  # each goal: three tactic steps, the last one closes it
         for k in range(3):

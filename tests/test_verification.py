@@ -53,8 +53,20 @@ def served():
     if requires_coq.args[0]:
         pytest.skip("Coq not installed")
     port = free_port()
-    cmd = [sys.executable, "-c", "from proofrl.cli import app; app()", "serve", "--backend", "coq",
-           "--port", str(port), "--workers", "2", "--timeout", "10"]
+    cmd = [
+        sys.executable,
+        "-c",
+        "from proofrl.cli import app; app()",
+        "serve",
+        "--backend",
+        "coq",
+        "--port",
+        str(port),
+        "--workers",
+        "2",
+        "--timeout",
+        "10",
+    ]
     proc = subprocess.Popen(cmd, env={**os.environ, "PROOFRL_API_KEY": KEY}, stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -144,12 +156,17 @@ def test_bad_arguments() -> None:
 
 # -- through a server -----------------------------------------------------------------------------------
 def test_server_agrees_with_pool_including_positions(served, pool) -> None:
-    with Verifier(pool, timeout=10) as local, Verifier(server_url=served, api_key=KEY, timeout=10, batch_size=3) as remote:
+    with (
+        Verifier(pool, timeout=10) as local,
+        Verifier(server_url=served, api_key=KEY, timeout=10, batch_size=3) as remote,
+    ):
         a, b = local.verify(ITEMS), remote.verify(ITEMS)
     assert [v.status for v in b] == EXPECTED
     for x, y in zip(a, b):
         assert (x.status, x.reasons, x.axioms) == (y.status, y.reasons, y.axioms)
-        assert [(m.severity, m.text, m.start, m.end) for m in x.messages] == [(m.severity, m.text, m.start, m.end) for m in y.messages]
+        assert [(m.severity, m.text, m.start, m.end) for m in x.messages] == [
+            (m.severity, m.text, m.start, m.end) for m in y.messages
+        ]
     assert b[0].prover.startswith("coq ")
 
 
@@ -192,7 +209,11 @@ def test_busy_server_is_retried_then_reported() -> None:
         with Verifier(server_url=srv.url, batch_size=2, retries=1) as ver, pytest.raises(ServerUnavailable) as e:
             ver.verify(ITEMS[:2])
         assert e.value.status == 413 and "max_inflight" in str(e.value)
-        hold = threading.Thread(target=lambda: httpx.post(srv.url + "/api/check", json={"snippets": [{"id": "x", "code": LOOPING}], "timeout": 4}, timeout=30))
+        hold = threading.Thread(
+            target=lambda: httpx.post(
+                srv.url + "/api/check", json={"snippets": [{"id": "x", "code": LOOPING}], "timeout": 4}, timeout=30
+            )
+        )
         hold.start()
         deadline = time.monotonic() + 10
         while "proofrl_inflight_items 1" not in httpx.get(srv.url + "/metrics").text.splitlines():
@@ -215,26 +236,59 @@ def test_lean_snippets_map_positions_back() -> None:
     one = snippet_for(p, "rfl")
     assert one.code.endswith("x = x := by rfl") and one.to_proof(Position(5, 16)) == Position(1, 0)
     whole = snippet_for(p, "theorem t (x : ℕ) :\n    x = x := by\n  rfl")
-    assert whole.code.startswith("import Mathlib\n\nopen Nat\ntheorem") and whole.to_proof(Position(6, 2)) == Position(3, 2)
+    assert whole.code.startswith("import Mathlib\n\nopen Nat\ntheorem") and whole.to_proof(Position(6, 2)) == Position(
+        3, 2
+    )
     own = snippet_for(p, "import Mathlib\ntheorem t (x : ℕ) :\n    x = x := by rfl")
     assert own.code.startswith("import Mathlib\ntheorem") and own.line_offset == 0
 
 
 def test_kimina_lean_result_shapes() -> None:
     s = Snippet("…", line_offset=8)
-    err = {"id": "0", "time": 1.5, "response": {"env": 0, "messages": [
-        {"severity": "error", "pos": {"line": 10, "column": 2}, "endPos": {"line": 10, "column": 9}, "data": "linarith failed\nx : ℕ"}]}}
+    err = {
+        "id": "0",
+        "time": 1.5,
+        "response": {
+            "env": 0,
+            "messages": [
+                {
+                    "severity": "error",
+                    "pos": {"line": 10, "column": 2},
+                    "endPos": {"line": 10, "column": 9},
+                    "data": "linarith failed\nx : ℕ",
+                }
+            ],
+        },
+    }
     v = verdict_from_result(err, s, "lean")
     assert v.status is Status.ERROR and v.reasons == ("linarith failed x : ℕ",) and v.seconds == 1.5
     assert v.messages == (Message("error", "linarith failed\nx : ℕ", Position(2, 2), Position(2, 9)),)
-    sorry = {"id": "0", "response": {"env": 0, "sorries": [{"goal": "⊢ False"}], "messages": [
-        {"severity": "warning", "pos": {"line": 9, "column": 8}, "data": "declaration uses `sorry`"}]}}
+    sorry = {
+        "id": "0",
+        "response": {
+            "env": 0,
+            "sorries": [{"goal": "⊢ False"}],
+            "messages": [{"severity": "warning", "pos": {"line": 9, "column": 8}, "data": "declaration uses `sorry`"}],
+        },
+    }
     assert verdict_from_result(sorry, s, "lean").reasons == ("sorry",)
-    warn_only = {"id": "0", "response": {"env": 0, "messages": [{"severity": "warning", "pos": {"line": 9, "column": 0}, "data": "declaration uses 'sorry'"}]}}
+    warn_only = {
+        "id": "0",
+        "response": {
+            "env": 0,
+            "messages": [{"severity": "warning", "pos": {"line": 9, "column": 0}, "data": "declaration uses 'sorry'"}],
+        },
+    }
     assert verdict_from_result(warn_only, s, "lean").status is Status.REJECTED
     assert verdict_from_result({"id": "0", "response": {"env": 0}}, s, "lean").status is Status.VALID
-    assert verdict_from_result({"id": "0", "response": {"message": "Unknown environment."}}, s, "lean").status is Status.ERROR
-    assert verdict_from_result({"id": "0", "error": "Lean REPL command timed out in 60 seconds"}, s, "lean").status is Status.TIMEOUT
+    assert (
+        verdict_from_result({"id": "0", "response": {"message": "Unknown environment."}}, s, "lean").status
+        is Status.ERROR
+    )
+    assert (
+        verdict_from_result({"id": "0", "error": "Lean REPL command timed out in 60 seconds"}, s, "lean").status
+        is Status.TIMEOUT
+    )
     assert verdict_from_result({"id": "0", "error": "REPL died"}, s, "lean").status is Status.CRASH
     with pytest.raises(ValueError, match="neither"):
         verdict_from_result({"id": "0"}, s, "lean")
@@ -257,10 +311,12 @@ def test_a_proof_that_puts_another_theorem_first_is_not_sent_to_a_server() -> No
     """A server judges the first declaration of a snippet; a whole Lean file that starts with an easy theorem
     would earn `valid` for it. The client refuses it before sending (nothing listens on this port)."""
     with Verifier(server_url=f"http://127.0.0.1:{free_port()}", backend="lean", retries=0) as ver:
-        easy, helper_first = ver.verify([
-            (LEAN, "theorem easy : True := trivial"),
-            (LEAN, "theorem helper : 2 = 2 := rfl\ntheorem l : 1 = 1 := by rfl"),
-        ])
+        easy, helper_first = ver.verify(
+            [
+                (LEAN, "theorem easy : True := trivial"),
+                (LEAN, "theorem helper : 2 = 2 := rfl\ntheorem l : 1 = 1 := by rfl"),
+            ]
+        )
     assert easy.status is Status.REJECTED and easy.reasons[0].startswith("statement changed")
     assert helper_first.status is Status.REJECTED and "theorem helper" in helper_first.reasons[0]
 

@@ -21,7 +21,7 @@ def _dry(*args: str):
 
 @pytest.mark.parametrize("recipe", ["kimina", "unlikeliness"])
 def test_overrides_are_accepted_by_verls_config_schema(recipe: str, tmp_path: Path) -> None:
-    pytest.importorskip("verl", reason="verl is not installed (the distributed extra: pip install -e \".[distributed]\")")
+    pytest.importorskip("verl", reason='verl is not installed (the distributed extra: pip install -e ".[distributed]")')
     from verl.trainer.ppo.utils import need_critic, need_reference_policy
     from verl.utils.config import omega_conf_to_dataclass, validate_config
 
@@ -38,9 +38,13 @@ def test_overrides_are_accepted_by_verls_config_schema(recipe: str, tmp_path: Pa
     g = cfg.rollout.group_size
     assert config.data.train_batch_size == cfg.rollout.problems_per_step and rollout.n == g
     assert actor.ppo_mini_batch_size * g == cfg.algorithm.ppo.minibatch_rows  # verl counts prompts, proofrl rows
-    assert actor.loss_agg_mode == cfg.algorithm.ppo.agg_mode and actor.clip_ratio_high == cfg.algorithm.ppo.clip_ratio_high
+    assert (
+        actor.loss_agg_mode == cfg.algorithm.ppo.agg_mode and actor.clip_ratio_high == cfg.algorithm.ppo.clip_ratio_high
+    )
     assert actor.use_kl_loss == (cfg.algorithm.ppo.kl_coef > 0) and actor.kl_loss_coef == cfg.algorithm.ppo.kl_coef
-    assert actor.optim.lr == cfg.optim.lr and algorithm.filter_groups.enable and algorithm.filter_groups.metric == "score"
+    assert (
+        actor.optim.lr == cfg.optim.lr and algorithm.filter_groups.enable and algorithm.filter_groups.metric == "score"
+    )
     assert rollout.val_kwargs.n == cfg.eval.samples and rollout.val_kwargs.top_p == cfg.eval.top_p
     assert actor.loss_scale_factor == cfg.rollout.max_tokens  # Dr.GRPO's constant H, as the native trainer's
     assert config.reward.custom_reward_function.reward_kwargs.prompt_format == cfg.rollout.prompt_format
@@ -54,12 +58,23 @@ def test_overrides_are_accepted_by_verls_config_schema(recipe: str, tmp_path: Pa
 
 
 def test_keys_without_a_verl_counterpart_are_named() -> None:
-    code, out, err = _dry("--recipe", "unlikeliness", "--set", "algorithm.ppo.policy_loss=ppo-clip", "--set",
-                          "verl.trainer.n_gpus_per_node=4")
+    code, out, err = _dry(
+        "--recipe",
+        "unlikeliness",
+        "--set",
+        "algorithm.ppo.policy_loss=ppo-clip",
+        "--set",
+        "verl.trainer.n_gpus_per_node=4",
+    )
     assert code == 0, err
     named = [line.split("not applied: ")[1] for line in err.splitlines() if "no verl counterpart" in line]
-    assert named == ["algorithm.buffer_samples=256", "algorithm.ppo.policy_loss=ppo-clip", "algorithm.ppo.skip_grad_norm=20.0",
-                     "eval.ks=[1,8,32,128,512]", "eval.max_tokens=1024"]
+    assert named == [
+        "algorithm.buffer_samples=256",
+        "algorithm.ppo.policy_loss=ppo-clip",
+        "algorithm.ppo.skip_grad_norm=20.0",
+        "eval.ks=[1,8,32,128,512]",
+        "eval.max_tokens=1024",
+    ]
     lines = out.splitlines()
     assert "actor_rollout_ref.rollout.n=32" in lines and "data.train_batch_size=16" in lines
     assert lines[-1] == "trainer.n_gpus_per_node=4"  # --set verl.KEY passes through, last so it wins
@@ -70,9 +85,11 @@ def test_keys_without_a_verl_counterpart_are_named() -> None:
 def test_an_unknown_key_is_one_line() -> None:
     code, _, err = _dry("--recipe", "kimina", "--set", "algorithm.ppo.skip_gradnorm=5")
     assert code == 2
-    assert err.strip() == ("proofrl train: unknown keys in algorithm.ppo: ['skip_gradnorm']; known: ['agg_mode', 'clip_ratio_c', "
-                           "'clip_ratio_high', 'clip_ratio_low', 'epochs', 'horizon', 'kl_coef', 'kl_kind', 'max_grad_norm', "
-                           "'minibatch_rows', 'policy_loss', 'shuffle', 'skip_grad_norm']")
+    assert err.strip() == (
+        "proofrl train: unknown keys in algorithm.ppo: ['skip_gradnorm']; known: ['agg_mode', 'clip_ratio_c', "
+        "'clip_ratio_high', 'clip_ratio_low', 'epochs', 'horizon', 'kl_coef', 'kl_kind', 'max_grad_norm', "
+        "'minibatch_rows', 'policy_loss', 'shuffle', 'skip_grad_norm']"
+    )
     code, _, err = _dry("--recipe", "kimina", "--set", "algorithm.ppo.minibatch_rows=12")
     assert code == 2 and "minibatch_rows=12 is not a multiple of rollout.group_size=8" in err
 
@@ -88,7 +105,7 @@ def test_without_verl_the_launch_names_the_install_command(monkeypatch) -> None:
 def test_run_files_are_read_by_verls_dataset(tmp_path: Path) -> None:
     """The parquet rows the launch writes come out of verl's RLHFDataset as chat prompts with the problem record
     in ``extra_info``, which the reward function reads back into the same problem."""
-    pytest.importorskip("verl", reason="verl is not installed (the distributed extra: pip install -e \".[distributed]\")")
+    pytest.importorskip("verl", reason='verl is not installed (the distributed extra: pip install -e ".[distributed]")')
     from verl.utils.dataset.rl_dataset import RLHFDataset
 
     from proofrl.problems import load_problems
@@ -98,7 +115,9 @@ def test_run_files_are_read_by_verls_dataset(tmp_path: Path) -> None:
     from verl_support import compose_verl, tiny_model
 
     sample = Path(__file__).parents[1] / "proofrl" / "data" / "bundled" / "coq_sample.jsonl"
-    cfg = load_recipe("kimina", [f"data.train={sample}", "data.limit=3", "rollout.prompt_format=kimina-coq", "verify.backend=coq"])
+    cfg = load_recipe(
+        "kimina", [f"data.train={sample}", "data.limit=3", "rollout.prompt_format=kimina-coq", "verify.backend=coq"]
+    )
     write_run_files(cfg, tmp_path)
     assert load_recipe(str(tmp_path / "recipe.yaml")) == cfg  # what the reward function and agent loop read
     from transformers import AutoTokenizer
@@ -111,8 +130,9 @@ def test_run_files_are_read_by_verls_dataset(tmp_path: Path) -> None:
     for i, p in enumerate(problems):
         row = rows[i]
         assert list(row["raw_prompt"]) == get_format("kimina-coq").messages(p)
-        assert problem_of(row["extra_info"]) == p.__class__(name=p.name, formal_statement=p.formal_statement, header=p.header,
-                                                            backend=p.backend)
+        assert problem_of(row["extra_info"]) == p.__class__(
+            name=p.name, formal_statement=p.formal_statement, header=p.header, backend=p.backend
+        )
 
 
 def test_dr_grpos_horizon_is_always_a_constant_for_verl() -> None:
@@ -124,7 +144,9 @@ def test_dr_grpos_horizon_is_always_a_constant_for_verl() -> None:
     code, out, _ = _dry("--recipe", "kimina", "--set", "algorithm.ppo.horizon=40")
     assert "actor_rollout_ref.actor.loss_scale_factor=40" in out.splitlines()
     code, _, err = _dry("--recipe", "kimina", "--set", "algorithm.ppo.agg_mode=token-sum-norm")
-    assert code == 2 and err.strip().startswith("proofrl train: algorithm.ppo.agg_mode=token-sum-norm: verl has no such")
+    assert code == 2 and err.strip().startswith(
+        "proofrl train: algorithm.ppo.agg_mode=token-sum-norm: verl has no such"
+    )
 
 
 def test_the_logger_list_becomes_verls_trainer_logger() -> None:

@@ -29,10 +29,17 @@ def _batch(tokenizer, texts: list[str], records: list[dict]):
         mask[i, : len(prompt) + len(r)] = 1
     prompts = torch.tensor([prompt] * len(texts))
     return DataProto.from_dict(
-        tensors={"prompts": prompts, "responses": resp, "input_ids": torch.cat([prompts, resp], 1), "attention_mask": mask},
-        non_tensors={"data_source": np.array(["proofrl"] * len(texts), dtype=object),
-                     "reward_model": np.array([{"ground_truth": ""}] * len(texts), dtype=object),
-                     "extra_info": np.array([dict(r) for r in records], dtype=object)},
+        tensors={
+            "prompts": prompts,
+            "responses": resp,
+            "input_ids": torch.cat([prompts, resp], 1),
+            "attention_mask": mask,
+        },
+        non_tensors={
+            "data_source": np.array(["proofrl"] * len(texts), dtype=object),
+            "reward_model": np.array([{"ground_truth": ""}] * len(texts), dtype=object),
+            "extra_info": np.array([dict(r) for r in records], dtype=object),
+        },
     )
 
 
@@ -41,13 +48,15 @@ def test_reward_loop_worker_scores_real_coq_proofs(tmp_path) -> None:
     from verl.experimental.reward_loop.reward_manager.naive import NaiveRewardManager
 
     model = tiny_model(tmp_path / "model")
-    config = compose_verl([
-        f"actor_rollout_ref.model.path={model}",
-        f"reward.custom_reward_function.path={REWARD_PY}",
-        "reward.custom_reward_function.name=compute_score",
-        "+reward.custom_reward_function.reward_kwargs.timeout=6",
-        "+reward.custom_reward_function.reward_kwargs.workers=2",
-    ])
+    config = compose_verl(
+        [
+            f"actor_rollout_ref.model.path={model}",
+            f"reward.custom_reward_function.path={REWARD_PY}",
+            "reward.custom_reward_function.name=compute_score",
+            "+reward.custom_reward_function.reward_kwargs.timeout=6",
+            "+reward.custom_reward_function.reward_kwargs.workers=2",
+        ]
+    )
     worker = RewardLoopWorker(config)
     assert isinstance(worker.reward_manager, NaiveRewardManager)  # verl's own manager, picked by its config
     broken = {"name": "broken"}  # no statement: this sample gets a precise verdict, the batch goes on
@@ -65,7 +74,7 @@ def test_reward_loop_worker_scores_real_coq_proofs(tmp_path) -> None:
     assert all(set(i) == set(infos[0]) for i in infos)  # verl takes the extra keys from the first sample
     # verl's assembly puts each score on the last response token
     rm = NaiveRewardManager.assemble_rm_scores(data, scores)
-    last = data.batch["attention_mask"][:, data.batch["prompts"].shape[1]:].sum(1) - 1
+    last = data.batch["attention_mask"][:, data.batch["prompts"].shape[1] :].sum(1) - 1
     assert rm[0, last[0]] == 1.0 and rm.sum() == 1.0
 
 
@@ -84,7 +93,9 @@ def test_format_reward_from_the_recipe(tmp_path) -> None:
     kw = {"prompt_format": "kimina-coq", "recipe": "kimina", "via": "pool", "timeout": 10}
 
     async def both():
-        return await asyncio.gather(compute_score("proofrl", good, None, RECORD, **kw), compute_score("proofrl", bad, None, RECORD, **kw))
+        return await asyncio.gather(
+            compute_score("proofrl", good, None, RECORD, **kw), compute_score("proofrl", bad, None, RECORD, **kw)
+        )
 
     r_good, r_bad = asyncio.run(both())
     assert r_good == {"score": 1.0, "status": "valid", "reasons": "", "format_ok": True}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from conftest import requires_coq
 
-ray = pytest.importorskip("ray", reason="Ray is not installed (pip install -e \".[distributed]\")")
+ray = pytest.importorskip("ray", reason='Ray is not installed (pip install -e ".[distributed]")')
 
 from ray_cluster_support import start_cluster, stop_cluster
 from test_verl_reward import _batch
@@ -45,15 +45,17 @@ def test_verls_ray_reward_loop_scores_real_coq_proofs_through_each_nodes_verifie
 
     from proofrl.distributed.verification import verifier
 
-    config = compose_verl([
-        f"actor_rollout_ref.model.path={tiny_model(tmp_path / 'model')}",
-        f"reward.custom_reward_function.path={REWARD_PY}",
-        "reward.custom_reward_function.name=compute_score",
-        "reward.num_workers=2",
-        "+reward.custom_reward_function.reward_kwargs.via=ray",
-        f"+reward.custom_reward_function.reward_kwargs.ray_actor={ACTOR}",
-        "+reward.custom_reward_function.reward_kwargs.timeout=10",
-    ])
+    config = compose_verl(
+        [
+            f"actor_rollout_ref.model.path={tiny_model(tmp_path / 'model')}",
+            f"reward.custom_reward_function.path={REWARD_PY}",
+            "reward.custom_reward_function.name=compute_score",
+            "reward.num_workers=2",
+            "+reward.custom_reward_function.reward_kwargs.via=ray",
+            f"+reward.custom_reward_function.reward_kwargs.ray_actor={ACTOR}",
+            "+reward.custom_reward_function.reward_kwargs.timeout=10",
+        ]
+    )
     manager = RewardLoopManager(config)
     assert len(manager.reward_loop_workers) == 2
     tok = AutoTokenizer.from_pretrained(tmp_path / "model")
@@ -65,7 +67,16 @@ def test_verls_ray_reward_loop_scores_real_coq_proofs_through_each_nodes_verifie
     out = manager.compute_rm_score(data)  # verl's batch path: the batch cut in one chunk per worker
     scores = out.batch["rm_scores"].sum(-1).tolist()
     assert scores == [1.0, 0.0, 0.0, 1.0, 0.0, 1.0, 0.0, 0.0]
-    assert list(out.non_tensor_batch["status"]) == ["valid", "error", "rejected", "valid", "error", "valid", "rejected", "error"]
+    assert list(out.non_tensor_batch["status"]) == [
+        "valid",
+        "error",
+        "rejected",
+        "valid",
+        "error",
+        "valid",
+        "rejected",
+        "error",
+    ]
     assert "formal_statement" in out.non_tensor_batch["reasons"][7]
     assert set(out.meta_info["reward_extra_keys"]) >= {"score", "status", "reasons", "format_ok"}
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-pytest.importorskip("verl", reason="verl is not installed (the distributed extra: pip install -e \".[distributed]\")")
+pytest.importorskip("verl", reason='verl is not installed (the distributed extra: pip install -e ".[distributed]")')
 
 from proofrl.rewards.compose import RewardConfig, UnlikelinessConfig  # noqa: E402
 from proofrl.rewards.unlikeliness import unlikeliness_reward  # noqa: E402
@@ -51,8 +51,9 @@ def test_verl_grpo_advantages_follow_the_shaped_rewards() -> None:
     cfg = RewardConfig(unlikeliness=UnlikelinessConfig(beta_rank=0.25))
 
     def advantages(token_scores):
-        data = DataProto.from_dict(tensors={"token_level_rewards": token_scores, "response_mask": mask},
-                                   non_tensors={"uid": uid})
+        data = DataProto.from_dict(
+            tensors={"token_level_rewards": token_scores, "response_mask": mask}, non_tensors={"uid": uid}
+        )
         return compute_advantage(data, AdvantageEstimator.GRPO, norm_adv_by_std_in_grpo=False).batch["advantages"][:, 0]
 
     plain, shaped = advantages(scores), advantages(shape_scores(scores, logps, mask, uid, cfg))

@@ -20,7 +20,8 @@ from proofrl.view import find_runs, load_run, render_page, write_view
 
 requires_chromium = pytest.mark.skipif(
     chromium_path() is None,
-    reason="chromium not installed (PROOFRL_CHROMIUM=1 bash scripts/setup.sh, or apt-get install chromium)")
+    reason="chromium not installed (PROOFRL_CHROMIUM=1 bash scripts/setup.sh, or apt-get install chromium)",
+)
 
 PROBLEMS = [
     {"name": "t_and", "header": "", "formal_statement": "Theorem t_and : True /\\ True."},
@@ -32,8 +33,10 @@ PROBLEMS = [
 
 def type_search(c: Chromium, text: str) -> None:
     """Type into the tree's search box and wait out its debounce."""
-    c.js("{ const q = document.querySelector('.toolbar input'); q.value = %s; q.dispatchEvent(new Event('input')); }"
-         % json.dumps(text))
+    c.js(
+        "{ const q = document.querySelector('.toolbar input'); q.value = %s; q.dispatchEvent(new Event('input')); }"
+        % json.dumps(text)
+    )
     time.sleep(0.5)
 
 
@@ -51,8 +54,12 @@ def _run(folder: Path, lines: list[dict], trees: dict[str, dict]) -> Path:
     (folder / "results.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     for name, tree in trees.items():
         (folder / "trees" / name).write_text(json.dumps(tree))
-    (folder / "trace.jsonl").write_text(json.dumps({"theorem": "a", "name": "search", "seconds": 2.0}) + "\n"
-                                        + json.dumps({"theorem": "a", "name": "tactic", "seconds": 0.5}) + "\n")
+    (folder / "trace.jsonl").write_text(
+        json.dumps({"theorem": "a", "name": "search", "seconds": 2.0})
+        + "\n"
+        + json.dumps({"theorem": "a", "name": "tactic", "seconds": 0.5})
+        + "\n"
+    )
     return folder
 
 
@@ -68,9 +75,14 @@ def test_no_goal_text_can_end_the_embedded_data(tmp_path):
 
 
 def test_a_broken_file_is_reported_and_the_rest_is_shown(tmp_path):
-    run = _run(tmp_path, [{"name": "a", "status": "proved", "proof": "exact I.", "tree": "trees/a.json"},
-                          {"name": "b", "status": "failed", "tree": "trees/missing.json"}],
-               {"a.json": {"root": 0, "nodes": [{"id": 0, "value": float("nan")}], "edges": []}})
+    run = _run(
+        tmp_path,
+        [
+            {"name": "a", "status": "proved", "proof": "exact I.", "tree": "trees/a.json"},
+            {"name": "b", "status": "failed", "tree": "trees/missing.json"},
+        ],
+        {"a.json": {"root": 0, "nodes": [{"id": 0, "value": float("nan")}], "edges": []}},
+    )
     with open(run / "results.jsonl", "a") as f:
         f.write("{not json\n")
     data = load_run(run)
@@ -87,7 +99,8 @@ def test_not_a_search_run_is_one_line(tmp_path):
     r = CliRunner().invoke(app, ["view", str(tmp_path / "nowhere")])
     assert r.exit_code == 2 and r.output.strip().splitlines() == [
         f"proofrl view: {tmp_path / 'nowhere'} is not a folder "
-        "(give the --out folder of `proofrl search` or of `proofrl demo`)"]
+        "(give the --out folder of `proofrl search` or of `proofrl demo`)"
+    ]
 
 
 def test_version_comes_from_the_package():
@@ -109,10 +122,18 @@ def search_run(tmp_path_factory) -> Path:
     from proofrl.search.run import search_many
 
     base = tmp_path_factory.mktemp("view-search")
-    policy = ScriptedPolicy([("True /\\ True", ["splity.", "split."]), ("⊢ True", ["exact 0.", "exact I."])],
-                            default=["reflexivity.", "Abort."])
-    search_many(PROBLEMS, policy, "mcts", {"mcts.max_steps": 8, "mcts.num_samples": 4}, out_dir=base / "run" / "mcts",
-                progress=False)  # fmt: skip
+    policy = ScriptedPolicy(
+        [("True /\\ True", ["splity.", "split."]), ("⊢ True", ["exact 0.", "exact I."])],
+        default=["reflexivity.", "Abort."],
+    )
+    search_many(
+        PROBLEMS,
+        policy,
+        "mcts",
+        {"mcts.max_steps": 8, "mcts.num_samples": 4},
+        out_dir=base / "run" / "mcts",
+        progress=False,
+    )
     return base / "run"
 
 
@@ -134,8 +155,10 @@ def test_a_real_search_in_chromium(search_run, tmp_path):
         # the whole proof, opened and on screen
         assert sorted(visible_proof_rows(c)) == sorted(["root", *proof_tactics])
         assert c.js("document.querySelector('.proofscript').textContent") == lines["t_and"]["proof"]
-        shown_fails = c.js("[...document.querySelectorAll('.row.failed')].map(r => [r.querySelector('.tac').title, "
-                           "r.querySelector('.flag.fail').textContent])")
+        shown_fails = c.js(
+            "[...document.querySelectorAll('.row.failed')].map(r => [r.querySelector('.tac').title, "
+            "r.querySelector('.flag.fail').textContent])"
+        )
         # (a set: a merged node's rows show twice)
         assert set(map(tuple, shown_fails)) == {(e["tactic"], e["failure"]["kind"]) for e in failed}
         assert c.js("document.querySelector('.time').textContent").count("final_check") == 1
@@ -160,8 +183,14 @@ def test_the_demo_links_each_search_page_from_its_report(search_run):
 
     pages = view_pages(search_run, {"mcts": {}})
     assert pages == {"mcts": "mcts/view.html"} and (search_run / "mcts" / "view.html").is_file()
-    summary = {"settings": {"expansions": 8, "width": 4, "tactic_timeout": 2.0}, "assets": {}, "engines": {},
-               "pages": pages, "seconds": 1.0, "assets_seconds": 0.0}
+    summary = {
+        "settings": {"expansions": 8, "width": 4, "tactic_timeout": 2.0},
+        "assets": {},
+        "engines": {},
+        "pages": pages,
+        "seconds": 1.0,
+        "assets_seconds": 0.0,
+    }
     assert "[mcts](mcts/view.html)" in report(summary, [])
 
 
@@ -197,8 +226,9 @@ def big_tree_run(folder: Path, n_nodes: int = 10_000) -> tuple[Path, int]:
     tree.refresh(deepest)
     assert closing is not None and tree.root.solved
     scores = {e.id: {"prior": e.prior_raw, "Q": 0.1, "U": 0.2, "score": 0.3} for e in tree.edges}
-    result = SearchResult("big", "failed", reason="a synthetic tree (no prover ran)", tree=tree, algorithm="mcts",
-                          scores=scores)
+    result = SearchResult(
+        "big", "failed", reason="a synthetic tree (no prover ran)", tree=tree, algorithm="mcts", scores=scores
+    )
     data = result.tree_json()
     data["nodes"][5]["dead"] = True
     data["nodes"][5]["dead_reason"] = "every child failed"
@@ -221,8 +251,10 @@ def test_a_tree_of_10000_nodes_opens_lazily_and_quickly(tmp_path):
         wall = time.monotonic() - t0
         ready_ms = c.js("+document.documentElement.getAttribute('data-ready-ms')")
         rows = c.js("document.querySelectorAll('.row').length")
-        print(f"10,000 nodes: page {page.stat().st_size / 1e6:.1f} MB, ready after {ready_ms} ms, load {wall:.2f} s, "
-              f"{rows} rows")
+        print(
+            f"10,000 nodes: page {page.stat().st_size / 1e6:.1f} MB, ready after {ready_ms} ms, load {wall:.2f} s, "
+            f"{rows} rows"
+        )
         assert ready_ms < 5000 and wall < 15  # bounds far above what a loaded 2-core machine measured (see the print)
         assert rows < 100  # lazily drawn: the root's children and the proof path, not 10,000 rows
         assert "closes" in c.js("[...document.querySelectorAll('.row.proof')].pop().textContent")  # the proof's leaf
@@ -240,11 +272,16 @@ def test_a_tree_of_10000_nodes_opens_lazily_and_quickly(tmp_path):
         type_search(c, "every child failed")
         c.js("document.querySelector('.hits button').click()")
         assert c.js("[...document.querySelectorAll('.row.hit .flag.dead, .row.hit .why')].map(e => e.textContent)") == [
-            "dead", "every child failed"]
+            "dead",
+            "every child failed",
+        ]
         type_search(c, "kernel refused")
         c.js("document.querySelector('.hits button').click()")
         assert c.js("[...document.querySelectorAll('.row.hit .flag.dead, .row.hit .why')].map(e => e.textContent)") == [
-            "unsound", "final check: the kernel refused the proof", "dead"]  # the reason once
+            "unsound",
+            "final check: the kernel refused the proof",
+            "dead",
+        ]  # the reason once
         # expand all stops at its bound instead of drawing everything
         t1 = time.monotonic()
         c.js("[...document.querySelectorAll('.toolbar button')].find(b => b.textContent === 'expand all').click()")

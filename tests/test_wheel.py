@@ -18,10 +18,21 @@ PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 
 def _package_files() -> list[str]:
     """Files under proofrl/ other than Python source, relative to it (git's view where there is one)."""
-    r = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "proofrl"], cwd=ROOT,
-                       capture_output=True, text=True)  # fmt: skip
-    paths = r.stdout.split() if r.returncode == 0 else [str(p.relative_to(ROOT)) for p in (ROOT / "proofrl").rglob("*")
-                                                        if p.is_file() and "__pycache__" not in p.parts]  # fmt: skip
+    r = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "proofrl"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    paths = (
+        r.stdout.split()
+        if r.returncode == 0
+        else [
+            str(p.relative_to(ROOT))
+            for p in (ROOT / "proofrl").rglob("*")
+            if p.is_file() and "__pycache__" not in p.parts
+        ]
+    )
     return sorted(p.removeprefix("proofrl/") for p in paths if not p.endswith((".py", ".pyc")))
 
 

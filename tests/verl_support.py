@@ -8,13 +8,19 @@ from pathlib import Path
 
 import pytest
 
-verl = pytest.importorskip("verl", reason="verl is not installed (the distributed extra: pip install -e \".[distributed]\")")
+verl = pytest.importorskip(
+    "verl", reason='verl is not installed (the distributed extra: pip install -e ".[distributed]")'
+)
 
 import proofrl.verl.reward as reward_module  # noqa: E402
 
 REWARD_PY = reward_module.__file__
-RECORD = {"name": "add0", "header": "Require Import Arith Lia.", "formal_statement": "Theorem add0 : forall n : nat, n + 0 = n.",
-          "backend": "coq"}
+RECORD = {
+    "name": "add0",
+    "header": "Require Import Arith Lia.",
+    "formal_statement": "Theorem add0 : forall n : nat, n + 0 = n.",
+    "backend": "coq",
+}
 VALID, WRONG = "Proof. intros. lia. Qed.", "Proof. intros. reflexivity. Qed."
 ADMITTED, LOOP = "Proof. intros. admit. Admitted.", "Proof. intros. repeat (assert True by exact I). Qed."
 

@@ -39,18 +39,36 @@ class DemoPart:
         return load_target(self.target)
 
 
-DEMO_PARTS: dict[str, DemoPart] = {p.name: p for p in (
-    DemoPart("whole-proof", "proofrl.demo.whole_proof:run_part",
-             "SFT, then GRPO with and without the unlikeliness reward; pass@{1,8,32} before and after"),
-    DemoPart("search", "proofrl.demo.search:run_part",
-             "best-first search and reap's AND-OR MCTS with the tiny tactic model; proved counts at equal budget"),
-    DemoPart("expert-iteration", "proofrl.demo.expert_iteration:run_part",
-             "a round of search-and-learn (policy + value heads); proved counts before and after"),
-    DemoPart("step-level", "proofrl.demo.step_level:run_part",
-             "LeanListener's online step-level GRPO with softplus(Δgoals) rewards; Prec@8 before and after"),
-    DemoPart("eva", "proofrl.demo.eva:run_part",
-             "the EVA process reward model on prover-labelled proposals; MSE, Pearson r, ranking accuracy"),
-)}  # fmt: skip
+DEMO_PARTS: dict[str, DemoPart] = {
+    p.name: p
+    for p in (
+        DemoPart(
+            "whole-proof",
+            "proofrl.demo.whole_proof:run_part",
+            "SFT, then GRPO with and without the unlikeliness reward; pass@{1,8,32} before and after",
+        ),
+        DemoPart(
+            "search",
+            "proofrl.demo.search:run_part",
+            "best-first search and reap's AND-OR MCTS with the tiny tactic model; proved counts at equal budget",
+        ),
+        DemoPart(
+            "expert-iteration",
+            "proofrl.demo.expert_iteration:run_part",
+            "a round of search-and-learn (policy + value heads); proved counts before and after",
+        ),
+        DemoPart(
+            "step-level",
+            "proofrl.demo.step_level:run_part",
+            "LeanListener's online step-level GRPO with softplus(Δgoals) rewards; Prec@8 before and after",
+        ),
+        DemoPart(
+            "eva",
+            "proofrl.demo.eva:run_part",
+            "the EVA process reward model on prover-labelled proposals; MSE, Pearson r, ranking accuracy",
+        ),
+    )
+}
 
 
 @dataclass
@@ -82,8 +100,15 @@ def part_names(parts: list[str] | tuple[str, ...] | None) -> list[str]:
     return [p for p in DEMO_PARTS if p in parts]
 
 
-def run_parts(root: Path, parts: list[str] | tuple[str, ...] | None = None, *, seed: int = 0, workers: int = 2,
-              whole_proof: DemoConfig | None = None, console: Any = None) -> dict[str, Any]:
+def run_parts(
+    root: Path,
+    parts: list[str] | tuple[str, ...] | None = None,
+    *,
+    seed: int = 0,
+    workers: int = 2,
+    whole_proof: DemoConfig | None = None,
+    console: Any = None,
+) -> dict[str, Any]:
     """Run the chosen parts (all by default) in order; write ``root/report.md`` and ``root/summary.json``."""
     from rich.console import Console
     from transformers.utils import logging as hf_logging
@@ -99,8 +124,14 @@ def run_parts(root: Path, parts: list[str] | tuple[str, ...] | None = None, *, s
     for name in names:
         part = DEMO_PARTS[name]
         console.rule(f"[bold]{name}[/]: {part.what}")
-        ctx = DemoContext(root=root, part=name, seed=seed, workers=workers, console=console,
-                          whole_proof=whole_proof or DemoConfig(seed=seed, workers=workers))  # fmt: skip
+        ctx = DemoContext(
+            root=root,
+            part=name,
+            seed=seed,
+            workers=workers,
+            console=console,
+            whole_proof=whole_proof or DemoConfig(seed=seed, workers=workers),
+        )
         t = time.perf_counter()
         summaries[name] = part.load()(ctx)
         seconds[name] = time.perf_counter() - t

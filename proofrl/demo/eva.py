@@ -56,9 +56,17 @@ def run_part(ctx: Any) -> dict[str, Any]:
     out = ctx.out
     policy = make_tactic_policy(assets.policy_spec, device="cpu", seed=ctx.seed, max_tokens=64)
     ls = LabelSettings(states_per_theorem=s.states_per_theorem, search_expansions=s.search_expansions, seed=ctx.seed)
-    paths, lab = label_splits(out / "labels", {"train": (assets.train_transitions, s.train_theorems),
-                                               "held-out": (assets.held_out_transitions, s.held_out_theorems)},
-                              policy=policy, settings=ls, workers=ctx.workers, console=console)  # fmt: skip
+    paths, lab = label_splits(
+        out / "labels",
+        {
+            "train": (assets.train_transitions, s.train_theorems),
+            "held-out": (assets.held_out_transitions, s.held_out_theorems),
+        },
+        policy=policy,
+        settings=ls,
+        workers=ctx.workers,
+        console=console,
+    )
     train, _ = read_records(paths["train"])
     held, _ = read_records(paths["held-out"])
     label_s = time.perf_counter() - t0
@@ -70,21 +78,44 @@ def run_part(ctx: Any) -> dict[str, Any]:
     m, tok = load_base(assets.model_dir, lora=EvaLoraConfig(), device="cpu")
     ex, rep = build_examples(train, tok, max_state_chars=s.max_state_chars)
     t = time.perf_counter()
-    hist = train_eva(m, tok, ex, alpha=s.alpha, lr=s.lr, batch=s.batch, epochs=s.epochs, seed=ctx.seed, console=console,
-                     on_epoch=lambda e, h: console.print(f"epoch {e + 1}: LM {h['lm']:.3f}, EVA MSE {h['eva_mse']:.3f}"))  # fmt: skip
+    hist = train_eva(
+        m,
+        tok,
+        ex,
+        alpha=s.alpha,
+        lr=s.lr,
+        batch=s.batch,
+        epochs=s.epochs,
+        seed=ctx.seed,
+        console=console,
+        on_epoch=lambda e, h: console.print(f"epoch {e + 1}: LM {h['lm']:.3f}, EVA MSE {h['eva_mse']:.3f}"),
+    )
     train_s = time.perf_counter() - t
     after = evaluate_generative(EvaScorer(m, tok, **kw), held)
     m.save_pretrained(out / "model")
     tok.save_pretrained(out / "model")
     rows = {"zero-shot": before["eva"], "eva-text": after["text"], "eva": after["eva"]}
     plot_table(rows, out / "table.png")
-    summary = {"settings": asdict(s), "labels": lab, "index": rep.to_json(), "history": hist, "rows": rows,
-               "flags": {"zero-shot": before["flags"], "eva": after["flags"]}, "examples": after["examples"],
-               "seconds": {"labels": round(label_s, 1), "training": round(train_s, 1), "total": round(time.perf_counter() - t0, 1)}}  # fmt: skip
+    summary = {
+        "settings": asdict(s),
+        "labels": lab,
+        "index": rep.to_json(),
+        "history": hist,
+        "rows": rows,
+        "flags": {"zero-shot": before["flags"], "eva": after["flags"]},
+        "examples": after["examples"],
+        "seconds": {
+            "labels": round(label_s, 1),
+            "training": round(train_s, 1),
+            "total": round(time.perf_counter() - t0, 1),
+        },
+    }
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
     (out / "report.md").write_text(report(summary, rows, markdown_table(rows)))
     m_ = after["eva"]
-    console.print(f"EVA on {len(held)} held-out proposals: Pearson r {m_['pearson']:.3f}, ranking accuracy {m_['ranking_acc']:.3f}")
+    console.print(
+        f"EVA on {len(held)} held-out proposals: Pearson r {m_['pearson']:.3f}, ranking accuracy {m_['ranking_acc']:.3f}"
+    )
     return {k: summary[k] for k in ("rows", "index", "seconds")}
 
 
@@ -92,16 +123,28 @@ def report(summary: dict[str, Any], rows: dict[str, Any], table: str) -> str:
     s, lab = summary["settings"], summary["labels"]
     answers = {k: v["by_answer"] for k, v in lab.items()}
     ex = summary["examples"][0] if summary["examples"] else ""
-    return "\n".join([
-        "# EVA: a process reward model read from its own score logits", "",
-        f"Coq labelled {lab['train']['records']} proposals at states of {lab['train']['theorems']} training theorems and "
-        f"{lab['held-out']['records']} at {lab['held-out']['theorems']} held-out ones (four kinds per state: the human step, "
-        f"another theorem's step, a lemma that does not exist, a syntax-broken step). What Coq answered: {answers}.", "",
-        f"The reward model starts from the tiny tactic model and is trained {s['epochs']} epochs with L_SFT + "
-        f"{s['alpha']}·L_EVA, LoRA r=16, alpha=32 on every projection, lr {s['lr']:g} "
-        f"({summary['seconds']['training']} s). Exact score positions: {summary['index']}.", "",
-        "Held-out proposals, greedy decoding (Pearson r on the combined score; ranking accuracy over pairs at the "
-        "same state, a tie counting one half):", "", table, "", "![metrics](table.png)", "",
-        f"Output flags: {summary['flags']}. A generated output, for a look: `{' '.join(ex.split())[:300]}`", "",
-        f"Part time: {summary['seconds']['total']} s (labelling {summary['seconds']['labels']} s).", "",
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            "# EVA: a process reward model read from its own score logits",
+            "",
+            f"Coq labelled {lab['train']['records']} proposals at states of {lab['train']['theorems']} training theorems and "
+            f"{lab['held-out']['records']} at {lab['held-out']['theorems']} held-out ones (four kinds per state: the human step, "
+            f"another theorem's step, a lemma that does not exist, a syntax-broken step). What Coq answered: {answers}.",
+            "",
+            f"The reward model starts from the tiny tactic model and is trained {s['epochs']} epochs with L_SFT + "
+            f"{s['alpha']}·L_EVA, LoRA r=16, alpha=32 on every projection, lr {s['lr']:g} "
+            f"({summary['seconds']['training']} s). Exact score positions: {summary['index']}.",
+            "",
+            "Held-out proposals, greedy decoding (Pearson r on the combined score; ranking accuracy over pairs at the "
+            "same state, a tie counting one half):",
+            "",
+            table,
+            "",
+            "![metrics](table.png)",
+            "",
+            f"Output flags: {summary['flags']}. A generated output, for a look: `{' '.join(ex.split())[:300]}`",
+            "",
+            f"Part time: {summary['seconds']['total']} s (labelling {summary['seconds']['labels']} s).",
+            "",
+        ]
+    )

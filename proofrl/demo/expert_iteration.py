@@ -14,8 +14,15 @@ from typing import Any
 
 from . import DemoContext
 
-SETTINGS = ["rounds=1", "rollout.batch_theorems=24", "rollout.passes=2", "eval.theorems=40", "search.max_steps=16",
-            "learner.epochs=2", "progress=false"]  # fmt: skip
+SETTINGS = [
+    "rounds=1",
+    "rollout.batch_theorems=24",
+    "rollout.passes=2",
+    "eval.theorems=40",
+    "search.max_steps=16",
+    "learner.epochs=2",
+    "progress=false",
+]
 
 
 def run_part(ctx: DemoContext) -> dict[str, Any]:
@@ -27,26 +34,45 @@ def run_part(ctx: DemoContext) -> dict[str, Any]:
     assets = tactic_assets(ctx.root, seed=ctx.seed, workers=ctx.workers, console=ctx.console)
     run_dir = ctx.out / "run"
     shutil.rmtree(run_dir, ignore_errors=True)  # a demo starts from the tiny model every time
-    cfg = load_reap_config("reap", [f"out={run_dir}", f"seed={ctx.seed}", f"workers={ctx.workers}",
-                                    f"model.path={assets.model_dir}", *SETTINGS])
-    data = RunData(assets.train_problems, assets.held_out_problems, human_samples(read_transitions(assets.train_transitions)),
-                   assets.model_dir)
+    cfg = load_reap_config(
+        "reap",
+        [f"out={run_dir}", f"seed={ctx.seed}", f"workers={ctx.workers}", f"model.path={assets.model_dir}", *SETTINGS],
+    )
+    data = RunData(
+        assets.train_problems,
+        assets.held_out_problems,
+        human_samples(read_transitions(assets.train_transitions)),
+        assets.model_dir,
+    )
     summary = ExpertIteration(cfg, console=ctx.console, data=data).run()
     rows = {r["round"]: r for r in summary["rounds"]}
     before, after = rows[0], rows[1]
     r1 = after
-    out = {"held_out_theorems": before["eval/theorems"], "proved_before": before["eval/proved"],
-           "proved_after": after["eval/proved"], "rollout_theorems": r1["rollout/theorems"],
-           "rollout_passes": cfg.rollout.passes, "rollout_solved": r1["rollout/solved"], "replay_samples": r1["replay/size"],
-           "update": r1.get("learn/skipped", "both heads updated"), "lm_loss": r1.get("learn/lm_loss"),
-           "value_loss": r1.get("learn/value_loss"), "rehearsed": r1.get("learn/rehearsed", 0),
-           "seconds": {"rollout": r1["time/rollout_s"], "learn": r1.get("time/learn_s", 0.0),
-                       "eval": before["time/eval_s"] + after["time/eval_s"]}}
+    out = {
+        "held_out_theorems": before["eval/theorems"],
+        "proved_before": before["eval/proved"],
+        "proved_after": after["eval/proved"],
+        "rollout_theorems": r1["rollout/theorems"],
+        "rollout_passes": cfg.rollout.passes,
+        "rollout_solved": r1["rollout/solved"],
+        "replay_samples": r1["replay/size"],
+        "update": r1.get("learn/skipped", "both heads updated"),
+        "lm_loss": r1.get("learn/lm_loss"),
+        "value_loss": r1.get("learn/value_loss"),
+        "rehearsed": r1.get("learn/rehearsed", 0),
+        "seconds": {
+            "rollout": r1["time/rollout_s"],
+            "learn": r1.get("time/learn_s", 0.0),
+            "eval": before["time/eval_s"] + after["time/eval_s"],
+        },
+    }
     _plot(ctx, out)
     (ctx.out / "summary.json").write_text(json.dumps(out, indent=2, default=str))
     (ctx.out / "report.md").write_text(_report(out))
-    ctx.console.print(f"expert iteration: held-out proved {out['proved_before']} → {out['proved_after']} "
-                      f"of {out['held_out_theorems']}; rollout solved {out['rollout_solved']} of {out['rollout_theorems']}")
+    ctx.console.print(
+        f"expert iteration: held-out proved {out['proved_before']} → {out['proved_after']} "
+        f"of {out['held_out_theorems']}; rollout solved {out['rollout_solved']} of {out['rollout_theorems']}"
+    )
     return out
 
 
@@ -66,22 +92,42 @@ def _plot(ctx: DemoContext, s: dict[str, Any]) -> None:
 
 
 def _report(s: dict[str, Any]) -> str:
-    update = (f"No update: {s['update']}." if s["lm_loss"] is None else
-              f"Update of both heads: tactic loss {s['lm_loss']:.3f}, value loss {s['value_loss']:.3f}, with "
-              f"{s['rehearsed']} human-proof transitions rehearsed.")
-    return "\n".join([
-        "# Expert iteration: one round of search-and-learn", "",
-        f"reap's AND-OR MCTS searched {s['rollout_theorems']} training theorems in {s['rollout_passes']} passes with the "
-        f"tiny tactic model and an untaught value head; it solved {s['rollout_solved']}, giving {s['replay_samples']} "
-        f"replay samples. {update}", "",
-        "| | held-out proved |", "|---|---|",
-        f"| before | {s['proved_before']} of {s['held_out_theorems']} |",
-        f"| after one round | {s['proved_after']} of {s['held_out_theorems']} |", "",
-        "![proved before and after](proved.png)", "",
-        f"Seconds: rollout {s['seconds']['rollout']:.0f}, learning {s['seconds']['learn']:.0f}, evaluation "
-        f"{s['seconds']['eval']:.0f}. Every proof counted passed the fresh-process final check.", "",
-        *(["No update was made this round (nothing was solved), so the model before and after is the same: a "
-           "difference between the two counts is sampling noise (searches running at once draw from one sampler "
-           "in whatever order they call it).", ""] if s["lm_loss"] is None else []),
-        "One round on a tiny model moves these counts little either way; docs/expert_iteration.md has three rounds "
-        "on 100 held-out theorems, policy+value against policy-only.", ""])
+    update = (
+        f"No update: {s['update']}."
+        if s["lm_loss"] is None
+        else f"Update of both heads: tactic loss {s['lm_loss']:.3f}, value loss {s['value_loss']:.3f}, with "
+        f"{s['rehearsed']} human-proof transitions rehearsed."
+    )
+    return "\n".join(
+        [
+            "# Expert iteration: one round of search-and-learn",
+            "",
+            f"reap's AND-OR MCTS searched {s['rollout_theorems']} training theorems in {s['rollout_passes']} passes with the "
+            f"tiny tactic model and an untaught value head; it solved {s['rollout_solved']}, giving {s['replay_samples']} "
+            f"replay samples. {update}",
+            "",
+            "| | held-out proved |",
+            "|---|---|",
+            f"| before | {s['proved_before']} of {s['held_out_theorems']} |",
+            f"| after one round | {s['proved_after']} of {s['held_out_theorems']} |",
+            "",
+            "![proved before and after](proved.png)",
+            "",
+            f"Seconds: rollout {s['seconds']['rollout']:.0f}, learning {s['seconds']['learn']:.0f}, evaluation "
+            f"{s['seconds']['eval']:.0f}. Every proof counted passed the fresh-process final check.",
+            "",
+            *(
+                [
+                    "No update was made this round (nothing was solved), so the model before and after is the same: a "
+                    "difference between the two counts is sampling noise (searches running at once draw from one sampler "
+                    "in whatever order they call it).",
+                    "",
+                ]
+                if s["lm_loss"] is None
+                else []
+            ),
+            "One round on a tiny model moves these counts little either way; docs/expert_iteration.md has three rounds "
+            "on 100 held-out theorems, policy+value against policy-only.",
+            "",
+        ]
+    )

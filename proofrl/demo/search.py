@@ -43,11 +43,19 @@ SETTINGS = SearchPartSettings()
 def engine_config(engine: str, s: SearchPartSettings) -> Any:
     from ..search.config import load_search_config
 
-    return load_search_config(ENGINES[engine], **{
-        "best_first.max_expansions": s.expansions, "best_first.seconds": None, "best_first.width": s.width,
-        "best_first.tactic_timeout": s.tactic_timeout, "mcts.max_steps": s.expansions, "mcts.max_nodes": 10**6,
-        "mcts.num_samples": s.width, "mcts.tactic_timeout": s.tactic_timeout,
-    })  # fmt: skip
+    return load_search_config(
+        ENGINES[engine],
+        **{
+            "best_first.max_expansions": s.expansions,
+            "best_first.seconds": None,
+            "best_first.width": s.width,
+            "best_first.tactic_timeout": s.tactic_timeout,
+            "mcts.max_steps": s.expansions,
+            "mcts.max_nodes": 10**6,
+            "mcts.num_samples": s.width,
+            "mcts.tactic_timeout": s.tactic_timeout,
+        },
+    )
 
 
 def cpu_seconds() -> float:
@@ -55,8 +63,11 @@ def cpu_seconds() -> float:
     shared machine, where wall time depends on everyone else's load, what the part itself cost."""
     import resource
 
-    return sum(getattr(resource.getrusage(who), f) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
-               for f in ("ru_utime", "ru_stime"))  # fmt: skip
+    return sum(
+        getattr(resource.getrusage(who), f)
+        for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+        for f in ("ru_utime", "ru_stime")
+    )
 
 
 def run_part(ctx: Any) -> dict[str, Any]:
@@ -77,27 +88,41 @@ def run_part(ctx: Any) -> dict[str, Any]:
     for engine in ENGINES:
         policy = make_tactic_policy(assets.policy_spec, seed=ctx.seed)  # the same sample stream for both engines
         t, cpu = time.perf_counter(), cpu_seconds()
-        results = search_many(problems, policy, out_dir=out / engine, workers=ctx.workers, config=engine_config(engine, s))
+        results = search_many(
+            problems, policy, out_dir=out / engine, workers=ctx.workers, config=engine_config(engine, s)
+        )
         seconds, cpu = time.perf_counter() - t, cpu_seconds() - cpu
         run = json.loads((out / engine / "summary.json").read_text())
         proved = [r for r in results if r.status == "proved"]
         # sound by construction: search_many says "proved" only on the fresh coqc's valid verdict
         assert all(r.verdict is not None and r.verdict.valid for r in proved)
         engines[engine] = {
-            "recipe": ENGINES[engine], "theorems": len(results), "proved": len(proved), "status": run["status"],
-            "expansions": run["expansions"], "steps": run["steps"], "seconds": round(seconds, 1),
+            "recipe": ENGINES[engine],
+            "theorems": len(results),
+            "proved": len(proved),
+            "status": run["status"],
+            "expansions": run["expansions"],
+            "steps": run["steps"],
+            "seconds": round(seconds, 1),
             "cpu_seconds": round(cpu, 1),
             "outside_share": round(run["time"]["outside_share"], 4),
             "proofs": {r.name: r.proof for r in proved},
             "expansions_to_proof": sorted(r.expansions for r in proved),
-        }  # fmt: skip
+        }
         console.print(f"{engine}: {len(proved)} of {len(results)} held-out theorems proved ({seconds:.0f} s)")
     plots = plot(engines, s, out)
-    summary = {"settings": asdict(s), "assets": {k: assets.build.get(k) for k in (
-                   "pairs", "teaching_seconds", "teaching_cpu_seconds", "stepping_seconds", "losses")},
-               "engines": engines, "plots": [p.name for p in plots], "pages": view_pages(out, engines),
-               "seconds": round(time.perf_counter() - t0, 1),
-               "assets_seconds": round(assets_seconds, 1)}  # fmt: skip
+    summary = {
+        "settings": asdict(s),
+        "assets": {
+            k: assets.build.get(k)
+            for k in ("pairs", "teaching_seconds", "teaching_cpu_seconds", "stepping_seconds", "losses")
+        },
+        "engines": engines,
+        "plots": [p.name for p in plots],
+        "pages": view_pages(out, engines),
+        "seconds": round(time.perf_counter() - t0, 1),
+        "assets_seconds": round(assets_seconds, 1),
+    }
     summary["assets"]["epochs"] = assets.build.get("settings", {}).get("epochs")
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     (out / "report.md").write_text(report(summary, problems))
@@ -115,13 +140,24 @@ def plot(engines: dict[str, Any], s: SearchPartSettings, out: Path) -> list[Path
     from ..eval.evaluate import figure
 
     bars = out / "proved.png"
-    with figure(bars, "engine", "held-out theorems proved", f"{s.expansions} policy calls of {s.width} tactics each") as ax:
+    with figure(
+        bars, "engine", "held-out theorems proved", f"{s.expansions} policy calls of {s.width} tactics each"
+    ) as ax:
         names = list(engines)
-        ax.bar(names, [engines[n]["proved"] for n in names], color=["tab:blue", "tab:orange"][: len(names)],
-               label="passed the fresh coqc check")  # fmt: skip
+        ax.bar(
+            names,
+            [engines[n]["proved"] for n in names],
+            color=["tab:blue", "tab:orange"][: len(names)],
+            label="passed the fresh coqc check",
+        )
         ax.set_ylim(0, max(engines[n]["proved"] for n in names) * 1.2 + 1)
         for i, n in enumerate(names):
-            ax.annotate(f"{engines[n]['proved']} / {engines[n]['theorems']}", (i, engines[n]["proved"]), ha="center", va="bottom")
+            ax.annotate(
+                f"{engines[n]['proved']} / {engines[n]['theorems']}",
+                (i, engines[n]["proved"]),
+                ha="center",
+                va="bottom",
+            )
     curve = out / "proved_vs_budget.png"
     budgets = list(range(0, s.expansions + 1))
     with figure(curve, "budget: policy calls per theorem", "held-out theorems proved") as ax:
@@ -133,29 +169,54 @@ def plot(engines: dict[str, Any], s: SearchPartSettings, out: Path) -> list[Path
 def report(summary: dict[str, Any], problems: list[Any]) -> str:
     s, a, engines = summary["settings"], summary["assets"], summary["engines"]
     lines = [
-        "# Proof search: best-first vs reap's AND-OR MCTS", "",
+        "# Proof search: best-first vs reap's AND-OR MCTS",
+        "",
         f"{len(problems)} held-out stdlib theorems (modules the tiny tactic model was never taught on), each engine "
         f"with {s['expansions']} policy calls of {s['width']} tactics per theorem and {s['tactic_timeout']:g} s a tactic. "
-        + (f"The model was taught on {a['pairs']} state→tactic pairs for {a['epochs']} epochs (loss {a['losses'][0]:.2f} → "
-           f"{a['losses'][-1]:.2f}, {a['teaching_seconds']} s, {a.get('teaching_cpu_seconds')} s of CPU)." if a.get("losses") else ""),
-        "", "Every proof counted here passed the final check in a fresh `coqc` (kernel, `Print Assumptions`, the "
-        "statement compared); a search that reached no goals but failed that check would be `unsound`.", "",
+        + (
+            f"The model was taught on {a['pairs']} state→tactic pairs for {a['epochs']} epochs (loss {a['losses'][0]:.2f} → "
+            f"{a['losses'][-1]:.2f}, {a['teaching_seconds']} s, {a.get('teaching_cpu_seconds')} s of CPU)."
+            if a.get("losses")
+            else ""
+        ),
+        "",
+        "Every proof counted here passed the final check in a fresh `coqc` (kernel, `Print Assumptions`, the "
+        "statement compared); a search that reached no goals but failed that check would be `unsound`.",
+        "",
         "| engine | recipe | proved | failed | unsound | error | policy calls | prover steps | seconds (CPU) | outside prover and model |",
         "|---|---|---|---|---|---|---|---|---|---|",
-    ]  # fmt: skip
+    ]
     for n, e in engines.items():
         st = e["status"]
-        lines.append(f"| {n} | {e['recipe']} | {e['proved']} / {e['theorems']} | {st.get('failed', 0)} | {st.get('unsound', 0)} | "
-                     f"{st.get('error', 0)} | {e['expansions']} | {e['steps']} | {e['seconds']} ({e['cpu_seconds']}) | {100 * e['outside_share']:.1f} % |")  # fmt: skip
-    lines += ["", "![proved per engine](proved.png) ![proved vs budget](proved_vs_budget.png)", "",
-              "The second plot reads, from the one run at the full budget, how many policy calls each proof's search "
-              "had made when it found the proof.", ""]  # fmt: skip
+        lines.append(
+            f"| {n} | {e['recipe']} | {e['proved']} / {e['theorems']} | {st.get('failed', 0)} | {st.get('unsound', 0)} | "
+            f"{st.get('error', 0)} | {e['expansions']} | {e['steps']} | {e['seconds']} ({e['cpu_seconds']}) | {100 * e['outside_share']:.1f} % |"
+        )
+    lines += [
+        "",
+        "![proved per engine](proved.png) ![proved vs budget](proved_vs_budget.png)",
+        "",
+        "The second plot reads, from the one run at the full budget, how many policy calls each proof's search "
+        "had made when it found the proof.",
+        "",
+    ]
     for n, e in engines.items():
         if e["proofs"]:
-            lines += [f"Proofs found by {n}:", ""] + [f"- `{name}`: `{' '.join(p.split())}`" for name, p in e["proofs"].items()] + [""]
+            lines += (
+                [f"Proofs found by {n}:", ""]
+                + [f"- `{name}`: `{' '.join(p.split())}`" for name, p in e["proofs"].items()]
+                + [""]
+            )
     if summary.get("pages"):
-        lines += ["Look at each search in a browser (every theorem's tree, its failed tactics, the proof highlighted): "
-                  + ", ".join(f"[{n}]({page})" for n, page in summary["pages"].items()) + ".", ""]
-    lines += [f"Each engine's `results.jsonl`, `trees/` and `trace.jsonl` are in its folder here. Part time: {summary['seconds']} s, "
-              f"of which {summary['assets_seconds']} s building or loading the shared tactic assets.", ""]
+        lines += [
+            "Look at each search in a browser (every theorem's tree, its failed tactics, the proof highlighted): "
+            + ", ".join(f"[{n}]({page})" for n, page in summary["pages"].items())
+            + ".",
+            "",
+        ]
+    lines += [
+        f"Each engine's `results.jsonl`, `trees/` and `trace.jsonl` are in its folder here. Part time: {summary['seconds']} s, "
+        f"of which {summary['assets_seconds']} s building or loading the shared tactic assets.",
+        "",
+    ]
     return "\n".join(lines)

@@ -44,37 +44,72 @@ def run_part(ctx: Any, settings: StepLevelDemo = StepLevelDemo()) -> dict[str, A
     held = load_points(assets.held_out_transitions, limit=s.held_out_states, seed=ctx.seed)
     train = state_points(read_transitions(assets.train_transitions))
     model, tok = load_policy(assets.model_dir, device="cpu")  # the shared model is only read; checkpoints go to ctx.out
-    cfg = load_config("leanlistener", [f"steps={s.steps}", f"seed={ctx.seed}", f"rollout.batch_states={s.batch_states}",
-                                       f"rollout.group_size={s.group_size}", f"rollout.workers={ctx.workers}",
-                                       f"rollout.tactic_timeout={s.tactic_timeout}", f"algorithm.lr={s.lr}",
-                                       f"checkpoint_every={s.steps}", "keep_checkpoints=1", "eval.every=0",
-                                       "rollout.sync_every=1"])  # fmt: skip
+    cfg = load_config(
+        "leanlistener",
+        [
+            f"steps={s.steps}",
+            f"seed={ctx.seed}",
+            f"rollout.batch_states={s.batch_states}",
+            f"rollout.group_size={s.group_size}",
+            f"rollout.workers={ctx.workers}",
+            f"rollout.tactic_timeout={s.tactic_timeout}",
+            f"algorithm.lr={s.lr}",
+            f"checkpoint_every={s.steps}",
+            "keep_checkpoints=1",
+            "eval.every=0",
+            "rollout.sync_every=1",
+        ],
+    )
     with coq_pool(ctx.workers, s.tactic_timeout) as pool:
-        score = lambda label: tactic_metrics(model, tok, held, pool, k=8, label=label, timeout=s.tactic_timeout,  # noqa: E731
-                                             workers=ctx.workers, seed=ctx.seed)
+        score = lambda label: tactic_metrics(
+            model,
+            tok,
+            held,
+            pool,
+            k=8,
+            label=label,
+            timeout=s.tactic_timeout,  # noqa: E731
+            workers=ctx.workers,
+            seed=ctx.seed,
+        )
         before = score("SFT (before)")
-        ctx.console.print(f"before: Prec@8 {100 * before.prec_at_k:.1f} %, 0-precision {100 * before.zero_precision:.1f} %")
+        ctx.console.print(
+            f"before: Prec@8 {100 * before.prec_at_k:.1f} %, 0-precision {100 * before.zero_precision:.1f} %"
+        )
         trainer = StepLevelTrainer(cfg, model, tok, train, pool, out=out / "run")
-        history = trainer.fit(progress=lambda step, m: ctx.console.print(
-            f"update {step}: valid {100 * m['tactics/valid']:.1f} %, reward {m['reward/mean']:.3f}"))
+        history = trainer.fit(
+            progress=lambda step, m: ctx.console.print(
+                f"update {step}: valid {100 * m['tactics/valid']:.1f} %, reward {m['reward/mean']:.3f}"
+            )
+        )
         after = score(f"GRPO ({len(history)} updates)")
     _plot_training(history, out / "training.png")
-    note = (f"{len(held)} held-out Coq stdlib states (modules the model was not taught on), 8 tactics sampled at each. "
-            f"Online GRPO: {len(history)} updates of {s.batch_states} training states × {s.group_size} tactics, reward "
-            f"softplus(G(before) − G(after)) (0 for a failed tactic), lr {s.lr:g} (the paper's 2.25e-6 is for "
-            f"10,000 updates), KL β {cfg.algorithm.kl_coef:g} to the starting model, sampler refreshed every update.")  # fmt: skip
+    note = (
+        f"{len(held)} held-out Coq stdlib states (modules the model was not taught on), 8 tactics sampled at each. "
+        f"Online GRPO: {len(history)} updates of {s.batch_states} training states × {s.group_size} tactics, reward "
+        f"softplus(G(before) − G(after)) (0 for a failed tactic), lr {s.lr:g} (the paper's 2.25e-6 is for "
+        f"10,000 updates), KL β {cfg.algorithm.kl_coef:g} to the starting model, sampler refreshed every update."
+    )
     write_report([before, after], out, title="Step-level RL (LeanListener)", note=note)
     top = {m.label: _most_sampled(m) for m in (before, after)}
     with open(out / "report.md", "a") as f:
-        f.write("Most sampled tactics (out of all samples on the held-out states): "
-                + "; ".join(f"{k}: {v}" for k, v in top.items()) + ". A valid step that changes nothing still earns "
-                "softplus(0) = ln 2, and in Coq `intros.` never fails: watch for a policy that learns to do nothing "
-                "(`algorithm.unchanged_reward=0` removes that reward; docs/step_level.md).\n\n"
-                "During training (share of valid sampled tactics and mean reward per update):\n\n"
-                "![training](training.png)\n")
-    summary = {"before": before.to_json(), "after": after.to_json(), "updates": len(history),
-               "train_valid": [m["tactics/valid"] for m in history], "most_sampled": top,
-               "seconds": time.perf_counter() - t0}  # fmt: skip
+        f.write(
+            "Most sampled tactics (out of all samples on the held-out states): "
+            + "; ".join(f"{k}: {v}" for k, v in top.items())
+            + ". A valid step that changes nothing still earns "
+            "softplus(0) = ln 2, and in Coq `intros.` never fails: watch for a policy that learns to do nothing "
+            "(`algorithm.unchanged_reward=0` removes that reward; docs/step_level.md).\n\n"
+            "During training (share of valid sampled tactics and mean reward per update):\n\n"
+            "![training](training.png)\n"
+        )
+    summary = {
+        "before": before.to_json(),
+        "after": after.to_json(),
+        "updates": len(history),
+        "train_valid": [m["tactics/valid"] for m in history],
+        "most_sampled": top,
+        "seconds": time.perf_counter() - t0,
+    }
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     ctx.console.print(markdown_table([before, after]))
     return summary

@@ -55,8 +55,11 @@ def demo_problems(cfg: DemoConfig) -> tuple[list[Problem], list[Problem]]:
     """Training and held-out theorems with short human proofs, split by module."""
     from ..data.splits import coq_stdlib_problems, split_by_module
 
-    probs = [p for p in coq_stdlib_problems(max_proof_chars=cfg.max_proof_chars)
-             if len(p.formal_statement) <= cfg.max_statement_chars and "Proof using" not in p.proof]  # fmt: skip
+    probs = [
+        p
+        for p in coq_stdlib_problems(max_proof_chars=cfg.max_proof_chars)
+        if len(p.formal_statement) <= cfg.max_statement_chars and "Proof using" not in p.proof
+    ]
     train, held = split_by_module(probs, held_out_fraction=cfg.held_out_fraction, seed=cfg.seed)
     g = torch.Generator().manual_seed(cfg.seed)
     pick = torch.randperm(len(held), generator=g)[: cfg.eval_problems].tolist()
@@ -78,8 +81,9 @@ def run_demo(cfg: DemoConfig, *, console: Any = None) -> dict[str, Any]:
     or ``--set verify.timeout=…``); it owns its pool and is closed when the demo ends, whatever happens."""
     from ..train.run import make_verifier
 
-    recipe = load_recipe("demo", [f"steps={cfg.rl_steps}", f"seed={cfg.seed}", f"verify.workers={cfg.workers}",
-                                  *cfg.overrides])  # fmt: skip
+    recipe = load_recipe(
+        "demo", [f"steps={cfg.rl_steps}", f"seed={cfg.seed}", f"verify.workers={cfg.workers}", *cfg.overrides]
+    )
     verifier = make_verifier(recipe)
     try:
         return _run_demo(cfg, recipe, verifier, console)
@@ -105,30 +109,54 @@ def _run_demo(cfg: DemoConfig, recipe: TrainConfig, verifier: Any, console: Any)
     fmt: PromptFormat = get_format(recipe.rollout.prompt_format)
 
     def progress() -> Progress:
-        return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                        console=console, transient=True)  # fmt: skip
+        return Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        )
 
     # 1-3. data, the tiny model, supervised fine-tuning on the human proofs
     t = time.perf_counter()
     train, held = demo_problems(cfg)
-    console.print(f"[bold]data[/]: {len(train)} training theorems, {len(held)} held-out theorems "
-                  f"(short stdlib proofs, split by module)")  # fmt: skip
+    console.print(
+        f"[bold]data[/]: {len(train)} training theorems, {len(held)} held-out theorems "
+        f"(short stdlib proofs, split by module)"
+    )
     model, tok, sft_dir, losses = _teach(cfg, fmt, train, out, console, progress, timings, started=t)
 
     ev = recipe.eval
     results: dict[str, EvalResult] = {}
     uplifts: dict[str, UpliftRate] = {}
     runs: dict[str, list[dict[str, float]]] = {}
+
     def run_eval(label: str, m: Any) -> EvalResult:
         gen = HFGenerator(m, tok, batch_size=64)
         with progress() as bar:
             task = bar.add_task(f"pass@k on held-out: {label}", total=len(held))
-            res = evaluate(gen, held, fmt, verifier, n=ev.samples, ks=ev.ks, temperature=ev.temperature,
-                           top_p=ev.top_p, max_tokens=ev.max_tokens, seed=cfg.seed + 7, tokenizer=tok,
-                           label=label, samples_path=out / f"samples-{label}.jsonl",
-                           on_chunk=lambda k: bar.update(task, advance=k))  # fmt: skip
-        console.print(f"  {label}: " + ", ".join(f"pass@{k} {100 * v['unbiased']:.1f}%" for k, v in res.table().items())
-                      + f"  ({res.seconds:.0f} s)")  # fmt: skip
+            res = evaluate(
+                gen,
+                held,
+                fmt,
+                verifier,
+                n=ev.samples,
+                ks=ev.ks,
+                temperature=ev.temperature,
+                top_p=ev.top_p,
+                max_tokens=ev.max_tokens,
+                seed=cfg.seed + 7,
+                tokenizer=tok,
+                label=label,
+                samples_path=out / f"samples-{label}.jsonl",
+                on_chunk=lambda k: bar.update(task, advance=k),
+            )
+        console.print(
+            f"  {label}: "
+            + ", ".join(f"pass@{k} {100 * v['unbiased']:.1f}%" for k, v in res.table().items())
+            + f"  ({res.seconds:.0f} s)"
+        )
         return res
 
     # 4. before RL
@@ -171,8 +199,17 @@ def _run_demo(cfg: DemoConfig, recipe: TrainConfig, verifier: Any, console: Any)
     return summary
 
 
-def _teach(cfg: DemoConfig, fmt: PromptFormat, train: list[Any], out: Path, console: Any, progress: Any,
-           timings: dict[str, float], *, started: float) -> tuple[Any, Any, Path, list[float]]:
+def _teach(
+    cfg: DemoConfig,
+    fmt: PromptFormat,
+    train: list[Any],
+    out: Path,
+    console: Any,
+    progress: Any,
+    timings: dict[str, float],
+    *,
+    started: float,
+) -> tuple[Any, Any, Path, list[float]]:
     """The tiny model built on the training proofs' text, then supervised fine-tuning on them; the SFT model
     is saved in ``out/sft-model``. Returns the model, its tokenizer, that folder and the losses."""
     from ..policy.model import load_policy
@@ -187,18 +224,38 @@ def _teach(cfg: DemoConfig, fmt: PromptFormat, train: list[Any], out: Path, cons
     pairs = [(fmt.prompt(p, tok), fmt.completion(p, p.proof)) for p in train]
     with progress() as bar:
         task = bar.add_task("teaching the tiny model (SFT)", total=cfg.sft_epochs)
-        losses = supervised_finetune(model, tok, pairs, epochs=cfg.sft_epochs, lr=cfg.sft_lr, batch=cfg.sft_batch,
-                                     seed=cfg.seed, on_epoch=lambda e, l: bar.update(task, advance=1))  # fmt: skip
+        losses = supervised_finetune(
+            model,
+            tok,
+            pairs,
+            epochs=cfg.sft_epochs,
+            lr=cfg.sft_lr,
+            batch=cfg.sft_batch,
+            seed=cfg.seed,
+            on_epoch=lambda e, l: bar.update(task, advance=1),
+        )
     sft_dir = out / "sft-model"
     model.save_pretrained(sft_dir)
     tok.save_pretrained(sft_dir)
     timings["sft_s"] = time.perf_counter() - t
-    console.print(f"[bold]SFT[/]: {cfg.sft_epochs} epochs on {len(pairs)} proofs, loss {losses[0]:.2f} → {losses[-1]:.2f}")
+    console.print(
+        f"[bold]SFT[/]: {cfg.sft_epochs} epochs on {len(pairs)} proofs, loss {losses[0]:.2f} → {losses[-1]:.2f}"
+    )
     return model, tok, sft_dir, losses
 
 
-def _grpo_arm(cfg: DemoConfig, name: str, unlikely: str, sft_dir: Path, tok: Any, verifier: Any, train: list[Any],
-              out: Path, console: Any, progress: Any) -> tuple[Any, list[dict[str, float]]]:
+def _grpo_arm(
+    cfg: DemoConfig,
+    name: str,
+    unlikely: str,
+    sft_dir: Path,
+    tok: Any,
+    verifier: Any,
+    train: list[Any],
+    out: Path,
+    console: Any,
+    progress: Any,
+) -> tuple[Any, list[dict[str, float]]]:
     """One GRPO run from the SFT model (``reward.unlikeliness`` = ``unlikely``) in ``out/name``; the trained
     policy and its metrics rows."""
     from ..policy.generation import HFGenerator
@@ -206,8 +263,16 @@ def _grpo_arm(cfg: DemoConfig, name: str, unlikely: str, sft_dir: Path, tok: Any
     from ..train.trainer import Trainer
 
     policy, _ = load_policy(sft_dir, device="cpu")
-    rcfg: TrainConfig = load_recipe("demo", [f"steps={cfg.rl_steps}", f"seed={cfg.seed}", f"out={out / name}",
-                                              *cfg.overrides, f"reward.unlikeliness={unlikely}"])  # fmt: skip
+    rcfg: TrainConfig = load_recipe(
+        "demo",
+        [
+            f"steps={cfg.rl_steps}",
+            f"seed={cfg.seed}",
+            f"out={out / name}",
+            *cfg.overrides,
+            f"reward.unlikeliness={unlikely}",
+        ],
+    )
     gen = HFGenerator(policy, tok, batch_size=64)
     trainer = Trainer(rcfg, policy, tok, gen, verifier, train)
     with progress() as bar:
@@ -215,8 +280,10 @@ def _grpo_arm(cfg: DemoConfig, name: str, unlikely: str, sft_dir: Path, tok: Any
         bar.update(task, completed=trainer.resume())
         trainer.fit(progress=lambda s, m: bar.update(task, completed=s))
     rows = [json.loads(line) for line in (Path(rcfg.out) / "metrics.jsonl").read_text().splitlines()]
-    console.print(f"[bold]{name}[/]: {rcfg.steps} steps; valid on training theorems in the last steps: "
-                  + ", ".join(f"{100 * r.get('valid/turn1', 0):.0f}%" for r in rows[-3:]))  # fmt: skip
+    console.print(
+        f"[bold]{name}[/]: {rcfg.steps} steps; valid on training theorems in the last steps: "
+        + ", ".join(f"{100 * r.get('valid/turn1', 0):.0f}%" for r in rows[-3:])
+    )
     return policy, rows
 
 

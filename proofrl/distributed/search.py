@@ -42,7 +42,11 @@ class SearchWorker:
         from ..search.policy import policy_from_spec
 
         self.spec, self.model = policy, model
-        self.policy = policy_obj if policy_obj is not None else policy_from_spec(policy, model, **({"api_key": api_key} if api_key else {}))
+        self.policy = (
+            policy_obj
+            if policy_obj is not None
+            else policy_from_spec(policy, model, **({"api_key": api_key} if api_key else {}))
+        )
 
     def node(self) -> str:
         import ray
@@ -66,14 +70,26 @@ class SearchWorker:
             out = Path(tmp)
             with contextlib.redirect_stdout(io.StringIO()):  # the chunk's own table: the driver prints the run's
                 try:
-                    cli_search(problems, algorithm, self.spec, self.model, out, workers=1, progress=False,
-                               policy_obj=self.policy, **options)
+                    cli_search(
+                        problems,
+                        algorithm,
+                        self.spec,
+                        self.model,
+                        out,
+                        workers=1,
+                        progress=False,
+                        policy_obj=self.policy,
+                        **options,
+                    )
                 except PolicyError as e:
                     policy_error = str(e)
             read = lambda name: (out / name).read_text(encoding="utf-8") if (out / name).exists() else ""  # noqa: E731
-            return {"results": read("results.jsonl").splitlines(), "trace": read("trace.jsonl").splitlines(),
-                    "trees": {p.name: p.read_text(encoding="utf-8") for p in sorted((out / "trees").glob("*.json"))},
-                    "policy_error": policy_error}
+            return {
+                "results": read("results.jsonl").splitlines(),
+                "trace": read("trace.jsonl").splitlines(),
+                "trees": {p.name: p.read_text(encoding="utf-8") for p in sorted((out / "trees").glob("*.json"))},
+                "policy_error": policy_error,
+            }
 
 
 def chunks(problems: list[Any], workers: int) -> list[list[Any]]:
@@ -85,12 +101,27 @@ def chunks(problems: list[Any], workers: int) -> list[list[Any]]:
     return [group[i : i + size] for group in by_header.values() for i in range(0, len(group), size)]
 
 
-def cli_search_ray(address: str, problems: Any, algorithm: str = "mcts", policy: str = "", model: str | None = None,
-                   out: str | Path = "search-out", *, recipe: str | None = None, workers: int = 1,
-                   max_steps: int | None = None, max_nodes: int | None = None, expansions: int | None = None,
-                   width: int | None = None, seconds: float | None = None, tactic_timeout: float | None = None,
-                   value: str | None = None, api_key: str | None = None, limit: int | None = None,
-                   policy_obj: Any = None) -> dict[str, Any]:
+def cli_search_ray(
+    address: str,
+    problems: Any,
+    algorithm: str = "mcts",
+    policy: str = "",
+    model: str | None = None,
+    out: str | Path = "search-out",
+    *,
+    recipe: str | None = None,
+    workers: int = 1,
+    max_steps: int | None = None,
+    max_nodes: int | None = None,
+    expansions: int | None = None,
+    width: int | None = None,
+    seconds: float | None = None,
+    tactic_timeout: float | None = None,
+    value: str | None = None,
+    api_key: str | None = None,
+    limit: int | None = None,
+    policy_obj: Any = None,
+) -> dict[str, Any]:
     """:func:`proofrl.search.run.cli_search` on a Ray cluster (``address``: ``local``, ``auto`` or ``host:port``).
     ``workers``: search workers (one CPU each); left at 1, one per CPU of the cluster. Returns the summary."""
     from ..problems import load_problems
@@ -100,13 +131,22 @@ def cli_search_ray(address: str, problems: Any, algorithm: str = "mcts", policy:
 
     ray = connect(address)
     from ray.exceptions import ActorUnschedulableError, NodeDiedError, RayActorError, RayTaskError, WorkerCrashedError
+
     probs = load_problems(problems, limit=limit) if isinstance(problems, (str, Path)) else list(problems)[:limit]
     if workers <= 1:
         workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
     pieces = chunks(probs, workers)
     label = lambda i: f"chunk {i + 1}/{len(pieces)} ({', '.join(p.name for p in pieces[i])})"  # noqa: E731
-    options = {"recipe": recipe, "max_steps": max_steps, "max_nodes": max_nodes, "expansions": expansions,
-               "width": width, "seconds": seconds, "tactic_timeout": tactic_timeout, "value": value}
+    options = {
+        "recipe": recipe,
+        "max_steps": max_steps,
+        "max_nodes": max_nodes,
+        "expansions": expansions,
+        "width": width,
+        "seconds": seconds,
+        "tactic_timeout": tactic_timeout,
+        "value": value,
+    }
     actor = ray.remote(SearchWorker).options(num_cpus=1, scheduling_strategy="SPREAD")
     start = lambda: actor.remote(policy, model, api_key, policy_obj)  # noqa: E731
     pool = [start() for _ in range(min(workers, len(pieces)))]
@@ -160,7 +200,9 @@ def cli_search_ray(address: str, problems: Any, algorithm: str = "mcts", policy:
                 continue
             if "unavailable" in got:  # this node has no prover: the worker leaves, its chunk goes to another
                 if got["node"] not in unable:  # said once per node (a later worker may land there too)
-                    say(f"node {got['node'][:12]} cannot run the prover ({got['unavailable']}); its chunks go to other nodes")
+                    say(
+                        f"node {got['node'][:12]} cannot run the prover ({got['unavailable']}); its chunks go to other nodes"
+                    )
                 unable[got["node"]] = got["unavailable"]
                 pool.remove(w)
                 ray.kill(w)
@@ -184,14 +226,17 @@ def cli_search_ray(address: str, problems: Any, algorithm: str = "mcts", policy:
     summary["rerun"] = rerun
     (dest / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
     if policy_errors:
-        raise PolicyError(f"the policy failed; {len(results)} of {len(probs)} theorems have results in "
-                          f"{dest / 'results.jsonl'}: {policy_errors[0]}")
+        raise PolicyError(
+            f"the policy failed; {len(results)} of {len(probs)} theorems have results in "
+            f"{dest / 'results.jsonl'}: {policy_errors[0]}"
+        )
     _print_table(results, summary)
     return summary
 
 
-def _write(dest: Path, got: dict[str, Any], used: set[str], results: list[Any], events: list[dict[str, Any]],
-           result_type: Any) -> None:
+def _write(
+    dest: Path, got: dict[str, Any], used: set[str], results: list[Any], events: list[dict[str, Any]], result_type: Any
+) -> None:
     """Append one chunk's files to the run's; a tree file name another chunk already took gets a suffix."""
     renamed: dict[str, str] = {}
     for name, text in got["trees"].items():
@@ -208,11 +253,20 @@ def _write(dest: Path, got: dict[str, Any], used: set[str], results: list[Any], 
             if isinstance(line.get("tree"), str) and (old := line["tree"].removeprefix("trees/")) in renamed:
                 line["tree"] = f"trees/{renamed[old]}"
             f.write(json.dumps(line, default=str) + "\n")
-            results.append(result_type(line["name"], line["status"], proof=line.get("proof", ""),
-                                       verdict=Verdict.from_json(line["verdict"]) if line.get("verdict") else None,
-                                       reason=line.get("reason", ""), expansions=line.get("expansions", 0),
-                                       steps=line.get("steps", 0), iterations=line.get("iterations", 0),
-                                       seconds=line.get("seconds", 0.0), algorithm=line.get("algorithm", "")))
+            results.append(
+                result_type(
+                    line["name"],
+                    line["status"],
+                    proof=line.get("proof", ""),
+                    verdict=Verdict.from_json(line["verdict"]) if line.get("verdict") else None,
+                    reason=line.get("reason", ""),
+                    expansions=line.get("expansions", 0),
+                    steps=line.get("steps", 0),
+                    iterations=line.get("iterations", 0),
+                    seconds=line.get("seconds", 0.0),
+                    algorithm=line.get("algorithm", ""),
+                )
+            )
     with open(dest / "trace.jsonl", "a", encoding="utf-8") as f:
         for raw in got["trace"]:
             f.write(raw + "\n")

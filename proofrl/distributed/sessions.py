@@ -98,6 +98,9 @@ def session_actor(name: str | None = None, *, backend: str = "coq", workers: int
     """A proof-state session actor (a threaded actor running ``workers`` calls at once, one CPU per process).
     With ``name``, get-or-create by that name in the ``proofrl`` namespace, so several processes share it."""
     ray = connect()
-    cls = ray.remote(ProofSessions).options(num_cpus=workers, max_concurrency=workers,
-                                            **({"name": name, "namespace": NAMESPACE, "get_if_exists": True} if name else {}))
+    cls = ray.remote(ProofSessions).options(
+        num_cpus=workers,
+        max_concurrency=workers,
+        **({"name": name, "namespace": NAMESPACE, "get_if_exists": True} if name else {}),
+    )
     return cls.remote(backend, workers, **options)

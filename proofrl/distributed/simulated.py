@@ -18,8 +18,12 @@ import os
 from typing import Any
 
 STORE_BYTES = 80 * 2**20
-FAST_HEALTH = {"health_check_initial_delay_ms": 0, "health_check_period_ms": 300, "health_check_timeout_ms": 300,
-               "health_check_failure_threshold": 3}
+FAST_HEALTH = {
+    "health_check_initial_delay_ms": 0,
+    "health_check_period_ms": 300,
+    "health_check_timeout_ms": 300,
+    "health_check_failure_threshold": 3,
+}
 
 
 class SimCluster:
@@ -29,8 +33,15 @@ class SimCluster:
         from ray.cluster_utils import Cluster
 
         os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # no token file for a throwaway cluster
-        self.c = Cluster(initialize_head=True, head_node_args={
-            "num_cpus": 0, "object_store_memory": STORE_BYTES, "include_dashboard": False, "_system_config": FAST_HEALTH})
+        self.c = Cluster(
+            initialize_head=True,
+            head_node_args={
+                "num_cpus": 0,
+                "object_store_memory": STORE_BYTES,
+                "include_dashboard": False,
+                "_system_config": FAST_HEALTH,
+            },
+        )
         self.nodes: list[Any] = []
         self.without_coq: list[Any] = []
         self.added = 0

@@ -81,8 +81,16 @@ class VerificationService:
         return self._pools[backend].pids() if backend in self._pools else []
 
     def stats(self) -> dict[str, Any]:
-        return {b: {"started": p.stats.started, "crashes": p.stats.crashes, "verdicts": dict(p.stats.verdicts),
-                    "queued": p.queued, "busy": p.busy} for b, p in self._pools.items()}
+        return {
+            b: {
+                "started": p.stats.started,
+                "crashes": p.stats.crashes,
+                "verdicts": dict(p.stats.verdicts),
+                "queued": p.queued,
+                "busy": p.busy,
+            }
+            for b, p in self._pools.items()
+        }
 
 
 _actor_class: Any = None
@@ -90,8 +98,13 @@ _handles: dict[tuple[str, str], Any] = {}
 _lock = threading.Lock()
 
 
-def verifier(actor_name: str = ACTOR_NAME, *, workers: int | None = None, timeout: float = DEFAULT_TIMEOUT,
-             node_id: str | None = None) -> Any:
+def verifier(
+    actor_name: str = ACTOR_NAME,
+    *,
+    workers: int | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    node_id: str | None = None,
+) -> Any:
     """The verification actor of this node (or ``node_id``), started if it does not exist. ``workers`` (prover
     processes per backend; default: the node's CPUs as Ray counts them) and ``timeout`` (seconds per proof when a
     call gives none) apply only when this call starts it."""
@@ -109,8 +122,12 @@ def verifier(actor_name: str = ACTOR_NAME, *, workers: int | None = None, timeou
             cpus = next((n["Resources"].get("CPU", 1) for n in ray.nodes() if n["NodeID"] == node and n["Alive"]), 1)
             workers = max(1, int(cpus))
         handle = _actor_class.options(
-            name=f"{actor_name}@{node}", namespace=NAMESPACE, get_if_exists=True, lifetime="detached",
-            max_restarts=MAX_RESTARTS, max_task_retries=MAX_TASK_RETRIES,
+            name=f"{actor_name}@{node}",
+            namespace=NAMESPACE,
+            get_if_exists=True,
+            lifetime="detached",
+            max_restarts=MAX_RESTARTS,
+            max_task_retries=MAX_TASK_RETRIES,
             num_cpus=0,  # a service: its prover processes are bounded by `workers`, not by Ray's CPU accounting
             scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False),
         ).remote(workers, timeout)
@@ -124,8 +141,13 @@ def _forget(actor_name: str, node: str | None = None) -> None:
             del _handles[key]
 
 
-async def averify_on_ray(jobs: Sequence[tuple[Problem, str | None]], *, backend: str = "coq", timeout: float | None = None,
-                         actor_name: str = ACTOR_NAME) -> list[Verdict]:
+async def averify_on_ray(
+    jobs: Sequence[tuple[Problem, str | None]],
+    *,
+    backend: str = "coq",
+    timeout: float | None = None,
+    actor_name: str = ACTOR_NAME,
+) -> list[Verdict]:
     """One verdict per ``(problem, proof)`` pair, in input order, from this node's verification actor. Items that
     need no prover (no proof, another backend) are answered here, as :class:`~proofrl.verification.Verifier`
     answers them. ``timeout``: seconds per proof (None: the actor's default)."""
@@ -156,8 +178,13 @@ async def averify_on_ray(jobs: Sequence[tuple[Problem, str | None]], *, backend:
     return out  # type: ignore[return-value]
 
 
-def verify_on_ray(jobs: Sequence[tuple[Problem, str | None]], *, backend: str = "coq", timeout: float | None = None,
-                  actor_name: str = ACTOR_NAME) -> list[Verdict]:
+def verify_on_ray(
+    jobs: Sequence[tuple[Problem, str | None]],
+    *,
+    backend: str = "coq",
+    timeout: float | None = None,
+    actor_name: str = ACTOR_NAME,
+) -> list[Verdict]:
     """:func:`averify_on_ray` for code without an event loop."""
     try:
         asyncio.get_running_loop()
@@ -180,17 +207,24 @@ def _split(jobs: Sequence[tuple[Problem, str | None]], todo: list[int], nodes: i
     by_header: dict[str, list[int]] = defaultdict(list)
     for i in todo:
         by_header[jobs[i][0].header].append(i)
-    pieces = sorted((g[k : k + size] for g in by_header.values() for k in range(0, len(g), size)), key=len, reverse=True)
+    pieces = sorted(
+        (g[k : k + size] for g in by_header.values() for k in range(0, len(g), size)), key=len, reverse=True
+    )
     shares: list[list[int]] = [[] for _ in range(nodes)]
     for piece in pieces:
         min(shares, key=len).extend(piece)
     return shares
 
 
-async def averify_across_nodes(jobs: Sequence[tuple[Problem, str | None]], *, backend: str = "coq",
-                               timeout: float | None = None, actor_name: str = ACTOR_NAME,
-                               nodes: Sequence[str] | None = None, moves: list[dict[str, Any]] | None = None
-                               ) -> list[Verdict]:
+async def averify_across_nodes(
+    jobs: Sequence[tuple[Problem, str | None]],
+    *,
+    backend: str = "coq",
+    timeout: float | None = None,
+    actor_name: str = ACTOR_NAME,
+    nodes: Sequence[str] | None = None,
+    moves: list[dict[str, Any]] | None = None,
+) -> list[Verdict]:
     """One verdict per pair, in input order, from the verification actors of ``nodes`` (default: every
     :func:`working_nodes`), the batch split by header. A share whose node is lost mid-batch, or whose node has
     no prover, is sent to the actor of the surviving node given the fewest items of this batch (started there
@@ -212,7 +246,9 @@ async def averify_across_nodes(jobs: Sequence[tuple[Problem, str | None]], *, ba
 
     def send(node: str, share: list[int]) -> Any:
         load[node] += len(share)
-        return verifier(actor_name, node_id=node).check.remote(backend, [(jobs[i][0].theorem, jobs[i][1]) for i in share], timeout)
+        return verifier(actor_name, node_id=node).check.remote(
+            backend, [(jobs[i][0].theorem, jobs[i][1]) for i in share], timeout
+        )
 
     running: dict[asyncio.Future, tuple[str, list[int]]] = {}
     for node, share in zip(targets, _split(jobs, todo, len(targets)), strict=True):
@@ -243,8 +279,11 @@ async def averify_across_nodes(jobs: Sequence[tuple[Problem, str | None]], *, ba
                     out[i] = Verdict(Status.ERROR, (f"verifier unavailable: {why}"[:300],))
                 continue
             to = min(alive, key=lambda n: load[n])
-            print(f"proofrl verify: {len(share)} items moved from node {node[:12]} to node {to[:12]}: {why}",
-                  file=sys.stderr, flush=True)
+            print(
+                f"proofrl verify: {len(share)} items moved from node {node[:12]} to node {to[:12]}: {why}",
+                file=sys.stderr,
+                flush=True,
+            )
             if moves is not None:
                 moves.append({"from": node, "to": to, "items": len(share), "why": why})
             running[asyncio.ensure_future(send(to, share))] = (to, share)

@@ -116,7 +116,9 @@ def evaluate(
     t0 = time.perf_counter()
     items = [first_turn(p, fmt, tokenizer) for p in problems]
     params = SamplingParams(n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens, stop=fmt.stop, seed=seed)
-    groups, _ = sample_and_verify(generator, items, params, fmt, verifier, chunk_prompts=chunk_prompts, on_chunk=on_chunk)
+    groups, _ = sample_and_verify(
+        generator, items, params, fmt, verifier, chunk_prompts=chunk_prompts, on_chunk=on_chunk
+    )
     results = []
     for g in groups:
         valid = {_normalise(p) for p, v in zip(g.proofs, g.verdicts, strict=True) if v.valid and p}
@@ -125,8 +127,18 @@ def evaluate(
         with open(samples_path, "w") as f:
             for g in groups:
                 for c, p, v in zip(g.completions, g.proofs, g.verdicts, strict=True):
-                    f.write(json.dumps({"name": g.item.problem.name, "completion": c.text, "proof": p,
-                                        "status": v.status.value, "reasons": list(v.reasons)}) + "\n")  # fmt: skip
+                    f.write(
+                        json.dumps(
+                            {
+                                "name": g.item.problem.name,
+                                "completion": c.text,
+                                "proof": p,
+                                "status": v.status.value,
+                                "reasons": list(v.reasons),
+                            }
+                        )
+                        + "\n"
+                    )
     return EvalResult(label, results, tuple(k for k in ks if k <= n), time.perf_counter() - t0, groups)
 
 
@@ -146,7 +158,9 @@ def sequence_logps(model: Any, tokenizer: Any, groups: Sequence[Group], *, micro
 def uplift_between(init_model: Any, new_model: Any, tokenizer: Any, groups: Sequence[Group]) -> UpliftRate:
     """Uplift rate of ``new_model`` over ``init_model`` on samples drawn from ``init_model`` (``groups``)."""
     correct = torch.tensor([g.correct for g in groups], dtype=torch.bool)
-    return uplift_rate(sequence_logps(init_model, tokenizer, groups), sequence_logps(new_model, tokenizer, groups), correct)
+    return uplift_rate(
+        sequence_logps(init_model, tokenizer, groups), sequence_logps(new_model, tokenizer, groups), correct
+    )
 
 
 # -------------------------------------------------------------------------------------------- reporting

@@ -108,7 +108,9 @@ def pearson(x: Sequence[float], y: Sequence[float]) -> float:
     return sxy / math.sqrt(sxx * syy) if sxx > 0 and syy > 0 else float("nan")
 
 
-def ranking_pairs(records: Sequence[Any], weights: Mapping[str, float] | None = None, margin: float = 0.5) -> list[tuple[int, int]]:
+def ranking_pairs(
+    records: Sequence[Any], weights: Mapping[str, float] | None = None, margin: float = 0.5
+) -> list[tuple[int, int]]:
     """(good, flawed) index pairs at the same state whose target combined scores differ by ≥ ``margin``."""
     by_state: dict[str, list[int]] = defaultdict(list)
     for i, r in enumerate(records):
@@ -122,16 +124,27 @@ def ranking_pairs(records: Sequence[Any], weights: Mapping[str, float] | None = 
     return pairs
 
 
-def metrics(preds: Sequence[Mapping[str, float]], records: Sequence[Any], *, dims: Sequence[str] = DIMENSIONS,
-            weights: Mapping[str, float] | None = None, margin: float = 0.5) -> dict[str, Any]:
+def metrics(
+    preds: Sequence[Mapping[str, float]],
+    records: Sequence[Any],
+    *,
+    dims: Sequence[str] = DIMENSIONS,
+    weights: Mapping[str, float] | None = None,
+    margin: float = 0.5,
+) -> dict[str, Any]:
     """MSE per dimension, Pearson r of the combined score, ranking accuracy (see the module docstring)."""
     mse = {d: sum((p[d] - r.scores[d]) ** 2 for p, r in zip(preds, records)) / max(len(records), 1) for d in dims}
     pc = [combined_score({d: p[d] for d in dims}, weights) for p in preds]
     tc = [combined_score({d: r.scores[d] for d in dims}, weights) for r in records]
     pairs = ranking_pairs(records, weights, margin)
     won = sum(1.0 if pc[a] > pc[b] else 0.5 if pc[a] == pc[b] else 0.0 for a, b in pairs)
-    return {"mse": {d: round(v, 4) for d, v in mse.items()}, "pearson": pearson(pc, tc),
-            "ranking_acc": won / len(pairs) if pairs else float("nan"), "pairs": len(pairs), "n": len(records)}
+    return {
+        "mse": {d: round(v, 4) for d, v in mse.items()},
+        "pearson": pearson(pc, tc),
+        "ranking_acc": won / len(pairs) if pairs else float("nan"),
+        "pairs": len(pairs),
+        "n": len(records),
+    }
 
 
 def _fill(scores: Mapping[str, float], dims: Sequence[str]) -> dict[str, float]:
@@ -152,15 +165,25 @@ def evaluate_generative(scorer: Any, records: Sequence[Any], *, margin: float = 
     for p, (_, f) in zip(parsed, expected):
         for x in {*(fl.split(":")[0] for fl in p.flags), *(fl.split(":")[0] for fl in f)}:
             flags[x] += 1
-    out = {"eva": metrics([e for e, _ in expected], records, dims=dims, weights=scorer.weights, margin=margin),
-           "text": metrics([_fill(p.scores, dims) for p in parsed], records, dims=dims, weights=scorer.weights, margin=margin),
-           "flags": dict(flags), "examples": outputs[:3]}  # fmt: skip
+    out = {
+        "eva": metrics([e for e, _ in expected], records, dims=dims, weights=scorer.weights, margin=margin),
+        "text": metrics(
+            [_fill(p.scores, dims) for p in parsed], records, dims=dims, weights=scorer.weights, margin=margin
+        ),
+        "flags": dict(flags),
+        "examples": outputs[:3],
+    }
     return out
 
 
-ROW_NAMES = {"zero-shot": "Zero-shot base (E[R] at a probe)", "sft-text": "SFT-only generative RM (text score)",
-             "sft-eR": "SFT-only RM, E[R] read-out", "value-head": "Value-head RM (linear head, MSE)",
-             "eva-text": "EVA model, text score", "eva": "EVA (E[R] over anchors)"}  # fmt: skip
+ROW_NAMES = {
+    "zero-shot": "Zero-shot base (E[R] at a probe)",
+    "sft-text": "SFT-only generative RM (text score)",
+    "sft-eR": "SFT-only RM, E[R] read-out",
+    "value-head": "Value-head RM (linear head, MSE)",
+    "eva-text": "EVA model, text score",
+    "eva": "EVA (E[R] over anchors)",
+}
 
 
 def _f(x: float, nd: int = 3) -> str:
@@ -171,8 +194,11 @@ def markdown_table(rows: Mapping[str, Mapping[str, Any]], dims: Sequence[str] = 
     head = "| model | " + " | ".join(f"{d} MSE ↓" for d in dims) + " | Pearson r ↑ | ranking acc ↑ |"
     lines = [head, "|---" * (3 + len(dims)) + "|"]
     for name, m in rows.items():
-        lines.append(f"| {ROW_NAMES.get(name, name)} | " + " | ".join(_f(m["mse"][d]) for d in dims)
-                     + f" | {_f(m['pearson'])} | {_f(m['ranking_acc'])} |")
+        lines.append(
+            f"| {ROW_NAMES.get(name, name)} | "
+            + " | ".join(_f(m["mse"][d]) for d in dims)
+            + f" | {_f(m['pearson'])} | {_f(m['ranking_acc'])} |"
+        )
     return "\n".join(lines)
 
 
@@ -206,8 +232,10 @@ def write_report(res: Mapping[str, Any], held: int, data: Path, out: Path, skipp
     table = markdown_table(rows)
     plot_table(rows, out / "table4.png")
     (out / "summary.json").write_text(json.dumps({**res, "skipped": dict(skipped)}, indent=2, default=str))
-    (out / "report.md").write_text(f"# proofrl eval rm\n\n{held} held-out records from `{data.name}`; greedy "
-                                   f"decoding.\n\n{table}\n\n![Table 4](table4.png)\n")  # fmt: skip
+    (out / "report.md").write_text(
+        f"# proofrl eval rm\n\n{held} held-out records from `{data.name}`; greedy "
+        f"decoding.\n\n{table}\n\n![Table 4](table4.png)\n"
+    )
     return table
 
 
@@ -218,7 +246,9 @@ def held_out_records(data: Path) -> tuple[list[Record], Counter]:
     return held, skipped
 
 
-def cli_eval_rm(data: Path, *, model: Path, out: Path = Path("runs/eval-rm"), max_new_tokens: int = 96) -> dict[str, Any]:
+def cli_eval_rm(
+    data: Path, *, model: Path, out: Path = Path("runs/eval-rm"), max_new_tokens: int = 96
+) -> dict[str, Any]:
     """``proofrl eval rm --model DIR``: score one trained generative RM on ``data``. Writes ``out/report.md``,
     ``out/summary.json``, ``out/table4.png``. (Table 4, which trains its models: :func:`proofrl.bench.eva_table4.cli_table4`.)"""
     from rich.console import Console

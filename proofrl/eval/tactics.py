@@ -68,16 +68,22 @@ class StatePoint:
 
     def to_json(self) -> dict[str, Any]:
         th = self.theorem
-        return {"theorem": [th.name, th.statement, th.header, th.backend], "path": list(self.path), "text": self.text,
-                "premises": list(self.premises), "origin": self.origin}  # fmt: skip
+        return {
+            "theorem": [th.name, th.statement, th.header, th.backend],
+            "path": list(self.path),
+            "text": self.text,
+            "premises": list(self.premises),
+            "origin": self.origin,
+        }
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> StatePoint:
         return cls(Theorem(*d["theorem"]), tuple(d["path"]), d["text"], tuple(d["premises"]), d["origin"])
 
 
-def state_points(transitions: Sequence[dict[str, Any]], *, include_structural: bool = False,
-                 max_state_chars: int | None = 2000) -> list[StatePoint]:
+def state_points(
+    transitions: Sequence[dict[str, Any]], *, include_structural: bool = False, max_state_chars: int | None = 2000
+) -> list[StatePoint]:
     """One state per transition (in the data's order), its path = the tactics of the same proof before it.
 
     A proof's transitions are told apart by (module, theorem, statement); a proof whose step numbers have a gap
@@ -95,7 +101,8 @@ def state_points(transitions: Sequence[dict[str, Any]], *, include_structural: b
             if int(t.get("step", i)) != i:
                 break
             skip = (t.get("structural") and not include_structural) or (
-                max_state_chars is not None and len(t["state_before"]) > max_state_chars)
+                max_state_chars is not None and len(t["state_before"]) > max_state_chars
+            )
             if not skip:
                 th = Theorem(t["theorem"], t.get("statement", ""), t.get("header", "") or "", t.get("backend", "coq"))
                 out.append(StatePoint(th, tuple(path), t["state_before"], tuple(t.get("premises") or ())))
@@ -181,14 +188,21 @@ def run_group(prover: Prover, point: StatePoint, tactics: Sequence[str | None], 
         if _session(prover) != session:
             out.replays += 1
         valid = r.ok and r.state is not None
-        out.runs[given] = TacticRun(tac, valid, None if valid else (r.failure.kind.value if r.failure else "error"),
-                                    "" if valid else str(r.failure)[:300], r, r.seconds)  # fmt: skip
+        out.runs[given] = TacticRun(
+            tac,
+            valid,
+            None if valid else (r.failure.kind.value if r.failure else "error"),
+            "" if valid else str(r.failure)[:300],
+            r,
+            r.seconds,
+        )
     out.seconds = time.monotonic() - t0
     return out
 
 
-def run_groups(pool: Any, jobs: Sequence[tuple[StatePoint, Sequence[str | None]]], *, timeout: float = 10.0,
-               workers: int = 1) -> list[GroupRun]:
+def run_groups(
+    pool: Any, jobs: Sequence[tuple[StatePoint, Sequence[str | None]]], *, timeout: float = 10.0, workers: int = 1
+) -> list[GroupRun]:
     """:func:`run_group` for each ``(point, tactics)``, each group on one process leased from ``pool`` for the
     point's header, ``workers`` groups at a time; results in the jobs' order. A header that does not load is
     that group's ``error``, not the batch's."""
@@ -215,8 +229,16 @@ class TacticSampler:
     trainers need every sample), through the tactic prompt of :class:`~proofrl.policy.tactic.HFTacticPolicy`
     (a state too long for the model loses its first characters)."""
 
-    def __init__(self, model: Any, tokenizer: Any, *, temperature: float = 1.0, max_tokens: int = 64,
-                 batch_size: int = 64, seed: int = 0):
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        *,
+        temperature: float = 1.0,
+        max_tokens: int = 64,
+        batch_size: int = 64,
+        seed: int = 0,
+    ):
         from ..policy.generation import HFGenerator
         from ..policy.tactic import HFTacticPolicy
 
@@ -233,8 +255,9 @@ class TacticSampler:
         from ..policy.generation import SamplingParams
 
         self.calls += 1
-        params = SamplingParams(n=k, temperature=self.temperature, max_tokens=self.max_tokens,
-                                seed=self.seed + 1000 * self.calls)  # fmt: skip
+        params = SamplingParams(
+            n=k, temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed + 1000 * self.calls
+        )
         return self.gen.generate([self.prompt(t) for t in texts], params)
 
 
@@ -308,8 +331,16 @@ def score_states(groups: Sequence[GroupRun], samples: Sequence[Sequence[str | No
             continue
         runs = [g.of(t) for t in tactics]
         fails = Counter(r.failure for r in runs if not r.valid)
-        out.append(StateScore(g.point.key, g.point.theorem.name, k, sum(r.valid for r in runs),
-                              [t or "" for t in tactics], dict(fails)))  # fmt: skip
+        out.append(
+            StateScore(
+                g.point.key,
+                g.point.theorem.name,
+                k,
+                sum(r.valid for r in runs),
+                [t or "" for t in tactics],
+                dict(fails),
+            )
+        )
     return out
 
 
@@ -321,14 +352,36 @@ def summarize(label: str, scores: Sequence[StateScore], k: int, seconds: float =
     for s in ok:
         fails.update(s.failures)
     n = max(len(ok), 1)
-    return TacticMetrics(label, k, len(ok), sum(s.valid / s.k for s in ok) / n, sum(s.valid == 0 for s in ok) / n,
-                         sum(lengths) / max(len(lengths), 1), dict(fails), seconds, len(scores) - len(ok), None,
-                         list(scores))  # fmt: skip
+    return TacticMetrics(
+        label,
+        k,
+        len(ok),
+        sum(s.valid / s.k for s in ok) / n,
+        sum(s.valid == 0 for s in ok) / n,
+        sum(lengths) / max(len(lengths), 1),
+        dict(fails),
+        seconds,
+        len(scores) - len(ok),
+        None,
+        list(scores),
+    )
 
 
-def tactic_metrics(model: Any, tokenizer: Any, points: Sequence[StatePoint], pool: Any, *, k: int = 8,
-                   label: str = "model", chunk: int = 16, timeout: float = 10.0, workers: int = 1,
-                   max_tokens: int = 64, seed: int = 0, progress: Any = None) -> TacticMetrics:
+def tactic_metrics(
+    model: Any,
+    tokenizer: Any,
+    points: Sequence[StatePoint],
+    pool: Any,
+    *,
+    k: int = 8,
+    label: str = "model",
+    chunk: int = 16,
+    timeout: float = 10.0,
+    workers: int = 1,
+    max_tokens: int = 64,
+    seed: int = 0,
+    progress: Any = None,
+) -> TacticMetrics:
     """Sample ``k`` tactics at each state and run them (see the module docstring). ``progress(n)`` is called
     after each chunk of states."""
     t0 = time.perf_counter()
@@ -344,23 +397,41 @@ def tactic_metrics(model: Any, tokenizer: Any, points: Sequence[StatePoint], poo
     return summarize(label, scores, k, time.perf_counter() - t0)
 
 
-def proving_rate(model: Any, tokenizer: Any, theorems: Sequence[Theorem], out_dir: Path, *, pool: Any = None,
-                 expansions: int = 8, width: int = 8, seconds: float = 60.0, tactic_timeout: float = 10.0,
-                 workers: int = 1, seed: int = 0) -> ProvingResult:
+def proving_rate(
+    model: Any,
+    tokenizer: Any,
+    theorems: Sequence[Theorem],
+    out_dir: Path,
+    *,
+    pool: Any = None,
+    expansions: int = 8,
+    width: int = 8,
+    seconds: float = 60.0,
+    tactic_timeout: float = 10.0,
+    workers: int = 1,
+    seed: int = 0,
+) -> ProvingResult:
     """Best-first search (ReProver's cumulative log-prob priority) over ``theorems`` at a fixed budget:
     ``expansions`` nodes of ``width`` tactics each, at most ``seconds`` per theorem. Proved = the fresh
     final check accepted the proof the search found."""
     from ..policy.tactic import HFTacticPolicy
     from ..search.run import search_many
 
-    budget = {"best_first.max_expansions": expansions, "best_first.width": width, "best_first.seconds": seconds,
-              "best_first.tactic_timeout": tactic_timeout}  # fmt: skip
+    budget = {
+        "best_first.max_expansions": expansions,
+        "best_first.width": width,
+        "best_first.seconds": seconds,
+        "best_first.tactic_timeout": tactic_timeout,
+    }
     policy = HFTacticPolicy(model, tokenizer, max_tokens=64, seed=seed)
-    results = search_many(list(theorems), policy, "best-first", budget, out_dir, workers=workers, pool=pool, progress=False)
+    results = search_many(
+        list(theorems), policy, "best-first", budget, out_dir, workers=workers, pool=pool, progress=False
+    )
     proved = [r for r in results if r.status == "proved"]
     mean = lambda xs: sum(xs) / max(len(xs), 1)  # noqa: E731
-    return ProvingResult(len(results), len(proved), mean([r.seconds for r in results]),
-                         mean([r.seconds for r in proved]), budget)  # fmt: skip
+    return ProvingResult(
+        len(results), len(proved), mean([r.seconds for r in results]), mean([r.seconds for r in proved]), budget
+    )
 
 
 def held_out_theorems(points: Sequence[StatePoint], limit: int | None = None) -> list[Theorem]:
@@ -377,14 +448,18 @@ def held_out_theorems(points: Sequence[StatePoint], limit: int | None = None) ->
 
 def markdown_table(results: Sequence[TacticMetrics]) -> str:
     k = results[0].k if results else 8
-    lines = [f"| model | states | Prec@{k} | 0-precision | mean tactic length (chars) | proved | s / theorem |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        f"| model | states | Prec@{k} | 0-precision | mean tactic length (chars) | proved | s / theorem |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for m in results:
         p = m.proving
         proved = f"{p.proved}/{p.theorems} ({100 * p.rate:.1f} %)" if p else "–"
         secs = f"{p.seconds_mean:.2f}" if p else "–"
-        lines.append(f"| {m.label} | {m.states} | {100 * m.prec_at_k:.1f} % | {100 * m.zero_precision:.1f} % | "
-                     f"{m.mean_length:.1f} | {proved} | {secs} |")  # fmt: skip
+        lines.append(
+            f"| {m.label} | {m.states} | {100 * m.prec_at_k:.1f} % | {100 * m.zero_precision:.1f} % | "
+            f"{m.mean_length:.1f} | {proved} | {secs} |"
+        )
     return "\n".join(lines)
 
 
@@ -438,8 +513,9 @@ def load_points(path: Path, *, limit: int | None = None, seed: int = 0) -> list[
     try:
         points = state_points(records)
     except (KeyError, TypeError) as e:
-        raise ConfigError(f"--states {path}: a record lacks {e} (want theorem, statement, header, step, "
-                          f"state_before, tactic)") from None  # fmt: skip
+        raise ConfigError(
+            f"--states {path}: a record lacks {e} (want theorem, statement, header, step, state_before, tactic)"
+        ) from None
     if not points:
         raise ConfigError(f"--states {path}: no states (every record structural, too long, or none)")
     if limit is not None and limit < len(points):
@@ -460,9 +536,21 @@ def coq_pool(workers: int, timeout: float) -> Iterator[Any]:
         pool.close()
 
 
-def cli_eval_tactics(model_dir: Path, states: Path, k: int = 8, out: Path = Path("runs/eval-tactics"), *,
-                     limit: int | None = 200, theorems: int = 0, expansions: int = 8, search_seconds: float = 60.0,
-                     timeout: float = 10.0, workers: int = 2, seed: int = 0, console: Any = None) -> TacticMetrics:
+def cli_eval_tactics(
+    model_dir: Path,
+    states: Path,
+    k: int = 8,
+    out: Path = Path("runs/eval-tactics"),
+    *,
+    limit: int | None = 200,
+    theorems: int = 0,
+    expansions: int = 8,
+    search_seconds: float = 60.0,
+    timeout: float = 10.0,
+    workers: int = 2,
+    seed: int = 0,
+    console: Any = None,
+) -> TacticMetrics:
     """What ``proofrl eval tactics`` runs: metrics of one model on the states of one file, and a report."""
     from rich.console import Console
     from rich.progress import Progress
@@ -476,16 +564,42 @@ def cli_eval_tactics(model_dir: Path, states: Path, k: int = 8, out: Path = Path
     m, tok = load_policy(model_dir, device="cpu")
     with coq_pool(workers, timeout) as pool, Progress(console=console) as bar:
         task = bar.add_task(f"Prec@{k} on {len(points)} states", total=len(points))
-        res = tactic_metrics(m, tok, points, pool, k=k, label=model_dir.name, timeout=timeout, workers=workers,
-                             seed=seed, progress=lambda n: bar.update(task, advance=n))  # fmt: skip
+        res = tactic_metrics(
+            m,
+            tok,
+            points,
+            pool,
+            k=k,
+            label=model_dir.name,
+            timeout=timeout,
+            workers=workers,
+            seed=seed,
+            progress=lambda n: bar.update(task, advance=n),
+        )
         if theorems:
             bar.add_task(f"best-first search on {theorems} theorems", total=None)
-            res.proving = proving_rate(m, tok, held_out_theorems(points, theorems), out / "search", pool=pool,
-                                       expansions=expansions, width=k, seconds=search_seconds, tactic_timeout=timeout,
-                                       workers=workers, seed=seed)  # fmt: skip
-    note = (f"`{model_dir.name}` on {res.states} states of `{states.name}` ({res.errors} not reached), {k} samples "
-            f"each at temperature 1." + (f" Proving: best-first search, {expansions} expansions of width {k}, "
-                                          f"{search_seconds:g} s per theorem." if theorems else ""))  # fmt: skip
+            res.proving = proving_rate(
+                m,
+                tok,
+                held_out_theorems(points, theorems),
+                out / "search",
+                pool=pool,
+                expansions=expansions,
+                width=k,
+                seconds=search_seconds,
+                tactic_timeout=timeout,
+                workers=workers,
+                seed=seed,
+            )
+    note = (
+        f"`{model_dir.name}` on {res.states} states of `{states.name}` ({res.errors} not reached), {k} samples "
+        f"each at temperature 1."
+        + (
+            f" Proving: best-first search, {expansions} expansions of width {k}, {search_seconds:g} s per theorem."
+            if theorems
+            else ""
+        )
+    )
     write_report([res], out, note=note)
     console.print(markdown_table([res]))
     console.print(f"report: {out / 'report.md'}")

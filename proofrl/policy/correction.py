@@ -81,8 +81,15 @@ def _error_section(index: int, m: Message, goals: str | None, lines: list[str], 
     out += f"{MESSAGE_TITLE}\n{m.text.strip()}\n\n"
     if m.start is not None and 1 <= m.start.line <= len(lines):
         at = m.start.line
-        numbered = [f"{n:03d}{' >' if n == at else '  '}| {lines[n - 1]}" for n in range(max(1, at - context), min(len(lines), at + context) + 1)]
-        out += f"{SNIPPET_TITLE.get(backend, 'Code snippet with error:')}\n```{FENCE.get(backend, '')}\n" + "\n".join(numbered) + "\n```\n"
+        numbered = [
+            f"{n:03d}{' >' if n == at else '  '}| {lines[n - 1]}"
+            for n in range(max(1, at - context), min(len(lines), at + context) + 1)
+        ]
+        out += (
+            f"{SNIPPET_TITLE.get(backend, 'Code snippet with error:')}\n```{FENCE.get(backend, '')}\n"
+            + "\n".join(numbered)
+            + "\n```\n"
+        )
     return out
 
 
@@ -96,7 +103,9 @@ def _system_section(verdict: Verdict) -> str:
 
 
 # -- goals before each error (Coq) ----------------------------------------------------------------------
-def goals_before_errors(pool: ProverPool, problem: Problem, proof: str, verdict: Verdict, *, timeout: float = 10.0) -> list[str | None]:
+def goals_before_errors(
+    pool: ProverPool, problem: Problem, proof: str, verdict: Verdict, *, timeout: float = 10.0
+) -> list[str | None]:
     """The pretty goals just before each error-severity message of ``verdict`` (None where unreachable).
 
     Coq: lease a prover for the problem's header, ``start`` the theorem and ``step`` the proof's sentences up
@@ -163,9 +172,15 @@ def second_turn_prompt(first_prompt: str | list[dict], completion: str, feedback
             text += "\n```"
         reopen = first_prompt[first_prompt.rfind("```") :] if first_prompt.count("```") % 2 else ""
         return text + PLAIN_FEEDBACK.format(feedback=feedback.rstrip("\n") + "\n", reopen=reopen)
-    if not isinstance(first_prompt, list) or not all(isinstance(m, Mapping) and "role" in m and "content" in m for m in first_prompt):
+    if not isinstance(first_prompt, list) or not all(
+        isinstance(m, Mapping) and "role" in m and "content" in m for m in first_prompt
+    ):
         raise TypeError("first_prompt must be a string or a list of {'role', 'content'} messages")
-    return [*(dict(m) for m in first_prompt), {"role": "assistant", "content": completion}, {"role": "user", "content": feedback}]
+    return [
+        *(dict(m) for m in first_prompt),
+        {"role": "assistant", "content": completion},
+        {"role": "user", "content": feedback},
+    ]
 
 
 def prompt_tokens_ok(prompt: str | list[dict], tokenizer: Any, max_tokens: int = 8192) -> bool:
@@ -223,7 +238,12 @@ class CorrectionCache(Generic[T]):
     def state_dict(self) -> dict[str, Any]:
         """The items and the random state, for a checkpoint (items must be picklable to save it)."""
         with self._lock:
-            return {"items": list(self._items), "rng": self._rng.getstate(), "max_size": self.max_size, "rate": self.rate}
+            return {
+                "items": list(self._items),
+                "rng": self._rng.getstate(),
+                "max_size": self.max_size,
+                "rate": self.rate,
+            }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         with self._lock:

@@ -136,7 +136,9 @@ class _StopStrings(StoppingCriteria):
         return torch.tensor([any(s in t for s in self.stops) for t in tails], device=input_ids.device)
 
 
-def _cut(tokens: list[int], eos_ids: set[int], stops: tuple[str, ...], decode: Callable[[list[int]], str]) -> tuple[int, str]:
+def _cut(
+    tokens: list[int], eos_ids: set[int], stops: tuple[str, ...], decode: Callable[[list[int]], str]
+) -> tuple[int, str]:
     """(number of tokens kept, finish reason) for one generated row, padding included."""
     end, reason = len(tokens), "length"
     for j, t in enumerate(tokens):
@@ -190,10 +192,19 @@ class HFGenerator:
 
     def _config(self, params: SamplingParams) -> GenerationConfig:
         return GenerationConfig(
-            do_sample=True, temperature=params.temperature, top_p=params.top_p, top_k=0,
-            typical_p=1.0, repetition_penalty=1.0, no_repeat_ngram_size=0, min_length=0,
-            max_new_tokens=params.max_tokens, num_return_sequences=1, num_beams=1,
-            eos_token_id=sorted(self.eos_ids), pad_token_id=self.pad_id,
+            do_sample=True,
+            temperature=params.temperature,
+            top_p=params.top_p,
+            top_k=0,
+            typical_p=1.0,
+            repetition_penalty=1.0,
+            no_repeat_ngram_size=0,
+            min_length=0,
+            max_new_tokens=params.max_tokens,
+            num_return_sequences=1,
+            num_beams=1,
+            eos_token_id=sorted(self.eos_ids),
+            pad_token_id=self.pad_id,
         )
 
     def generate(self, prompts: Sequence[str], params: SamplingParams) -> list[list[Completion]]:
@@ -201,7 +212,9 @@ class HFGenerator:
             raise TypeError("prompts must be a sequence of strings, not one string")
         encoded = encode_prompts(self.tokenizer, prompts)
         if empty := [i for i, ids in enumerate(encoded) if not ids]:
-            raise ValueError(f"prompts {empty[:5]} encode to no tokens (this tokenizer adds no BOS): nothing to condition on")
+            raise ValueError(
+                f"prompts {empty[:5]} encode to no tokens (this tokenizer adds no BOS): nothing to condition on"
+            )
         rows = [ids for ids in encoded for _ in range(params.n)]
         was_training = self.model.training
         self.model.eval()
@@ -223,8 +236,11 @@ class HFGenerator:
         stopping = StoppingCriteriaList([_StopStrings(self.tokenizer, params.stop, P)] if params.stop else [])
         with torch.no_grad(), _seeded(seed, device):
             out = self.model.generate(
-                input_ids=input_ids, attention_mask=attention_mask, generation_config=self._config(params),
-                logits_processor=LogitsProcessorList([recorder]), stopping_criteria=stopping,
+                input_ids=input_ids,
+                attention_mask=attention_mask,
+                generation_config=self._config(params),
+                logits_processor=LogitsProcessorList([recorder]),
+                stopping_criteria=stopping,
             )  # (rows, P + L)
         generated = out[:, P:]
         logps = recorder.finish(generated[:, -1])  # (rows, L)
@@ -246,7 +262,9 @@ class VLLMGenerator:
 
     name = "vllm"
 
-    def __init__(self, path: str | Path, *, dtype: str = "bfloat16", gpu_memory_utilization: float = 0.5, **engine_kwargs: Any):
+    def __init__(
+        self, path: str | Path, *, dtype: str = "bfloat16", gpu_memory_utilization: float = 0.5, **engine_kwargs: Any
+    ):
         try:
             import vllm
         except ImportError as e:
@@ -267,8 +285,14 @@ class VLLMGenerator:
 
     def generate(self, prompts: Sequence[str], params: SamplingParams) -> list[list[Completion]]:
         sp = self._vllm.SamplingParams(
-            n=params.n, temperature=params.temperature, top_p=params.top_p, max_tokens=params.max_tokens,
-            stop=list(params.stop), seed=params.seed, logprobs=0, include_stop_str_in_output=True,
+            n=params.n,
+            temperature=params.temperature,
+            top_p=params.top_p,
+            max_tokens=params.max_tokens,
+            stop=list(params.stop),
+            seed=params.seed,
+            logprobs=0,
+            include_stop_str_in_output=True,
         )
         outs = self.llm.generate(list(prompts), sp, use_tqdm=False)
         result = []
@@ -300,7 +324,9 @@ class VLLMGenerator:
                 break
             else:
                 if not hasattr(self.llm, "apply_model"):
-                    raise NotImplementedError(f"cannot reach the model inside vLLM {self._vllm.__version__} to load weights")
+                    raise NotImplementedError(
+                        f"cannot reach the model inside vLLM {self._vllm.__version__} to load weights"
+                    )
                 self.llm.apply_model(lambda m: m.load_weights(weights))  # pickles the weights to each worker
         with contextlib.suppress(AttributeError):
             self.llm.reset_prefix_cache()  # cached prefixes hold the old weights' keys and values
@@ -336,8 +362,12 @@ def merged_weights(model: Any) -> Iterator[list[tuple[str, torch.Tensor]]]:
 def openai_sampling(params: SamplingParams) -> dict[str, Any]:
     """The sampling fields of an OpenAI-compatible request (``n``, ``temperature``, ``top_p``, ``max_tokens``,
     and ``stop``/``seed`` when set), shared by the completions and chat clients."""
-    body: dict[str, Any] = {"n": params.n, "temperature": params.temperature, "top_p": params.top_p,
-                            "max_tokens": params.max_tokens}  # fmt: skip
+    body: dict[str, Any] = {
+        "n": params.n,
+        "temperature": params.temperature,
+        "top_p": params.top_p,
+        "max_tokens": params.max_tokens,
+    }
     if params.stop:
         body["stop"] = list(params.stop)
     if params.seed is not None:
@@ -354,8 +384,17 @@ class OpenAIGenerator:
     do). ``tokenizer``, when given, decodes ids into ``text``.
     """
 
-    def __init__(self, base_url: str, model: str, *, api_key: str | None = None, timeout: float = 600.0,
-                 batch_size: int = 16, tokenizer: Any = None, extra_body: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        timeout: float = 600.0,
+        batch_size: int = 16,
+        tokenizer: Any = None,
+        extra_body: dict[str, Any] | None = None,
+    ):
         root = base_url.rstrip("/")
         self.url = root + ("/completions" if root.endswith("/v1") else "/v1/completions")
         self.model, self.batch_size, self.tokenizer = model, batch_size, tokenizer
@@ -399,7 +438,7 @@ class OpenAIGenerator:
         ids: tuple[int, ...] = ()
         text = "".join(tokens) if tokens else choice["text"]
         if tokens and all(t.startswith("token_id:") for t in tokens):
-            ids = tuple(int(t[len("token_id:"):]) for t in tokens)
+            ids = tuple(int(t[len("token_id:") :]) for t in tokens)
             text = self.tokenizer.decode(list(ids), skip_special_tokens=True) if self.tokenizer else choice["text"]
         reason = "length" if choice.get("finish_reason") == "length" else "stop"
         return Completion(text, ids, logps, reason)
@@ -408,7 +447,9 @@ class OpenAIGenerator:
 # -- registry -------------------------------------------------------------------------------------------
 
 
-def _make_hf(*, model: Any = None, tokenizer: Any = None, path: str | Path | None = None, batch_size: int = 64, **load_kw: Any) -> HFGenerator:
+def _make_hf(
+    *, model: Any = None, tokenizer: Any = None, path: str | Path | None = None, batch_size: int = 64, **load_kw: Any
+) -> HFGenerator:
     if model is None:
         if path is None:
             raise ConfigError("the hf generator needs model= and tokenizer=, or path=")

@@ -18,19 +18,23 @@ import torch
 import torch.nn.functional as F
 
 
-def left_pad(rows: Sequence[Sequence[int]], pad_id: int, device: torch.device | str = "cpu") -> tuple[torch.Tensor, torch.Tensor]:
+def left_pad(
+    rows: Sequence[Sequence[int]], pad_id: int, device: torch.device | str = "cpu"
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``(ids, attention_mask)``, both (B, L), rows aligned to the right."""
     width = max((len(r) for r in rows), default=0)
     ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
     mask = torch.zeros((len(rows), width), dtype=torch.long)
     for i, r in enumerate(rows):
         if r:
-            ids[i, width - len(r):] = torch.tensor(list(r), dtype=torch.long)
-            mask[i, width - len(r):] = 1
+            ids[i, width - len(r) :] = torch.tensor(list(r), dtype=torch.long)
+            mask[i, width - len(r) :] = 1
     return ids.to(device), mask.to(device)
 
 
-def right_pad(rows: Sequence[Sequence[int]], pad_id: int, device: torch.device | str = "cpu") -> tuple[torch.Tensor, torch.Tensor]:
+def right_pad(
+    rows: Sequence[Sequence[int]], pad_id: int, device: torch.device | str = "cpu"
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``(ids, mask)``, both (B, T), rows aligned to the left."""
     width = max((len(r) for r in rows), default=0)
     ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
@@ -68,8 +72,9 @@ class _SelectedLogprobs(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx: Any, logits: torch.Tensor, targets: torch.Tensor, temperature: float, chunk: int,
-                want_entropy: bool) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+    def forward(
+        ctx: Any, logits: torch.Tensor, targets: torch.Tensor, temperature: float, chunk: int, want_entropy: bool
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         n = logits.shape[0]
         lse = torch.empty(n, dtype=torch.float32, device=logits.device)
         out = torch.empty(n, dtype=torch.float32, device=logits.device)
@@ -107,7 +112,11 @@ class _SelectedLogprobs(torch.autograd.Function):
 
 
 def token_logprobs(
-    logits: torch.Tensor, targets: torch.Tensor, *, temperature: float = 1.0, entropy: bool = False,
+    logits: torch.Tensor,
+    targets: torch.Tensor,
+    *,
+    temperature: float = 1.0,
+    entropy: bool = False,
     chunk_bytes: int = CHUNK_BYTES,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """``(log softmax(z / τ)[y], H(softmax(z / τ)) or None)``: ``logits (..., V)`` of any float dtype,
@@ -119,8 +128,9 @@ def token_logprobs(
     """
     shape = targets.shape
     flat = logits.reshape(-1, logits.shape[-1])
-    lp, ent = _SelectedLogprobs.apply(flat, targets.reshape(-1), float(temperature),
-                                      _chunk_rows(logits.shape[-1], chunk_bytes), entropy)  # fmt: skip
+    lp, ent = _SelectedLogprobs.apply(
+        flat, targets.reshape(-1), float(temperature), _chunk_rows(logits.shape[-1], chunk_bytes), entropy
+    )
     return lp.view(shape), (ent.view(shape) if entropy else None)
 
 
@@ -188,8 +198,9 @@ def response_logprobs(
     masks: list[torch.Tensor] = []
     ents: list[torch.Tensor] = []
     for s in range(0, B, micro_batch):
-        lp, m, e = _micro_batch_logprobs(model, prompt_ids[s : s + micro_batch], response_ids[s : s + micro_batch],
-                                         pad_id, temperature, entropy)  # fmt: skip
+        lp, m, e = _micro_batch_logprobs(
+            model, prompt_ids[s : s + micro_batch], response_ids[s : s + micro_batch], pad_id, temperature, entropy
+        )
         parts.append(F.pad(lp, (0, T - lp.shape[1])))  # (b, T)
         masks.append(F.pad(m, (0, T - m.shape[1])))
         if e is not None:

@@ -57,7 +57,9 @@ def load_policy(
     if not (base_path / "config.json").exists():
         raise FileNotFoundError(f"{base_path} has no config.json: not a Hugging Face model directory")
 
-    tokenizer = AutoTokenizer.from_pretrained(path if (path / "tokenizer_config.json").exists() else base_path, local_files_only=True)
+    tokenizer = AutoTokenizer.from_pretrained(
+        path if (path / "tokenizer_config.json").exists() else base_path, local_files_only=True
+    )
     if tokenizer.pad_token_id is None:
         if tokenizer.eos_token is None:
             raise ValueError(f"the tokenizer at {path} has neither a pad nor an EOS token")

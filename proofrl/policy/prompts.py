@@ -80,7 +80,9 @@ class PromptFormat:
 
     def _check(self, problem: Problem) -> None:
         if problem.backend != self.backend:
-            raise ValueError(f"format {self.name!r} is for {self.backend} problems; {problem.name!r} is {problem.backend}")
+            raise ValueError(
+                f"format {self.name!r} is for {self.backend} problems; {problem.name!r} is {problem.backend}"
+            )
 
     def code_prefix(self, problem: Problem) -> str:
         """Completion formats: the code the prompt ends with, which the completion continues."""
@@ -139,13 +141,19 @@ FORMATS: dict[str, PromptFormat] = {
     for f in (
         PromptFormat("deepseek-v1.5", "lean", False, (FENCE,), "Complete the following Lean 4 code:"),
         PromptFormat(
-            "deepseek-v1.5-cot", "lean", False, (FENCE,),
+            "deepseek-v1.5-cot",
+            "lean",
+            False,
+            (FENCE,),
             "Complete the following Lean 4 code with explanatory comments preceding each line of code:",
         ),
         PromptFormat("kimina", "lean", True, (), _KIMINA_USER.format("Lean 4"), _KIMINA_SYSTEM.format("Lean 4")),
         PromptFormat("coq", "coq", False, (FENCE,), "Complete the following Coq proof:"),
         PromptFormat(
-            "coq-cot", "coq", False, (FENCE,),
+            "coq-cot",
+            "coq",
+            False,
+            (FENCE,),
             "Complete the following Coq proof with explanatory comments preceding each tactic:",
         ),
         PromptFormat("kimina-coq", "coq", True, (), _KIMINA_USER.format("Coq"), _KIMINA_SYSTEM.format("Coq")),

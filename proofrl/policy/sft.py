@@ -29,7 +29,9 @@ def encode_pairs(tokenizer: Any, pairs: Sequence[tuple[str, str]]) -> tuple[list
     return prompts, [tokenizer(c, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id] for _, c in pairs]
 
 
-def completion_nll(model: Any, prompts: Sequence[Sequence[int]], targets: Sequence[Sequence[int]], pad_id: int) -> torch.Tensor:
+def completion_nll(
+    model: Any, prompts: Sequence[Sequence[int]], targets: Sequence[Sequence[int]], pad_id: int
+) -> torch.Tensor:
     """The SFT loss: −mean log π(completion tokens | prompt) over every completion token of the batch."""
     lp, mask = response_logprobs(model, prompts, targets, pad_id=pad_id, micro_batch=max(1, len(prompts)))
     return -(lp * mask).sum() / mask.sum()
@@ -56,8 +58,13 @@ class LoopResult:
     """the gradient norm before clipping of each step taken or skipped"""
 
 
-def optimizer_step(optimizer: torch.optim.Optimizer, loss: torch.Tensor, params: Sequence[torch.Tensor], *,
-                   max_grad_norm: float | None = 1.0) -> float:
+def optimizer_step(
+    optimizer: torch.optim.Optimizer,
+    loss: torch.Tensor,
+    params: Sequence[torch.Tensor],
+    *,
+    max_grad_norm: float | None = 1.0,
+) -> float:
     """zero_grad, backward, clip the gradient norm to ``max_grad_norm`` (None: no clipping), step unless the norm
     is not finite; returns the norm before clipping."""
     optimizer.zero_grad(set_to_none=True)
@@ -69,16 +76,24 @@ def optimizer_step(optimizer: torch.optim.Optimizer, loss: torch.Tensor, params:
 
 
 def supervised_loop(
-    optimizer: torch.optim.Optimizer, n: int, batch_loss: Callable[[list[int]], BatchLoss], *, epochs: int, batch: int,
-    generator: torch.Generator, params: Sequence[torch.Tensor] | None = None, max_grad_norm: float | None = 1.0,
-    batches: Callable[[int], list[list[int]]] | None = None, on_batch: Callable[[int], None] | None = None,
+    optimizer: torch.optim.Optimizer,
+    n: int,
+    batch_loss: Callable[[list[int]], BatchLoss],
+    *,
+    epochs: int,
+    batch: int,
+    generator: torch.Generator,
+    params: Sequence[torch.Tensor] | None = None,
+    max_grad_norm: float | None = 1.0,
+    batches: Callable[[int], list[list[int]]] | None = None,
+    on_batch: Callable[[int], None] | None = None,
     on_epoch: Callable[[int, dict[str, float]], None] | None = None,
     on_step: Callable[[BatchLoss, float | None], None] | None = None,
 ) -> LoopResult:
     """``epochs`` passes over ``n`` examples: each a ``torch.randperm(n, generator)`` cut into ``batch``-sized
-    batches (or ``batches(epoch)``), ``batch_loss(indices)`` on each, one :func:`optimizer_step` over ``params``
-    (default: the optimiser's). ``on_batch(size)`` and ``on_step(batch_loss, grad_norm or None)`` after each
-batch, ``on_epoch(epoch, means)`` after each epoch."""
+        batches (or ``batches(epoch)``), ``batch_loss(indices)`` on each, one :func:`optimizer_step` over ``params``
+        (default: the optimiser's). ``on_batch(size)`` and ``on_step(batch_loss, grad_norm or None)`` after each
+    batch, ``on_epoch(epoch, means)`` after each epoch."""
     params = list(params) if params is not None else [p for g in optimizer.param_groups for p in g["params"]]
     history: list[dict[str, float]] = []
     total: dict[str, list[float]] = {}
@@ -114,8 +129,16 @@ batch, ``on_epoch(epoch, means)`` after each epoch."""
 
 
 def supervised_finetune(
-    model: Any, tokenizer: Any, pairs: Sequence[tuple[str, str]], *, epochs: int, lr: float, batch: int, seed: int,
-    on_epoch: Callable[[int, float], None] | None = None, group_by_length: bool = False,
+    model: Any,
+    tokenizer: Any,
+    pairs: Sequence[tuple[str, str]],
+    *,
+    epochs: int,
+    lr: float,
+    batch: int,
+    seed: int,
+    on_epoch: Callable[[int, float], None] | None = None,
+    group_by_length: bool = False,
     on_batch: Callable[[int], None] | None = None,
 ) -> list[float]:
     """Teacher forcing on (prompt, completion) pairs: minimise −mean log π(completion tokens | prompt).
@@ -137,8 +160,11 @@ def supervised_finetune(
     def by_length(epoch: int) -> list[list[int]]:
         order = torch.randperm(len(pairs), generator=g).tolist()
         window = 16 * batch
-        order = [i for s in range(0, len(order), window)
-                 for i in sorted(order[s : s + window], key=lambda i: len(prompts[i]) + len(targets[i]))]  # fmt: skip
+        order = [
+            i
+            for s in range(0, len(order), window)
+            for i in sorted(order[s : s + window], key=lambda i: len(prompts[i]) + len(targets[i]))
+        ]
         plan = [order[s : s + batch] for s in range(0, len(order), batch)]
         return [plan[j] for j in torch.randperm(len(plan), generator=g).tolist()]
 
@@ -147,8 +173,17 @@ def supervised_finetune(
         return BatchLoss(nll, {"loss": (float(nll.detach()), len(idx))})
 
     model.train()
-    res = supervised_loop(opt, len(pairs), loss, epochs=epochs, batch=batch, generator=g, params=list(model.parameters()),
-                          batches=by_length if group_by_length else None, on_batch=on_batch,
-                          on_epoch=(lambda e, m: on_epoch(e, m["loss"])) if on_epoch else None)  # fmt: skip
+    res = supervised_loop(
+        opt,
+        len(pairs),
+        loss,
+        epochs=epochs,
+        batch=batch,
+        generator=g,
+        params=list(model.parameters()),
+        batches=by_length if group_by_length else None,
+        on_batch=on_batch,
+        on_epoch=(lambda e, m: on_epoch(e, m["loss"])) if on_epoch else None,
+    )
     model.eval()
     return [h["loss"] for h in res.epochs]

@@ -50,7 +50,9 @@ def train_tokenizer(corpus: Iterable[str], vocab_size: int, max_positions: int) 
     tok.train_from_iterator(texts, trainer)
     bos_id = tok.token_to_id(BOS)
     # Llama/DeepSeek tokenizers prepend BOS; ours does too so prompt handling is exercised the same way.
-    tok.post_processor = processors.TemplateProcessing(single=f"{BOS} $A", pair=f"{BOS} $A {BOS} $B", special_tokens=[(BOS, bos_id)])
+    tok.post_processor = processors.TemplateProcessing(
+        single=f"{BOS} $A", pair=f"{BOS} $A {BOS} $B", special_tokens=[(BOS, bos_id)]
+    )
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok, bos_token=BOS, eos_token=EOS, pad_token=PAD, model_max_length=max_positions
     )
@@ -114,7 +116,11 @@ def sample_corpus() -> list[str]:
     from ..problems import Problem
     from .prompts import FORMATS
 
-    rows = [json.loads(line) for line in files("proofrl.data").joinpath("bundled/coq_sample.jsonl").read_text().splitlines() if line.strip()]
+    rows = [
+        json.loads(line)
+        for line in files("proofrl.data").joinpath("bundled/coq_sample.jsonl").read_text().splitlines()
+        if line.strip()
+    ]
     problems = [Problem(r["name"], r["formal_statement"], r.get("header", ""), proof=r.get("proof", "")) for r in rows]
     texts = [p.header + p.formal_statement + "\n" + p.proof for p in problems]
     for f in FORMATS.values():

@@ -114,7 +114,9 @@ class PolicyValueModel(nn.Module):
         self.tokenizer.save_pretrained(out)
         if not head:
             return out
-        save_file({k: v.detach().cpu().contiguous() for k, v in self.head.state_dict().items()}, str(out / HEAD_WEIGHTS))
+        save_file(
+            {k: v.detach().cpu().contiguous() for k, v in self.head.state_dict().items()}, str(out / HEAD_WEIGHTS)
+        )
         (out / HEAD_CONFIG).write_text(json.dumps({"num_bins": self.num_bins, "hidden_size": self.head.in_features}))
         return out
 
@@ -125,8 +127,14 @@ def head_settings(path: str | Path) -> dict[str, Any] | None:
     return json.loads(f.read_text()) if f.is_file() else None
 
 
-def load_policy_value(path: str | Path, *, num_bins: int | None = None, device: str | None = None,
-                      lora: LoraSpec | None = None, seed: int = 0) -> PolicyValueModel:
+def load_policy_value(
+    path: str | Path,
+    *,
+    num_bins: int | None = None,
+    device: str | None = None,
+    lora: LoraSpec | None = None,
+    seed: int = 0,
+) -> PolicyValueModel:
     """The model in ``path`` (a local HF directory, LoRA adapters included) with its value head; a directory
     without a head gets a fresh one of ``num_bins`` (default 64). A head whose bins disagree with
     ``num_bins`` is a :class:`ConfigError`."""
@@ -135,16 +143,20 @@ def load_policy_value(path: str | Path, *, num_bins: int | None = None, device: 
         raise ConfigError(f"no model directory at {path}")
     saved = head_settings(path)
     if saved is not None and num_bins is not None and int(saved["num_bins"]) != num_bins:
-        raise ConfigError(f"{path}: its value head has {saved['num_bins']} bins but {num_bins} were asked for; "
-                          f"set the bins to {saved['num_bins']} or start from a model without a value head")
+        raise ConfigError(
+            f"{path}: its value head has {saved['num_bins']} bins but {num_bins} were asked for; "
+            f"set the bins to {saved['num_bins']} or start from a model without a value head"
+        )
     lm, tok = load_policy(path, device=device or "cpu", lora=lora)
     model = PolicyValueModel(lm, tok, int(saved["num_bins"]) if saved else (num_bins or NUM_BINS), seed=seed)
     if saved is not None:
         from safetensors.torch import load_file
 
         if int(saved["hidden_size"]) != model.head.in_features:
-            raise ConfigError(f"{path}: its value head reads hidden size {saved['hidden_size']} but the model's "
-                              f"is {model.head.in_features}")
+            raise ConfigError(
+                f"{path}: its value head reads hidden size {saved['hidden_size']} but the model's "
+                f"is {model.head.in_features}"
+            )
         model.head.load_state_dict(load_file(str(path / HEAD_WEIGHTS), device=str(model.device)))
     return model
 

@@ -17,6 +17,18 @@ from .base import (
 from .pool import PoolConfig, ProverPool
 
 __all__ = [
-    "FailureKind", "Goal", "Hypothesis", "Message", "Position", "PoolConfig", "ProofState", "Prover",
-    "ProverPool", "Status", "StepFailure", "StepResult", "Theorem", "Verdict",
+    "FailureKind",
+    "Goal",
+    "Hypothesis",
+    "Message",
+    "Position",
+    "PoolConfig",
+    "ProofState",
+    "Prover",
+    "ProverPool",
+    "Status",
+    "StepFailure",
+    "StepResult",
+    "Theorem",
+    "Verdict",
 ]

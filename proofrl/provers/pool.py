@@ -43,7 +43,10 @@ def _takes_timeout(factory: ProverFactory) -> bool:
         params = inspect.signature(factory).parameters.values()
     except (TypeError, ValueError):
         return False
-    return any(p.name == "timeout" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) or p.kind is p.VAR_KEYWORD for p in params)
+    return any(
+        p.name == "timeout" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) or p.kind is p.VAR_KEYWORD
+        for p in params
+    )
 
 
 @dataclass
@@ -155,7 +158,9 @@ class ProverPool:
 
     def _replace(self, slot: _Slot, header: str, timeout: float | None = None) -> None:
         self._discard(slot)
-        slot.prover = self.factory(header, timeout=timeout) if self._timed_start and timeout is not None else self.factory(header)
+        slot.prover = (
+            self.factory(header, timeout=timeout) if self._timed_start and timeout is not None else self.factory(header)
+        )
         slot.header = header
         self.stats.started += 1
 
@@ -191,10 +196,17 @@ class ProverPool:
                 v = Verdict(Status.TIMEOUT, (reason,), seconds=time.monotonic() - t0)
                 break
             except OutputTooLarge as e:  # the proof printed without end: its doing, the process is gone
-                v = Verdict(Status.REJECTED, ("output too large",), (Message("error", f"rejected: {e}"),), seconds=time.monotonic() - t0)
+                v = Verdict(
+                    Status.REJECTED,
+                    ("output too large",),
+                    (Message("error", f"rejected: {e}"),),
+                    seconds=time.monotonic() - t0,
+                )
                 break
             except ProverFailed as e:  # the prover refused a call of the judge's own (e.g. goals it cannot print)
-                v = Verdict(Status.ERROR, (e.reason,), (Message("error", str(e)[-2000:]),), seconds=time.monotonic() - t0)
+                v = Verdict(
+                    Status.ERROR, (e.reason,), (Message("error", str(e)[-2000:]),), seconds=time.monotonic() - t0
+                )
                 break
             except ProverError as e:  # a reply we could not read (ProtocolError): not retried, reported
                 v = Verdict(Status.CRASH, (f"prover error: {e}",), seconds=time.monotonic() - t0)
@@ -250,7 +262,9 @@ class ProverPool:
             raise failures[0]
         return results  # type: ignore[return-value]
 
-    async def acheck(self, theorem: Theorem, proof: str, *, timeout: float | None = None, caller: Hashable | None = None) -> Verdict:
+    async def acheck(
+        self, theorem: Theorem, proof: str, *, timeout: float | None = None, caller: Hashable | None = None
+    ) -> Verdict:
         return (await self.acheck_many([(theorem, proof)], timeout=timeout, caller=caller))[0]
 
     async def acheck_many(
@@ -270,7 +284,11 @@ class ProverPool:
         return list(await asyncio.gather(*futures))
 
     def _submit(
-        self, jobs: Sequence[tuple[Theorem, str]], timeout: float | None, done: Callable[[int, Verdict], None], caller: Hashable | None = None
+        self,
+        jobs: Sequence[tuple[Theorem, str]],
+        timeout: float | None,
+        done: Callable[[int, Verdict], None],
+        caller: Hashable | None = None,
     ) -> None:
         now = time.monotonic()
         items = [_Item(theorem, proof, timeout, i, done, now, caller) for i, (theorem, proof) in enumerate(jobs)]

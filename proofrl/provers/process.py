@@ -322,9 +322,14 @@ def run_once(
     without end costs the caller that many bytes, not all it printed."""
     sb = sandbox or current()
     proc = _spawner.popen(
-        args=sb.wrap(list(argv), scratch=cwd, cwd=cwd, readable=readable), stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, cwd=cwd, env=sb.env(os.environ, cwd),
-        start_new_session=True, preexec_fn=_limits(memory_mb, sb.max_file_mb),
+        args=sb.wrap(list(argv), scratch=cwd, cwd=cwd, readable=readable),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        cwd=cwd,
+        env=sb.env(os.environ, cwd),
+        start_new_session=True,
+        preexec_fn=_limits(memory_mb, sb.max_file_mb),
     )
     deadline = time.monotonic() + timeout
     buffers = {proc.stdout.fileno(): bytearray(), proc.stderr.fileno(): bytearray()}  # type: ignore[union-attr]

@@ -143,8 +143,20 @@ def _hidden_dirs() -> list[str]:
 # -- the two mechanisms ---------------------------------------------------------------------------------------
 def _bwrap(argv: list[str], scratch: str, cwd: str, binds: list[tuple[str, str]]) -> list[str]:
     hidden = _hidden_dirs()
-    cmd = ["bwrap", "--unshare-all", "--die-with-parent", "--cap-drop", "ALL",
-           "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    cmd = [
+        "bwrap",
+        "--unshare-all",
+        "--die-with-parent",
+        "--cap-drop",
+        "ALL",
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+    ]
     for h in hidden:
         cmd += ["--tmpfs", h]
     for f in HIDDEN_FILES:
@@ -185,12 +197,31 @@ def _unshare(argv: list[str], scratch: str, cwd: str, binds: list[tuple[str, str
         for i, (_, dest) in reversed(list(enumerate(kept)))  # scratch last: bound on top of any read-only parent
     )
     script = _UNSHARE_SCRIPT.format(
-        opens=opens, hidden=" ".join(map(q, _hidden_dirs())),
+        opens=opens,
+        hidden=" ".join(map(q, _hidden_dirs())),
         files=" ".join(q(f) for f in HIDDEN_FILES if os.path.isfile(f)),
-        binds=rebinds, scratch=q(scratch), cwd=q(cwd),
+        binds=rebinds,
+        scratch=q(scratch),
+        cwd=q(cwd),
     )
-    return ["unshare", "--net", "--mount", "--pid", "--fork", "--kill-child", "--mount-proc", "--map-root-user",
-            "--propagation", "private", "--", "bash", "-c", script, "proofrl-sandbox", *argv]
+    return [
+        "unshare",
+        "--net",
+        "--mount",
+        "--pid",
+        "--fork",
+        "--kill-child",
+        "--mount-proc",
+        "--map-root-user",
+        "--propagation",
+        "private",
+        "--",
+        "bash",
+        "-c",
+        script,
+        "proofrl-sandbox",
+        *argv,
+    ]
 
 
 # -- choosing a mode, once per process ------------------------------------------------------------------------
@@ -205,11 +236,15 @@ def probe(mode: str) -> str | None:
     tool = tools[0]
     missing = [t for t in tools if shutil.which(t) is None]
     if missing:
-        return f"{', '.join(missing)} not on PATH" + (" (Debian: apt-get install bubblewrap)" if mode == "bwrap" else "")
+        return f"{', '.join(missing)} not on PATH" + (
+            " (Debian: apt-get install bubblewrap)" if mode == "bwrap" else ""
+        )
     with tempfile.TemporaryDirectory(prefix="proofrl-probe-") as parent:
         scratch = os.path.join(parent, "scratch")
         os.mkdir(scratch)
-        argv = Sandbox(mode).wrap(["sh", "-c", "echo ok > inside && ! echo no > ../outside"], scratch=scratch, cwd=scratch)
+        argv = Sandbox(mode).wrap(
+            ["sh", "-c", "echo ok > inside && ! echo no > ../outside"], scratch=scratch, cwd=scratch
+        )
         try:
             r = subprocess.run(argv, capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL)
         except (OSError, subprocess.TimeoutExpired) as e:
@@ -250,7 +285,8 @@ def _warn(sb: Sandbox) -> None:
     log.warning(
         "PROVER PROCESSES ARE NOT SANDBOXED (%s): untrusted proofs can read the user's files, write anywhere "
         "the user can and open network connections. Install bubblewrap, or run inside a container without "
-        "network. See docs/server.md, threat model.", sb.reason,
+        "network. See docs/server.md, threat model.",
+        sb.reason,
     )
 
 

@@ -58,7 +58,18 @@ def make_job(code: str, backend: str) -> Job | Verdict:
     try:
         code.encode("utf-8")
     except UnicodeEncodeError as e:
-        return Verdict(Status.ERROR, ("not UTF-8",), (Message("error", f"the code holds a character that is not UTF-8 (a lone surrogate?) at character {e.start}", position_at(code, e.start)),), prover=backend)
+        return Verdict(
+            Status.ERROR,
+            ("not UTF-8",),
+            (
+                Message(
+                    "error",
+                    f"the code holds a character that is not UTF-8 (a lone surrogate?) at character {e.start}",
+                    position_at(code, e.start),
+                ),
+            ),
+            prover=backend,
+        )
     return get_backend(backend).cut(code)
 
 

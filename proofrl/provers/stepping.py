@@ -21,12 +21,21 @@ def step_once(prover: Prover, state: ProofState, tactic: str, timeout: Seconds) 
     try:
         return prover.step(state, tactic, timeout=timeout() if callable(timeout) else timeout)
     except (ProverError, StatementError) as e:
-        return StepResult(tactic, failure=StepFailure(FailureKind.CRASH, f"{type(e).__name__}: {e}"[:2000]),
-                          seconds=time.monotonic() - t0)
+        return StepResult(
+            tactic,
+            failure=StepFailure(FailureKind.CRASH, f"{type(e).__name__}: {e}"[:2000]),
+            seconds=time.monotonic() - t0,
+        )
 
 
-def step(prover: Prover, state: ProofState, tactic: str, timeout: Seconds, *,
-         on_crash: Callable[[StepFailure], None] | None = None) -> StepResult:
+def step(
+    prover: Prover,
+    state: ProofState,
+    tactic: str,
+    timeout: Seconds,
+    *,
+    on_crash: Callable[[StepFailure], None] | None = None,
+) -> StepResult:
     """:func:`step_once`, a crash retried once (``on_crash`` sees the first crash before the retry)."""
     r = step_once(prover, state, tactic, timeout)
     if r.failure is not None and r.failure.kind is FailureKind.CRASH:

@@ -64,7 +64,9 @@ def format_term(sample: Sample, settings: Any) -> float:
 
 
 @GROUP_SHAPERS.register("unlikeliness")
-def unlikeliness_shaper(rewards: torch.Tensor, token_logps: torch.Tensor, mask: torch.Tensor, settings: Any) -> torch.Tensor:
+def unlikeliness_shaper(
+    rewards: torch.Tensor, token_logps: torch.Tensor, mask: torch.Tensor, settings: Any
+) -> torch.Tensor:
     """r_i = R_i · (1 − β_rank · (G − rank_i) / G), ranks by sequence log-prob (arXiv:2506.02355, eq. 3)."""
     seq = sequence_logprob(token_logps.detach().float(), mask, settings.reduction)  # (G,)
     return unlikeliness_reward(rewards, seq, beta_rank=settings.beta_rank, convention=settings.convention)
@@ -99,9 +101,16 @@ class RewardFn:
         """The group's rewards after every shaper. ``rewards (G,)``, ``token_logps (G, T)`` of the generating
         policy, ``mask (G, T)`` (1 on completion tokens) ``-> (G,)`` float32. All-correct and all-wrong groups
         are dropped before this by the buffer (they carry no signal, and a shaper would invent one)."""
-        if rewards.dim() != 1 or token_logps.dim() != 2 or token_logps.shape != mask.shape or token_logps.shape[0] != rewards.shape[0]:
-            raise ValueError(f"expected rewards (G,), token_logps and mask (G, T); got {tuple(rewards.shape)}, "
-                             f"{tuple(token_logps.shape)}, {tuple(mask.shape)}")
+        if (
+            rewards.dim() != 1
+            or token_logps.dim() != 2
+            or token_logps.shape != mask.shape
+            or token_logps.shape[0] != rewards.shape[0]
+        ):
+            raise ValueError(
+                f"expected rewards (G,), token_logps and mask (G, T); got {tuple(rewards.shape)}, "
+                f"{tuple(token_logps.shape)}, {tuple(mask.shape)}"
+            )
         out = rewards.to(torch.float32)
         for name, settings in self.shapers:
             out = GROUP_SHAPERS.get(name)(out, token_logps, mask, settings)

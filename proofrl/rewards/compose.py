@@ -69,20 +69,27 @@ class RewardConfig(Section):
 
 
 def base_rewards(
-    completions: Sequence[str], problems: Sequence[Problem], verdicts: Sequence[Verdict], cfg: RewardConfig,
+    completions: Sequence[str],
+    problems: Sequence[Problem],
+    verdicts: Sequence[Verdict],
+    cfg: RewardConfig,
     proofs: Sequence[str | None] | None = None,
 ) -> list[float]:
     """The sample terms of :class:`~proofrl.rewards.combine.RewardFn`: R_i = 1[verdict_i valid] × 1[format ok]
     (the second factor only when ``cfg.format`` is set). ``(N,) -> (N,)``."""
     if not len(completions) == len(problems) == len(verdicts) or (proofs is not None and len(proofs) != len(verdicts)):
-        raise ValueError(f"lengths differ: {len(completions)} completions, {len(problems)} problems, {len(verdicts)} verdicts")
+        raise ValueError(
+            f"lengths differ: {len(completions)} completions, {len(problems)} problems, {len(verdicts)} verdicts"
+        )
     from .combine import RewardFn, Sample
 
     ps = proofs if proofs is not None else [None] * len(verdicts)
     return RewardFn(cfg).samples([Sample(p, t, v, q) for t, p, v, q in zip(completions, problems, verdicts, ps)])
 
 
-def shape_group(rewards: torch.Tensor, token_logps: torch.Tensor, mask: torch.Tensor, cfg: RewardConfig) -> torch.Tensor:
+def shape_group(
+    rewards: torch.Tensor, token_logps: torch.Tensor, mask: torch.Tensor, cfg: RewardConfig
+) -> torch.Tensor:
     """The group shapers of :class:`~proofrl.rewards.combine.RewardFn` (with ``cfg.unlikeliness``: the rank
     penalty of "Rewarding the Unlikely"). ``rewards (G,)``, ``token_logps (G, T)``, ``mask (G, T)`` ``-> (G,)``."""
     from .combine import RewardFn

@@ -61,8 +61,12 @@ def score_key(dim: str) -> str:
 # -- the formula ----------------------------------------------------------------------------------------------
 
 
-def expected_score(logits: torch.Tensor, anchor_ids: Sequence[int] | torch.Tensor, tau: float = 1.0,
-                   values: Sequence[float] | None = None) -> torch.Tensor:
+def expected_score(
+    logits: torch.Tensor,
+    anchor_ids: Sequence[int] | torch.Tensor,
+    tau: float = 1.0,
+    values: Sequence[float] | None = None,
+) -> torch.Tensor:
     """E[R] = Σ_i i · softmax(z_𝒜 / τ)_i over the last axis of ``logits`` (… , V) → (…).
 
     ``anchor_ids`` are the vocabulary ids v_1 … v_K of the anchors; ``values`` their numbers (default 1 … K).
@@ -70,8 +74,11 @@ def expected_score(logits: torch.Tensor, anchor_ids: Sequence[int] | torch.Tenso
     if tau <= 0:
         raise ValueError(f"tau must be > 0, got {tau}")
     ids = torch.as_tensor(anchor_ids, dtype=torch.long, device=logits.device)
-    vals = torch.arange(1, len(ids) + 1, dtype=torch.float32, device=logits.device) if values is None else \
-        torch.as_tensor(values, dtype=torch.float32, device=logits.device)
+    vals = (
+        torch.arange(1, len(ids) + 1, dtype=torch.float32, device=logits.device)
+        if values is None
+        else torch.as_tensor(values, dtype=torch.float32, device=logits.device)
+    )
     z = logits.index_select(-1, ids).float() / tau
     return (torch.softmax(z, dim=-1) * vals).sum(-1)
 
@@ -98,11 +105,15 @@ def anchor_token_ids(tokenizer: Any, anchors: Sequence[str] = ANCHORS) -> list[i
         toks = tokenizer(a, add_special_tokens=False)["input_ids"]
         if len(toks) != 1:
             name = getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__
-            raise ConfigError(f"EVA anchor {a!r} is {len(toks)} tokens {toks} in tokenizer {name!r}; every anchor "
-                              f"must be a single token (pick other anchors or another tokenizer)")
+            raise ConfigError(
+                f"EVA anchor {a!r} is {len(toks)} tokens {toks} in tokenizer {name!r}; every anchor "
+                f"must be a single token (pick other anchors or another tokenizer)"
+            )
         ids.append(toks[0])
     if len(set(ids)) != len(ids):
-        raise ConfigError(f"EVA anchors {list(anchors)} share token ids {ids} in tokenizer {getattr(tokenizer, 'name_or_path', '')!r}")
+        raise ConfigError(
+            f"EVA anchors {list(anchors)} share token ids {ids} in tokenizer {getattr(tokenizer, 'name_or_path', '')!r}"
+        )
     return ids
 
 
@@ -134,8 +145,9 @@ class ScorePositionError(ValueError):
         self.key, self.reason = key, reason
 
 
-def score_token_positions(text: str, tokenizer: Any, keys: Sequence[str], *, encoding: Any = None,
-                          anchor_ids: Sequence[int] | None = None) -> dict[str, int]:
+def score_token_positions(
+    text: str, tokenizer: Any, keys: Sequence[str], *, encoding: Any = None, anchor_ids: Sequence[int] | None = None
+) -> dict[str, int]:
     """``{key: index of the token that IS the score digit}`` in ``tokenizer(text)`` (no special tokens), found
     by regex on ``text`` and ``char_to_token``; the logits that predict it are at index − 1.
 
@@ -224,8 +236,10 @@ def parse_scores(text: str, dims: Sequence[str] = DIMENSIONS) -> ParsedScores:
 
 # -- the reward model's prompt -------------------------------------------------------------------------------------
 
-INSTRUCTION = ("Judge the proposed tactic for the proof state below. Write a short critique, then the scores "
-               "1-5 as JSON: logic (is the step correct), align (does it fit this goal), clarity (is it well formed).")
+INSTRUCTION = (
+    "Judge the proposed tactic for the proof state below. Write a short critique, then the scores "
+    "1-5 as JSON: logic (is the step correct), align (does it fit this goal), clarity (is it well formed)."
+)
 
 
 def rm_prompt(state: str, proposal: str, instruction: str = INSTRUCTION, max_state_chars: int = 600) -> str:
@@ -233,7 +247,7 @@ def rm_prompt(state: str, proposal: str, instruction: str = INSTRUCTION, max_sta
     last), the proposal."""
     state = state.strip()
     if len(state) > max_state_chars:
-        state = "…" + state[len(state) - max_state_chars:]
+        state = "…" + state[len(state) - max_state_chars :]
     return f"{instruction}\n[STATE]\n{state}\n[PROPOSAL]\n{proposal.strip()}\n[CRITIQUE]\n"
 
 
@@ -256,9 +270,19 @@ class EvaScorer:
     """A reward model (any causal LM directory, LoRA adapters included) judging (state, proposal) pairs with
     greedy decoding, E[R] read from the same model's logits."""
 
-    def __init__(self, model: Any, tokenizer: Any, *, dims: Sequence[str] = DIMENSIONS, tau: float = 1.0,
-                 weights: Mapping[str, float] | None = None, max_new_tokens: int = 96, max_state_chars: int = 600,
-                 batch_size: int = 16, instruction: str = INSTRUCTION):
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        *,
+        dims: Sequence[str] = DIMENSIONS,
+        tau: float = 1.0,
+        weights: Mapping[str, float] | None = None,
+        max_new_tokens: int = 96,
+        max_state_chars: int = 600,
+        batch_size: int = 16,
+        instruction: str = INSTRUCTION,
+    ):
         self.model, self.tokenizer = model, tokenizer
         self.dims, self.tau, self.weights = tuple(dims), tau, dict(weights) if weights else None
         self.anchor_ids = anchor_token_ids(tokenizer)
@@ -297,11 +321,20 @@ class EvaScorer:
         outs: list[str] = []
         try:
             for s in range(0, len(rows), self.batch_size):
-                ids, mask = left_pad(rows[s:s + self.batch_size], pad, device)
-                gen = self.model.generate(input_ids=ids, attention_mask=mask, do_sample=False, num_beams=1,
-                                          max_new_tokens=self.max_new_tokens, eos_token_id=eos, pad_token_id=pad,
-                                          top_k=None, top_p=None, temperature=None)
-                for r in gen[:, ids.shape[1]:].tolist():
+                ids, mask = left_pad(rows[s : s + self.batch_size], pad, device)
+                gen = self.model.generate(
+                    input_ids=ids,
+                    attention_mask=mask,
+                    do_sample=False,
+                    num_beams=1,
+                    max_new_tokens=self.max_new_tokens,
+                    eos_token_id=eos,
+                    pad_token_id=pad,
+                    top_k=None,
+                    top_p=None,
+                    temperature=None,
+                )
+                for r in gen[:, ids.shape[1] :].tolist():
                     end = next((j for j, t in enumerate(r) if t in eos), len(r))
                     outs.append(self.tokenizer.decode(r[:end], skip_special_tokens=True))
         finally:
@@ -323,8 +356,12 @@ class EvaScorer:
             row, w, f = list(pi) + list(enc["input_ids"]), {}, []
             for d in self.dims:
                 try:
-                    w[d] = len(pi) + score_token_positions(out, self.tokenizer, [score_key(d)], encoding=enc,
-                                                           anchor_ids=self.anchor_ids)[score_key(d)]
+                    w[d] = (
+                        len(pi)
+                        + score_token_positions(
+                            out, self.tokenizer, [score_key(d)], encoding=enc, anchor_ids=self.anchor_ids
+                        )[score_key(d)]
+                    )
                 except ScorePositionError as e:
                     # Scored from the logits anyway: the dimension's key is appended after the output, and the
                     # logits at its last token predict the digit (causal: the output's own positions are unchanged).
@@ -339,7 +376,7 @@ class EvaScorer:
         out_scores: list[tuple[dict[str, float], list[str]]] = []
         device = next(self.model.parameters()).device
         for s in range(0, len(rows), self.batch_size):
-            chunk = rows[s:s + self.batch_size]
+            chunk = rows[s : s + self.batch_size]
             cut = [max(0, len(r) - limit) if limit else 0 for r in chunk]  # keep the end (the scores)
             chunk = [r[c:] for r, c in zip(chunk, cut)]
             ids, mask = left_pad(chunk, self.tokenizer.pad_token_id, device)
@@ -401,7 +438,9 @@ class EvaPriorityPolicy:
         out = []
         for p, s in zip(props, scores):
             lp = math.log((s.combined - 1.0) / 4.0 + self.eps)
-            out.append(Proposal(p.tactic, lp + self.mix * p.logprob_sum, lp + self.mix * p.logprob_mean, p.tokens, p.count))
+            out.append(
+                Proposal(p.tactic, lp + self.mix * p.logprob_sum, lp + self.mix * p.logprob_mean, p.tokens, p.count)
+            )
         return sorted(out, key=lambda p: -p.logprob_sum)
 
 
@@ -416,8 +455,10 @@ def value_fn_from_dir(path: str, *, policy: Any = None, k: int = 4, device: str 
         cfg = json.loads((d / CONFIG_FILE).read_text()) if (d / CONFIG_FILE).is_file() else {}
         policy = cfg.get("policy")
         if not policy:
-            raise ConfigError(f"eva:{path}: EVA judges steps, so its value needs a tactic policy; none given and "
-                              f"{CONFIG_FILE} names none (train with policy=hf:DIR)")
+            raise ConfigError(
+                f"eva:{path}: EVA judges steps, so its value needs a tactic policy; none given and "
+                f"{CONFIG_FILE} names none (train with policy=hf:DIR)"
+            )
     if isinstance(policy, str):
         from ..policy.tactic import make_tactic_policy
 

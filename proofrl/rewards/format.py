@@ -77,7 +77,17 @@ STOPWORDS = frozenset(
 LANGUAGES = {"lean": "lean4", "coq": "coq"}
 FORBIDDEN = {
     "lean": ("axiom", "local_instance"),
-    "coq": ("Axiom", "Axioms", "Parameter", "Parameters", "Conjecture", "Hypothesis", "Hypotheses", "Variable", "Variables"),
+    "coq": (
+        "Axiom",
+        "Axioms",
+        "Parameter",
+        "Parameters",
+        "Conjecture",
+        "Hypothesis",
+        "Hypotheses",
+        "Variable",
+        "Variables",
+    ),
 }
 
 

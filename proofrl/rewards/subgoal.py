@@ -33,7 +33,9 @@ def softplus(x: float) -> float:
 
 
 @STEP_REWARDS.register("subgoal")
-def subgoal_reward(before: ProofState, result: StepResult, *, failed: float = 0.0, unchanged: float | None = None) -> float:
+def subgoal_reward(
+    before: ProofState, result: StepResult, *, failed: float = 0.0, unchanged: float | None = None
+) -> float:
     """softplus(G(before) − G(after)) for a valid step; ``failed`` when ``result`` failed (or has no state).
 
     ``unchanged``: the reward of a valid step that leaves the state exactly as it was (same fingerprint), when

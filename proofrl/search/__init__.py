@@ -9,6 +9,21 @@ from .policy import PolicyError, Proposal, TacticPolicy
 from .run import cli_search, search_many, search_one
 from .tree import SearchTree, refusal
 
-__all__ = ["BestFirstConfig", "BestFirstSearch", "MCTS", "MCTSConfig", "PolicyError", "Proposal", "Search",
-           "SearchConfig", "SearchResult", "SearchTree", "TacticPolicy", "cli_search", "load_search_config",
-           "refusal", "search_many", "search_one"]
+__all__ = [
+    "BestFirstConfig",
+    "BestFirstSearch",
+    "MCTS",
+    "MCTSConfig",
+    "PolicyError",
+    "Proposal",
+    "Search",
+    "SearchConfig",
+    "SearchResult",
+    "SearchTree",
+    "TacticPolicy",
+    "cli_search",
+    "load_search_config",
+    "refusal",
+    "search_many",
+    "search_one",
+]

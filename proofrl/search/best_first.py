@@ -42,7 +42,7 @@ class BestFirstSearch(Search):
     def priority(self, node: Node) -> float:
         cfg = self.config.best_first
         if cfg.priority == "length_normalized" and node.depth > 0:
-            return node.logprob / node.depth ** cfg.alpha
+            return node.logprob / node.depth**cfg.alpha
         return node.logprob
 
     def scores(self) -> dict[int, dict[str, float]]:

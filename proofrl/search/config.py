@@ -102,10 +102,21 @@ class SearchConfig(_Section):
 
 RECIPES: dict[str, dict[str, Any]] = {
     "reap": {"algorithm": "mcts"},
-    "bfs-prover": {"algorithm": "best-first", "best_first": {"priority": "length_normalized", "logprob": "mean",
-                                                           "alpha": 2.0, "width": 4, "seconds": 600.0, "tactic_timeout": 18.0}},
-    "reprover": {"algorithm": "best-first", "best_first": {"priority": "cum_logprob", "logprob": "sum", "width": 64,
-                                                         "seconds": 600.0}},
+    "bfs-prover": {
+        "algorithm": "best-first",
+        "best_first": {
+            "priority": "length_normalized",
+            "logprob": "mean",
+            "alpha": 2.0,
+            "width": 4,
+            "seconds": 600.0,
+            "tactic_timeout": 18.0,
+        },
+    },
+    "reprover": {
+        "algorithm": "best-first",
+        "best_first": {"priority": "cum_logprob", "logprob": "sum", "width": 64, "seconds": 600.0},
+    },
 }
 
 

@@ -62,18 +62,28 @@ class SearchResult:
 
     def line(self) -> dict[str, Any]:
         """The ``results.jsonl`` record."""
-        return {"name": self.name, "status": self.status, "proof": self.proof,
-                "verdict": self.verdict.to_json() if self.verdict else None, "reason": self.reason,
-                "expansions": self.expansions, "steps": self.steps, "iterations": self.iterations,
-                "seconds": round(self.seconds, 4), "algorithm": self.algorithm,
-                "nodes": len(self.tree.nodes) if self.tree else 0, "refused_proofs": self.refused,
-                "failed_edges": sum(e.failure is not None for e in self.tree.edges) if self.tree else 0}
+        return {
+            "name": self.name,
+            "status": self.status,
+            "proof": self.proof,
+            "verdict": self.verdict.to_json() if self.verdict else None,
+            "reason": self.reason,
+            "expansions": self.expansions,
+            "steps": self.steps,
+            "iterations": self.iterations,
+            "seconds": round(self.seconds, 4),
+            "algorithm": self.algorithm,
+            "nodes": len(self.tree.nodes) if self.tree else 0,
+            "refused_proofs": self.refused,
+            "failed_edges": sum(e.failure is not None for e in self.tree.edges) if self.tree else 0,
+        }
 
     def tree_json(self, scores: dict[int, dict[str, float]] | None = None) -> dict[str, Any]:
         """The whole tree (``SearchTree.to_json``) under a ``search`` header (reap's raw tree, extended)."""
         head = {k: v for k, v in self.line().items()}
-        head["theorem"] = {"name": self.name} | ({"statement": self.tree.theorem.statement, "header": self.tree.theorem.header}
-                                                 if self.tree else {})
+        head["theorem"] = {"name": self.name} | (
+            {"statement": self.tree.theorem.statement, "header": self.tree.theorem.header} if self.tree else {}
+        )
         head["config"] = self.config
         head["policy_error"] = self.policy_error
         head["crashes"] = self.crashes
@@ -87,8 +97,14 @@ class Search:
     algorithm = ""
     decompose = False
 
-    def __init__(self, prover: Prover, policy: TacticPolicy, config: SearchConfig | None = None,
-                 tracer: Tracer | None = None, value_fn: ValueFn | None = None):
+    def __init__(
+        self,
+        prover: Prover,
+        policy: TacticPolicy,
+        config: SearchConfig | None = None,
+        tracer: Tracer | None = None,
+        value_fn: ValueFn | None = None,
+    ):
         self.prover = prover
         self.policy = policy
         self.value_fn = value_fn
@@ -128,12 +144,24 @@ class Search:
                 root = self.prover.start(theorem, timeout=self.step_timeout())
             except StatementError as e:
                 info["status"] = "error"
-                return SearchResult(theorem.name, "error", reason=f"statement does not elaborate: {e}",
-                                    seconds=time.monotonic() - t0, algorithm=self.algorithm, config=cfg)
+                return SearchResult(
+                    theorem.name,
+                    "error",
+                    reason=f"statement does not elaborate: {e}",
+                    seconds=time.monotonic() - t0,
+                    algorithm=self.algorithm,
+                    config=cfg,
+                )
             except ProverError as e:
                 info["status"] = "error"
-                return SearchResult(theorem.name, "error", reason=f"prover failed at start: {e}",
-                                    seconds=time.monotonic() - t0, algorithm=self.algorithm, config=cfg)
+                return SearchResult(
+                    theorem.name,
+                    "error",
+                    reason=f"prover failed at start: {e}",
+                    seconds=time.monotonic() - t0,
+                    algorithm=self.algorithm,
+                    config=cfg,
+                )
             self.tree = SearchTree(theorem, root, decompose=self.decompose, backend=self.config.backend)
             self.sound, self.refused = None, []
             try:
@@ -156,7 +184,9 @@ class Search:
         tree = self.tree
         assert tree is not None
         script = tree.script()
-        verdict = final_verdict(self.prover, theorem, script, timeout=self.config.final_check_timeout, tracer=self.tracer)
+        verdict = final_verdict(
+            self.prover, theorem, script, timeout=self.config.final_check_timeout, tracer=self.tracer
+        )
         proof = script_text(script)
         if verdict.valid:
             self.sound = (proof, verdict)
@@ -168,9 +198,16 @@ class Search:
     def finish(self, theorem: Theorem, t0: float, policy_error: str = "") -> SearchResult:
         tree = self.tree
         assert tree is not None
-        common = dict(expansions=self.expansions, steps=self.steps, iterations=self.iterations, tree=tree,
-                      algorithm=self.algorithm, config=self.config.model_dump(mode="json"), crashes=self.crashes,
-                      refused=len(self.refused))
+        common = dict(
+            expansions=self.expansions,
+            steps=self.steps,
+            iterations=self.iterations,
+            tree=tree,
+            algorithm=self.algorithm,
+            config=self.config.model_dump(mode="json"),
+            crashes=self.crashes,
+            refused=len(self.refused),
+        )
         if self.sound is not None:
             proof, verdict = self.sound
             return SearchResult(theorem.name, "proved", proof, verdict, "final check valid", **common)  # type: ignore[arg-type]
@@ -220,8 +257,9 @@ class Search:
                 props = list(self.policy.propose(state_text(node.state), k))
             except Exception as e:  # noqa: BLE001 - any failure of the model or endpoint ends the search
                 info["error"] = f"{type(e).__name__}: {e}"[:500]
-                raise PolicyError(f"policy failed at node {node.id} after {self.expansions} expansions: "
-                                  f"{type(e).__name__}: {e}") from e
+                raise PolicyError(
+                    f"policy failed at node {node.id} after {self.expansions} expansions: {type(e).__name__}: {e}"
+                ) from e
             info["proposals"] = len(props)
         return props
 
@@ -251,16 +289,31 @@ class Search:
             if self.out_of_time():  # the proposals not yet stepped are not run (and not in the tree)
                 break
             if why := refusal(t, self.config.backend):
-                tree.add_failed(node, t, Failure(FailureKind.FORBIDDEN.value, why), logprob_sum=lp_sum,
-                                logprob_mean=lp_mean, prior=prior)
+                tree.add_failed(
+                    node,
+                    t,
+                    Failure(FailureKind.FORBIDDEN.value, why),
+                    logprob_sum=lp_sum,
+                    logprob_mean=lp_mean,
+                    prior=prior,
+                )
                 continue
             r = self.step(node, t)
             if r.failure is not None or r.state is None:
-                tree.add_failed(node, t, Failure.of(r.failure) if r.failure else Failure("error", "no state"),
-                                logprob_sum=lp_sum, logprob_mean=lp_mean, prior=prior, seconds=r.seconds)
+                tree.add_failed(
+                    node,
+                    t,
+                    Failure.of(r.failure) if r.failure else Failure("error", "no state"),
+                    logprob_sum=lp_sum,
+                    logprob_mean=lp_mean,
+                    prior=prior,
+                    seconds=r.seconds,
+                )
                 continue
             n_before = len(tree.nodes)
-            e = tree.add_child(node, t, r.state, logprob_sum=lp_sum, logprob_mean=lp_mean, prior=prior, seconds=r.seconds)
+            e = tree.add_child(
+                node, t, r.state, logprob_sum=lp_sum, logprob_mean=lp_mean, prior=prior, seconds=r.seconds
+            )
             if e is None:
                 continue
             child = tree.nodes[e.dst]  # type: ignore[index]

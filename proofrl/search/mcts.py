@@ -75,7 +75,10 @@ class MCTS(Search):
         cfg = self.config.mcts
         if node.kind == "AND":
             return not node.expanded
-        return not node.expanded or node.evaluations <= cfg.progressive_sampling_c * node.visits ** cfg.progressive_sampling_alpha
+        return (
+            not node.expanded
+            or node.evaluations <= cfg.progressive_sampling_c * node.visits**cfg.progressive_sampling_alpha
+        )
 
     def select(self) -> tuple[list[Edge], Node]:
         tree = self.tree
@@ -107,8 +110,11 @@ class MCTS(Search):
                 if parent.solved:
                     v = 0.0
                 else:
-                    open_ = [x.value_sum / x.visits for x in tree.live_children(parent)
-                             if x.visits and not tree.nodes[x.dst].solved]  # type: ignore[index]
+                    open_ = [
+                        x.value_sum / x.visits
+                        for x in tree.live_children(parent)
+                        if x.visits and not tree.nodes[x.dst].solved
+                    ]  # type: ignore[index]
                     v = min([1.0, *open_])
             else:
                 v = v_up

@@ -29,8 +29,14 @@ def script_text(script: Sequence[str]) -> str:
     return "\n".join(out)
 
 
-def final_verdict(prover: Prover, theorem: Theorem, script: Sequence[str], *, timeout: float | None = None,
-                  tracer: Tracer | None = None) -> Verdict:
+def final_verdict(
+    prover: Prover,
+    theorem: Theorem,
+    script: Sequence[str],
+    *,
+    timeout: float | None = None,
+    tracer: Tracer | None = None,
+) -> Verdict:
     """``prover.final_check`` over ``script`` in a fresh process; never raises (a broken check is a verdict)."""
     tracer = tracer or Tracer()
     with tracer.span("final_check", sentences=len(script)) as info:
@@ -40,7 +46,11 @@ def final_verdict(prover: Prover, theorem: Theorem, script: Sequence[str], *, ti
             try:
                 v = prover.final_check(theorem, list(script), timeout=timeout)
             except Exception as e:  # noqa: BLE001 - the judge failing is not a proof
-                v = Verdict(Status.ERROR, (f"final check failed to run: {type(e).__name__}",), (Message("error", str(e)[-2000:]),))
+                v = Verdict(
+                    Status.ERROR,
+                    (f"final check failed to run: {type(e).__name__}",),
+                    (Message("error", str(e)[-2000:]),),
+                )
         info["status"] = v.status.value
         info["reasons"] = list(v.reasons)
     return v

@@ -42,8 +42,16 @@ class Tracer:
             yield extra
         finally:
             stop = time.monotonic_ns()
-            self.record({"theorem": self.theorem, "name": name, "start_ns": start, "stop_ns": stop,
-                         "seconds": (stop - start) / 1e9, "extra": extra})
+            self.record(
+                {
+                    "theorem": self.theorem,
+                    "name": name,
+                    "start_ns": start,
+                    "stop_ns": stop,
+                    "seconds": (stop - start) / 1e9,
+                    "extra": extra,
+                }
+            )
 
     def record(self, event: dict[str, Any]) -> None:
         with self._lock:
@@ -75,8 +83,14 @@ def summarize(events: Iterable[dict[str, Any]]) -> dict[str, Any]:
     prover = sum(by.get(n, {}).get("seconds", 0.0) for n in PROVER_SPANS)
     model = sum(by.get(n, {}).get("seconds", 0.0) for n in MODEL_SPANS)
     outside = max(0.0, total - prover - model)
-    return {"by_name": by, "search_seconds": total, "prover_seconds": prover, "model_seconds": model,
-            "outside_seconds": outside, "outside_share": outside / total if total > 0 else 0.0}
+    return {
+        "by_name": by,
+        "search_seconds": total,
+        "prover_seconds": prover,
+        "model_seconds": model,
+        "outside_seconds": outside,
+        "outside_share": outside / total if total > 0 else 0.0,
+    }
 
 
 def read_trace(path: str | Path) -> list[dict[str, Any]]:

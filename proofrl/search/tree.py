@@ -27,6 +27,7 @@ from ..provers.base import ProofState, StepFailure, Theorem
 
 Kind = Literal["OR", "AND"]
 
+
 def normalize_tactic(tactic: str, backend: str = "coq") -> str:
     """Whitespace collapsed (so ``intros  n.`` and ``intros n.`` merge); a Coq tactic gets its final period
     (:meth:`~proofrl.provers.backend.Backend.normalize_tactic`)."""
@@ -167,17 +168,44 @@ class SearchTree:
                 return e
         return None
 
-    def add_failed(self, src: Node, tactic: str, failure: Failure, *, logprob_sum: float = 0.0,
-                   logprob_mean: float = 0.0, prior: float = 0.0, seconds: float = 0.0) -> Edge:
-        e = Edge(len(self.edges), src.id, tactic, logprob_sum=logprob_sum, logprob_mean=logprob_mean, prior_raw=prior,
-                 failure=failure, seconds=seconds)
+    def add_failed(
+        self,
+        src: Node,
+        tactic: str,
+        failure: Failure,
+        *,
+        logprob_sum: float = 0.0,
+        logprob_mean: float = 0.0,
+        prior: float = 0.0,
+        seconds: float = 0.0,
+    ) -> Edge:
+        e = Edge(
+            len(self.edges),
+            src.id,
+            tactic,
+            logprob_sum=logprob_sum,
+            logprob_mean=logprob_mean,
+            prior_raw=prior,
+            failure=failure,
+            seconds=seconds,
+        )
         self.edges.append(e)
         src.children.append(e.id)
         return e
 
-    def add_child(self, src: Node, tactic: str, state: ProofState, *, kind: Literal["tactic", "focus"] = "tactic",
-                  logprob_sum: float = 0.0, logprob_mean: float = 0.0, prior: float = 0.0, seconds: float = 0.0,
-                  focus_index: int | None = None) -> Edge | None:
+    def add_child(
+        self,
+        src: Node,
+        tactic: str,
+        state: ProofState,
+        *,
+        kind: Literal["tactic", "focus"] = "tactic",
+        logprob_sum: float = 0.0,
+        logprob_mean: float = 0.0,
+        prior: float = 0.0,
+        seconds: float = 0.0,
+        focus_index: int | None = None,
+    ) -> Edge | None:
         """The edge ``src --tactic--> node(state)``, merging as the module says; None when dropped."""
         depth = src.depth + (kind == "tactic")
         focus = src.focus_depth + (kind == "focus")
@@ -198,8 +226,18 @@ class SearchTree:
                         e.aliases.append(tactic)
                     return e
         dst = self.nodes[existing] if existing is not None else self._new_node(state, focus, depth)
-        e = Edge(len(self.edges), src.id, tactic, kind, dst.id, logprob_sum, logprob_mean, prior, focus_index=focus_index,
-                 seconds=seconds)
+        e = Edge(
+            len(self.edges),
+            src.id,
+            tactic,
+            kind,
+            dst.id,
+            logprob_sum,
+            logprob_mean,
+            prior,
+            focus_index=focus_index,
+            seconds=seconds,
+        )
         self.edges.append(e)
         src.children.append(e.id)
         dst.parents.append(e.id)
@@ -292,7 +330,9 @@ class SearchTree:
             n = self.nodes[nid]
             if n.closes:
                 return
-            kids = sorted((e for e in self.live_children(n) if e.id in chosen), key=lambda e: (e.focus_index or 0, e.id))
+            kids = sorted(
+                (e for e in self.live_children(n) if e.id in chosen), key=lambda e: (e.focus_index or 0, e.id)
+            )
             if n.kind == "AND":  # each goal's lines, in goal order, as the backend writes them (Coq `{ }`, Lean `·`)
                 blocks = []
                 for e in kids:
@@ -317,26 +357,61 @@ class SearchTree:
         def fin(x: float | None) -> float | None:
             return None if x is None or not math.isfinite(x) else x
 
-        nodes = [{
-            "id": n.id, "kind": n.kind, "focus_depth": n.focus_depth, "depth": n.depth,
-            "goals": [str(g) for g in n.state.goals], "fingerprint": n.state.fingerprint,
-            "counts": {"foreground": n.state.foreground, "background": n.state.background,
-                       "shelved": n.state.shelved, "given_up": n.state.given_up},
-            "tactics": list(n.state.tactics), "visits": n.visits, "value_sum": n.value_sum,
-            "value": n.mean_value if n.visits else None, "estimate": fin(n.estimate), "evaluations": n.evaluations,
-            "priority": fin(n.priority), "solved": n.solved, "closes": n.closes, "dead": n.dead,
-            "unsound": n.unsound or None,
-            "parents": list(n.parents), "children": list(n.children),
-        } for n in self.nodes]
+        nodes = [
+            {
+                "id": n.id,
+                "kind": n.kind,
+                "focus_depth": n.focus_depth,
+                "depth": n.depth,
+                "goals": [str(g) for g in n.state.goals],
+                "fingerprint": n.state.fingerprint,
+                "counts": {
+                    "foreground": n.state.foreground,
+                    "background": n.state.background,
+                    "shelved": n.state.shelved,
+                    "given_up": n.state.given_up,
+                },
+                "tactics": list(n.state.tactics),
+                "visits": n.visits,
+                "value_sum": n.value_sum,
+                "value": n.mean_value if n.visits else None,
+                "estimate": fin(n.estimate),
+                "evaluations": n.evaluations,
+                "priority": fin(n.priority),
+                "solved": n.solved,
+                "closes": n.closes,
+                "dead": n.dead,
+                "unsound": n.unsound or None,
+                "parents": list(n.parents),
+                "children": list(n.children),
+            }
+            for n in self.nodes
+        ]
         edges = []
         for e in self.edges:
-            d = {"id": e.id, "src": e.src, "dst": e.dst, "kind": e.kind, "tactic": e.tactic, "aliases": list(e.aliases),
-                 "logprob_sum": e.logprob_sum, "logprob_mean": e.logprob_mean, "prior_raw": e.prior_raw,
-                 "focus_index": e.focus_index, "visits": e.visits, "value_sum": e.value_sum,
-                 "value": e.value_sum / e.visits if e.visits else None, "seconds": e.seconds,
-                 "failure": e.failure.to_json() if e.failure else None}
+            d = {
+                "id": e.id,
+                "src": e.src,
+                "dst": e.dst,
+                "kind": e.kind,
+                "tactic": e.tactic,
+                "aliases": list(e.aliases),
+                "logprob_sum": e.logprob_sum,
+                "logprob_mean": e.logprob_mean,
+                "prior_raw": e.prior_raw,
+                "focus_index": e.focus_index,
+                "visits": e.visits,
+                "value_sum": e.value_sum,
+                "value": e.value_sum / e.visits if e.visits else None,
+                "seconds": e.seconds,
+                "failure": e.failure.to_json() if e.failure else None,
+            }
             d.update({k: fin(v) for k, v in scores.get(e.id, {}).items()})
             edges.append(d)
-        return {"root": self.root.id, "nodes": nodes, "edges": edges, "dropped": list(self.dropped),
-                "solution": self.solution()}
-
+        return {
+            "root": self.root.id,
+            "nodes": nodes,
+            "edges": edges,
+            "dropped": list(self.dropped),
+            "solution": self.solution(),
+        }

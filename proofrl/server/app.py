@@ -122,7 +122,10 @@ class Service:
             raise HTTPException(413, f"batch of {n} items exceeds the limit of {self.config.max_batch}")
         if n > self.config.max_inflight:  # could never be admitted, however long the client waits: not "busy"
             m = self.config.max_inflight
-            raise HTTPException(413, f"batch of {n} items exceeds the limit of {m} (max_inflight: items in flight at once); send at most {m} per request")
+            raise HTTPException(
+                413,
+                f"batch of {n} items exceeds the limit of {m} (max_inflight: items in flight at once); send at most {m} per request",
+            )
         if self.inflight + n > self.config.max_inflight:
             self.metrics.rejected_busy += 1
             raise HTTPException(
@@ -172,7 +175,9 @@ class Service:
         except Exception as e:  # noqa: BLE001 - one item never sinks a batch
             return Verdict(Status.ERROR, (f"internal error: {type(e).__name__}: {e}",), prover=backend)
 
-    async def _one(self, backend: str, pool: ProverPool, made: Job | Verdict, timeout: float, t0: float, caller: object) -> Judged:
+    async def _one(
+        self, backend: str, pool: ProverPool, made: Job | Verdict, timeout: float, t0: float, caller: object
+    ) -> Judged:
         job = made if isinstance(made, Job) else None
         try:
             verdict = made if job is None else await pool.acheck(job.theorem, job.proof, timeout=timeout, caller=caller)
@@ -201,7 +206,10 @@ class Service:
             "proofrl_busy_processes": ("Prover processes working on an item.", lambda p: p.busy),
             "proofrl_idle_processes": ("Prover slots not working on an item.", lambda p: p.config.workers - p.busy),
             "proofrl_processes_started_total": ("Prover processes started.", lambda p: p.stats.started),
-            "proofrl_processes_recycled_total": ("Prover processes retired after use or memory.", lambda p: p.stats.recycled),
+            "proofrl_processes_recycled_total": (
+                "Prover processes retired after use or memory.",
+                lambda p: p.stats.recycled,
+            ),
             "proofrl_process_crashes_total": ("Prover processes that died under a job.", lambda p: p.stats.crashes),
         }
         for metric, (help_text, get) in gauges.items():
@@ -212,7 +220,10 @@ class Service:
         for b in sorted(self.pools):
             for s in Status:
                 lines.append(f'proofrl_verdicts_total{{backend="{b}",status="{s.value}"}} {m.verdicts[b, s.value]}')
-        lines += ["# HELP proofrl_responses_total HTTP responses, by path and code.", "# TYPE proofrl_responses_total counter"]
+        lines += [
+            "# HELP proofrl_responses_total HTTP responses, by path and code.",
+            "# TYPE proofrl_responses_total counter",
+        ]
         for (path, code), n in sorted(m.responses.items()):
             lines.append(f'proofrl_responses_total{{path="{path}",code="{code}"}} {n}')
         lines += ["# HELP proofrl_item_seconds Time to judge one item.", "# TYPE proofrl_item_seconds histogram"]
@@ -227,7 +238,9 @@ class Service:
 
 def _verdict_model(v: Verdict, backend: str) -> ProofrlVerdict:
     d = v.to_json()
-    return ProofrlVerdict(backend=backend, **{k: d[k] for k in ("status", "reasons", "messages", "axioms", "seconds", "prover")})
+    return ProofrlVerdict(
+        backend=backend, **{k: d[k] for k in ("status", "reasons", "messages", "axioms", "seconds", "prover")}
+    )
 
 
 READ_DEADLINE = "proofrl.read_deadline"
@@ -261,7 +274,9 @@ class BodyLimit:
                 else:
                     message = await asyncio.wait_for(receive(), max(0.0, deadline - time.monotonic()))
             except asyncio.TimeoutError:
-                return await self._refuse(scope, receive, send, 408, f"request not received within {self.read_seconds:g} s")
+                return await self._refuse(
+                    scope, receive, send, 408, f"request not received within {self.read_seconds:g} s"
+                )
             if message["type"] == "http.disconnect":
                 return None
             chunks.append(message.get("body", b""))
@@ -282,7 +297,9 @@ class BodyLimit:
 
     async def _refuse(self, scope: dict, receive: Any, send: Any, code: int = 413, detail: str = "") -> None:
         detail = detail or f"request body exceeds {self.limit} bytes"
-        response = JSONResponse({"detail": detail}, status_code=code, headers={"connection": "close"} if code == 408 else None)
+        response = JSONResponse(
+            {"detail": detail}, status_code=code, headers={"connection": "close"} if code == 408 else None
+        )
         if self.on_refused is not None:
             self.on_refused(scope.get("path", ""), code)
         await response(scope, receive, send)
@@ -310,7 +327,9 @@ def create_app(pools: ProverPool | Mapping[str, ProverPool], config: ServerConfi
     def refused(path: str, code: int) -> None:
         service.metrics.responses[path if path in _PATHS else "other", code] += 1
 
-    app.add_middleware(BodyLimit, limit=config.max_body_bytes, read_seconds=config.request_read_seconds, on_refused=refused)
+    app.add_middleware(
+        BodyLimit, limit=config.max_body_bytes, read_seconds=config.request_read_seconds, on_refused=refused
+    )
     return app
 
 
@@ -369,8 +388,12 @@ def _add_routes(app: FastAPI, service: Service, config: ServerConfig) -> None:
             error, response = kimina_fields(j.verdict, j.job, backend, j.timeout)
             results.append(
                 CheckResult(
-                    id=snippet.id, time=round(j.seconds, 6), error=error, response=response,
-                    diagnostics={} if body.debug else None, proofrl=_verdict_model(j.verdict, backend),
+                    id=snippet.id,
+                    time=round(j.seconds, 6),
+                    error=error,
+                    response=response,
+                    diagnostics={} if body.debug else None,
+                    proofrl=_verdict_model(j.verdict, backend),
                 )
             )
         return CheckResponse(results=results)
@@ -383,7 +406,11 @@ def _add_routes(app: FastAPI, service: Service, config: ServerConfig) -> None:
             error, response = kimina_fields(j.verdict, j.job, backend, j.timeout)
             if response is not None:
                 response.time = round(j.seconds, 6)
-            results.append(VerifyResult(custom_id=code.custom_id, error=error, response=response, proofrl=_verdict_model(j.verdict, backend)))
+            results.append(
+                VerifyResult(
+                    custom_id=code.custom_id, error=error, response=response, proofrl=_verdict_model(j.verdict, backend)
+                )
+            )
         return VerifyResponse(results=results)
 
     for path in ("/verify", "/one_pass_verify_batch"):

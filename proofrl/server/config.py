@@ -93,8 +93,11 @@ def load_serve_config(path: Path | None = None, **overrides: Any) -> ServeConfig
     for key in ("host", "port", "sandbox"):
         if key in o:
             raw[key] = o[key]
-    for section, key, value in (("pool", "workers", o.get("workers")), ("pool", "timeout", o.get("timeout")),
-                                ("server", "api_key", o.get("api_key"))):  # fmt: skip
+    for section, key, value in (
+        ("pool", "workers", o.get("workers")),
+        ("pool", "timeout", o.get("timeout")),
+        ("server", "api_key", o.get("api_key")),
+    ):
         if value is not None:
             part = raw.get(section) or {}
             raw[section] = {**part, key: value} if isinstance(part, dict) else part

@@ -57,8 +57,12 @@ class BoundedH11Protocol(H11Protocol):
         self._partial = False
         super().connection_made(transport)
         if len(self.connections) > self.limits.max_connections and not self._close_longest_idle():
-            self.logger.warning("refused a connection: %d open, limit %d", len(self.connections) - 1, self.limits.max_connections)
-            transport.write(_raw_response(503, "Service Unavailable", f"too many connections (limit {self.limits.max_connections})"))
+            self.logger.warning(
+                "refused a connection: %d open, limit %d", len(self.connections) - 1, self.limits.max_connections
+            )
+            transport.write(
+                _raw_response(503, "Service Unavailable", f"too many connections (limit {self.limits.max_connections})")
+            )
             transport.close()
             return
         self._arm()
@@ -142,15 +146,19 @@ def make_server(app: Any, config: ServerConfig, *, host: str, port: int, log_lev
     """A uvicorn server for ``app`` (from :func:`~proofrl.server.app.create_app`) with ``config``'s limits."""
     protocol = type("BoundedH11Protocol", (BoundedH11Protocol,), {"limits": config})
     uv = uvicorn.Config(
-        app, host=host, port=port, log_level=log_level, http=protocol,
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        http=protocol,
         limit_concurrency=config.max_connections + 1,  # uvicorn counts the connection asking; ours are capped at accept
         timeout_keep_alive=config.keep_alive_seconds,  # type: ignore[arg-type]
         timeout_graceful_shutdown=config.drain_seconds + DRAIN_GRACE,  # type: ignore[arg-type]
-    )  # fmt: skip
+    )
 
     def close_pools() -> None:
         service = getattr(getattr(app, "state", None), "service", None)
-        for pool in (service.pools.values() if service is not None else ()):
+        for pool in service.pools.values() if service is not None else ():
             pool.close(reason="server shutting down")
 
     return _DrainingServer(uv, config.drain_seconds, close_pools)

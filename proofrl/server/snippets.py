@@ -20,7 +20,9 @@ def timeout_error(backend: str, seconds: float) -> str:
     return f"{backend} command timed out in {seconds:g} seconds"
 
 
-def kimina_fields(verdict: Verdict, job: Job | None, backend: str, timeout: float) -> tuple[str | None, CommandResponse | None]:
+def kimina_fields(
+    verdict: Verdict, job: Job | None, backend: str, timeout: float
+) -> tuple[str | None, CommandResponse | None]:
     """``(error, response)`` for a verdict, exactly one of them set.
 
     The mapping keeps kimina-client's own ``analyze()`` in step with our verdict: ``valid`` only for a
@@ -35,7 +37,9 @@ def kimina_fields(verdict: Verdict, job: Job | None, backend: str, timeout: floa
         return f"prover crashed: {'; '.join(verdict.reasons) or 'unknown'}", None
     at = job.proof_at if job else Position(1, 0)
     messages = [
-        ReplMessage(severity=m.severity, pos=_shift(m.start, at), endPos=_shift(m.end, at) if m.end else None, data=m.text)
+        ReplMessage(
+            severity=m.severity, pos=_shift(m.start, at), endPos=_shift(m.end, at) if m.end else None, data=m.text
+        )
         for m in verdict.messages
     ]
     if verdict.status is not Status.VALID and not any(m.severity == "error" for m in messages):

@@ -140,7 +140,9 @@ def _mean_per_run(x: torch.Tensor) -> list[float]:
 
 
 @torch.no_grad()
-def evaluate(policy: BatchedMLP, env: ToyEnv, states: torch.Tensor, cfg: ToyConfig, gen: torch.Generator) -> dict[str, list[float]]:
+def evaluate(
+    policy: BatchedMLP, env: ToyEnv, states: torch.Tensor, cfg: ToyConfig, gen: torch.Generator
+) -> dict[str, list[float]]:
     """pass@N per τ (unbiased estimator from ``eval_samples`` attempts, and the exact value from π), policy
     entropy and unique actions among 32 samples. Each metric is a list with one value per run."""
     logps = policy(states)  # (S, E, A)
@@ -184,10 +186,25 @@ def train_step(
         new = policy(states).gather(-1, actions).reshape(s_, b * g, 1)  # (S, B·G, 1)
         return new if len(rows) == b * g else new.index_select(1, rows)
 
-    ppo = PPOConfig(epochs=variant.epochs, clip_ratio_low=cfg.clip_ratio, clip_ratio_high=cfg.clip_ratio,
-                    agg_mode=cfg.agg_mode, policy_loss=cfg.policy_loss, max_grad_norm=cfg.max_grad_norm)  # fmt: skip
-    grpo_step(logp_fn, shaped.reshape(s_, b * g), group_ids, old_logps.reshape(s_, b * g, 1), mask, opt, ppo,
-              advantage="grpo", generator=gen)  # fmt: skip
+    ppo = PPOConfig(
+        epochs=variant.epochs,
+        clip_ratio_low=cfg.clip_ratio,
+        clip_ratio_high=cfg.clip_ratio,
+        agg_mode=cfg.agg_mode,
+        policy_loss=cfg.policy_loss,
+        max_grad_norm=cfg.max_grad_norm,
+    )
+    grpo_step(
+        logp_fn,
+        shaped.reshape(s_, b * g),
+        group_ids,
+        old_logps.reshape(s_, b * g, 1),
+        mask,
+        opt,
+        ppo,
+        advantage="grpo",
+        generator=gen,
+    )
     t3 = time.perf_counter()
     t.sampling, t.reward, t.update = t1 - t0, t2 - t1, t3 - t2
     return _mean_per_run(raw), t
@@ -206,7 +223,9 @@ class UpliftGroups:
 
 
 @torch.no_grad()
-def draw_uplift_groups(initial: BatchedMLP, env: ToyEnv, states: torch.Tensor, cfg: ToyConfig, gen: torch.Generator) -> UpliftGroups:
+def draw_uplift_groups(
+    initial: BatchedMLP, env: ToyEnv, states: torch.Tensor, cfg: ToyConfig, gen: torch.Generator
+) -> UpliftGroups:
     init_all = initial(states)  # (S, E, A)
     actions = sample_actions(init_all, cfg.uplift_group, generator=gen)  # (S, E, G)
     return UpliftGroups(actions, init_all.gather(-1, actions), env.reward(states, actions, cfg.train_tau).bool())
@@ -258,7 +277,15 @@ def run_variant(
         reward, t = train_step(policy, opt, env, variant, cfg, gen)
         result.timings.add(t)
         for r in range(cfg.seeds):
-            emit({"kind": "train", "variant": variant.name, "seed": cfg.seed + r, "step": step, "train/reward": reward[r]})
+            emit(
+                {
+                    "kind": "train",
+                    "variant": variant.name,
+                    "seed": cfg.seed + r,
+                    "step": step,
+                    "train/reward": reward[r],
+                }
+            )
         if step % cfg.eval_every == 0 or step == cfg.steps:
             do_eval(step, reward)
         if on_step is not None:

@@ -108,8 +108,10 @@ def findings(records: Records) -> list[str]:
         for v, rates in by.items():
             sl = uplift_slope(rates)
             parts.append(f"{v} level {np.nanmean(rates):.2f}, slope {np.nanmean(sl):+.2f} ± {np.nanstd(sl):.2f}")
-        out.append(f"(c) uplift rate at step {step} (mean over ranks; fitted change from rank 0 to rank G−1, "
-                   f"mean ± std over seeds): " + "; ".join(parts) + ".")
+        out.append(
+            f"(c) uplift rate at step {step} (mean over ranks; fitted change from rank 0 to rank G−1, "
+            f"mean ± std over seeds): " + "; ".join(parts) + "."
+        )
     return out
 
 
@@ -164,12 +166,18 @@ def write_report(records: Records, out: Path, *, wall_s: float | None = None) ->
     plots = plot_all(records, out)
     parts = ["# Rank-bias toy experiment (Rewarding the Unlikely, Appendix A)", ""]
     if cfg:
-        parts.append(f"{cfg['seeds']} seeds × {cfg['steps']} steps; {cfg['states_per_step']} states × G = "
-                     f"{cfg['group_size']} per step; lr {cfg['lr']}; hidden {cfg['hidden']}."
-                     + (f" Wall time {wall_s:.1f} s." if wall_s is not None else ""))
-    parts += ["", "pass@N (%) at the last step, unbiased estimator over "
-              f"{cfg.get('eval_samples', '?')} attempts × {cfg.get('eval_states', '?')} held-out states; "
-              "mean ± std over seeds.", ""]
+        parts.append(
+            f"{cfg['seeds']} seeds × {cfg['steps']} steps; {cfg['states_per_step']} states × G = "
+            f"{cfg['group_size']} per step; lr {cfg['lr']}; hidden {cfg['hidden']}."
+            + (f" Wall time {wall_s:.1f} s." if wall_s is not None else "")
+        )
+    parts += [
+        "",
+        "pass@N (%) at the last step, unbiased estimator over "
+        f"{cfg.get('eval_samples', '?')} attempts × {cfg.get('eval_states', '?')} held-out states; "
+        "mean ± std over seeds.",
+        "",
+    ]
     for tau in taus:
         parts += [f"## τ = {tau:g}", "", passk_table(records, tau, ks), ""]
     parts += ["## The paper's findings, checked", ""] + [f"- {f}" for f in findings(records)] + [""]
@@ -177,4 +185,3 @@ def write_report(records: Records, out: Path, *, wall_s: float | None = None) ->
     path = out / "report.md"
     path.write_text("\n".join(parts), encoding="utf-8")
     return path
-

@@ -38,10 +38,16 @@ def run_experiment(
     total = Timings()
     records = [config_record(cfg, chosen)]
     t0 = time.perf_counter()
-    with results.open("w", encoding="utf-8") as sink, Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        disable=not show_progress,
-    ) as progress:  # fmt: skip
+    with (
+        results.open("w", encoding="utf-8") as sink,
+        Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            disable=not show_progress,
+        ) as progress,
+    ):
         sink.write(json.dumps(records[0]) + "\n")
         task = progress.add_task("toy", total=len(chosen) * cfg.steps)
         for v in chosen:

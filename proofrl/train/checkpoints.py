@@ -25,8 +25,11 @@ def atomic_dir(final: Path) -> Iterator[Path]:
 def complete(folder: Path, prefix: str, marker: str | None = None) -> list[Path]:
     """The finished folders ``folder/prefix*`` in name order (oldest first): never a ``.tmp``, and only those
     holding ``marker`` when one is given."""
-    return sorted(p for p in folder.glob(f"{prefix}*")
-                  if p.is_dir() and not p.name.endswith(".tmp") and (marker is None or (p / marker).exists()))  # fmt: skip
+    return sorted(
+        p
+        for p in folder.glob(f"{prefix}*")
+        if p.is_dir() and not p.name.endswith(".tmp") and (marker is None or (p / marker).exists())
+    )
 
 
 def latest(folder: Path, prefix: str, marker: str) -> Path | None:

@@ -27,9 +27,21 @@ from .grpo import ADV_ESTIMATORS, PPOConfig
 from .sections import LOGGER_FIELD, Loggers, LoraSection, OptimSection, PPOSection
 
 __all__ = [
-    "AlgorithmConfig", "ConfigError", "DataConfig", "ErrorCorrectionConfig", "EvalConfig", "LoraConfig",
-    "ModelConfig", "OptimConfig", "PPOSection", "RolloutConfig", "TrainConfig", "VerifyConfig", "load_recipe",
-    "recipe_names", "save_config",
+    "AlgorithmConfig",
+    "ConfigError",
+    "DataConfig",
+    "ErrorCorrectionConfig",
+    "EvalConfig",
+    "LoraConfig",
+    "ModelConfig",
+    "OptimConfig",
+    "PPOSection",
+    "RolloutConfig",
+    "TrainConfig",
+    "VerifyConfig",
+    "load_recipe",
+    "recipe_names",
+    "save_config",
 ]
 
 

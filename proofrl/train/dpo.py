@@ -38,8 +38,14 @@ class DPOLoss(NamedTuple):
     """(P,) detached: (log π_θ − log π_ref)(y_w) − (log π_θ − log π_ref)(y_l)"""
 
 
-def dpo_loss(chosen_logps: torch.Tensor, rejected_logps: torch.Tensor, ref_chosen_logps: torch.Tensor,
-             ref_rejected_logps: torch.Tensor, *, beta: float = 0.1) -> DPOLoss:
+def dpo_loss(
+    chosen_logps: torch.Tensor,
+    rejected_logps: torch.Tensor,
+    ref_chosen_logps: torch.Tensor,
+    ref_rejected_logps: torch.Tensor,
+    *,
+    beta: float = 0.1,
+) -> DPOLoss:
     """The DPO loss of P pairs from their sequence log-probs, each ``(P,)`` (see the module docstring)."""
     margin = (chosen_logps - ref_chosen_logps) - (rejected_logps - ref_rejected_logps)
     return DPOLoss(-F.logsigmoid(beta * margin).mean(), margin.detach())
@@ -61,8 +67,12 @@ def random_pairs(valid: Sequence[int], invalid: Sequence[int], rng: random.Rando
     return [(v, rng.choice(list(invalid))) for v in valid]
 
 
-def online_pairs(prompt_ids: Sequence[Sequence[int]], responses: Sequence[Sequence[Sequence[int]]],
-                 valid: Sequence[Sequence[bool]], rng: random.Random) -> list[Pair]:
+def online_pairs(
+    prompt_ids: Sequence[Sequence[int]],
+    responses: Sequence[Sequence[Sequence[int]]],
+    valid: Sequence[Sequence[bool]],
+    rng: random.Random,
+) -> list[Pair]:
     """Pairs from groups: ``prompt_ids[g]``, ``responses[g][i]`` (token ids), ``valid[g][i]``. Equal token
     sequences are one sample (a tactic drawn twice is not preferred to itself)."""
     out: list[Pair] = []
@@ -77,8 +87,14 @@ def online_pairs(prompt_ids: Sequence[Sequence[int]], responses: Sequence[Sequen
     return out
 
 
-def sequence_logps(model: Any, prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]], *,
-                   pad_id: int, micro_batch: int = 16) -> torch.Tensor:
+def sequence_logps(
+    model: Any,
+    prompts: Sequence[Sequence[int]],
+    responses: Sequence[Sequence[int]],
+    *,
+    pad_id: int,
+    micro_batch: int = 16,
+) -> torch.Tensor:
     """``(B,)`` Σ_t log π(o_t | x, o_<t) of each response (gradients flow when enabled)."""
     from ..policy.logprobs import response_logprobs
 
@@ -99,8 +115,9 @@ class DPOStats:
         return {f"dpo/{k}": float(v) for k, v in self.__dict__.items()}
 
 
-def dpo_batch(model: Any, ref_model: Any, pairs: Sequence[Pair], *, pad_id: int, beta: float = 0.1,
-              micro_batch: int = 16) -> DPOLoss:
+def dpo_batch(
+    model: Any, ref_model: Any, pairs: Sequence[Pair], *, pad_id: int, beta: float = 0.1, micro_batch: int = 16
+) -> DPOLoss:
     """The DPO loss of ``pairs`` in one batch (π_ref's log-probs without gradients; no dropout: eval mode).
     ``ref_model`` ``"adapter-off"``: a LoRA policy's π_ref is the same model with its adapter switched off."""
     prompts = [p.prompt for p in pairs] * 2
@@ -108,18 +125,29 @@ def dpo_batch(model: Any, ref_model: Any, pairs: Sequence[Pair], *, pad_id: int,
     n = len(pairs)
     model.eval()
     off = ref_model == "adapter-off"
-    with torch.no_grad(), (model.disable_adapter() if off else contextlib.nullcontext()):
+    with torch.no_grad(), model.disable_adapter() if off else contextlib.nullcontext():
         ref = sequence_logps(model if off else ref_model, prompts, responses, pad_id=pad_id, micro_batch=micro_batch)
     cur = sequence_logps(model, prompts, responses, pad_id=pad_id, micro_batch=micro_batch)
     return dpo_loss(cur[:n], cur[n:], ref[:n], ref[n:], beta=beta)
 
 
 def dpo_stats(out: DPOLoss, pairs: int, grad_norm: float) -> DPOStats:
-    return DPOStats(float(out.loss.detach()), float(out.margin.mean()), float((out.margin > 0).float().mean()), pairs, grad_norm)
+    return DPOStats(
+        float(out.loss.detach()), float(out.margin.mean()), float((out.margin > 0).float().mean()), pairs, grad_norm
+    )
 
 
-def dpo_update(model: Any, ref_model: Any, pairs: Sequence[Pair], optimizer: torch.optim.Optimizer, *, pad_id: int,
-               beta: float = 0.1, max_grad_norm: float | None = 1.0, micro_batch: int = 16) -> DPOStats:
+def dpo_update(
+    model: Any,
+    ref_model: Any,
+    pairs: Sequence[Pair],
+    optimizer: torch.optim.Optimizer,
+    *,
+    pad_id: int,
+    beta: float = 0.1,
+    max_grad_norm: float | None = 1.0,
+    micro_batch: int = 16,
+) -> DPOStats:
     """One optimiser step of the DPO loss over ``pairs`` (all in one batch; :func:`~proofrl.policy.sft.optimizer_step`:
     gradient norm clipped, a non-finite norm skips the step)."""
     from ..policy.sft import optimizer_step
@@ -138,9 +166,20 @@ def tactic_ids(tokenizer: Any, tactic: str) -> tuple[int, ...]:
     return (*tokenizer(tactic, add_special_tokens=False)["input_ids"], tokenizer.eos_token_id)
 
 
-def offline_pairs(model: Any, tokenizer: Any, points: Sequence[Any], human: Sequence[str], pool: Any, *, k: int = 8,
-                  seed: int = 0, timeout: float = 10.0, workers: int = 1, chunk: int = 16,
-                  progress: Callable[[int], None] | None = None) -> list[Pair]:
+def offline_pairs(
+    model: Any,
+    tokenizer: Any,
+    points: Sequence[Any],
+    human: Sequence[str],
+    pool: Any,
+    *,
+    k: int = 8,
+    seed: int = 0,
+    timeout: float = 10.0,
+    workers: int = 1,
+    chunk: int = 16,
+    progress: Callable[[int], None] | None = None,
+) -> list[Pair]:
     """The fixed offline data: ``k`` samples of ``model`` at each state of ``points`` judged once by the prover;
     pairs as in the module docstring (``human[i]``: the recorded tactic at ``points[i]``)."""
     from ..eval.tactics import TacticSampler, run_groups, tactic_of
@@ -152,7 +191,9 @@ def offline_pairs(model: Any, tokenizer: Any, points: Sequence[Any], human: Sequ
     for s in range(0, len(points), chunk):
         part, hum = list(points[s : s + chunk]), list(human[s : s + chunk])
         groups = sampler.sample([p.text for p in part], k)
-        runs = run_groups(pool, [(p, [tactic_of(c) for c in g]) for p, g in zip(part, groups)], timeout=timeout, workers=workers)
+        runs = run_groups(
+            pool, [(p, [tactic_of(c) for c in g]) for p, g in zip(part, groups)], timeout=timeout, workers=workers
+        )
         prompts = encode_prompts(tokenizer, [sampler.prompt(p.text) for p in part])
         for prompt, comps, run, h in zip(prompts, groups, runs, hum, strict=True):
             if run.before is None:
@@ -167,9 +208,19 @@ def offline_pairs(model: Any, tokenizer: Any, points: Sequence[Any], human: Sequ
     return out
 
 
-def train_offline_dpo(model: Any, ref_model: Any, tokenizer: Any, pairs: Sequence[Pair], *, steps: int, batch: int = 16,
-                      lr: float = 2.25e-6, beta: float = 0.1, seed: int = 0,
-                      on_step: Callable[[int, DPOStats], None] | None = None) -> list[DPOStats]:
+def train_offline_dpo(
+    model: Any,
+    ref_model: Any,
+    tokenizer: Any,
+    pairs: Sequence[Pair],
+    *,
+    steps: int,
+    batch: int = 16,
+    lr: float = 2.25e-6,
+    beta: float = 0.1,
+    seed: int = 0,
+    on_step: Callable[[int, DPOStats], None] | None = None,
+) -> list[DPOStats]:
     """``steps`` DPO steps of ``batch`` pairs each over the fixed pairs (reshuffled every pass)."""
     if not pairs:
         raise ValueError("no offline DPO pairs: no training state had both a valid and an invalid tactic")
@@ -205,6 +256,15 @@ def train_offline_dpo(model: Any, ref_model: Any, tokenizer: Any, pairs: Sequenc
         if on_step is not None:
             on_step(len(stats), stats[-1])
 
-    supervised_loop(opt, len(pairs), batch_loss, epochs=1, batch=batch, generator=torch.Generator(),
-                    params=[p for p in model.parameters() if p.requires_grad], batches=plan, on_step=step_done)  # fmt: skip
+    supervised_loop(
+        opt,
+        len(pairs),
+        batch_loss,
+        epochs=1,
+        batch=batch,
+        generator=torch.Generator(),
+        params=[p for p in model.parameters() if p.requires_grad],
+        batches=plan,
+        on_step=step_done,
+    )
     return stats

@@ -36,8 +36,17 @@ import torch
 from pydantic import Field, model_validator
 
 from ..errors import ConfigError
-from ..rewards.eva import (ANCHORS, CONFIG_FILE, DIMENSIONS, ScorePositionError, anchor_token_ids,
-                           expected_score, render_target, score_key, score_token_positions)  # fmt: skip
+from ..rewards.eva import (
+    ANCHORS,
+    CONFIG_FILE,
+    DIMENSIONS,
+    ScorePositionError,
+    anchor_token_ids,
+    expected_score,
+    render_target,
+    score_key,
+    score_token_positions,
+)
 from ..schema import Section
 from ..eval.rm import Record, parse_record, prompt_of, read_records  # noqa: F401  (the EVA data format)
 from .sections import LOGGER_FIELD, Loggers, LoraSection
@@ -145,9 +154,15 @@ class IndexReport:
         return {"examples": self.examples, "in_eva_loss": self.in_eva_loss, "left_out": dict(self.left_out)}
 
 
-def build_examples(records: Sequence[Record], tokenizer: Any, *, dims: Sequence[str] = DIMENSIONS,
-                   max_tokens: int = 1024, max_state_chars: int = 600,
-                   targets: Sequence[str] | None = None) -> tuple[list[Example], IndexReport]:
+def build_examples(
+    records: Sequence[Record],
+    tokenizer: Any,
+    *,
+    dims: Sequence[str] = DIMENSIONS,
+    max_tokens: int = 1024,
+    max_state_chars: int = 600,
+    targets: Sequence[str] | None = None,
+) -> tuple[list[Example], IndexReport]:
     """Tokenised examples with exact score positions (see the module docstring). ``targets`` replaces the
     rendered target texts (tests use it for malformed ones)."""
     from ..policy.generation import encode_prompts
@@ -172,7 +187,7 @@ def build_examples(records: Sequence[Record], tokenizer: Any, *, dims: Sequence[
             p = p[-8:]
             t_ids = t_ids[: max(1, max_tokens - len(p))]
         elif len(p) > room:
-            p = p[:1] + p[len(p) - room + 1:]  # keep BOS and the prompt's end (the proposal)
+            p = p[:1] + p[len(p) - room + 1 :]  # keep BOS and the prompt's end (the proposal)
         if pos and max(pos.values()) >= len(t_ids):
             pos, reason = {}, "truncated"
         rep.examples += 1
@@ -205,8 +220,15 @@ class LossParts:
     positions: int
 
 
-def eva_term(logits: torch.Tensor, examples: Sequence[Example], prompt_width: int, *, anchor_ids: Sequence[int],
-             tau: float = 1.0, dims: Sequence[str] = DIMENSIONS) -> tuple[torch.Tensor | None, int]:
+def eva_term(
+    logits: torch.Tensor,
+    examples: Sequence[Example],
+    prompt_width: int,
+    *,
+    anchor_ids: Sequence[int],
+    tau: float = 1.0,
+    dims: Sequence[str] = DIMENSIONS,
+) -> tuple[torch.Tensor | None, int]:
     """L_EVA = mean over the batch's score positions of (E[R_k] − R_GT,k)², E[R] read from the logits at each
     digit's column − 1 (rows laid out by :func:`collate`, ``prompt_width`` = P); ``(None, 0)`` when no example
     of the batch has its positions."""
@@ -225,8 +247,16 @@ def eva_term(logits: torch.Tensor, examples: Sequence[Example], prompt_width: in
     return ((er - torch.tensor(gts, device=er.device)) ** 2).mean(), len(rows)
 
 
-def eva_loss(model: Any, examples: Sequence[Example], *, anchor_ids: Sequence[int], alpha: float, tau: float,
-             pad_id: int, dims: Sequence[str] = DIMENSIONS) -> LossParts:
+def eva_loss(
+    model: Any,
+    examples: Sequence[Example],
+    *,
+    anchor_ids: Sequence[int],
+    alpha: float,
+    tau: float,
+    pad_id: int,
+    dims: Sequence[str] = DIMENSIONS,
+) -> LossParts:
     """L_SFT + α · L_EVA over one batch, one forward pass."""
     from ..policy.logprobs import position_ids, token_logprobs
 
@@ -235,7 +265,7 @@ def eva_loss(model: Any, examples: Sequence[Example], *, anchor_ids: Sequence[in
     T = ids.shape[1] - P
     logits = model(input_ids=ids, attention_mask=mask, position_ids=position_ids(mask), use_cache=False).logits
     # LM: the logits at columns P−1 … P+T−2 predict the target tokens at P … P+T−1
-    lp, _ = token_logprobs(logits[:, P - 1: P + T - 1], ids[:, P:])
+    lp, _ = token_logprobs(logits[:, P - 1 : P + T - 1], ids[:, P:])
     tmask = mask[:, P:].float()
     lm = -(lp * tmask).sum() / tmask.sum()
     ev, n = eva_term(logits, examples, P, anchor_ids=anchor_ids, tau=tau, dims=dims)
@@ -244,10 +274,22 @@ def eva_loss(model: Any, examples: Sequence[Example], *, anchor_ids: Sequence[in
     return LossParts(lm + alpha * ev, float(lm.detach()), float(ev.detach()), n)
 
 
-def train_eva(model: Any, tokenizer: Any, examples: Sequence[Example], *, alpha: float, tau: float = 1.0,
-              lr: float = 2e-5, batch: int = 8, epochs: int = 3, seed: int = 0, weight_decay: float = 0.01,
-              dims: Sequence[str] = DIMENSIONS, console: Any = None,
-              on_epoch: Callable[[int, dict[str, float]], None] | None = None) -> list[dict[str, float]]:
+def train_eva(
+    model: Any,
+    tokenizer: Any,
+    examples: Sequence[Example],
+    *,
+    alpha: float,
+    tau: float = 1.0,
+    lr: float = 2e-5,
+    batch: int = 8,
+    epochs: int = 3,
+    seed: int = 0,
+    weight_decay: float = 0.01,
+    dims: Sequence[str] = DIMENSIONS,
+    console: Any = None,
+    on_epoch: Callable[[int, dict[str, float]], None] | None = None,
+) -> list[dict[str, float]]:
     """AdamW on :func:`eva_loss` (gradient norm clipped at 1, a seeded shuffle per epoch, as the SFT loop of
     :mod:`proofrl.policy.sft`, whose loss it extends). Returns per-epoch means of total, LM and EVA loss."""
     from rich.progress import Progress
@@ -276,8 +318,17 @@ def train_eva(model: Any, tokenizer: Any, examples: Sequence[Example], *, alpha:
             if on_epoch:
                 on_epoch(epoch, hist[-1])
 
-        supervised_loop(opt, len(examples), batch_loss, epochs=epochs, batch=batch, generator=torch.Generator().manual_seed(seed),
-                        params=params, on_batch=lambda k: bar.advance(task, k), on_epoch=epoch_done)  # fmt: skip
+        supervised_loop(
+            opt,
+            len(examples),
+            batch_loss,
+            epochs=epochs,
+            batch=batch,
+            generator=torch.Generator().manual_seed(seed),
+            params=params,
+            on_batch=lambda k: bar.advance(task, k),
+            on_epoch=epoch_done,
+        )
     model.eval()
     return hist
 
@@ -310,9 +361,16 @@ def save_rm(model: Any, tokenizer: Any, out: Path, cfg: EvaRecipe, extra: dict[s
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
-    settings = {"dims": list(cfg.loss.dims), "anchors": list(ANCHORS), "tau": cfg.loss.tau,
-                "weights": dict(cfg.loss.weights) or None, "max_state_chars": cfg.data.max_state_chars,
-                "policy": cfg.policy, "alpha": cfg.loss.alpha, **extra}  # fmt: skip
+    settings = {
+        "dims": list(cfg.loss.dims),
+        "anchors": list(ANCHORS),
+        "tau": cfg.loss.tau,
+        "weights": dict(cfg.loss.weights) or None,
+        "max_state_chars": cfg.data.max_state_chars,
+        "policy": cfg.policy,
+        "alpha": cfg.loss.alpha,
+        **extra,
+    }
     (out / CONFIG_FILE).write_text(json.dumps(settings, indent=2))
     return out
 
@@ -346,8 +404,9 @@ def _train_and_score(cfg: EvaRecipe, out: Path, run_dir: Any, console: Any) -> d
         require_backend("coq")
         from ..data.eva_labels import stdlib_labels
 
-        paths = stdlib_labels(out / "labels", theorems=cfg.data.theorems, policy=cfg.policy, seed=cfg.optim.seed,
-                              console=console)  # fmt: skip
+        paths = stdlib_labels(
+            out / "labels", theorems=cfg.data.theorems, policy=cfg.policy, seed=cfg.optim.seed, console=console
+        )
         train_path, eval_path = str(paths["train"]), eval_path or str(paths["held-out"])
     records, skipped = read_records(train_path, cfg.loss.dims)
     if skipped:
@@ -356,16 +415,39 @@ def _train_and_score(cfg: EvaRecipe, out: Path, run_dir: Any, console: Any) -> d
         raise ConfigError(f"{train_path}: no usable EVA record (skipped: {dict(skipped)})")
     base = cfg.model.path or str(build_tiny_base(out / "tiny-base", records, seed=cfg.optim.seed))
     model, tok = load_base(base, lora=cfg.model.lora, device=cfg.model.device or None)
-    examples, rep = build_examples(records, tok, dims=cfg.loss.dims, max_tokens=cfg.data.max_tokens,
-                                   max_state_chars=cfg.data.max_state_chars)  # fmt: skip
-    console.print(f"[bold]EVA[/]: {rep.examples} examples, {rep.in_eva_loss} in the EVA loss, left out {dict(rep.left_out)}")
-    hist = train_eva(model, tok, examples, alpha=cfg.loss.alpha, tau=cfg.loss.tau, lr=cfg.optim.lr, batch=cfg.optim.batch,
-                     epochs=cfg.optim.epochs, seed=cfg.optim.seed, weight_decay=cfg.optim.weight_decay, dims=cfg.loss.dims,
-                     console=console, on_epoch=lambda e, h: (run_dir.log(e + 1, h), console.print(
-                         f"epoch {e + 1}: loss {h['loss']:.4f} (LM {h['lm']:.4f}, EVA MSE {h['eva_mse']:.4f})")))  # fmt: skip
+    examples, rep = build_examples(
+        records, tok, dims=cfg.loss.dims, max_tokens=cfg.data.max_tokens, max_state_chars=cfg.data.max_state_chars
+    )
+    console.print(
+        f"[bold]EVA[/]: {rep.examples} examples, {rep.in_eva_loss} in the EVA loss, left out {dict(rep.left_out)}"
+    )
+    hist = train_eva(
+        model,
+        tok,
+        examples,
+        alpha=cfg.loss.alpha,
+        tau=cfg.loss.tau,
+        lr=cfg.optim.lr,
+        batch=cfg.optim.batch,
+        epochs=cfg.optim.epochs,
+        seed=cfg.optim.seed,
+        weight_decay=cfg.optim.weight_decay,
+        dims=cfg.loss.dims,
+        console=console,
+        on_epoch=lambda e, h: (
+            run_dir.log(e + 1, h),
+            console.print(f"epoch {e + 1}: loss {h['loss']:.4f} (LM {h['lm']:.4f}, EVA MSE {h['eva_mse']:.4f})"),
+        ),
+    )
     model_dir = save_rm(model, tok, out / "model", cfg, {"base": base})
-    summary: dict[str, Any] = {"train": train_path, "records": len(records), "skipped_lines": dict(skipped),
-                               "index": rep.to_json(), "history": hist, "model": str(model_dir)}  # fmt: skip
+    summary: dict[str, Any] = {
+        "train": train_path,
+        "records": len(records),
+        "skipped_lines": dict(skipped),
+        "index": rep.to_json(),
+        "history": hist,
+        "model": str(model_dir),
+    }
     if eval_path:
         from ..eval.rm import evaluate_generative  # eval only evaluates; training stays here
 
@@ -373,11 +455,20 @@ def _train_and_score(cfg: EvaRecipe, out: Path, run_dir: Any, console: Any) -> d
         if ev:
             from ..rewards.eva import EvaScorer
 
-            scorer = EvaScorer(model, tok, dims=cfg.loss.dims, tau=cfg.loss.tau, weights=cfg.loss.weights or None,
-                               max_new_tokens=cfg.max_new_tokens, max_state_chars=cfg.data.max_state_chars)  # fmt: skip
+            scorer = EvaScorer(
+                model,
+                tok,
+                dims=cfg.loss.dims,
+                tau=cfg.loss.tau,
+                weights=cfg.loss.weights or None,
+                max_new_tokens=cfg.max_new_tokens,
+                max_state_chars=cfg.data.max_state_chars,
+            )
             summary["eval"] = evaluate_generative(scorer, ev)["eva"]
             m = summary["eval"]
-            console.print(f"held-out ({len(ev)}): MSE {m['mse']}, Pearson r {m['pearson']:.3f}, ranking acc {m['ranking_acc']:.3f}")
+            console.print(
+                f"held-out ({len(ev)}): MSE {m['mse']}, Pearson r {m['pearson']:.3f}, ranking acc {m['ranking_acc']:.3f}"
+            )
     summary["seconds"] = round(time.perf_counter() - t0, 1)
     run_dir.summary(summary)
     console.print(f"model: {model_dir}\nsummary: {out / 'summary.json'}")

@@ -250,12 +250,21 @@ class Learner:
             return BatchLoss(loss, {"lm": (lm_v, 1.0), "value": (v_v, 1.0)})  # means over batches
 
         m.train()
-        res = supervised_loop(self.optimizer, len(samples), batch_loss, epochs=L.epochs, batch=L.batch,
-                              generator=torch.Generator().manual_seed(self.cfg.seed * 7919 + round_),
-                              params=list(m.parameters()))  # fmt: skip
+        res = supervised_loop(
+            self.optimizer,
+            len(samples),
+            batch_loss,
+            epochs=L.epochs,
+            batch=L.batch,
+            generator=torch.Generator().manual_seed(self.cfg.seed * 7919 + round_),
+            params=list(m.parameters()),
+        )
         m.eval()
-        return {"learn/lm_loss": res.overall.get("lm", 0.0), "learn/value_loss": res.overall.get("value", 0.0),
-                "learn/batches": float(res.batches)}
+        return {
+            "learn/lm_loss": res.overall.get("lm", 0.0),
+            "learn/value_loss": res.overall.get("value", 0.0),
+            "learn/batches": float(res.batches),
+        }
 
     def save(self, out: Path) -> Path:
         """The model as a search policy loads it; the value head beside it when it is on."""
@@ -286,12 +295,17 @@ class RolloutWorker:
     def refresh(self) -> int | None:
         """Load the newest published weights if they changed; returns the version in use."""
         latest = json.loads((self.weights_root / "latest.json").read_text())
-        local = self.cfg.serving.policy == "in-process" or (self.cfg.model.value_head and self.cfg.serving.value == "in-process")
+        local = self.cfg.serving.policy == "in-process" or (
+            self.cfg.model.value_head and self.cfg.serving.value == "in-process"
+        )
         if latest["version"] != self.version and local:
             from ..policy.value_head import load_policy_value
 
-            self.model = load_policy_value(self.weights_root / latest["path"], device=self.cfg.model.device,
-                                           num_bins=self.cfg.model.num_bins if self.cfg.model.value_head else None)
+            self.model = load_policy_value(
+                self.weights_root / latest["path"],
+                device=self.cfg.model.device,
+                num_bins=self.cfg.model.num_bins if self.cfg.model.value_head else None,
+            )
         if self.cfg.model.value_head:
             if self.cfg.serving.value == "in-process":
                 from ..policy.value_head import HeadValue
@@ -314,8 +328,13 @@ class RolloutWorker:
             return self.model.tactic_policy(temperature=s.temperature, max_tokens=s.max_tokens, seed=seed)
         from ..policy.tactic import make_tactic_policy
 
-        return make_tactic_policy(self.cfg.serving.policy, model=self.cfg.serving.model_name or None,
-                                  temperature=s.temperature, max_tokens=s.max_tokens, seed=seed)
+        return make_tactic_policy(
+            self.cfg.serving.policy,
+            model=self.cfg.serving.model_name or None,
+            temperature=s.temperature,
+            max_tokens=s.max_tokens,
+            seed=seed,
+        )
 
 
 # -- the loop --------------------------------------------------------------------------------------------------
@@ -345,9 +364,17 @@ class ExpertIteration:
         from ..search.config import MCTSConfig, SearchConfig
 
         s = self.cfg.search
-        return SearchConfig(algorithm="mcts", mcts=MCTSConfig(
-            num_samples=s.num_samples, max_steps=s.max_steps, max_nodes=s.max_nodes, tactic_timeout=s.tactic_timeout,
-            seconds=s.seconds, value="model"))
+        return SearchConfig(
+            algorithm="mcts",
+            mcts=MCTSConfig(
+                num_samples=s.num_samples,
+                max_steps=s.max_steps,
+                max_nodes=s.max_nodes,
+                tactic_timeout=s.tactic_timeout,
+                seconds=s.seconds,
+                value="model",
+            ),
+        )
 
     def log(self, round_: int, metrics: dict[str, Any]) -> None:
         self.run_dir.log(round_, metrics)
@@ -355,18 +382,32 @@ class ExpertIteration:
     def _search(self, worker: RolloutWorker, problems: list[Any], seed: int, out: Path, pool: Any) -> list[Any]:
         from ..search.run import search_many
 
-        return search_many(problems, worker.policy(seed), out_dir=out, workers=self.cfg.workers, config=self.search_config(),
-                           pool=pool, progress=self.cfg.progress, value_fn=worker.value_fn)
+        return search_many(
+            problems,
+            worker.policy(seed),
+            out_dir=out,
+            workers=self.cfg.workers,
+            config=self.search_config(),
+            pool=pool,
+            progress=self.cfg.progress,
+            value_fn=worker.value_fn,
+        )
 
     def evaluate(self, worker: RolloutWorker, round_: int, pool: Any) -> dict[str, float]:
         held = self.data.held_out[: self.cfg.eval.theorems] if self.cfg.eval.theorems else self.data.held_out
         if not held:
             return {}
         t = time.perf_counter()
-        results = self._search(worker, held, self.cfg.seed + 99_991, self.out / "rounds" / f"{round_:04d}" / "eval", pool)
+        results = self._search(
+            worker, held, self.cfg.seed + 99_991, self.out / "rounds" / f"{round_:04d}" / "eval", pool
+        )
         proved = sum(r.status == "proved" for r in results)
-        return {"eval/proved": proved, "eval/theorems": len(held), "eval/unsound": sum(r.status == "unsound" for r in results),
-                "time/eval_s": time.perf_counter() - t}
+        return {
+            "eval/proved": proved,
+            "eval/theorems": len(held),
+            "eval/unsound": sum(r.status == "unsound" for r in results),
+            "time/eval_s": time.perf_counter() - t,
+        }
 
     def run(self, *, stop_after: int | None = None) -> dict[str, Any]:
         """All rounds (resuming from the newest checkpoint); ``stop_after``: return after that round (tests)."""
@@ -399,8 +440,13 @@ class ExpertIteration:
         weights.mkdir(exist_ok=True)
         publish(learner, weights, round_)
         worker = RolloutWorker(cfg, weights)
-        filt = ReplayFilter(cfg.replay.max_proof_steps, cfg.replay.root_value_min, cfg.replay.root_value_max,
-                            cfg.replay.off_path_values, cfg.replay.unsolved_values)
+        filt = ReplayFilter(
+            cfg.replay.max_proof_steps,
+            cfg.replay.root_value_min,
+            cfg.replay.root_value_max,
+            cfg.replay.off_path_values,
+            cfg.replay.unsolved_values,
+        )
         pool = make_pool("coq", pool=PoolConfig(workers=cfg.workers), step_timeout=cfg.search.tactic_timeout)
         try:
             if round_ == 0 and self.data.held_out and cfg.eval.before and ckpt is None:
@@ -422,8 +468,17 @@ class ExpertIteration:
             pool.close()
             self.run_dir.close()
 
-    def round(self, round_: int, learner: Learner, worker: RolloutWorker, buffer: ReplayBuffer, sampler: Any,
-              rng: random.Random, filt: ReplayFilter, pool: Any) -> dict[str, Any]:
+    def round(
+        self,
+        round_: int,
+        learner: Learner,
+        worker: RolloutWorker,
+        buffer: ReplayBuffer,
+        sampler: Any,
+        rng: random.Random,
+        filt: ReplayFilter,
+        pool: Any,
+    ) -> dict[str, Any]:
         cfg = self.cfg
         t0 = time.perf_counter()
         batch = [self.data.train[i] for i in sampler.take(cfg.rollout.batch_theorems)]
@@ -444,10 +499,15 @@ class ExpertIteration:
                     continue
                 found += samples_from_tree(tree, round_, filt, cfg.model.num_bins)
         added = buffer.add(found)
-        m: dict[str, Any] = {"weights_version": version, "rollout/theorems": len(batch), "rollout/solved": len(solved),
-                             "replay/added": added, "replay/size": len(buffer),
-                             **{f"replay/dropped_{k.replace(' ', '_')}": v for k, v in dropped.items()},
-                             "time/rollout_s": time.perf_counter() - t0}
+        m: dict[str, Any] = {
+            "weights_version": version,
+            "rollout/theorems": len(batch),
+            "rollout/solved": len(solved),
+            "replay/added": added,
+            "replay/size": len(buffer),
+            **{f"replay/dropped_{k.replace(' ', '_')}": v for k, v in dropped.items()},
+            "time/rollout_s": time.perf_counter() - t0,
+        }
         if added == 0:
             m["learn/skipped"] = "nothing solved this round" if not solved else "no new replay samples"
             self.console.print(f"reap round {round_}: {m['learn/skipped']}: no update")
@@ -466,10 +526,19 @@ class ExpertIteration:
     def save_checkpoint(self, learner: Learner, buffer: Any, sampler: Any, rng: random.Random, round_: int) -> Path:
         name = f"round_{round_:04d}"
         with self.run_dir.checkpoint(name, self.cfg.keep_checkpoints) as tmp:
-            learner.model.save(tmp, head=True)  # the head travels with the checkpoint either way (it is untouched when off)
-            torch.save({"round": round_, "optimizer": learner.optimizer.state_dict(), "buffer": buffer.state_dict(),
-                        "sampler": sampler.state_dict(), "rng": {"random": rng.getstate(), "torch": torch.get_rng_state()}},
-                       tmp / "learner_state.pt")
+            learner.model.save(
+                tmp, head=True
+            )  # the head travels with the checkpoint either way (it is untouched when off)
+            torch.save(
+                {
+                    "round": round_,
+                    "optimizer": learner.optimizer.state_dict(),
+                    "buffer": buffer.state_dict(),
+                    "sampler": sampler.state_dict(),
+                    "rng": {"random": rng.getstate(), "torch": torch.get_rng_state()},
+                },
+                tmp / "learner_state.pt",
+            )
         return self.checkpoint_dir / name
 
     def summary(self) -> dict[str, Any]:
@@ -478,4 +547,3 @@ class ExpertIteration:
         summary = {"rounds": rows, "proved_by_round": proved, "value_head": self.cfg.model.value_head}
         self.run_dir.summary(summary)
         return summary
-

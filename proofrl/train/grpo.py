@@ -221,7 +221,10 @@ def agg_token_sum_norm(loss: torch.Tensor, mask: torch.Tensor, scale: AggScale) 
 
 
 def agg_loss(
-    loss: torch.Tensor, mask: torch.Tensor, mode: str = "token-mean", horizon: int | None = None,
+    loss: torch.Tensor,
+    mask: torch.Tensor,
+    mode: str = "token-mean",
+    horizon: int | None = None,
     scale: AggScale | None = None,
 ) -> torch.Tensor:
     """Reduce a per-token loss with verl's ``loss_agg_mode``. ``(..., B, T), (..., B, T) -> (...)``.
@@ -252,7 +255,11 @@ clip_ratio_c) -> TokenLoss`` with log ρ and Â broadcast to ``(..., B, T)`` (ve
 
 @POLICY_LOSSES.register("ppo-clip")
 def ppo_clip_tokens(
-    log_ratio: torch.Tensor, advantages: torch.Tensor, *, clip_ratio_low: float = 0.2, clip_ratio_high: float = 0.2,
+    log_ratio: torch.Tensor,
+    advantages: torch.Tensor,
+    *,
+    clip_ratio_low: float = 0.2,
+    clip_ratio_high: float = 0.2,
     clip_ratio_c: float = 3.0,
 ) -> TokenLoss:
     """PPO-clip (arXiv:1707.06347 eq. 7) with asymmetric bounds (DAPO, arXiv:2503.14476):
@@ -268,7 +275,11 @@ def ppo_clip_tokens(
 
 @POLICY_LOSSES.register("dual-clip")
 def dual_clip_tokens(
-    log_ratio: torch.Tensor, advantages: torch.Tensor, *, clip_ratio_low: float = 0.2, clip_ratio_high: float = 0.2,
+    log_ratio: torch.Tensor,
+    advantages: torch.Tensor,
+    *,
+    clip_ratio_low: float = 0.2,
+    clip_ratio_high: float = 0.2,
     clip_ratio_c: float = 3.0,
 ) -> TokenLoss:
     """Dual-clip PPO (Ye et al., arXiv:1912.09729; verl's default ``vanilla`` loss): PPO-clip, and for Â < 0
@@ -280,8 +291,11 @@ def dual_clip_tokens(
     cap = -advantages * clip_ratio_c
     negative = (advantages < 0).expand_as(base.loss)
     dual = negative & (base.loss > cap)
-    return TokenLoss(torch.where(negative, torch.minimum(base.loss, cap), base.loss),
-                     torch.logical_and(base.clipped, torch.logical_not(dual)), dual)
+    return TokenLoss(
+        torch.where(negative, torch.minimum(base.loss, cap), base.loss),
+        torch.logical_and(base.clipped, torch.logical_not(dual)),
+        dual,
+    )
 
 
 @dataclass(frozen=True)
@@ -308,16 +322,28 @@ class _Terms(NamedTuple):
 
 
 def _loss_terms(
-    logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor, scale: AggScale, *,
-    policy_loss: str, clip_ratio_low: float, clip_ratio_high: float, clip_ratio_c: float, agg_mode: str,
-    ref_logp: torch.Tensor | None, kl_coef: float, kl_kind: str,
+    logp: torch.Tensor,
+    old_logp: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    scale: AggScale,
+    *,
+    policy_loss: str,
+    clip_ratio_low: float,
+    clip_ratio_high: float,
+    clip_ratio_c: float,
+    agg_mode: str,
+    ref_logp: torch.Tensor | None,
+    kl_coef: float,
+    kl_kind: str,
 ) -> _Terms:
     """The one place the GRPO loss is written: agg(ℓ_policy) + β_KL · agg(KL(π ‖ π_ref)), both with ``scale``."""
     if advantages.dim() == logp.dim() - 1:
         advantages = advantages.unsqueeze(-1)  # (..., B, 1)
     log_ratio = (logp - old_logp).clamp(-20.0, 20.0)  # verl's clamp
-    tok = POLICY_LOSSES.get(policy_loss)(log_ratio, advantages, clip_ratio_low=clip_ratio_low,
-                                         clip_ratio_high=clip_ratio_high, clip_ratio_c=clip_ratio_c)  # fmt: skip
+    tok = POLICY_LOSSES.get(policy_loss)(
+        log_ratio, advantages, clip_ratio_low=clip_ratio_low, clip_ratio_high=clip_ratio_high, clip_ratio_c=clip_ratio_c
+    )
     loss = agg_loss(tok.loss, mask, agg_mode, scale=scale)
     m = mask.to(logp.dtype)
     kl_sum = logp.new_zeros(())
@@ -326,8 +352,15 @@ def _loss_terms(
         loss = loss + kl_coef * agg_loss(kl_tok, mask, agg_mode, scale=scale)
         kl_sum = (kl_tok.detach() * m).sum()
     with torch.no_grad():
-        sums = torch.stack([(tok.clipped.to(m.dtype) * m).sum(), (tok.dual_clipped.to(m.dtype) * m).sum(),
-                            (0.5 * log_ratio.square() * m).sum(), kl_sum, m.sum()])  # fmt: skip
+        sums = torch.stack(
+            [
+                (tok.clipped.to(m.dtype) * m).sum(),
+                (tok.dual_clipped.to(m.dtype) * m).sum(),
+                (0.5 * log_ratio.square() * m).sum(),
+                kl_sum,
+                m.sum(),
+            ]
+        )
     return _Terms(loss.sum(), sums)
 
 
@@ -358,9 +391,21 @@ def ppo_clip_loss(
     value per sample, broadcast over its tokens). ``scale``: see :class:`AggScale`.
     """
     scale = scale if scale is not None else AggScale.of(mask, horizon)
-    t = _loss_terms(logp, old_logp, advantages, mask, scale, policy_loss=policy_loss, clip_ratio_low=clip_ratio_low,
-                    clip_ratio_high=clip_ratio_high, clip_ratio_c=clip_ratio_c, agg_mode=agg_mode, ref_logp=ref_logp,
-                    kl_coef=kl_coef, kl_kind=kl_kind)  # fmt: skip
+    t = _loss_terms(
+        logp,
+        old_logp,
+        advantages,
+        mask,
+        scale,
+        policy_loss=policy_loss,
+        clip_ratio_low=clip_ratio_low,
+        clip_ratio_high=clip_ratio_high,
+        clip_ratio_c=clip_ratio_c,
+        agg_mode=agg_mode,
+        ref_logp=ref_logp,
+        kl_coef=kl_coef,
+        kl_kind=kl_kind,
+    )
     clipped, dual, akl, kl, tokens = t.sums.tolist()
     d = max(tokens, 1.0)
     return PolicyLoss(loss=t.loss, clipfrac=clipped / d, approx_kl=akl / d, kl=kl / d, dual_clipfrac=dual / d)
@@ -393,8 +438,9 @@ class RolloutBatch:
             return None if x is None else x.index_select(x.dim() + d, idx.to(x.device))
 
         adv_dim = -1 if self.advantages.dim() == self.old_logps.dim() - 1 else -2
-        return RolloutBatch(pick(self.old_logps, -2), pick(self.advantages, adv_dim), pick(self.mask, -2),
-                            pick(self.ref_logps, -2))  # fmt: skip
+        return RolloutBatch(
+            pick(self.old_logps, -2), pick(self.advantages, adv_dim), pick(self.mask, -2), pick(self.ref_logps, -2)
+        )
 
 
 @dataclass(frozen=True)
@@ -500,8 +546,15 @@ def ppo_update(
     device = batch.old_logps.device
     mb = cfg.minibatch_rows or n
     micro = micro_batch_rows or mb
-    loss_kw = dict(policy_loss=cfg.policy_loss, clip_ratio_low=cfg.clip_ratio_low, clip_ratio_high=cfg.clip_ratio_high,
-                   clip_ratio_c=cfg.clip_ratio_c, agg_mode=cfg.agg_mode, kl_coef=cfg.kl_coef, kl_kind=cfg.kl_kind)  # fmt: skip
+    loss_kw = dict(
+        policy_loss=cfg.policy_loss,
+        clip_ratio_low=cfg.clip_ratio_low,
+        clip_ratio_high=cfg.clip_ratio_high,
+        clip_ratio_c=cfg.clip_ratio_c,
+        agg_mode=cfg.agg_mode,
+        kl_coef=cfg.kl_coef,
+        kl_kind=cfg.kl_kind,
+    )
     totals = dict(loss=0.0, clipfrac=0.0, dual_clipfrac=0.0, approx_kl=0.0, kl=0.0, grad_norm=0.0)
     steps = skipped = nonfinite = 0
     for _ in range(cfg.epochs):
@@ -516,15 +569,23 @@ def ppo_update(
             sums = torch.zeros(5, device=device)
             for part_rows in rows.split(micro):
                 part = sub if (whole and len(part_rows) == n) else batch.rows(part_rows)
-                t = _loss_terms(policy_fn(part_rows), part.old_logps, part.advantages, part.mask, scale,
-                                ref_logp=part.ref_logps, **loss_kw)  # fmt: skip
+                t = _loss_terms(
+                    policy_fn(part_rows),
+                    part.old_logps,
+                    part.advantages,
+                    part.mask,
+                    scale,
+                    ref_logp=part.ref_logps,
+                    **loss_kw,
+                )
                 t.loss.backward()
                 loss_sum = loss_sum + t.loss.detach()
                 sums = sums + t.sums
             grads = [p.grad for p in params if p.grad is not None]
             norm = torch.nn.utils.get_total_norm(grads) if grads else torch.zeros((), device=device)
             clipped, dual, akl, kl, tokens, loss_v, norm_v = torch.cat(
-                [sums.float(), loss_sum.float().reshape(1), norm.to(device).float().reshape(1)]).tolist()  # one sync
+                [sums.float(), loss_sum.float().reshape(1), norm.to(device).float().reshape(1)]
+            ).tolist()  # one sync
             d = max(tokens, 1.0)
             steps += 1
             if not math.isfinite(norm_v):
@@ -538,8 +599,13 @@ def ppo_update(
                 optimizer.step()
             if math.isfinite(norm_v):
                 totals["grad_norm"] += norm_v
-            for k, v in (("loss", loss_v), ("clipfrac", clipped / d), ("dual_clipfrac", dual / d),
-                         ("approx_kl", akl / d), ("kl", kl / d)):  # fmt: skip
+            for k, v in (
+                ("loss", loss_v),
+                ("clipfrac", clipped / d),
+                ("dual_clipfrac", dual / d),
+                ("approx_kl", akl / d),
+                ("kl", kl / d),
+            ):
                 totals[k] += v
     optimizer.zero_grad(set_to_none=True)  # free the gradients before the next rollout
     finite_steps = steps - nonfinite
@@ -635,8 +701,13 @@ class GroupBuffer(Generic[T]):
 
     def state_dict(self) -> dict[str, Any]:
         """Everything held and counted (the items as they are: a checkpoint pickles them)."""
-        return {"target_samples": self.target_samples, "items": list(self._items), "num_samples": self.num_samples,
-                "kept_groups": self.kept_groups, "dropped_groups": self.dropped_groups}  # fmt: skip
+        return {
+            "target_samples": self.target_samples,
+            "items": list(self._items),
+            "num_samples": self.num_samples,
+            "kept_groups": self.kept_groups,
+            "dropped_groups": self.dropped_groups,
+        }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore :meth:`state_dict`'s contents; ``target_samples`` stays this buffer's own (the config's)."""

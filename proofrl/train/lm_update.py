@@ -42,8 +42,10 @@ def compute_dtype(setting: str, model: Any) -> torch.dtype:
     loss scaling, which this update does not do."""
     weights = {p.dtype for p in model.parameters() if p.is_floating_point()}
     if setting == "float16" or (setting == "auto" and torch.float16 in weights):
-        raise ConfigError("model.dtype: float16 cannot be trained here (it needs loss scaling); use bfloat16 "
-                          "(fp32 master weights, bf16 compute) or float32")  # fmt: skip
+        raise ConfigError(
+            "model.dtype: float16 cannot be trained here (it needs loss scaling); use bfloat16 "
+            "(fp32 master weights, bf16 compute) or float32"
+        )
     if setting == "bfloat16" or (setting == "auto" and torch.bfloat16 in weights):
         return torch.bfloat16
     if setting not in ("auto", "float32"):
@@ -57,8 +59,18 @@ class LMPolicy:
     Build it before the optimiser: it makes the trainable weights fp32 masters (π_ref, when it is a copy, keeps
     the loaded dtype)."""
 
-    def __init__(self, model: Any, *, pad_id: int, micro_batch: int, temperature: float = 1.0, dtype: str = "auto",
-                 reference: bool = False, ref_device: str = "same", gradient_checkpointing: bool = False):
+    def __init__(
+        self,
+        model: Any,
+        *,
+        pad_id: int,
+        micro_batch: int,
+        temperature: float = 1.0,
+        dtype: str = "auto",
+        reference: bool = False,
+        ref_device: str = "same",
+        gradient_checkpointing: bool = False,
+    ):
         self.model, self.pad_id, self.micro_batch, self.temperature = model, pad_id, micro_batch, temperature
         params = [p for p in model.parameters() if p.requires_grad]
         if not params:
@@ -102,8 +114,11 @@ class LMPolicy:
             from transformers.modeling_layers import GradientCheckpointingLayer
         except ImportError:  # pragma: no cover - older transformers
             GradientCheckpointingLayer = torch.nn.Module  # noqa: N806
-        layers = [m for m in self.model.modules()
-                  if isinstance(m, GradientCheckpointingLayer) and getattr(m, "gradient_checkpointing", False)]  # fmt: skip
+        layers = [
+            m
+            for m in self.model.modules()
+            if isinstance(m, GradientCheckpointingLayer) and getattr(m, "gradient_checkpointing", False)
+        ]
         for m in layers:
             m.training = True
         try:
@@ -112,20 +127,36 @@ class LMPolicy:
             for m in layers:
                 m.training = False
 
-    def logps(self, model: Any, prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]], width: int,
-              *, entropy: bool = False) -> Any:
+    def logps(
+        self,
+        model: Any,
+        prompts: Sequence[Sequence[int]],
+        responses: Sequence[Sequence[int]],
+        width: int,
+        *,
+        entropy: bool = False,
+    ) -> Any:
         """Per-token log-probs (B, width) at the sampling temperature, ``micro_batch`` rows per forward pass, in
         the compute precision; with ``entropy`` also the per-token entropies (B, width)."""
         from ..policy.logprobs import response_logprobs
 
         with self.autocast():
-            out = response_logprobs(model, prompts, responses, pad_id=self.pad_id, micro_batch=self.micro_batch,
-                                    temperature=self.temperature, entropy=entropy)  # fmt: skip
+            out = response_logprobs(
+                model,
+                prompts,
+                responses,
+                pad_id=self.pad_id,
+                micro_batch=self.micro_batch,
+                temperature=self.temperature,
+                entropy=entropy,
+            )
         if entropy:
             return pad_rows(out[0], width), pad_rows(out[2], width)
         return pad_rows(out[0], width)
 
-    def ref_logps(self, prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]], width: int) -> torch.Tensor | None:
+    def ref_logps(
+        self, prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]], width: int
+    ) -> torch.Tensor | None:
         if self.ref_model is None:
             return None
         if self.ref_model == "adapter-off":
@@ -151,10 +182,20 @@ class LMUpdate:
     """(B, T) per-token entropies under π_old (when asked for)"""
 
 
-def lm_grpo_update(lm: LMPolicy, optimizer: torch.optim.Optimizer, prompts: Sequence[Sequence[int]],
-                   responses: Sequence[Sequence[int]], rewards: torch.Tensor, group_ids: torch.Tensor, ppo: PPOConfig, *,
-                   advantage: str, seed: int, shape: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
-                   entropy: bool = False) -> LMUpdate:
+def lm_grpo_update(
+    lm: LMPolicy,
+    optimizer: torch.optim.Optimizer,
+    prompts: Sequence[Sequence[int]],
+    responses: Sequence[Sequence[int]],
+    rewards: torch.Tensor,
+    group_ids: torch.Tensor,
+    ppo: PPOConfig,
+    *,
+    advantage: str,
+    seed: int,
+    shape: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
+    entropy: bool = False,
+) -> LMUpdate:
     """One GRPO update of ``lm`` on rows (``prompts[i]``, ``responses[i]``) with ``rewards`` (B,) and ``group_ids``.
 
     π_old (the model's log-probs right before the update), π_ref and π_θ are all taken at the sampling
@@ -180,6 +221,17 @@ def lm_grpo_update(lm: LMPolicy, optimizer: torch.optim.Optimizer, prompts: Sequ
         return lm.logps(lm.model, [prompts[i] for i in idx], [responses[i] for i in idx], width)
 
     with lm.checkpointing():
-        step = grpo_step(logp_fn, rewards, group_ids.to(rewards.device), old, mask, optimizer, ppo, advantage=advantage,
-                         ref_logps=ref, micro_batch_rows=lm.micro_batch, generator=torch.Generator().manual_seed(seed))  # fmt: skip
+        step = grpo_step(
+            logp_fn,
+            rewards,
+            group_ids.to(rewards.device),
+            old,
+            mask,
+            optimizer,
+            ppo,
+            advantage=advantage,
+            ref_logps=ref,
+            micro_batch_rows=lm.micro_batch,
+            generator=torch.Generator().manual_seed(seed),
+        )
     return LMUpdate(step, rewards, mask, ent)

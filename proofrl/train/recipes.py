@@ -57,12 +57,15 @@ class Loop:
 
 
 DEFAULT_LOOP = "grpo"
-LOOPS: dict[str, Loop] = {loop.name: loop for loop in (
-    Loop("grpo", "proofrl.train.config:TrainConfig", "proofrl.train.run:run"),
-    Loop("reap", "proofrl.train.expert_iteration:ReapConfig", "proofrl.train.expert_iteration:run"),
-    Loop("leanlistener", "proofrl.train.step_grpo:StepLevelConfig", "proofrl.train.step_grpo:run"),
-    Loop("eva", "proofrl.train.eva:EvaRecipe", "proofrl.train.eva:run"),
-)}  # fmt: skip
+LOOPS: dict[str, Loop] = {
+    loop.name: loop
+    for loop in (
+        Loop("grpo", "proofrl.train.config:TrainConfig", "proofrl.train.run:run"),
+        Loop("reap", "proofrl.train.expert_iteration:ReapConfig", "proofrl.train.expert_iteration:run"),
+        Loop("leanlistener", "proofrl.train.step_grpo:StepLevelConfig", "proofrl.train.step_grpo:run"),
+        Loop("eva", "proofrl.train.eva:EvaRecipe", "proofrl.train.eva:run"),
+    )
+}
 
 
 def recipe_names() -> list[str]:

@@ -39,7 +39,9 @@ class ReplayBuffer:
         self.items = [ReplaySample(**s) for s in d["items"]]
 
 
-def rehearsal_draw(human: Sequence[ReplaySample], replay: int, fraction: float, rng: random.Random) -> list[ReplaySample]:
+def rehearsal_draw(
+    human: Sequence[ReplaySample], replay: int, fraction: float, rng: random.Random
+) -> list[ReplaySample]:
     """The human samples mixed into an update of ``replay`` search samples so that they make ``fraction`` of it."""
     if not human or replay == 0 or fraction <= 0:
         return []

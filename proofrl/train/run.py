@@ -30,9 +30,16 @@ def make_policy(cfg: TrainConfig) -> tuple[Any, Any]:
 
     m = cfg.model
     if not m.path:
-        raise ConfigError("model.path is empty: give a local Hugging Face model directory (--set model.path=DIR); "
-                          "`proofrl demo` builds a tiny one")  # fmt: skip
-    dtypes = {"auto": None, "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}  # model.dtype's Literal
+        raise ConfigError(
+            "model.path is empty: give a local Hugging Face model directory (--set model.path=DIR); "
+            "`proofrl demo` builds a tiny one"
+        )
+    dtypes = {
+        "auto": None,
+        "float32": torch.float32,
+        "bfloat16": torch.bfloat16,
+        "float16": torch.float16,
+    }  # model.dtype's Literal
     lora = m.lora.spec() if m.lora else None
     return load_policy(m.path, dtype=dtypes[m.dtype], lora=lora)
 
@@ -64,17 +71,30 @@ def build_trainer(cfg: TrainConfig, *, extra_eval: Sequence[Problem] | None = No
     train = problem_set(d.train, split=d.split or None, limit=d.limit, max_proof_chars=d.max_proof_chars, seed=cfg.seed)
     held = list(extra_eval or [])
     if d.eval and not held:
-        held = problem_set(d.eval, split=d.split or None, limit=d.eval_limit, max_proof_chars=d.max_proof_chars,
-                           seed=cfg.seed)  # fmt: skip
+        held = problem_set(
+            d.eval, split=d.split or None, limit=d.eval_limit, max_proof_chars=d.max_proof_chars, seed=cfg.seed
+        )
     model, tok = make_policy(cfg)
     gen, sync = rollout_generator(cfg, model, tok)
     verifier = make_verifier(cfg)
 
     def eval_fn(trainer: Trainer, step: int) -> dict[str, float]:
         e = cfg.eval
-        res = evaluate(gen, held, trainer.fmt, verifier, n=e.samples, ks=e.ks, temperature=e.temperature,
-                       top_p=e.top_p, max_tokens=e.max_tokens, seed=cfg.seed + step, tokenizer=tok,
-                       label=f"step{step}", samples_path=trainer.out / f"eval-step{step:06d}.jsonl")  # fmt: skip
+        res = evaluate(
+            gen,
+            held,
+            trainer.fmt,
+            verifier,
+            n=e.samples,
+            ks=e.ks,
+            temperature=e.temperature,
+            top_p=e.top_p,
+            max_tokens=e.max_tokens,
+            seed=cfg.seed + step,
+            tokenizer=tok,
+            label=f"step{step}",
+            samples_path=trainer.out / f"eval-step{step:06d}.jsonl",
+        )
         return {f"eval/pass@{k}": v["unbiased"] for k, v in res.table().items()}
 
     return Trainer(cfg, model, tok, gen, verifier, train, eval_fn=eval_fn if held else None, sync_weights=sync)

@@ -39,8 +39,15 @@ class RunDir:
     """One run folder (see the module docstring). ``logs``: other JSONL logs of the loop (``tactics.jsonl``),
     truncated with ``metrics.jsonl`` on resume."""
 
-    def __init__(self, out: str | Path, *, step_key: str = "step", loggers: Sequence[str] = DEFAULT_LOGGERS,
-                 name: str = "", logs: Sequence[str] = ()):
+    def __init__(
+        self,
+        out: str | Path,
+        *,
+        step_key: str = "step",
+        loggers: Sequence[str] = DEFAULT_LOGGERS,
+        name: str = "",
+        logs: Sequence[str] = (),
+    ):
         self.out = Path(out)
         self.out.mkdir(parents=True, exist_ok=True)
         self.step_key, self.name, self.logs = step_key, name or self.out.name, tuple(logs)
@@ -74,9 +81,18 @@ class RunDir:
                 t.config(cfg)
         return self
 
-    def run_steps(self, config: Any, step: Callable[[], tuple[int, dict[str, Any]]], *, at: int, total: int,
-                  checkpoint_every: int, save: Callable[[], Any], resumed: bool,
-                  progress: Callable[[int, dict[str, Any]], None] | None = None) -> list[tuple[int, dict[str, Any]]]:
+    def run_steps(
+        self,
+        config: Any,
+        step: Callable[[], tuple[int, dict[str, Any]]],
+        *,
+        at: int,
+        total: int,
+        checkpoint_every: int,
+        save: Callable[[], Any],
+        resumed: bool,
+        progress: Callable[[int, dict[str, Any]], None] | None = None,
+    ) -> list[tuple[int, dict[str, Any]]]:
         """The loop of a run counted in steps, from step ``at`` (its checkpoint's, when ``resumed``) to ``total``:
         :meth:`start`, then ``step()`` → (step number, metrics), each logged and shown to ``progress``; ``save()``
         (a checkpoint) every ``checkpoint_every`` steps and after the last; the last metrics as the summary."""

@@ -183,8 +183,10 @@ class StateSource:
         self._seen: set[str] = set()
 
     def draw(self, n: int) -> list[StatePoint]:
-        return [self.rng.choice(self.own) if self.own and self.rng.random() < self.own_share else self.rng.choice(self.data)
-                for _ in range(n)]  # fmt: skip
+        return [
+            self.rng.choice(self.own) if self.own and self.rng.random() < self.own_share else self.rng.choice(self.data)
+            for _ in range(n)
+        ]
 
     def add_reached(self, group: GroupRun) -> int:
         """States reached by the group's valid tactics that still have goals; returns how many were new."""
@@ -195,7 +197,9 @@ class StateSource:
             st = run.result.state if run.valid and run.result is not None else None
             if st is None or st.solved:
                 continue
-            p = StatePoint(group.point.theorem, (*group.point.path, run.tactic), state_text(st), group.point.premises, "policy")
+            p = StatePoint(
+                group.point.theorem, (*group.point.path, run.tactic), state_text(st), group.point.premises, "policy"
+            )
             if p.key not in self._seen:
                 self._seen.add(p.key)
                 self.own.append(p)
@@ -211,8 +215,9 @@ class StateSource:
         self._seen = set(d["seen"])
 
 
-def step_rewards(group: GroupRun, tactics: Sequence[str | None], *, name: str = "subgoal", failed: float = 0.0,
-                 **settings: Any) -> list[float]:
+def step_rewards(
+    group: GroupRun, tactics: Sequence[str | None], *, name: str = "subgoal", failed: float = 0.0, **settings: Any
+) -> list[float]:
     """The reward of each sample of a group by the registered step reward ``name`` (``settings`` go to it): a
     valid tactic's from the state before and its result, ``failed`` for any other (cut, empty, refused, rejected,
     timed out)."""
@@ -236,23 +241,46 @@ def group_ids(sizes: Sequence[int]) -> torch.Tensor:
 class StepLevelTrainer:
     """The loop of the module docstring. Build with :meth:`from_config`; :meth:`fit` trains and resumes."""
 
-    def __init__(self, cfg: StepLevelConfig, model: Any, tokenizer: Any, train: Sequence[StatePoint], pool: Any, *,
-                 held_out: Sequence[StatePoint] = (), out: Path | None = None):
+    def __init__(
+        self,
+        cfg: StepLevelConfig,
+        model: Any,
+        tokenizer: Any,
+        train: Sequence[StatePoint],
+        pool: Any,
+        *,
+        held_out: Sequence[StatePoint] = (),
+        out: Path | None = None,
+    ):
         self.cfg, self.model, self.tokenizer, self.pool = cfg, model, tokenizer, pool
         self.out = Path(out or cfg.out)
         self.run_dir = RunDir(self.out, step_key="step", loggers=cfg.logger, name=cfg.name, logs=("tactics.jsonl",))
         self.rng = random.Random(cfg.seed)
-        self.source = StateSource(train, own_share=cfg.rollout.own_state_share, own_cap=cfg.rollout.own_state_cap, rng=self.rng)
+        self.source = StateSource(
+            train, own_share=cfg.rollout.own_state_share, own_cap=cfg.rollout.own_state_cap, rng=self.rng
+        )
         self.held_out = list(held_out)
         a = cfg.algorithm
         # the one LM update's policy side: precision, π_ref (the starting model: LoRA adapter off, or a frozen copy;
         # the online DPO baseline needs it too), log-probs at the sampling temperature
-        self.lm = LMPolicy(model, pad_id=self._pad_id(tokenizer), micro_batch=a.micro_batch, temperature=cfg.model.temperature,
-                           dtype=cfg.model.dtype, reference=True, ref_device=cfg.model.ref_device)  # fmt: skip
+        self.lm = LMPolicy(
+            model,
+            pad_id=self._pad_id(tokenizer),
+            micro_batch=a.micro_batch,
+            temperature=cfg.model.temperature,
+            dtype=cfg.model.dtype,
+            reference=True,
+            ref_device=cfg.model.ref_device,
+        )
         self.ref = self.lm.ref_model
         self.sampler_model = copy.deepcopy(model).eval().requires_grad_(False)  # refreshed every sync_every
-        self.sampler = TacticSampler(self.sampler_model, tokenizer, temperature=cfg.model.temperature,
-                                     max_tokens=cfg.model.max_tokens, seed=cfg.seed)  # fmt: skip
+        self.sampler = TacticSampler(
+            self.sampler_model,
+            tokenizer,
+            temperature=cfg.model.temperature,
+            max_tokens=cfg.model.max_tokens,
+            seed=cfg.seed,
+        )
         self.optimizer = torch.optim.AdamW(self.lm.params, lr=a.lr, weight_decay=0.0)
         # H of Dr.GRPO's aggregation is a constant: the recipe's horizon, else the tactic budget (not the padded width)
         self.ppo = a.to_ppo_config(horizon=a.horizon if a.horizon is not None else cfg.model.max_tokens)
@@ -278,7 +306,9 @@ class StepLevelTrainer:
         a = self.cfg.algorithm
         for g, c, t, p in zip(groups, comps, tactics, prompts, strict=True):
             extra = {} if a.unchanged_reward is None else {"unchanged": a.unchanged_reward}
-            rewards = step_rewards(g, t, name=a.step_reward, failed=a.failed_reward, **extra) if g.before is not None else []
+            rewards = (
+                step_rewards(g, t, name=a.step_reward, failed=a.failed_reward, **extra) if g.before is not None else []
+            )
             self._log_tactics(g, t, rewards)
             if g.before is None:
                 continue
@@ -293,37 +323,73 @@ class StepLevelTrainer:
                 return
             for t, rew in zip(tactics, rewards, strict=True):
                 run = g.of(t)
-                f.write(json.dumps({"step": self.step + 1, "state": g.point.key, "origin": g.point.origin,
-                                    "tactic": t, "valid": run.valid, "failure": run.failure, "reward": rew}) + "\n")  # fmt: skip
+                f.write(
+                    json.dumps(
+                        {
+                            "step": self.step + 1,
+                            "state": g.point.key,
+                            "origin": g.point.origin,
+                            "tactic": t,
+                            "valid": run.valid,
+                            "failure": run.failure,
+                            "reward": rew,
+                        }
+                    )
+                    + "\n"
+                )
 
     @staticmethod
     def _pad_id(tokenizer: Any) -> int:
         return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
 
-    def grpo_update(self, comps: Sequence[Sequence[Any]], prompts: Sequence[Sequence[int]], rewards: Sequence[Sequence[float]]) -> dict[str, float]:
+    def grpo_update(
+        self, comps: Sequence[Sequence[Any]], prompts: Sequence[Sequence[int]], rewards: Sequence[Sequence[float]]
+    ) -> dict[str, float]:
         """GRPO over the informative groups (one group = the tactics of one state), by the one LM GRPO update
         (:func:`.lm_update.lm_grpo_update`)."""
         keep = [i for i, r in enumerate(rewards) if bool(informative_groups(torch.tensor(r)))]
-        stats: dict[str, float] = {"update/groups": float(len(keep)), "update/dropped_groups": float(len(rewards) - len(keep))}
+        stats: dict[str, float] = {
+            "update/groups": float(len(keep)),
+            "update/dropped_groups": float(len(rewards) - len(keep)),
+        }
         if not keep:
             return stats
         rows_p = [prompts[i] for i in keep for _ in comps[i]]
         rows_r = [c.token_ids for i in keep for c in comps[i]]
         r = torch.tensor([x for i in keep for x in rewards[i]], dtype=torch.float32)
-        out = lm_grpo_update(self.lm, self.optimizer, rows_p, rows_r, r, group_ids([len(comps[i]) for i in keep]), self.ppo,
-                             advantage=self.cfg.algorithm.advantage, seed=self.cfg.seed + self.step)  # fmt: skip
+        out = lm_grpo_update(
+            self.lm,
+            self.optimizer,
+            rows_p,
+            rows_r,
+            r,
+            group_ids([len(comps[i]) for i in keep]),
+            self.ppo,
+            advantage=self.cfg.algorithm.advantage,
+            seed=self.cfg.seed + self.step,
+        )
         self.last_advantages = out.step.advantages  # (rows,) kept for inspection (tests, debugging)
         return stats | out.step.stats.to_json()
 
-    def dpo_update(self, groups: Sequence[GroupRun], comps: Sequence[Sequence[Any]], prompts: Sequence[Sequence[int]]) -> dict[str, float]:
+    def dpo_update(
+        self, groups: Sequence[GroupRun], comps: Sequence[Sequence[Any]], prompts: Sequence[Sequence[int]]
+    ) -> dict[str, float]:
         """The online DPO baseline: pairs of a valid and an invalid sample of the current group."""
         from .dpo import dpo_update, online_pairs
 
         valid = [[g.of(tactic_of(c)).valid for c in cs] for g, cs in zip(groups, comps, strict=True)]
         pairs = online_pairs(prompts, [[c.token_ids for c in cs] for cs in comps], valid, self.rng)
         a = self.cfg.algorithm
-        return dpo_update(self.model, self.ref, pairs, self.optimizer, pad_id=self.pad_id, beta=a.dpo_beta,
-                          max_grad_norm=a.max_grad_norm, micro_batch=a.micro_batch).to_json()  # fmt: skip
+        return dpo_update(
+            self.model,
+            self.ref,
+            pairs,
+            self.optimizer,
+            pad_id=self.pad_id,
+            beta=a.dpo_beta,
+            max_grad_norm=a.max_grad_norm,
+            micro_batch=a.micro_batch,
+        ).to_json()
 
     def train_step(self) -> dict[str, float]:
         t0 = time.perf_counter()
@@ -342,13 +408,21 @@ class StepLevelTrainer:
         fails = Counter(s.failure for s in samples if not s.valid)
         n = max(len(samples), 1)
         flat = [x for r in rewards for x in r]
-        return {"step": self.step, "reward/mean": sum(flat) / max(len(flat), 1),
-                "tactics/valid": sum(s.valid for s in samples) / n,
-                "states/zero_valid": sum(not any(g.of(tactic_of(c)).valid for c in cs) for g, cs in zip(groups, comps)) / max(len(groups), 1),
-                "states/reached": float(len(groups)), "states/own_pool": float(len(self.source.own)),
-                "states/new_own": float(new_states), "prover/replays": float(sum(g.replays for g in groups)),
-                **{f"failures/{k}": float(v) for k, v in fails.items()},
-                **upd, "time/rollout_s": t1 - t0, "time/update_s": time.perf_counter() - t1}  # fmt: skip
+        return {
+            "step": self.step,
+            "reward/mean": sum(flat) / max(len(flat), 1),
+            "tactics/valid": sum(s.valid for s in samples) / n,
+            "states/zero_valid": sum(not any(g.of(tactic_of(c)).valid for c in cs) for g, cs in zip(groups, comps))
+            / max(len(groups), 1),
+            "states/reached": float(len(groups)),
+            "states/own_pool": float(len(self.source.own)),
+            "states/new_own": float(new_states),
+            "prover/replays": float(sum(g.replays for g in groups)),
+            **{f"failures/{k}": float(v) for k, v in fails.items()},
+            **upd,
+            "time/rollout_s": t1 - t0,
+            "time/update_s": time.perf_counter() - t1,
+        }
 
     # -- the loop -----------------------------------------------------------------------------------------
     def fit(self, *, progress: Callable[[int, dict[str, float]], None] | None = None) -> list[dict[str, float]]:
@@ -363,17 +437,38 @@ class StepLevelTrainer:
                 m |= self.evaluate()
             return self.step, m
 
-        done = self.run_dir.run_steps(self.cfg, step, at=self.step, total=self.cfg.steps, resumed=resumed, progress=progress,
-                                      checkpoint_every=self.cfg.checkpoint_every, save=self.save_checkpoint)  # fmt: skip
+        done = self.run_dir.run_steps(
+            self.cfg,
+            step,
+            at=self.step,
+            total=self.cfg.steps,
+            resumed=resumed,
+            progress=progress,
+            checkpoint_every=self.cfg.checkpoint_every,
+            save=self.save_checkpoint,
+        )
         return [m for _, m in done]
 
     def evaluate(self) -> dict[str, float]:
         from ..eval.tactics import tactic_metrics
 
         e, r = self.cfg.eval, self.cfg.rollout
-        res = tactic_metrics(self.model, self.tokenizer, self.held_out[: e.states], self.pool, k=e.k, timeout=r.tactic_timeout,
-                             workers=r.workers, max_tokens=self.cfg.model.max_tokens, seed=self.cfg.seed)  # fmt: skip
-        return {f"eval/prec@{e.k}": res.prec_at_k, "eval/zero_precision": res.zero_precision, "eval/mean_length": res.mean_length}
+        res = tactic_metrics(
+            self.model,
+            self.tokenizer,
+            self.held_out[: e.states],
+            self.pool,
+            k=e.k,
+            timeout=r.tactic_timeout,
+            workers=r.workers,
+            max_tokens=self.cfg.model.max_tokens,
+            seed=self.cfg.seed,
+        )
+        return {
+            f"eval/prec@{e.k}": res.prec_at_k,
+            "eval/zero_precision": res.zero_precision,
+            "eval/mean_length": res.mean_length,
+        }
 
     # -- checkpoints --------------------------------------------------------------------------------------
     @property
@@ -387,10 +482,19 @@ class StepLevelTrainer:
         with self.run_dir.checkpoint(name, self.cfg.keep_checkpoints) as tmp:
             self.model.save_pretrained(tmp)
             self.tokenizer.save_pretrained(tmp)
-            torch.save({"step": self.step, "synced_at": self.synced_at, "optimizer": self.optimizer.state_dict(),
-                        "sampler": self.sampler_model.state_dict(), "sampler_calls": self.sampler.calls,
-                        "rng": self.rng.getstate(), "torch_rng": torch.get_rng_state(),
-                        "source": self.source.state_dict()}, tmp / "trainer_state.pt")  # fmt: skip
+            torch.save(
+                {
+                    "step": self.step,
+                    "synced_at": self.synced_at,
+                    "optimizer": self.optimizer.state_dict(),
+                    "sampler": self.sampler_model.state_dict(),
+                    "sampler_calls": self.sampler.calls,
+                    "rng": self.rng.getstate(),
+                    "torch_rng": torch.get_rng_state(),
+                    "source": self.source.state_dict(),
+                },
+                tmp / "trainer_state.pt",
+            )
         return self.checkpoint_dir / name
 
     def latest_checkpoint(self) -> Path | None:
@@ -441,9 +545,15 @@ def build_trainer(cfg: StepLevelConfig, *, pool: Any, console: Any = None) -> St
     model_dir, train_path, held_path = resolve_inputs(cfg, console)
     try:
         train = state_points(read_transitions(train_path), max_state_chars=cfg.data.max_state_chars)
-        held = state_points(read_transitions(held_path), max_state_chars=cfg.data.max_state_chars) if Path(held_path).is_file() else []
+        held = (
+            state_points(read_transitions(held_path), max_state_chars=cfg.data.max_state_chars)
+            if Path(held_path).is_file()
+            else []
+        )
     except (ValueError, KeyError, TypeError) as e:
-        raise ConfigError(f"data.train / data.held_out: not tactic transitions JSONL ({type(e).__name__}: {e})") from None
+        raise ConfigError(
+            f"data.train / data.held_out: not tactic transitions JSONL ({type(e).__name__}: {e})"
+        ) from None
     if cfg.data.limit:
         train = random.Random(cfg.seed).sample(train, min(cfg.data.limit, len(train)))
     if held:

@@ -59,7 +59,7 @@ def _need(module: str) -> Any:
     try:
         return importlib.import_module(module)
     except ImportError:
-        raise ConfigError(f"logger {module}: {module} is not installed here: pip install -e \".[tracking]\"") from None
+        raise ConfigError(f'logger {module}: {module} is not installed here: pip install -e ".[tracking]"') from None
 
 
 class Tracker:
@@ -139,9 +139,14 @@ class WandbTracker(Tracker):
     def __init__(self, run: Any):
         super().__init__(run)
         wandb = _need("wandb")
-        self.wb = wandb.init(project=os.environ.get("WANDB_PROJECT", "proofrl"), name=run.name, dir=str(run.out),
-                              id=run.tracker_id("wandb", lambda: uuid.uuid4().hex[:12]), resume="allow",
-                              reinit="create_new")  # fmt: skip
+        self.wb = wandb.init(
+            project=os.environ.get("WANDB_PROJECT", "proofrl"),
+            name=run.name,
+            dir=str(run.out),
+            id=run.tracker_id("wandb", lambda: uuid.uuid4().hex[:12]),
+            resume="allow",
+            reinit="create_new",
+        )
 
     def config(self, cfg: dict[str, Any]) -> None:
         self.wb.config.update(cfg, allow_val_change=True)
@@ -205,4 +210,3 @@ class MlflowTracker(Tracker):
 def _mlflow_key(key: str) -> str:
     """mlflow's metric names allow letters, digits, ``_ - . space / :``; anything else (``pass@1``) becomes ``_``."""
     return "".join(c if c.isalnum() or c in "_-. /:" else "_" for c in key)
-

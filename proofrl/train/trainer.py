@@ -122,11 +122,19 @@ class Trainer:
         self.step = 0
         self.ppo: PPOConfig = ppo_config(cfg)
         m = cfg.model
-        self.lm = LMPolicy(model, pad_id=tokenizer.pad_token_id, micro_batch=cfg.micro_batch,
-                           temperature=cfg.rollout.temperature, dtype=m.dtype, reference=self.ppo.kl_coef > 0,
-                           ref_device=m.ref_device, gradient_checkpointing=m.gradient_checkpointing)  # fmt: skip
-        self.optimizer = torch.optim.AdamW(self.lm.params, lr=cfg.optim.lr, weight_decay=cfg.optim.weight_decay,
-                                           betas=tuple(cfg.optim.betas))  # fmt: skip
+        self.lm = LMPolicy(
+            model,
+            pad_id=tokenizer.pad_token_id,
+            micro_batch=cfg.micro_batch,
+            temperature=cfg.rollout.temperature,
+            dtype=m.dtype,
+            reference=self.ppo.kl_coef > 0,
+            ref_device=m.ref_device,
+            gradient_checkpointing=m.gradient_checkpointing,
+        )
+        self.optimizer = torch.optim.AdamW(
+            self.lm.params, lr=cfg.optim.lr, weight_decay=cfg.optim.weight_decay, betas=tuple(cfg.optim.betas)
+        )
         self.run = RunDir(self.out, step_key="step", loggers=cfg.logger, name=cfg.name)
         self._resumed: int | None = None
 
@@ -151,23 +159,35 @@ class Trainer:
     # ---------------------------------------------------------------------------------------- rollouts
 
     def _prompt_items(self) -> list[PromptItem]:
-        fresh = [first_turn(self.problems[i], self.fmt, self.tokenizer)
-                 for i in self.sampler.take(self.cfg.rollout.problems_per_step)]  # fmt: skip
+        fresh = [
+            first_turn(self.problems[i], self.fmt, self.tokenizer)
+            for i in self.sampler.take(self.cfg.rollout.problems_per_step)
+        ]
         if self.cache is None or not len(self.cache):
             return fresh
         return self.cache.mix(fresh, len(fresh))
 
     def _sampling(self, n: int, temperature: float, top_p: float, max_tokens: int, seed: int) -> SamplingParams:
-        return SamplingParams(n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens,
-                              stop=self.fmt.stop, seed=seed)  # fmt: skip
+        return SamplingParams(
+            n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens, stop=self.fmt.stop, seed=seed
+        )
 
     def rollout(self) -> tuple[list[Group], RolloutTimings]:
         r = self.cfg.rollout
-        params = self._sampling(r.group_size, r.temperature, r.top_p, r.max_tokens, self.cfg.seed * 1_000_003 + self.step)
+        params = self._sampling(
+            r.group_size, r.temperature, r.top_p, r.max_tokens, self.cfg.seed * 1_000_003 + self.step
+        )
         self.model.eval()
         with self.autocast():
-            groups, timings = sample_and_verify(self.generator, self._prompt_items(), params, self.fmt, self.verifier,
-                                                chunk_prompts=r.chunk_prompts, overlap=r.overlap)  # fmt: skip
+            groups, timings = sample_and_verify(
+                self.generator,
+                self._prompt_items(),
+                params,
+                self.fmt,
+                self.verifier,
+                chunk_prompts=r.chunk_prompts,
+                overlap=r.overlap,
+            )
         for g in groups:
             texts = [c.text for c in g.completions]
             g.rewards = base_rewards(texts, [g.item.problem] * len(texts), g.verdicts, self.reward_cfg, g.proofs)
@@ -187,8 +207,13 @@ class Trainer:
             for comp, proof, verdict in zip(g.completions, g.proofs, g.verdicts, strict=True):
                 if verdict.valid or proof is None:
                     continue
-                feedback = ec.build_feedback(proof, verdict, max_errors=ecfg.max_errors, max_chars=ecfg.max_feedback_chars,
-                                             backend=g.item.problem.backend)
+                feedback = ec.build_feedback(
+                    proof,
+                    verdict,
+                    max_errors=ecfg.max_errors,
+                    max_chars=ecfg.max_feedback_chars,
+                    backend=g.item.problem.backend,
+                )
                 if feedback is None:
                     continue
                 messages = ec.second_turn_prompt(g.item.messages, comp.text, feedback)
@@ -226,15 +251,30 @@ class Trainer:
                 start += n
             return torch.cat(shaped)
 
-        out = lm_grpo_update(self.lm, self.optimizer, prompts, responses, torch.tensor(raw, dtype=torch.float32), gids,
-                             self.ppo, advantage=self.cfg.algorithm.advantage, seed=self.cfg.seed + self.step, shape=shape,
-                             entropy=True)  # fmt: skip
+        out = lm_grpo_update(
+            self.lm,
+            self.optimizer,
+            prompts,
+            responses,
+            torch.tensor(raw, dtype=torch.float32),
+            gids,
+            self.ppo,
+            advantage=self.cfg.algorithm.advantage,
+            seed=self.cfg.seed + self.step,
+            shape=shape,
+            entropy=True,
+        )
         if self.sync_weights is not None:
             self.sync_weights(self.model)
         assert out.entropy is not None
         ent = float((out.entropy * out.mask).sum() / out.mask.sum().clamp(min=1))
-        return {**out.step.stats.to_json(), "update/rows": float(len(responses)), "reward/update_raw_mean": sum(raw) / len(raw),
-                "reward/update_shaped_mean": float(out.rewards.mean()), "policy/entropy": ent}  # fmt: skip
+        return {
+            **out.step.stats.to_json(),
+            "update/rows": float(len(responses)),
+            "reward/update_raw_mean": sum(raw) / len(raw),
+            "reward/update_shaped_mean": float(out.rewards.mean()),
+            "policy/entropy": ent,
+        }
 
     # -------------------------------------------------------------------------------------------- loop
 
@@ -285,8 +325,16 @@ class Trainer:
                     metrics.update(self.eval_fn(self, self.step))
             return self.step, metrics
 
-        done = self.run.run_steps(self.cfg, step, at=self.step, total=self.cfg.steps, resumed=resumed, progress=progress,
-                                  checkpoint_every=self.cfg.checkpoint_every, save=self.save_checkpoint)  # fmt: skip
+        done = self.run.run_steps(
+            self.cfg,
+            step,
+            at=self.step,
+            total=self.cfg.steps,
+            resumed=resumed,
+            progress=progress,
+            checkpoint_every=self.cfg.checkpoint_every,
+            save=self.save_checkpoint,
+        )
         return [StepRecord(n, m) for n, m in done]
 
     # ------------------------------------------------------------------------------------- checkpoints
@@ -310,8 +358,11 @@ class Trainer:
                 "sampler": self.sampler.state_dict(),
                 "buffer": self.buffer.state_dict(),
                 "cache": self.cache.state_dict() if self.cache is not None else None,
-                "rng": {"torch": torch.get_rng_state(), "random": random.getstate(),
-                        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None},
+                "rng": {
+                    "torch": torch.get_rng_state(),
+                    "random": random.getstate(),
+                    "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+                },
                 "ref": self.ref_model.state_dict() if isinstance(self.ref_model, torch.nn.Module) else None,
             }
             torch.save(state, tmp / "trainer_state.pt")

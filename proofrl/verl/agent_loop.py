@@ -51,7 +51,9 @@ class ErrorCorrectionAgentLoop(AgentLoopBase):
         self.judge = judge_for(dict(reward_kwargs))
 
     async def _generate(self, ids: list[int], sampling_params: dict[str, Any]) -> Any:
-        return await self.server_manager.generate(request_id=uuid4().hex, prompt_ids=ids, sampling_params=sampling_params)
+        return await self.server_manager.generate(
+            request_id=uuid4().hex, prompt_ids=ids, sampling_params=sampling_params
+        )
 
     def _kept_text(self, token_ids: list[int], start: int) -> str:
         """The text of an answer's tokens that stay in the response (which starts ``start`` tokens in) once it is
@@ -77,11 +79,14 @@ class ErrorCorrectionAgentLoop(AgentLoopBase):
             ec = self.judge.correction
             feedback = None
             if not verdict.valid and proof is not None and len(mask) < self.response_length:
-                feedback = build_feedback(proof, verdict, max_errors=ec.max_errors, max_chars=ec.max_feedback_chars,
-                                          backend=problem.backend)
+                feedback = build_feedback(
+                    proof, verdict, max_errors=ec.max_errors, max_chars=ec.max_feedback_chars, backend=problem.backend
+                )
             if feedback is not None:
                 conversation = second_turn_prompt(messages, text, feedback)  # [..., assistant(text), user(feedback)]
-                merged, mask2, logps2 = await self.ct_merge_context_msg(conversation[:-1], conversation, ids, mask, logps)
+                merged, mask2, logps2 = await self.ct_merge_context_msg(
+                    conversation[:-1], conversation, ids, mask, logps
+                )
                 # kimina drops a second turn whose prompt is too long rather than cut it
                 if len(merged.token_ids) <= ec.max_prompt_tokens and len(mask2) < self.response_length:
                     ids, mask, logps = merged.token_ids, mask2, logps2
@@ -89,7 +94,11 @@ class ErrorCorrectionAgentLoop(AgentLoopBase):
                     # the second answer gets only the response budget left: what is judged is what is trained on
                     second = await self._generate(ids, {**sampling_params, "max_tokens": self.response_length - used})
                     merged, mask, logps = await self.ct_merge_assistant_token(
-                        ids, second.token_ids, mask, logps if logps else None, assistant_logprobs=second.log_probs or None
+                        ids,
+                        second.token_ids,
+                        mask,
+                        logps if logps else None,
+                        assistant_logprobs=second.log_probs or None,
                     )
                     ids = merged.token_ids
                     text = self._kept_text(second.token_ids, used)

@@ -54,15 +54,19 @@ def _mini_batch(cfg: TrainConfig) -> list[str]:
     if rows is None:
         return [f"{ACTOR}.ppo_mini_batch_size={cfg.rollout.problems_per_step}"]
     if rows % g:
-        raise ConfigError(f"algorithm.ppo.minibatch_rows={rows} is not a multiple of rollout.group_size={g}: "
-                          "verl's mini-batches are whole groups")
+        raise ConfigError(
+            f"algorithm.ppo.minibatch_rows={rows} is not a multiple of rollout.group_size={g}: "
+            "verl's mini-batches are whole groups"
+        )
     return [f"{ACTOR}.ppo_mini_batch_size={rows // g}"]
 
 
 def _agg_mode(mode: str) -> list[str]:
     if mode not in VERL_AGG_MODES:
-        raise ConfigError(f"algorithm.ppo.agg_mode={mode}: verl has no such loss_agg_mode; valid with --engine verl: "
-                          f"{sorted(VERL_AGG_MODES)}")  # fmt: skip
+        raise ConfigError(
+            f"algorithm.ppo.agg_mode={mode}: verl has no such loss_agg_mode; valid with --engine verl: "
+            f"{sorted(VERL_AGG_MODES)}"
+        )
     return [f"{ACTOR}.loss_agg_mode={mode}"]
 
 
@@ -81,8 +85,11 @@ MAPPED: dict[str, Rule] = {
     "out": lambda v, c: [f"trainer.default_local_dir={Path(v).resolve() / 'checkpoints'}"],
     "checkpoint_every": lambda v, c: [f"trainer.save_freq={v}"],
     "keep_checkpoints": lambda v, c: [f"trainer.max_actor_ckpt_to_keep={v}"],
-    "micro_batch": lambda v, c: [f"{ACTOR}.ppo_micro_batch_size_per_gpu={v}", f"{ROLLOUT}.log_prob_micro_batch_size_per_gpu={v}",
-                                 f"actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu={v}"],
+    "micro_batch": lambda v, c: [
+        f"{ACTOR}.ppo_micro_batch_size_per_gpu={v}",
+        f"{ROLLOUT}.log_prob_micro_batch_size_per_gpu={v}",
+        f"actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu={v}",
+    ],
     "model.path": lambda v, c: [f"actor_rollout_ref.model.path={v}"] if v else [],
     "model.lora.r": lambda v, c: [f"actor_rollout_ref.model.lora_rank={v}"],
     "model.lora.alpha": lambda v, c: [f"actor_rollout_ref.model.lora_alpha={v}"],
@@ -95,14 +102,22 @@ MAPPED: dict[str, Rule] = {
     "rollout.top_p": lambda v, c: [f"{ROLLOUT}.top_p={v}"],
     "rollout.max_tokens": lambda v, c: [f"data.max_response_length={v}"],
     "rollout.prompt_format": lambda v, c: [f"{KWARGS}.prompt_format={v}"],
-    "rollout.error_correction.enabled": lambda v, c: [
-        f"{ROLLOUT}.agent.agent_loop_config_path={Path(__file__).with_name('agent_loops.yaml')}",
-        f"{ROLLOUT}.agent.default_agent_loop=proofrl_error_correction",
-    ] if v else [],
+    "rollout.error_correction.enabled": lambda v, c: (
+        [
+            f"{ROLLOUT}.agent.agent_loop_config_path={Path(__file__).with_name('agent_loops.yaml')}",
+            f"{ROLLOUT}.agent.default_agent_loop=proofrl_error_correction",
+        ]
+        if v
+        else []
+    ),
     "reward.unlikeliness": lambda v, c: ["trainer.v1.trainer_mode=proofrl_unlikeliness"] if v is not None else [],
-    "algorithm.advantage": lambda v, c: ["algorithm.adv_estimator=grpo", f"algorithm.norm_adv_by_std_in_grpo={_v(v == 'grpo')}"],
-    "algorithm.skip_uninformative": lambda v, c: [f"algorithm.filter_groups.enable={_v(v)}"]
-    + (["algorithm.filter_groups.metric=score"] if v else []),
+    "algorithm.advantage": lambda v, c: [
+        "algorithm.adv_estimator=grpo",
+        f"algorithm.norm_adv_by_std_in_grpo={_v(v == 'grpo')}",
+    ],
+    "algorithm.skip_uninformative": lambda v, c: (
+        [f"algorithm.filter_groups.enable={_v(v)}"] + (["algorithm.filter_groups.metric=score"] if v else [])
+    ),
     "algorithm.ppo.epochs": lambda v, c: [f"{ACTOR}.ppo_epochs={v}"],
     "algorithm.ppo.minibatch_rows": lambda v, c: _mini_batch(c),
     "algorithm.ppo.clip_ratio_low": lambda v, c: [f"{ACTOR}.clip_ratio_low={v}"],
@@ -128,11 +143,11 @@ ONLY = {"algorithm.ppo.policy_loss": "dual-clip", "model.lora.dropout": 0.0}
 VANILLA = [f"{ACTOR}.policy_loss.loss_mode=vanilla"]  # verl's vanilla loss is PPO-clip with dual-clip (clip_ratio_c)
 
 CONSUMED = (
-    "data.",                       # which problems go into the parquet files
-    "verify.",                     # the reward function and agent loop read the recipe written beside the run
+    "data.",  # which problems go into the parquet files
+    "verify.",  # the reward function and agent loop read the recipe written beside the run
     "reward.format",
-    "reward.unlikeliness.",        # UnlikelinessTrainer reads β_rank, convention and reduction from that recipe
-    "rollout.error_correction.",   # max_*: the agent loop's limits, from that recipe; rate, cache_size: named above
+    "reward.unlikeliness.",  # UnlikelinessTrainer reads β_rank, convention and reduction from that recipe
+    "rollout.error_correction.",  # max_*: the agent loop's limits, from that recipe; rate, cache_size: named above
 )
 
 
@@ -169,7 +184,11 @@ def verl_overrides(cfg: TrainConfig, *, run_dir: Path) -> tuple[list[str], list[
     # verl's agent loop runs the second turn in the same trajectory for every failed sample (see
     # proofrl.verl.agent_loop): kimina's cache and its mixing rate have no counterpart, whatever their values
     ec = cfg.rollout.error_correction
-    unmapped = [f"rollout.error_correction.rate={ec.rate}", f"rollout.error_correction.cache_size={ec.cache_size}"] if ec.enabled else []
+    unmapped = (
+        [f"rollout.error_correction.rate={ec.rate}", f"rollout.error_correction.cache_size={ec.cache_size}"]
+        if ec.enabled
+        else []
+    )
     defaults = _leaves(TrainConfig().to_dict())
     for key, value in _leaves(cfg.to_dict()).items():
         if key in MAPPED:
@@ -201,7 +220,9 @@ def write_run_files(cfg: TrainConfig, run_dir: Path) -> None:
     train = problem_set(d.train, split=d.split or None, limit=d.limit, max_proof_chars=d.max_proof_chars, seed=cfg.seed)
     _write_parquet(train, cfg.rollout.prompt_format, run_dir / "train.parquet")
     if d.eval:
-        held = problem_set(d.eval, split=d.split or None, limit=d.eval_limit, max_proof_chars=d.max_proof_chars, seed=cfg.seed)
+        held = problem_set(
+            d.eval, split=d.split or None, limit=d.eval_limit, max_proof_chars=d.max_proof_chars, seed=cfg.seed
+        )
         _write_parquet(held, cfg.rollout.prompt_format, run_dir / "val.parquet")
 
 
@@ -215,9 +236,22 @@ def _write_parquet(problems: Sequence[Any], format_name: str, path: Path) -> Non
     for i, p in enumerate(problems):
         # verl renders every prompt through the tokenizer's chat template; a completion format's text is one user turn
         messages = fmt.messages(p) or [{"role": "user", "content": fmt.prompt(p)}]
-        record = {"name": p.name, "header": p.header, "formal_statement": p.formal_statement, "backend": p.backend, "index": i}
-        rows.append({"data_source": "proofrl", "prompt": messages, "ability": "theorem-proving",
-                     "reward_model": {"style": "rule", "ground_truth": ""}, "extra_info": record})
+        record = {
+            "name": p.name,
+            "header": p.header,
+            "formal_statement": p.formal_statement,
+            "backend": p.backend,
+            "index": i,
+        }
+        rows.append(
+            {
+                "data_source": "proofrl",
+                "prompt": messages,
+                "ability": "theorem-proving",
+                "reward_model": {"style": "rule", "ground_truth": ""},
+                "extra_info": record,
+            }
+        )
     pd.DataFrame(rows).to_parquet(path)
 
 
@@ -225,7 +259,7 @@ def split_overrides(overrides: Sequence[str]) -> tuple[list[str], list[str]]:
     """``--set`` items for the recipe, and ``verl.KEY=VALUE`` items passed to verl as ``KEY=VALUE``."""
     ours, theirs = [], []
     for item in overrides:
-        (theirs.append(item[len(PASS):]) if item.startswith(PASS) else ours.append(item))
+        (theirs.append(item[len(PASS) :]) if item.startswith(PASS) else ours.append(item))
     return ours, theirs
 
 

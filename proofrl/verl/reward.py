@@ -99,21 +99,28 @@ class Judge:
         recipe = load_recipe(settings.recipe) if settings.recipe else None
         verify = recipe.verify if recipe else None
         reward: RewardConfig = (
-            reward_config_from_dict(settings.reward) if settings.reward is not None
-            else recipe.reward if recipe else RewardConfig()
+            reward_config_from_dict(settings.reward)
+            if settings.reward is not None
+            else recipe.reward
+            if recipe
+            else RewardConfig()
         )
         self.correction = recipe.rollout.error_correction if recipe else ErrorCorrectionConfig()
         """kimina's second-turn limits (feedback characters, prompt tokens, errors quoted) for the agent loop"""
         self.format = None if settings.prompt_format == RAW else get_format(settings.prompt_format)
         self.reward = RewardFn(reward)
         self.rules = reward.format
-        self.server_url = settings.server_url if settings.server_url is not None else (verify.server_url if verify else "")
+        self.server_url = (
+            settings.server_url if settings.server_url is not None else (verify.server_url if verify else "")
+        )
         self.api_key = settings.api_key if settings.api_key is not None else (verify.api_key if verify else "")
         self.timeout = settings.timeout or (verify.timeout if verify else 60.0)
         self.workers = settings.workers or (verify.workers if verify else 2)
         self.via = settings.via or ("server" if self.server_url else "pool")
         if self.via == "server" and not self.server_url:
-            raise ConfigError("reward_kwargs.via=server needs reward_kwargs.server_url (or the recipe's verify.server_url)")
+            raise ConfigError(
+                "reward_kwargs.via=server needs reward_kwargs.server_url (or the recipe's verify.server_url)"
+            )
         self.ray_actor = settings.ray_actor
 
     # -- verdicts -----------------------------------------------------------------------------------------
@@ -125,8 +132,9 @@ class Judge:
         if self.via == "ray":
             from proofrl.distributed.verification import averify_on_ray  # the Ray part; imported only when used
 
-            (verdict,) = await averify_on_ray([(problem, proof)], backend=problem.backend, timeout=self.timeout,
-                                              actor_name=self.ray_actor)
+            (verdict,) = await averify_on_ray(
+                [(problem, proof)], backend=problem.backend, timeout=self.timeout, actor_name=self.ray_actor
+            )
             return verdict
         verifier = _verifier(self.via, problem.backend, self.server_url, self.api_key, self.timeout, self.workers)
         # The Verifier is synchronous; a thread keeps the worker's event loop free for the other samples, and
@@ -139,8 +147,12 @@ class Judge:
         """``score`` and the extra keys (:data:`EXTRA_KEYS`) for one judged completion."""
         score = self.reward.sample(Sample(problem, text, verdict, proof))
         format_ok = self.rules is None or check_format(text, problem, self.rules) is FormatError.NONE
-        return {"score": float(score), "status": verdict.status.value, "reasons": "; ".join(verdict.reasons),
-                "format_ok": bool(format_ok)}
+        return {
+            "score": float(score),
+            "status": verdict.status.value,
+            "reasons": "; ".join(verdict.reasons),
+            "format_ok": bool(format_ok),
+        }
 
     async def judge(self, problem: Problem, text: str) -> tuple[str | None, Verdict, dict[str, Any]]:
         """``(proof, verdict, result)`` for one completion of ``problem``."""
@@ -164,7 +176,9 @@ class Judge:
 def problem_of(record: Any) -> Problem:
     """The problem in a row's ``extra_info``; ValueError naming what is missing or wrong."""
     if not isinstance(record, Mapping):
-        raise ValueError(f"expected the problem record (name, header, formal_statement, backend), got {type(record).__name__}")
+        raise ValueError(
+            f"expected the problem record (name, header, formal_statement, backend), got {type(record).__name__}"
+        )
     return Problem.from_json(record)
 
 
@@ -208,7 +222,9 @@ def _verifier(via: str, backend: str, server_url: str, api_key: str, timeout: fl
     with _verifiers_lock:
         if key not in _verifiers:
             if via == "server":
-                _verifiers[key] = Verifier(server_url=server_url, api_key=api_key or None, timeout=timeout, backend=backend)
+                _verifiers[key] = Verifier(
+                    server_url=server_url, api_key=api_key or None, timeout=timeout, backend=backend
+                )
             else:
                 from proofrl.preflight import require_backend
 
@@ -226,7 +242,9 @@ def close_verifiers() -> None:
         _verifiers.clear()
 
 
-async def compute_score(data_source: str, solution_str: str, ground_truth: Any, extra_info: Any, **kwargs: Any) -> dict[str, Any]:
+async def compute_score(
+    data_source: str, solution_str: str, ground_truth: Any, extra_info: Any, **kwargs: Any
+) -> dict[str, Any]:
     """verl's reward function: the recipe's reward for ``solution_str`` on the problem in ``extra_info``.
 
     ``data_source`` and ``ground_truth`` are not used (the proof assistant is the ground truth). ``kwargs`` are

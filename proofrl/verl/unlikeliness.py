@@ -31,8 +31,13 @@ from ..rewards.compose import RewardConfig
 NAME = "proofrl_unlikeliness"
 
 
-def shape_scores(scores: torch.Tensor, old_log_probs: torch.Tensor, response_mask: torch.Tensor, uid: Sequence[Any],
-                 cfg: RewardConfig) -> torch.Tensor:
+def shape_scores(
+    scores: torch.Tensor,
+    old_log_probs: torch.Tensor,
+    response_mask: torch.Tensor,
+    uid: Sequence[Any],
+    cfg: RewardConfig,
+) -> torch.Tensor:
     """verl's token-level scores ``(B, T)`` (the sample's reward sums over its tokens) after each group's shapers.
 
     ``old_log_probs (B, T)`` are π_old's token log-probs, ``response_mask (B, T)`` 1 on the model's tokens,
@@ -40,8 +45,10 @@ def shape_scores(scores: torch.Tensor, old_log_probs: torch.Tensor, response_mas
     estimator that sums token scores (GRPO's does) sees the shaped reward. Groups whose rewards are all equal
     are returned unchanged."""
     if not (scores.shape == old_log_probs.shape == response_mask.shape) or len(uid) != scores.shape[0]:
-        raise ValueError(f"expected scores, old_log_probs, response_mask (B, T) and uid (B,); got {tuple(scores.shape)}, "
-                         f"{tuple(old_log_probs.shape)}, {tuple(response_mask.shape)}, {len(uid)}")
+        raise ValueError(
+            f"expected scores, old_log_probs, response_mask (B, T) and uid (B,); got {tuple(scores.shape)}, "
+            f"{tuple(old_log_probs.shape)}, {tuple(response_mask.shape)}, {len(uid)}"
+        )
     fn = RewardFn(cfg)
     out = scores.clone().float()
     rewards = out.sum(-1)
@@ -95,8 +102,11 @@ def _trainer_class() -> type:
             before = padded["rm_scores"].float()
             shaped = shape_scores(before, padded["old_log_probs"], padded["response_mask"], uid, self.unlikeliness_cfg)
             metrics["proofrl/unlikeliness_change_mean"] = float((shaped - before).sum(-1).mean())
-            tq.kv_batch_put(keys=batch.keys, partition_id=batch.partition_id,
-                            fields=TensorDict({"rm_scores": response_to_nested(shaped, nested_mask)}, batch_size=len(batch)))
+            tq.kv_batch_put(
+                keys=batch.keys,
+                partition_id=batch.partition_id,
+                fields=TensorDict({"rm_scores": response_to_nested(shaped, nested_mask)}, batch_size=len(batch)),
+            )
             return super()._compute_advantage(batch, metrics)
 
     return UnlikelinessTrainer

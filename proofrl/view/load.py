@@ -24,8 +24,9 @@ def find_runs(root: str | Path) -> list[Path]:
         return [root]
     runs = sorted(p.parent for p in root.rglob("results.jsonl") if _is_run(p.parent))
     if not runs:
-        raise ConfigError(f"{root} holds no search run (a folder with results.jsonl and trees/, as `proofrl search` "
-                          "writes)")
+        raise ConfigError(
+            f"{root} holds no search run (a folder with results.jsonl and trees/, as `proofrl search` writes)"
+        )
     return runs
 
 
@@ -61,8 +62,13 @@ def load_run(folder: str | Path) -> dict[str, Any]:
                 tree = None
         theorems.append(line | {"name": name, "tree": tree, "time": summarize(spans.get(name, []))})
     summary = _json(folder / "summary.json", problems) if (folder / "summary.json").exists() else None
-    return {"title": folder.resolve().name, "folder": str(folder),
-            "summary": summary if isinstance(summary, dict) else None, "theorems": theorems, "problems": problems}
+    return {
+        "title": folder.resolve().name,
+        "folder": str(folder),
+        "summary": summary if isinstance(summary, dict) else None,
+        "theorems": theorems,
+        "problems": problems,
+    }
 
 
 def _jsonl(path: Path, problems: list[str]) -> list[Any]:

@@ -24,11 +24,13 @@ def render_page(run: dict[str, Any]) -> str:
     ``<script type="application/json">`` with every ``<`` escaped, so no goal text can close the script."""
     data = json.dumps(_finite(run), default=str, allow_nan=False, separators=(",", ":")).replace("<", "\\u003c")
     title = html.escape(f"proofrl search: {run.get('title', '')}")
-    return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{title}</title>"
-            f"<style>{_asset('viewer.css')}</style></head>\n<body><noscript>This page draws the search trees with "
-            f"JavaScript.</noscript>\n<script type=\"application/json\" id=\"proofrl-data\">{data}</script>\n"
-            f"<script>{_asset('viewer.js')}</script></body></html>\n")
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1"><title>{title}</title>'
+        f"<style>{_asset('viewer.css')}</style></head>\n<body><noscript>This page draws the search trees with "
+        f'JavaScript.</noscript>\n<script type="application/json" id="proofrl-data">{data}</script>\n'
+        f"<script>{_asset('viewer.js')}</script></body></html>\n"
+    )
 
 
 def write_view(run_dir: str | Path, out: str | Path | None = None) -> Path:

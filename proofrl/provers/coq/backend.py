@@ -124,8 +124,11 @@ class CoqBackend(Backend):
         except SplitError:
             return None
         restated = " ".join(statement.split())
-        return [(s.end, s.text) for k, s in enumerate(sentences)
-                if not ((k == 0 and " ".join(s.text.split()) == restated) or s.text.startswith(("Proof", "Qed", "Defined")))]
+        return [
+            (s.end, s.text)
+            for k, s in enumerate(sentences)
+            if not ((k == 0 and " ".join(s.text.split()) == restated) or s.text.startswith(("Proof", "Qed", "Defined")))
+        ]
 
     def normalize_tactic(self, tactic: str) -> str:
         """Whitespace collapsed, and the sentence's final period added."""

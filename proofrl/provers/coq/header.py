@@ -30,16 +30,47 @@ _Value = str | tuple[int, int] | re.Pattern[str]
 
 HARMLESS_OPTIONS: dict[str, _Value] = {
     # implicit arguments and patterns: how later terms are elaborated, never what a proof proves
-    **dict.fromkeys(("Implicit Arguments", "Strict Implicit", "Strongly Strict Implicit", "Contextual Implicit",
-                     "Reversible Pattern Implicit", "Maximal Implicit Insertion", "Asymmetric Patterns"), _FLAG),
+    **dict.fromkeys(
+        (
+            "Implicit Arguments",
+            "Strict Implicit",
+            "Strongly Strict Implicit",
+            "Contextual Implicit",
+            "Reversible Pattern Implicit",
+            "Maximal Implicit Insertion",
+            "Asymmetric Patterns",
+        ),
+        _FLAG,
+    ),
     # printing: reset or overridden before every output the judge reads
-    **dict.fromkeys(("Printing All", "Printing Notations", "Printing Implicit", "Printing Coercions",
-                     "Printing Universes", "Printing Parentheses", "Printing Compact Contexts", "Printing Unfocused"), _FLAG),
+    **dict.fromkeys(
+        (
+            "Printing All",
+            "Printing Notations",
+            "Printing Implicit",
+            "Printing Coercions",
+            "Printing Universes",
+            "Printing Parentheses",
+            "Printing Compact Contexts",
+            "Printing Unfocused",
+        ),
+        _FLAG,
+    ),
     "Printing Width": (1, 10_000),
     "Printing Depth": (1, 10_000),
     # tactic behaviour: what a tactic tries, never what the kernel accepts
-    **dict.fromkeys(("Keyed Unification", "Structural Injection", "Ltac Backtrace", "Typeclasses Strict Resolution",
-                     "Typeclasses Unique Instances", "Typeclasses Dependency Order", "Typeclasses Iterative Deepening"), _FLAG),
+    **dict.fromkeys(
+        (
+            "Keyed Unification",
+            "Structural Injection",
+            "Ltac Backtrace",
+            "Typeclasses Strict Resolution",
+            "Typeclasses Unique Instances",
+            "Typeclasses Dependency Order",
+            "Typeclasses Iterative Deepening",
+        ),
+        _FLAG,
+    ),
     "Firstorder Depth": (0, 100),
     "Typeclasses Depth": (0, 10_000),
     "Hyps Limit": (0, 10_000),
@@ -55,8 +86,19 @@ is refused, the kernel's switches (``Guard Checking``, ``Positivity Checking``, 
 Debug``, ``Ltac Batch Debug``) among them."""
 
 FORBIDDEN_NAMES = (
-    "Load", "Cd", "Redirect", "Drop", "Declare ML Module", "Add LoadPath", "Add Rec LoadPath", "Add ML Path",
-    "Remove LoadPath", "Extraction", "Separate Extraction", "Recursive Extraction", "Set Extraction",
+    "Load",
+    "Cd",
+    "Redirect",
+    "Drop",
+    "Declare ML Module",
+    "Add LoadPath",
+    "Add Rec LoadPath",
+    "Add ML Path",
+    "Remove LoadPath",
+    "Extraction",
+    "Separate Extraction",
+    "Recursive Extraction",
+    "Set Extraction",
 )
 """Commands named as such when refused: they read or write files by path, change directory, load native
 plugins or leave the toplevel."""
@@ -155,7 +197,12 @@ def _option_refusal(verb: str, words: list[str]) -> str | None:
     (v,) = value
     if isinstance(kind, tuple):
         return None if re.fullmatch("[0-9]+", v) and kind[0] <= int(v) <= kind[1] else shown
-    if isinstance(kind, re.Pattern) and len(v) >= 2 and v[0] == v[-1] == '"' and kind.fullmatch(v[1:-1].replace('""', '"')):
+    if (
+        isinstance(kind, re.Pattern)
+        and len(v) >= 2
+        and v[0] == v[-1] == '"'
+        and kind.fullmatch(v[1:-1].replace('""', '"'))
+    ):
         return None
     return shown
 
@@ -171,6 +218,10 @@ def _name(sentence: str) -> str:
     if named:
         return named
     first = re.findall(r"[A-Za-z_][\w']*", text)[:2]
-    if first and first[0] in ("Tactic", "Reserved", "Number", "String", "Declare", "Hint", "Existing", "Program") and len(first) > 1:
+    if (
+        first
+        and first[0] in ("Tactic", "Reserved", "Number", "String", "Declare", "Hint", "Existing", "Program")
+        and len(first) > 1
+    ):
         return " ".join(first)
     return first[0] if first else (text.strip()[:20] or "?")

@@ -15,7 +15,9 @@ from ..base import Message, Status, Theorem, Verdict
 from .rules import Outgoing, blank_comments, forbidden_reason, outgoing, proof_end, reference_statement
 from .sentences import COQ_BLANKS, Sentence, SplitError, position, split_sentences
 
-_DECL = re.compile(r"^\s*(?:Local\s+|Global\s+)?(?:Theorem|Lemma|Fact|Remark|Corollary|Proposition|Example)\s+([\w'.]+)")
+_DECL = re.compile(
+    r"^\s*(?:Local\s+|Global\s+)?(?:Theorem|Lemma|Fact|Remark|Corollary|Proposition|Example)\s+([\w'.]+)"
+)
 
 
 @dataclass(frozen=True)
@@ -45,8 +47,11 @@ def theorem_name(theorem: Theorem) -> str:
 
 def _norm(s: str) -> str:
     """A statement sentence with comments and blanks normalised and its keyword made ``Theorem``."""
-    return re.sub(r"^((?:Local |Global )?)(?:Theorem|Lemma|Fact|Remark|Corollary|Proposition|Example)\b", r"\1Theorem",
-                  " ".join(re.split(f"[{re.escape(COQ_BLANKS)}]+", blank_comments(s).strip(COQ_BLANKS))))
+    return re.sub(
+        r"^((?:Local |Global )?)(?:Theorem|Lemma|Fact|Remark|Corollary|Proposition|Example)\b",
+        r"\1Theorem",
+        " ".join(re.split(f"[{re.escape(COQ_BLANKS)}]+", blank_comments(s).strip(COQ_BLANKS))),
+    )
 
 
 def plan_proof(theorem: Theorem, proof: str, *, max_chars: int, forbidden_tactics: tuple[str, ...]) -> Plan | Verdict:
@@ -65,7 +70,9 @@ def plan_proof(theorem: Theorem, proof: str, *, max_chars: int, forbidden_tactic
     try:
         proof.encode("utf-8")
     except UnicodeEncodeError as e:
-        return no(Status.ERROR, "not UTF-8", f"the proof holds bytes that are not UTF-8 at character {e.start}", e.start)
+        return no(
+            Status.ERROR, "not UTF-8", f"the proof holds bytes that are not UTF-8 at character {e.start}", e.start
+        )
     if "\x00" in proof:
         return no(Status.ERROR, "NUL byte in proof", offset=proof.index("\x00"))
     if len(proof) > max_chars:
@@ -76,7 +83,9 @@ def plan_proof(theorem: Theorem, proof: str, *, max_chars: int, forbidden_tactic
         return Verdict(Status.ERROR, ("statement is not one sentence",))
     decl = _DECL.match(stmt.text)
     if decl is None:  # the kernel-type check elaborates the statement again under another name: it needs one
-        return Verdict(Status.ERROR, ("statement is not a Theorem, Lemma, Fact, Remark, Corollary, Proposition or Example",))
+        return Verdict(
+            Status.ERROR, ("statement is not a Theorem, Lemma, Fact, Remark, Corollary, Proposition or Example",)
+        )
     try:
         sentences = split_sentences(proof)
     except SplitError as e:
@@ -88,7 +97,12 @@ def plan_proof(theorem: Theorem, proof: str, *, max_chars: int, forbidden_tactic
             # Another text may still be the same statement (``n+0`` for ``n + 0``): it is what Coq elaborates
             # then, and wall 3 compares its kernel type with the problem's. Same name, no universe binders.
             if again.group(1) != decl.group(1) or sentences[0].text[again.end() :].lstrip().startswith("@"):
-                return no(Status.REJECTED, "statement changed", "the proof restates the theorem differently", sentences[0].start)
+                return no(
+                    Status.REJECTED,
+                    "statement changed",
+                    "the proof restates the theorem differently",
+                    sentences[0].start,
+                )
             statement, name_span, restated = sentences[0].text, again.span(1), True
         sentences = sentences[1:]
     end = proof_end(sentences[-1].text) if sentences else None
@@ -99,4 +113,12 @@ def plan_proof(theorem: Theorem, proof: str, *, max_chars: int, forbidden_tactic
     for i, s in enumerate(sentences):
         if why := forbidden_reason(s.text, forbidden_tactics, first=i == 0):
             return no(Status.REJECTED, why, f"{why} (only tactics may appear in a proof)", s.start)
-    return Plan(statement, decl.group(1), tuple(sentences), proof, name_span, reference_statement(stmt.text, decl.span(1)), restated)
+    return Plan(
+        statement,
+        decl.group(1),
+        tuple(sentences),
+        proof,
+        name_span,
+        reference_statement(stmt.text, decl.span(1)),
+        restated,
+    )

@@ -119,7 +119,9 @@ class CoqProver:
         timeout = self.config.timeout if timeout is None else timeout
         t0 = time.monotonic()
         self._uses += 1
-        plan = plan_proof(theorem, proof, max_chars=self.config.max_proof_chars, forbidden_tactics=self.config.forbidden_tactics)
+        plan = plan_proof(
+            theorem, proof, max_chars=self.config.max_proof_chars, forbidden_tactics=self.config.forbidden_tactics
+        )
         if isinstance(plan, Verdict):
             return self._done(plan, t0)
         s = self._ensure()
@@ -131,7 +133,9 @@ class CoqProver:
         except ProverCrashed as e:
             # Out of memory under RLIMIT_AS is the proof's doing, not bad luck: retrying would repeat it.
             if "out of memory" in e.stderr.lower():
-                return self._done(Verdict(Status.REJECTED, ("out of memory",), (Message("error", e.stderr.strip()[-500:]),)), t0)
+                return self._done(
+                    Verdict(Status.REJECTED, ("out of memory",), (Message("error", e.stderr.strip()[-500:]),)), t0
+                )
             raise
         finally:
             if s.alive:
@@ -221,7 +225,9 @@ class CoqProver:
     # -- tactic by tactic ---------------------------------------------------------------------------------
     def start(self, theorem: Theorem, *, timeout: float | None = None) -> ProofState:
         s = self._ensure()
-        plan = plan_proof(theorem, "", max_chars=self.config.max_proof_chars, forbidden_tactics=self.config.forbidden_tactics)
+        plan = plan_proof(
+            theorem, "", max_chars=self.config.max_proof_chars, forbidden_tactics=self.config.forbidden_tactics
+        )
         if isinstance(plan, Verdict):
             raise StatementError(f"bad statement: {', '.join(plan.reasons)}")
         s.edit_at(s.base)
@@ -230,19 +236,29 @@ class CoqProver:
             goals = s.goals(timeout=timeout or self.config.step_timeout)
         except CoqFailure as e:
             s.edit_at(s.base)
-            raise StatementError(f"statement does not elaborate: {e.message}", messages=(Message("error", e.message),)) from e
-        self._live, self._live_theorem, self._live_proof = [(plan.statement, sid)], theorem, plan.name.rsplit(".", 1)[-1]
+            raise StatementError(
+                f"statement does not elaborate: {e.message}", messages=(Message("error", e.message),)
+            ) from e
+        self._live, self._live_theorem, self._live_proof = (
+            [(plan.statement, sid)],
+            theorem,
+            plan.name.rsplit(".", 1)[-1],
+        )
         return self._state(theorem, (), goals, sid)
 
     def _state(self, theorem: Theorem, tactics: tuple[str, ...], goals: xml.Goals | None, sid: int) -> ProofState:
         if goals is None:
             return ProofState(theorem, tactics, (), handle=sid, session=self.session_id)
-        return ProofState(theorem, tactics, goals.foreground, goals.background, goals.shelved, goals.given_up, sid, self.session_id)
+        return ProofState(
+            theorem, tactics, goals.foreground, goals.background, goals.shelved, goals.given_up, sid, self.session_id
+        )
 
     def step(self, state: ProofState, tactic: str, *, timeout: float | None = None) -> StepResult:
         timeout = self.config.step_timeout if timeout is None else timeout
         t0 = time.monotonic()
-        fail = lambda kind, msg="", p=None, e=None: StepResult(tactic, failure=StepFailure(kind, msg, p, e), seconds=time.monotonic() - t0)  # noqa: E731
+        fail = lambda kind, msg="", p=None, e=None: StepResult(
+            tactic, failure=StepFailure(kind, msg, p, e), seconds=time.monotonic() - t0
+        )  # noqa: E731
         try:
             (sent,) = split_sentences(tactic)
         except SplitError as e:
@@ -271,11 +287,18 @@ class CoqProver:
             st = s.proof_status(timeout=timeout + GRACE)
             if st.open_proofs != (self._live_proof,):  # wall 3 while stepping: Coq still edits our proof only
                 s.edit_at(sid)
-                return fail(FailureKind.FORBIDDEN, f"forbidden: the step changed which proofs are open ({', '.join(st.open_proofs) or 'none'})")
+                return fail(
+                    FailureKind.FORBIDDEN,
+                    f"forbidden: the step changed which proofs are open ({', '.join(st.open_proofs) or 'none'})",
+                )
             after = self._state(state.theorem, (*state.tactics, sent.text), goals, new)
             if after.solved and (why := self._kernel_refuses(s, new, sid, timeout + GRACE)):
                 return fail(FailureKind.KERNEL, why)
-            if not after.solved and after.goal_count < state.goal_count and (why := self._guard_broken(s, new, sid, timeout + GRACE)):
+            if (
+                not after.solved
+                and after.goal_count < state.goal_count
+                and (why := self._guard_broken(s, new, sid, timeout + GRACE))
+            ):
                 return fail(FailureKind.KERNEL, why)
             self._live.append((sent.text, new))
             return StepResult(tactic, after, seconds=time.monotonic() - t0)
@@ -350,7 +373,9 @@ class CoqProver:
         return sid
 
     # -- the trusted judge --------------------------------------------------------------------------------
-    def final_check(self, theorem: Theorem, tactics: list[str] | tuple[str, ...], *, timeout: float | None = None) -> Verdict:
+    def final_check(
+        self, theorem: Theorem, tactics: list[str] | tuple[str, ...], *, timeout: float | None = None
+    ) -> Verdict:
         """Replay in a fresh ``coqc`` (no session state), then ``Print Assumptions``."""
         return coqc_check(theorem, "\n".join(tactics), self.config, timeout=timeout, version=self.version)
 
@@ -393,7 +418,9 @@ def _status_change(opened: ProofStatus, now: ProofStatus, *, proof_open: bool) -
     return None
 
 
-def judge_after_qed(name: str, assumptions: str, located: dict[str, str], checked: str, reference: str, *, restated: bool = False) -> Verdict:
+def judge_after_qed(
+    name: str, assumptions: str, located: dict[str, str], checked: str, reference: str, *, restated: bool = False
+) -> Verdict:
     """The verdict after a successful ``Qed``: the kernel type of ``name`` is the statement's (``checked`` and
     ``reference`` are ``Check @...`` under ``Set Printing All``), and every assumption is allowed by origin
     (``located``: ``Locate FQN`` output per allowlisted name). ``restated``: the proof stated the theorem
@@ -401,7 +428,12 @@ def judge_after_qed(name: str, assumptions: str, located: dict[str, str], checke
     a = parse_assumptions(assumptions)
     if why := type_mismatch(checked, reference):
         why = "statement changed" if restated and why.startswith("statement changed") else why
-        return Verdict(Status.REJECTED, (why,), (Message("error", f"proved: {' '.join(checked.split())}; stated: {' '.join(reference.split())}"),), axioms=a.axioms)
+        return Verdict(
+            Status.REJECTED,
+            (why,),
+            (Message("error", f"proved: {' '.join(checked.split())}; stated: {' '.join(reference.split())}"),),
+            axioms=a.axioms,
+        )
     reasons = assumption_reasons(a, name, printed_names(located))
     return Verdict(Status.REJECTED if reasons else Status.VALID, tuple(reasons), axioms=a.axioms)
 
@@ -409,7 +441,9 @@ def judge_after_qed(name: str, assumptions: str, located: dict[str, str], checke
 _MARK = "proofrl_output_marker_"
 
 
-def coqc_check(theorem: Theorem, proof: str, config: CoqConfig, *, timeout: float | None = None, version: str = "") -> Verdict:
+def coqc_check(
+    theorem: Theorem, proof: str, config: CoqConfig, *, timeout: float | None = None, version: str = ""
+) -> Verdict:
     """Whole file through a fresh ``coqc``: header + statement + ``Proof.`` tactics ``Qed.``, then the same
     checks as a session (assumptions by origin, the kernel type of the constant against the statement's).
     Outputs are told apart by ``Locate`` of marker names, which print ``No object of basename <marker>``;
@@ -429,32 +463,67 @@ def coqc_check(theorem: Theorem, proof: str, config: CoqConfig, *, timeout: floa
     checks = [*PRINTING_RESET, f"Locate {_MARK}0.", f"Print Assumptions {plan.name}."]
     for k, a in enumerate(allow, 1):
         checks += [f"Locate {_MARK}{k}.", f"Locate {a}."]
-    checks += [f"Locate {_MARK}{len(allow) + 1}.", plan.reference, "Admitted.",
-               "Set Printing All.", f"Check @{plan.name}.", f"Locate {_MARK}{len(allow) + 2}.", f"Check @{REFERENCE_NAME}."]
-    parts = [("header", theorem.header), ("statement", plan.statement), ("proof", "\n".join(body)), ("qed", "Qed."), ("checks", "\n".join(checks))]
+    checks += [
+        f"Locate {_MARK}{len(allow) + 1}.",
+        plan.reference,
+        "Admitted.",
+        "Set Printing All.",
+        f"Check @{plan.name}.",
+        f"Locate {_MARK}{len(allow) + 2}.",
+        f"Check @{REFERENCE_NAME}.",
+    ]
+    parts = [
+        ("header", theorem.header),
+        ("statement", plan.statement),
+        ("proof", "\n".join(body)),
+        ("qed", "Qed."),
+        ("checks", "\n".join(checks)),
+    ]
     text = "\n".join(t for _, t in parts) + "\n"
     with tempfile.TemporaryDirectory(prefix="proofrl-coqc-") as d:
         path = Path(d) / "Check.v"
         path.write_text(text, encoding="utf-8")
-        res = run_once(["coqc", "-q", path.name], timeout=timeout, memory_mb=config.memory_mb, cwd=d,
-                       readable=coq_library(), max_output=MAX_REPLY_BYTES)
+        res = run_once(
+            ["coqc", "-q", path.name],
+            timeout=timeout,
+            memory_mb=config.memory_mb,
+            cwd=d,
+            readable=coq_library(),
+            max_output=MAX_REPLY_BYTES,
+        )
     seconds = time.monotonic() - t0
     if res.too_large:
-        return Verdict(Status.REJECTED, ("output too large",), (Message("error", f"rejected: coqc printed more than {MAX_REPLY_BYTES >> 20} MiB"),), seconds=seconds, prover=version)
+        return Verdict(
+            Status.REJECTED,
+            ("output too large",),
+            (Message("error", f"rejected: coqc printed more than {MAX_REPLY_BYTES >> 20} MiB"),),
+            seconds=seconds,
+            prover=version,
+        )
     if res.timed_out:
         return Verdict(Status.TIMEOUT, (f"timeout after {timeout:g}s",), seconds=seconds, prover=version)
     if res.returncode != 0:
-        status, reason, err = _coqc_failure(res.stderr.strip() or res.stdout.strip(), res.returncode, parts, plan.restated)
+        status, reason, err = _coqc_failure(
+            res.stderr.strip() or res.stdout.strip(), res.returncode, parts, plan.restated
+        )
         return Verdict(status, (reason,), (Message("error", err[-2000:]),), seconds=seconds, prover=version)
     outputs = re.split(rf"No object of basename {_MARK}\d+\n?", res.stdout)
     if len(outputs) != len(allow) + 4:
-        return Verdict(Status.ERROR, ("final check output unreadable",), (Message("error", res.stdout[-2000:]),), seconds=seconds, prover=version)
+        return Verdict(
+            Status.ERROR,
+            ("final check output unreadable",),
+            (Message("error", res.stdout[-2000:]),),
+            seconds=seconds,
+            prover=version,
+        )
     located = dict(zip(allow, outputs[2 : len(allow) + 2]))
     v = judge_after_qed(plan.name, outputs[1], located, outputs[-2], outputs[-1], restated=plan.restated)
     return Verdict(v.status, v.reasons, v.messages, v.axioms, seconds, version)
 
 
-def _coqc_failure(err: str, returncode: int | None, parts: list[tuple[str, str]], restated: bool) -> tuple[Status, str, str]:
+def _coqc_failure(
+    err: str, returncode: int | None, parts: list[tuple[str, str]], restated: bool
+) -> tuple[Status, str, str]:
     """``(status, reason, message)`` for a failed ``coqc`` run, as :meth:`CoqProver.check` judges the same
     failure in a session: the part of the file holding the line ``coqc`` names decides (``parts`` in file
     order, each ``(kind, text)``, joined by newlines)."""
@@ -475,7 +544,11 @@ def _coqc_failure(err: str, returncode: int | None, parts: list[tuple[str, str]]
         left = "incomplete" in message or "shelved" in message
         return Status.REJECTED, "incomplete" if left else "kernel rejected the proof", err
     if where == "statement":
-        return (Status.REJECTED, "statement changed", err) if restated else (Status.ERROR, "statement does not elaborate", err)
+        return (
+            (Status.REJECTED, "statement changed", err)
+            if restated
+            else (Status.ERROR, "statement does not elaborate", err)
+        )
     if where == "checks":
         return Status.ERROR, "statement check failed", err
     if "Out of memory" in message or "Stack overflow" in message:

@@ -39,7 +39,9 @@ DEFAULT_AXIOM_ALLOWLIST: tuple[str, ...] = (
 
 FORBIDDEN_TACTICS: tuple[str, ...] = ("admit", "give_up")
 
-_SELECTOR = re.compile(r"(?:\d+(?:\s*-\s*\d+)?(?:\s*,\s*\d+(?:\s*-\s*\d+)?)*|all|par|!|\[\s*[A-Za-z_][\w']*\s*\])\s*:(?!=)\s*")
+_SELECTOR = re.compile(
+    r"(?:\d+(?:\s*-\s*\d+)?(?:\s*,\s*\d+(?:\s*-\s*\d+)?)*|all|par|!|\[\s*[A-Za-z_][\w']*\s*\])\s*:(?!=)\s*"
+)
 _PROOF = re.compile(r"Proof\s*\.")
 _PROOF_USING = re.compile(r"Proof\s+using\b(?:(?!\bwith\b)[\w'\s,()*+-])*(?:\bwith\b(?P<tac>.*))?\.", re.S)
 """``Proof using <section variables> [with <tactic>].``, on the text with comments blanked (strings kept, so a
@@ -125,7 +127,9 @@ def _command_name(code: str) -> str:
     return f"{attrs} {word}".strip() or "?"
 
 
-def forbidden_reason(sentence: str, forbidden_tactics: tuple[str, ...] = FORBIDDEN_TACTICS, *, first: bool = False) -> str | None:
+def forbidden_reason(
+    sentence: str, forbidden_tactics: tuple[str, ...] = FORBIDDEN_TACTICS, *, first: bool = False
+) -> str | None:
     """``None`` if the sentence may appear in a proof, else a reason such as ``forbidden: Axiom``.
 
     Allowlist, not denylist: what is not known to be tactic syntax is a command. ``first`` says the sentence

@@ -76,7 +76,11 @@ def split_sentences(text: str) -> list[Sentence]:
         if c == '"':
             i = _skip_string(text, i)
             continue
-        if c == "." and (i + 1 == n or text[i + 1] in COQ_BLANKS) and not (i > 0 and text[i - 1] == "." and not text.startswith("...", i - 2)):
+        if (
+            c == "."
+            and (i + 1 == n or text[i + 1] in COQ_BLANKS)
+            and not (i > 0 and text[i - 1] == "." and not text.startswith("...", i - 2))
+        ):
             out.append(Sentence(text[start : i + 1], start, i + 1))
             start, i = None, i + 1
             continue

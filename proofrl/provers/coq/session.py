@@ -15,7 +15,15 @@ import subprocess
 import time
 from dataclasses import dataclass
 
-from ...errors import BackendUnavailable, OutputTooLarge, ProtocolError, ProverCrashed, ProverFailed, ProverTimeout, StatementError
+from ...errors import (
+    BackendUnavailable,
+    OutputTooLarge,
+    ProtocolError,
+    ProverCrashed,
+    ProverFailed,
+    ProverTimeout,
+    StatementError,
+)
 from ..base import Message
 from ..process import ProverProcess
 from . import xml
@@ -77,7 +85,12 @@ class ProofStatus:
 
 class CoqSession:
     def __init__(
-        self, prelude: str = "", *, memory_mb: int | None = 4096, options: tuple[str, ...] = (), header_timeout: float | None = None
+        self,
+        prelude: str = "",
+        *,
+        memory_mb: int | None = 4096,
+        options: tuple[str, ...] = (),
+        header_timeout: float | None = None,
     ):
         """``header_timeout``: seconds the prelude may take (parsing and running it); past it the process is
         killed and ProverTimeout raised. None: ``HEADER_TIMEOUT``."""
@@ -167,7 +180,9 @@ class CoqSession:
             raise ProtocolError("Status reply without a status")
         path = tuple(e.text or "" for e in st[0].findall("string"))
         name = st[1].find("string")
-        return ProofStatus(path, name.text if name is not None else None, tuple(e.text or "" for e in st[2].findall("string")))
+        return ProofStatus(
+            path, name.text if name is not None else None, tuple(e.text or "" for e in st[2].findall("string"))
+        )
 
     def edit_at(self, state_id: int, timeout: float | None = 30) -> None:
         r = self.call(xml.edit_at(state_id), timeout)
@@ -186,7 +201,9 @@ class CoqSession:
         err = next(iter(r.errors()), None)
         message = r.fail_message or (err.text if err else "error")
         call = m.group(1).decode() if (m := re.match(rb'<call val="(\w+)"', request)) else ""
-        failure = CoqFailure(message, err.state_id if err else None, (err.loc if err else None) or r.fail_loc, r.fail_state, call)
+        failure = CoqFailure(
+            message, err.state_id if err else None, (err.loc if err else None) or r.fail_loc, r.fail_state, call
+        )
         # The tip stays on the failed state: go back to the last good one. State 0 is Coq's "dummy": a failure
         # that names no state (goals it could not print, a refused query) moved nothing, and Edit_at(0) would
         # be Coq's own anomaly ("edit_at dummy").
@@ -201,4 +218,3 @@ class CoqSession:
 
     def close(self) -> None:
         self.process.kill()
-

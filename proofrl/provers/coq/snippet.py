@@ -18,18 +18,24 @@ def coq_job(code: str) -> Job | Verdict:
     try:
         sentences = split_sentences(code)
     except SplitError as e:
-        return Verdict(Status.ERROR, (f"syntax: {e}",), (Message("error", str(e), position_at(code, e.offset)),), prover="coq")
+        return Verdict(
+            Status.ERROR, (f"syntax: {e}",), (Message("error", str(e), position_at(code, e.offset)),), prover="coq"
+        )
     at = next((i for i, s in enumerate(sentences) if _STATEMENT.match(s.text)), None)
     if at is None:
         return Verdict(Status.ERROR, ("no Theorem or Lemma in the snippet",), prover="coq")
     for s in sentences[:at]:
         if why := header_refusal(s.text):
-            text = (f"{why} (a snippet header may only load libraries, open or close scopes and set harmless options; send "
-                    "definitions and notations as part of a library problem)")
+            text = (
+                f"{why} (a snippet header may only load libraries, open or close scopes and set harmless options; send "
+                "definitions and notations as part of a library problem)"
+            )
             return Verdict(Status.REJECTED, (why,), (Message("error", text, position_at(code, s.start)),), prover="coq")
     stmt = sentences[at]
     m = _STATEMENT.match(stmt.text)
-    header = "\n".join(normalise(s.text) for s in sentences[:at])  # one process serves headers that differ in comments or blanks
+    header = "\n".join(
+        normalise(s.text) for s in sentences[:at]
+    )  # one process serves headers that differ in comments or blanks
     theorem = Theorem(name=m.group(2), statement=stmt.text, header=header, backend="coq")
     return Job(theorem, code[stmt.end :], position_at(code, stmt.end))
 

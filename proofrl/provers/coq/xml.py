@@ -57,8 +57,7 @@ def edit_at(state_id: int) -> bytes:
 
 def query(text: str, state_id: int) -> bytes:
     return (
-        f'<call val="Query"><pair><route_id val="0"/><pair>{_s(text)}'
-        f'<state_id val="{state_id}"/></pair></pair></call>'
+        f'<call val="Query"><pair><route_id val="0"/><pair>{_s(text)}<state_id val="{state_id}"/></pair></pair></call>'
     ).encode()
 
 

@@ -105,7 +105,7 @@ class LeanBackend(Backend):
         if lean_goals.focus_index(tactic) is not None:
             return "forbidden: focus steps are managed by the search"
         if m := _QUERY.search(tactic):
-            return f"forbidden: {tactic[max(0, m.start() - 20): m.end()].split()[-1]}"
+            return f"forbidden: {tactic[max(0, m.start() - 20) : m.end()].split()[-1]}"
         return None
 
     def is_structural(self, tactic: str) -> bool:

@@ -26,9 +26,20 @@ ENV_VERSION = "PROOFRL_LEAN_VERSION"
 
 DEFAULT_AXIOMS = frozenset({"propext", "Classical.choice", "Quot.sound"})
 DEFAULT_FORBIDDEN = ("sorry", "admit", "native_decide")
-DEFAULT_OPTIONS = ("maxHeartbeats", "maxRecDepth", "synthInstance.maxHeartbeats", "synthInstance.maxSize",
-                   "exponentiation.threshold", "checkBinderAnnotations", "autoImplicit", "relaxedAutoImplicit",
-                   "linter.", "pp.", "trace.", "profiler")
+DEFAULT_OPTIONS = (
+    "maxHeartbeats",
+    "maxRecDepth",
+    "synthInstance.maxHeartbeats",
+    "synthInstance.maxSize",
+    "exponentiation.threshold",
+    "checkBinderAnnotations",
+    "autoImplicit",
+    "relaxedAutoImplicit",
+    "linter.",
+    "pp.",
+    "trace.",
+    "profiler",
+)
 
 
 @dataclass(frozen=True)
@@ -71,8 +82,11 @@ class LeanConfig:
         value = os.environ.get(ENV_REPL, "").strip()
         if not value:
             raise BackendUnavailable("lean", f"{ENV_REPL} is not set (see docs/lean.md)")
-        base = cls(command=tuple(shlex.split(value)), cwd=os.environ.get(ENV_PROJECT) or None,
-                   version=os.environ.get(ENV_VERSION, "").strip() or None)
+        base = cls(
+            command=tuple(shlex.split(value)),
+            cwd=os.environ.get(ENV_PROJECT) or None,
+            version=os.environ.get(ENV_VERSION, "").strip() or None,
+        )
         return replace(base, **overrides)  # type: ignore[arg-type]
 
     def with_overrides(self, **changes: object) -> LeanConfig:

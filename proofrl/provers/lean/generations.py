@@ -58,16 +58,22 @@ class Generation:
 
 _F = frozenset
 CURRENT = Generation(
-    "v4.19+", (4, 19),
-    step_required=_F({"proofState", "goals", "proofStatus"}), step_optional=_F({"messages", "sorries", "traces"}),
-    syntax_required=_F({"pp", "kind"}), syntax_optional=_F({"range", "argKinds"}),
+    "v4.19+",
+    (4, 19),
+    step_required=_F({"proofState", "goals", "proofStatus"}),
+    step_optional=_F({"messages", "sorries", "traces"}),
+    syntax_required=_F({"pp", "kind"}),
+    syntax_optional=_F({"range", "argKinds"}),
     tactic_record_required=_F({"tactic", "goals", "pos", "endPos"}),
     tactic_record_optional=_F({"proofState", "usedConstants"}),
 )
 LEGACY = Generation(
-    "v4.2-v4.18", (0, 0),
-    step_required=_F({"proofState", "goals"}), step_optional=_F({"messages", "sorries", "traces"}),
-    syntax_required=_F({"pp"}), syntax_optional=_F({"kind", "range", "argKinds"}),
+    "v4.2-v4.18",
+    (0, 0),
+    step_required=_F({"proofState", "goals"}),
+    step_optional=_F({"messages", "sorries", "traces"}),
+    syntax_required=_F({"pp"}),
+    syntax_optional=_F({"kind", "range", "argKinds"}),
     tactic_record_required=_F({"tactic", "goals", "pos", "endPos"}),
     tactic_record_optional=_F({"proofState", "usedConstants"}),
 )
@@ -86,8 +92,10 @@ def toolchain_key(version: str) -> tuple[int, int]:
         return int(m.group(1)), int(m.group(2))
     if _NIGHTLY.match(v):
         return (0, 0)
-    raise ConfigError(f"lean version {version!r}: expected a toolchain such as v4.9.0, v4.19.0-rc2, "
-                      f"leanprover/lean4:v4.15.0 or nightly-2023-03-17")
+    raise ConfigError(
+        f"lean version {version!r}: expected a toolchain such as v4.9.0, v4.19.0-rc2, "
+        f"leanprover/lean4:v4.15.0 or nightly-2023-03-17"
+    )
 
 
 def generation_for(version: str) -> Generation:

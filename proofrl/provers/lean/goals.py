@@ -66,10 +66,10 @@ def bullets(blocks: Sequence[Sequence[str]]) -> list[str]:
 @dataclass(frozen=True)
 class Focus:
     """A focused goal's handle: ``proof_state``, the REPL state whose main goal is ours (None until it is
-    reached), and ``rest``, the goals behind ours (as :class:`~proofrl.provers.base.Goal` renders them, so
-texts compare whatever spacing Lean chose). ``source`` is the AND node's REPL state
-    and ``index`` our goal's number in it; ``siblings`` are that state's goals up to ``outer``, the goals
-    behind the AND node's own (when it sits inside a focused goal)."""
+        reached), and ``rest``, the goals behind ours (as :class:`~proofrl.provers.base.Goal` renders them, so
+    texts compare whatever spacing Lean chose). ``source`` is the AND node's REPL state
+        and ``index`` our goal's number in it; ``siblings`` are that state's goals up to ``outer``, the goals
+        behind the AND node's own (when it sits inside a focused goal)."""
 
     proof_state: int | None
     rest: tuple[str, ...]

@@ -34,9 +34,16 @@ _SAFE_BEFORE_COMMENT = set(WHITESPACE) | set("()[]{}⟨⟩,;\"'`»")
 
 def is_letter_like(c: str) -> bool:
     v = ord(c)
-    return ((0x3B1 <= v <= 0x3C9 and v != 0x3BB) or (0x391 <= v <= 0x3A9 and v not in (0x3A0, 0x3A3))
-            or 0x3CA <= v <= 0x3FB or 0x1F00 <= v <= 0x1FFE or 0x2100 <= v <= 0x214F or 0x1D49C <= v <= 0x1D59F
-            or (0xC0 <= v <= 0xFF and v not in (0xD7, 0xF7)) or 0x100 <= v <= 0x17F)
+    return (
+        (0x3B1 <= v <= 0x3C9 and v != 0x3BB)
+        or (0x391 <= v <= 0x3A9 and v not in (0x3A0, 0x3A3))
+        or 0x3CA <= v <= 0x3FB
+        or 0x1F00 <= v <= 0x1FFE
+        or 0x2100 <= v <= 0x214F
+        or 0x1D49C <= v <= 0x1D59F
+        or (0xC0 <= v <= 0xFF and v not in (0xD7, 0xF7))
+        or 0x100 <= v <= 0x17F
+    )
 
 
 def is_subscript_alnum(c: str) -> bool:
@@ -73,12 +80,16 @@ class Lexed:
     @property
     def blanked(self) -> str:
         """``code`` with comments and literals replaced by spaces (newlines kept), so positions stay put."""
-        return "".join(ch if k in (CODE, ESCAPED) or ch == "\n" else " " for ch, k in zip(self.code, self.kinds, strict=True))
+        return "".join(
+            ch if k in (CODE, ESCAPED) or ch == "\n" else " " for ch, k in zip(self.code, self.kinds, strict=True)
+        )
 
     def words(self) -> str:
         """Like :attr:`blanked`, with the inside of ``«»`` as ``_`` too (``«axiom»`` is not the keyword)."""
-        return "".join(ch if k == CODE else "\n" if ch == "\n" else "_" if k == ESCAPED else " "
-                       for ch, k in zip(self.code, self.kinds, strict=True))
+        return "".join(
+            ch if k == CODE else "\n" if ch == "\n" else "_" if k == ESCAPED else " "
+            for ch, k in zip(self.code, self.kinds, strict=True)
+        )
 
     def tokens(self) -> list[Token]:
         out: list[Token] = []

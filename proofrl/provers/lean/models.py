@@ -109,8 +109,12 @@ class Sorry:
     def from_json(cls, d: Any) -> Sorry:
         d = _keys(d, "sorry", {"goal"}, {"proofState", "pos", "endPos"})
         ps = d.get("proofState")
-        return cls(_str(d["goal"], "goal"), None if ps is None else _int(ps, "proofState"),
-                   _pos(d.get("pos")), _pos(d.get("endPos")))
+        return cls(
+            _str(d["goal"], "goal"),
+            None if ps is None else _int(ps, "proofState"),
+            _pos(d.get("pos")),
+            _pos(d.get("endPos")),
+        )
 
 
 @dataclass(frozen=True)
@@ -128,9 +132,14 @@ class TacticRecord:
     def from_json(cls, d: Any, gen: Generation = CURRENT) -> TacticRecord:
         d = _keys(d, "tactic record", gen.tactic_record_required, gen.tactic_record_optional)
         ps = d.get("proofState")
-        return cls(_str(d["tactic"], "tactic"), _str(d["goals"], "goals"),
-                   None if ps is None else _int(ps, "proofState"), Pos.from_json(d["pos"]),
-                   Pos.from_json(d["endPos"]), tuple(_str(c, "constant") for c in _list(d, "usedConstants")))
+        return cls(
+            _str(d["tactic"], "tactic"),
+            _str(d["goals"], "goals"),
+            None if ps is None else _int(ps, "proofState"),
+            Pos.from_json(d["pos"]),
+            Pos.from_json(d["endPos"]),
+            tuple(_str(c, "constant") for c in _list(d, "usedConstants")),
+        )
 
 
 @dataclass(frozen=True)
@@ -171,7 +180,11 @@ class InfoTree:
         node = _keys(node, "TacticInfo", {"stx", "goalsBefore", "goalsAfter"}, {"name"})
         stx = _keys(node["stx"], "syntax", gen.syntax_required, gen.syntax_optional)
         return cls(
-            "TacticInfo", children, name=node.get("name"), pp=stx["pp"], syntax_kind=stx.get("kind"),
+            "TacticInfo",
+            children,
+            name=node.get("name"),
+            pp=stx["pp"],
+            syntax_kind=stx.get("kind"),
             range=SyntaxRange.from_json(stx["range"]) if "range" in stx else None,
             goals_before=tuple(_str(g, "goal") for g in node["goalsBefore"]),
             goals_after=tuple(_str(g, "goal") for g in node["goalsAfter"]),
@@ -276,7 +289,9 @@ def parse_as(d: Any, gens: tuple[Generation, ...]) -> tuple[Response, tuple[Gene
     if first is None:
         assert error is not None
         names = " or ".join(str(g) for g in gens)
-        hint = "" if len(gens) > 1 else ", fixed by the configured toolchain (lean version) or the REPL's earlier answers"
+        hint = (
+            "" if len(gens) > 1 else ", fixed by the configured toolchain (lean version) or the REPL's earlier answers"
+        )
         raise ProtocolError(f"{error.args[0].split(': ', 1)[0]} (read as a REPL {names}{hint})", raw=error.raw)
     return first, tuple(fits)
 
@@ -298,7 +313,7 @@ def parse_goal(text: str) -> Goal:
     lines = text.split("\n")
     name = None
     if lines and lines[0].startswith("case "):
-        name = lines.pop(0)[len("case "):].strip()
+        name = lines.pop(0)[len("case ") :].strip()
     entries: list[str] = []
     conclusion: str | None = None
     for line in lines:
@@ -346,7 +361,7 @@ def _parse_flat_goal(text: str) -> Goal:
     context, conclusion = text[: turnstiles[-1]], text[turnstiles[-1] + 3 :]
     name = None
     if context.startswith("case "):
-        name, _, context = context[len("case "):].partition(" ")
+        name, _, context = context[len("case ") :].partition(" ")
     hyps: list[Hypothesis] = []
     if context.strip():
         cuts = _top_level(context, " : ")

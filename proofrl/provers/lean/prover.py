@@ -74,6 +74,7 @@ def assemble(theorem: Theorem, proof: str, header: str, config: LeanConfig) -> A
     whole file that contains the statement itself (what many provers emit); see :mod:`.rules` for what the
     whole-file form must satisfy.
     """
+
     def rejected(reason: str) -> Verdict:
         return Verdict(Status.REJECTED, (reason,), prover="lean")
 
@@ -102,7 +103,9 @@ def assemble(theorem: Theorem, proof: str, header: str, config: LeanConfig) -> A
 
     split = split_header(proof)
     allowed = set(split_header(normalise_header(header, collapse_mathlib=config.collapse_mathlib_imports)).header_lines)
-    theirs = split_header(normalise_header("\n".join(split.header_lines), collapse_mathlib=config.collapse_mathlib_imports))
+    theirs = split_header(
+        normalise_header("\n".join(split.header_lines), collapse_mathlib=config.collapse_mathlib_imports)
+    )
     extra = [line for line in theirs.header_lines if line not in allowed]
     if extra:
         return rejected(f"header changed: {extra[0]}")
@@ -130,8 +133,9 @@ def _named(a: Assembled, keyword: str, at: int) -> Assembled:
     return Assembled(code, EXAMPLE_NAME, a.line_shift, a.column_shift, (line, col, len(new) - len("example")))
 
 
-def to_message(m: ReplMessage, line_shift: int = 0, column_shift: int = 0,
-               renamed: tuple[int, int, int] | None = None) -> Message:
+def to_message(
+    m: ReplMessage, line_shift: int = 0, column_shift: int = 0, renamed: tuple[int, int, int] | None = None
+) -> Message:
     """A REPL message in the user's coordinates; positions outside the user's text (or 0:0) are dropped."""
 
     def pos(p):  # noqa: ANN001, ANN202
@@ -175,8 +179,11 @@ class LeanProver:
                 raise
             if isinstance(resp, ReplError) or resp.errors:
                 session.close()
-                msgs = (Message("error", resp.message),) if isinstance(resp, ReplError) else tuple(
-                    to_message(m) for m in resp.errors)
+                msgs = (
+                    (Message("error", resp.message),)
+                    if isinstance(resp, ReplError)
+                    else tuple(to_message(m) for m in resp.errors)
+                )
                 raise StatementError("Lean header failed to load", messages=msgs)
             env = resp.env
         self._session, self._env = session, env
@@ -226,8 +233,11 @@ class LeanProver:
         try:
             resp = session.command(plan.code, env=self._env, timeout=timeout)
             judged = judge_command(resp)
-            msgs = () if isinstance(resp, ReplError) else tuple(
-                to_message(m, plan.line_shift, plan.column_shift, plan.renamed) for m in resp.messages)
+            msgs = (
+                ()
+                if isinstance(resp, ReplError)
+                else tuple(to_message(m, plan.line_shift, plan.column_shift, plan.renamed) for m in resp.messages)
+            )
             if isinstance(resp, ReplError):
                 msgs = (Message("error", resp.message),)
             if judged.status is not Status.VALID:
@@ -236,16 +246,22 @@ class LeanProver:
             left = max(timeout - (time.monotonic() - t0), 1.0)
             audit = session.command(f"#print axioms {plan.name}", env=resp.env, timeout=left)
         except ProverTimeout as e:
-            return Verdict(Status.TIMEOUT, (f"timeout: {e.seconds:.1f}s",), seconds=time.monotonic() - t0, prover="lean")
+            return Verdict(
+                Status.TIMEOUT, (f"timeout: {e.seconds:.1f}s",), seconds=time.monotonic() - t0, prover="lean"
+            )
         if isinstance(audit, CommandResponse) and audit.errors:
-            return Verdict(Status.REJECTED, ("theorem not declared",), msgs, seconds=time.monotonic() - t0, prover="lean")
+            return Verdict(
+                Status.REJECTED, ("theorem not declared",), msgs, seconds=time.monotonic() - t0, prover="lean"
+            )
         if isinstance(audit, CommandResponse):
             judged, axioms = judge_audit(audit.messages, plan.name, self.config.allowed_axioms)
         else:
             judged, axioms = judge_axioms(None, self.config.allowed_axioms), ()
         return Verdict(judged.status, judged.reasons, msgs, axioms, time.monotonic() - t0, "lean")
 
-    def final_check(self, theorem: Theorem, tactics: list[str] | tuple[str, ...], *, timeout: float | None = None) -> Verdict:
+    def final_check(
+        self, theorem: Theorem, tactics: list[str] | tuple[str, ...], *, timeout: float | None = None
+    ) -> Verdict:
         """Replay ``tactics`` as one proof in a fresh process (retried once if that process crashes)."""
         proof = "\n".join(tactics)
         last: ProverCrashed | None = None
@@ -263,7 +279,9 @@ class LeanProver:
                 last = e
             finally:
                 fresh.close()
-        return Verdict(Status.CRASH, ("crash: prover died twice",), (Message("error", str(last)[-2000:]),), prover="lean")
+        return Verdict(
+            Status.CRASH, ("crash: prover died twice",), (Message("error", str(last)[-2000:]),), prover="lean"
+        )
 
     # -- tactic mode --------------------------------------------------------------------------------------
     def start(self, theorem: Theorem, *, timeout: float | None = None) -> ProofState:
@@ -275,7 +293,9 @@ class LeanProver:
         code = f"{theorem.statement.rstrip()} sorry"  # one line added, so body positions are the statement's
         resp = session.command(code, env=self._env, timeout=timeout)
         if isinstance(resp, ReplError):
-            raise StatementError(f"cannot open {theorem.name}: {resp.message}", messages=(Message("error", resp.message),))
+            raise StatementError(
+                f"cannot open {theorem.name}: {resp.message}", messages=(Message("error", resp.message),)
+            )
         if resp.errors or len(resp.sorries) != 1 or resp.sorries[0].proof_state is None:
             raise StatementError(
                 f"{theorem.name} does not elaborate to one goal",
@@ -290,7 +310,9 @@ class LeanProver:
         self._uses += 1
         cfg = self.config
         bad = [f"forbidden: {w}" for w in forbidden_words(tactic, cfg.forbidden_tactics, cfg.forbid_search_tactics)]
-        bad += [f"unsupported: {p}" for p in unsupported(tactic)] + list(untrusted_constructs(tactic, cfg.allowed_options))
+        bad += [f"unsupported: {p}" for p in unsupported(tactic)] + list(
+            untrusted_constructs(tactic, cfg.allowed_options)
+        )
         if bad:
             return StepResult(tactic, failure=StepFailure(FailureKind.FORBIDDEN, bad[0]))
         try:
@@ -309,7 +331,9 @@ class LeanProver:
         except ProverTimeout as e:
             return StepResult(tactic, failure=StepFailure(FailureKind.TIMEOUT, str(e)), seconds=time.monotonic() - t0)
         except ProverCrashed as e:
-            return StepResult(tactic, failure=StepFailure(FailureKind.CRASH, str(e)[-2000:]), seconds=time.monotonic() - t0)
+            return StepResult(
+                tactic, failure=StepFailure(FailureKind.CRASH, str(e)[-2000:]), seconds=time.monotonic() - t0
+            )
         j = judge_step(resp)
         if j.ok and j.unconfirmed:
             left = max(timeout - (time.monotonic() - t0), 1.0)
@@ -320,13 +344,17 @@ class LeanProver:
             m = j.message_obj
             start = to_message(m).start if m is not None else None
             end = to_message(m).end if m is not None else None
-            return StepResult(tactic, failure=StepFailure(j.kind, j.message, start, end),  # type: ignore[arg-type]
-                              seconds=time.monotonic() - t0)
+            return StepResult(
+                tactic,
+                failure=StepFailure(j.kind, j.message, start, end),  # type: ignore[arg-type]
+                seconds=time.monotonic() - t0,
+            )
         if focus is not None:
             return self._focused_step(state, tactic, focus, resp.goals, resp.proof_state, t0)  # type: ignore[union-attr]
         goals = tuple(parse_goal(g) for g in resp.goals)  # type: ignore[union-attr]
-        new = ProofState(state.theorem, state.tactics + (tactic,), goals,
-                         handle=resp.proof_state, session=self.session_id)  # type: ignore[union-attr]
+        new = ProofState(
+            state.theorem, state.tactics + (tactic,), goals, handle=resp.proof_state, session=self.session_id
+        )  # type: ignore[union-attr]
         return StepResult(tactic, state=new, seconds=time.monotonic() - t0)
 
     # -- focused goals (a search's AND nodes, see :mod:`.goals`) ------------------------------------------
@@ -338,11 +366,19 @@ class LeanProver:
         source = state.handle.proof_state if isinstance(state.handle, Focus) else state.handle
         texts = tuple(str(g) for g in state.goals)
         if source is None or not 1 <= i <= len(texts) or len(texts) < 2:
-            return StepResult(tactic, failure=StepFailure(FailureKind.ERROR, f"no goal {i} to focus among {len(texts)}"))
+            return StepResult(
+                tactic, failure=StepFailure(FailureKind.ERROR, f"no goal {i} to focus among {len(texts)}")
+            )
         rest = texts[1:] + outer if i == 1 else ()
         view = Focus(source if i == 1 else None, rest, source, i, texts, outer, history)
-        new = ProofState(state.theorem, state.tactics + (tactic,), (state.goals[i - 1],),
-                         background=len(texts) - 1 + len(outer), handle=view, session=self.session_id)
+        new = ProofState(
+            state.theorem,
+            state.tactics + (tactic,),
+            (state.goals[i - 1],),
+            background=len(texts) - 1 + len(outer),
+            handle=view,
+            session=self.session_id,
+        )
         return StepResult(tactic, state=new, seconds=time.monotonic() - t0)
 
     def _bring_to_front(self, f: Focus, timeout: float) -> Focus | StepFailure:
@@ -357,23 +393,35 @@ class LeanProver:
         goals = tuple(str(parse_goal(g)) for g in resp.goals) if j.ok else ()  # type: ignore[union-attr]
         want = f.siblings[f.index - 1 :] + f.outer + f.siblings[: f.index - 1]
         if not j.ok or goals != want:
-            return StepFailure(FailureKind.ERROR, f"`{rotate}` did not bring goal {f.index} to the front: {j.message or goals}")
+            return StepFailure(
+                FailureKind.ERROR, f"`{rotate}` did not bring goal {f.index} to the front: {j.message or goals}"
+            )
         return replace(f, proof_state=resp.proof_state, rest=goals[1:], history=(*f.history, rotate))  # type: ignore[union-attr]
 
-    def _focused_step(self, state: ProofState, tactic: str, f: Focus, answer: tuple[str, ...], proof_state: int,
-                      t0: float) -> StepResult:
+    def _focused_step(
+        self, state: ProofState, tactic: str, f: Focus, answer: tuple[str, ...], proof_state: int, t0: float
+    ) -> StepResult:
         """The step's goals are ours followed by the goals behind ours, unchanged; anything else touched them."""
         goals = tuple(parse_goal(g) for g in answer)
         texts = tuple(str(g) for g in goals)
         ours = len(texts) - len(f.rest)
         if ours < 0 or texts[ours:] != f.rest:
-            return StepResult(tactic, failure=StepFailure(FailureKind.ERROR, "the tactic changed goals outside the focused one"),
-                              seconds=time.monotonic() - t0)
+            return StepResult(
+                tactic,
+                failure=StepFailure(FailureKind.ERROR, "the tactic changed goals outside the focused one"),
+                seconds=time.monotonic() - t0,
+            )
         view = replace(f, proof_state=proof_state, history=(*f.history, tactic))
         if ours == 0 and f.index < len(f.siblings) and f.in_order(f.rest):
             self._next_goal[(self.session_id or 0, f.source, f.index + 1)] = (proof_state, view.history)
-        new = ProofState(state.theorem, state.tactics + (tactic,), goals[:ours], background=len(f.rest), handle=view,
-                         session=self.session_id)
+        new = ProofState(
+            state.theorem,
+            state.tactics + (tactic,),
+            goals[:ours],
+            background=len(f.rest),
+            handle=view,
+            session=self.session_id,
+        )
         return StepResult(tactic, state=new, seconds=time.monotonic() - t0)
 
     def _confirm_closed(self, theorem: Theorem, path: tuple[str, ...], timeout: float) -> str | None:

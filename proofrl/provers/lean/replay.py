@@ -95,7 +95,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m proofrl.provers.lean.replay", description=__doc__.split("\n")[0])
     ap.add_argument("transcript", type=Path, help="the recorded X.in")
     ap.add_argument("--expected", type=Path, help="responses (default: X.expected.out beside X.in)")
-    ap.add_argument("--also", type=Path, action="append", default=[], help="another transcript, picked by its first request")
+    ap.add_argument(
+        "--also", type=Path, action="append", default=[], help="another transcript, picked by its first request"
+    )
     ap.add_argument("--start", type=int, default=1, help="begin at this recorded request (1-based)")
     ap.add_argument("--crash-at", type=int, default=0, help="exit unanswered on this request (1-based)")
     ap.add_argument("--hang-at", type=int, default=0, help="never answer this request (1-based)")
@@ -143,11 +145,19 @@ def main(argv: list[str] | None = None) -> int:
                     wanted, answers = w, a
                     break
         if n > len(wanted) or n > len(answers):
-            print(f"replay: request {n} is past the end of {args.transcript.name}: {query[:300]}", file=sys.stderr, flush=True)
+            print(
+                f"replay: request {n} is past the end of {args.transcript.name}: {query[:300]}",
+                file=sys.stderr,
+                flush=True,
+            )
             return 3
         if not same_request(query, wanted[n - 1]):
-            print(f"replay: request {n} differs from {args.transcript.name}\n  got:      {query[:500]}\n"
-                  f"  recorded: {wanted[n - 1][:500]}", file=sys.stderr, flush=True)
+            print(
+                f"replay: request {n} differs from {args.transcript.name}\n  got:      {query[:500]}\n"
+                f"  recorded: {wanted[n - 1][:500]}",
+                file=sys.stderr,
+                flush=True,
+            )
             return 2
         out.write(answers[n - 1])
         out.flush()

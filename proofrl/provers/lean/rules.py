@@ -38,15 +38,19 @@ from .lexer import Lexed, lex
 from .models import CommandResponse, ProofStepResponse, ReplError, ReplMessage
 
 SORRY_WARNING = re.compile(r"declaration uses ['`]sorry['`]")
-_ID_FIRST = ("A-Za-z_\u03b1-\u03ba\u03bc-\u03c9\u0391-\u039f\u03a1\u03a2\u03a4-\u03a9\u03ca-\u03fb\u1f00-\u1ffe"
-             "\u2100-\u214f\U0001d49c-\U0001d59f\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u017f")
+_ID_FIRST = (
+    "A-Za-z_\u03b1-\u03ba\u03bc-\u03c9\u0391-\u039f\u03a1\u03a2\u03a4-\u03a9\u03ca-\u03fb\u1f00-\u1ffe"
+    "\u2100-\u214f\U0001d49c-\U0001d59f\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u017f"
+)
 _ID_REST = _ID_FIRST + "0-9'!?\u2080-\u2089\u2090-\u209c\u1d62-\u1d6a\u2c7c"
 _WORD = re.compile(f"[{_ID_FIRST}][{_ID_REST}]*(?:\\.[{_ID_FIRST}][{_ID_REST}]*)*")  # identifiers as Lean reads them
 _HASH_WORD = re.compile(f"#[{_ID_FIRST}][{_ID_REST}]*")
 _ATTRIBUTES = re.compile(r"@\[")
 _SET_OPTION = re.compile(r"\bset_option\s+([^\s]+)")
 _AUDIT = re.compile(r"'(.*)' (?:depends on axioms: \[(.*)\]|does not depend on any axioms)", re.S)
-_DECL_NAME = re.compile(r"^\s*(?:@\[[^\]]*\]\s*)?(?:private\s+|protected\s+)?(theorem|lemma|example)\b\s*([^\s(:{\[⦃]*)")
+_DECL_NAME = re.compile(
+    r"^\s*(?:@\[[^\]]*\]\s*)?(?:private\s+|protected\s+)?(theorem|lemma|example)\b\s*([^\s(:{\[⦃]*)"
+)
 
 # Commands that, placed before the statement, can change what the statement means.
 MEANING_CHANGERS = frozenset(
@@ -76,8 +80,10 @@ FORBIDDEN_COMMANDS = frozenset(
 _ESCAPE = re.compile(r"(?:^|\.)(?:IO|EIO|BaseIO|EStateM|System|unsafe[^.]*)(?:\.|$)|^(?:Lean|Std)(?:\.|$)|^native$")
 # ``#`` commands (``#eval`` runs code, ``#guard_msgs`` drops messages, ``#exit`` stops reading); ``#s``
 # (``Finset.card``), ``#[...]`` and ``#{...}`` are notation, so short words after ``#`` are left alone
-_HASH_COMMANDS = frozenset("#eval #eval! #exit #print #check #check_failure #reduce #guard_msgs #guard #synth "
-                           "#help #lint #find #simp #conv #where #time #exec #norm_num #widget #html".split())
+_HASH_COMMANDS = frozenset(
+    "#eval #eval! #exit #print #check #check_failure #reduce #guard_msgs #guard #synth "
+    "#help #lint #find #simp #conv #where #time #exec #norm_num #widget #html".split()
+)
 ALLOWED_ATTRIBUTES = frozenset({"simp"})
 """attributes a helper may carry (anything else registers code, changes elaboration or the audit's parse)"""
 SAFE_OPTIONS = DEFAULT_OPTIONS
@@ -109,7 +115,9 @@ def declares(code: str) -> bool:
     return any(w in ("theorem", "lemma", "example") for w, _ in _words(lex(code)))
 
 
-def forbidden_words(code: str, forbidden: tuple[str, ...] | frozenset[str], search_tactics: bool = True) -> tuple[str, ...]:
+def forbidden_words(
+    code: str, forbidden: tuple[str, ...] | frozenset[str], search_tactics: bool = True
+) -> tuple[str, ...]:
     """Forbidden words used in ``code`` outside comments and strings, in order of appearance, no repeats."""
     found: list[str] = []
     for m in _WORD.finditer(lex(code).words()):
@@ -149,8 +157,9 @@ def _attributes(lexed: Lexed, lo: int = 0, hi: int | None = None) -> list[tuple[
     return out
 
 
-def untrusted_constructs(code: str, allowed_options: tuple[str, ...] = SAFE_OPTIONS,
-                         skip: tuple[int, int] | None = None) -> tuple[str, ...]:
+def untrusted_constructs(
+    code: str, allowed_options: tuple[str, ...] = SAFE_OPTIONS, skip: tuple[int, int] | None = None
+) -> tuple[str, ...]:
     """What ``code`` (untrusted text) may not hold anywhere, as ``forbidden: X`` in order of appearance:
     :data:`FORBIDDEN_COMMANDS`, ``#`` commands, names that reach outside from evaluated code (``IO.*``,
     ``unsafeBaseIO``, ``Lean.*``, ``decide +native``), attributes outside :data:`ALLOWED_ATTRIBUTES`, options
@@ -166,8 +175,12 @@ def untrusted_constructs(code: str, allowed_options: tuple[str, ...] = SAFE_OPTI
     for w, i in _words(lexed):
         if inside(i) or i in named:
             continue
-        if (w in FORBIDDEN_COMMANDS or (w.startswith("#") and _is_hash_command(w)) or w.startswith("debug.")
-                or _ESCAPE.search(w)):
+        if (
+            w in FORBIDDEN_COMMANDS
+            or (w.startswith("#") and _is_hash_command(w))
+            or w.startswith("debug.")
+            or _ESCAPE.search(w)
+        ):
             hits.append((i, w))
     for name, a, _ in _attributes(lexed):
         if not inside(a) and name not in ALLOWED_ATTRIBUTES:
@@ -312,7 +325,9 @@ def audited_name_matches(printed: str, expected: str) -> bool:
     return False
 
 
-def judge_audit(messages: tuple[ReplMessage, ...], name: str, allowed: frozenset[str]) -> tuple[Judgement, tuple[str, ...]]:
+def judge_audit(
+    messages: tuple[ReplMessage, ...], name: str, allowed: frozenset[str]
+) -> tuple[Judgement, tuple[str, ...]]:
     """Rule 6 over the audit command's messages: one ``#print axioms`` answer about ``name`` itself, with
     only ``allowed`` axioms. Returns the judgement and the axioms listed.
 
@@ -335,7 +350,7 @@ def judge_audit(messages: tuple[ReplMessage, ...], name: str, allowed: frozenset
 
 def _error_reason(m: ReplMessage) -> str:
     if m.data.startswith("(kernel)"):
-        return "kernel: " + m.data.split("\n", 1)[0][len("(kernel) "):]
+        return "kernel: " + m.data.split("\n", 1)[0][len("(kernel) ") :]
     if m.data.startswith("unsolved goals"):
         return "incomplete"
     return "lean error: " + m.data.split("\n", 1)[0][:120]
@@ -366,8 +381,10 @@ def judge_axioms(axioms: tuple[str, ...] | None, allowed: frozenset[str]) -> Jud
     return Judgement(Status.REJECTED, bad) if bad else Judgement(Status.VALID)
 
 
-UNCONFIRMED = ("no goals left, but a REPL before v4.19 sends no proofStatus, so a kernel failure, a leftover "
-               "metavariable or a sorry an earlier step left in the term cannot be seen in tactic mode")
+UNCONFIRMED = (
+    "no goals left, but a REPL before v4.19 sends no proofStatus, so a kernel failure, a leftover "
+    "metavariable or a sorry an earlier step left in the term cannot be seen in tactic mode"
+)
 
 
 @dataclass(frozen=True)
