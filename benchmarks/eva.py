@@ -61,10 +61,10 @@ def main() -> None:
     import torch
     from rich.console import Console
 
-    from proofrl.data.eva_labels import LabelSettings, label_splits
-    from proofrl.data.assets import built_settings, tactic_assets
-    from proofrl.eval.rm import markdown_table, plot_table
     from proofrl.bench.eva_table4 import Table4Settings, table4
+    from proofrl.data.assets import built_settings, tactic_assets
+    from proofrl.data.eva_labels import LabelSettings, label_splits
+    from proofrl.eval.rm import markdown_table, plot_table
     from proofrl.policy.tactic import make_tactic_policy
     from proofrl.train.eva import read_records
 

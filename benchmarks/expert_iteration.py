@@ -45,8 +45,8 @@ def snapshot(assets: Path, out: Path) -> Path:
     """Copy the starting model, the problem lists and the training transitions into ``out/start`` (once)."""
     import shutil
 
-    from proofrl.problems import save_problems
     from proofrl.data.assets import built_settings, tactic_assets
+    from proofrl.problems import save_problems
 
     start = out / "start"
     if (start / "done").exists():

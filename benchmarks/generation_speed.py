@@ -25,11 +25,11 @@ import time
 from pathlib import Path
 
 import torch
-
 from _bench import add_smoke, ratio
-from proofrl.problems import Problem
+
 from proofrl.policy import HFGenerator, OpenAIGenerator, SamplingParams, build_tiny_model, get_format, load_policy
 from proofrl.policy.tiny import sample_corpus
+from proofrl.problems import Problem
 
 
 def prompts(count: int) -> list[str]:

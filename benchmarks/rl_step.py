@@ -29,15 +29,14 @@ import tempfile
 from pathlib import Path
 
 import torch
-
 from _bench import add_smoke, need_coq, ratio
 
 
 def taught_model(out: Path, epochs: int, size: str | None = None, limit: int | None = None) -> Path:
     from proofrl.demo import DemoConfig, demo_problems
-    from proofrl.policy.sft import supervised_finetune
     from proofrl.policy.model import load_policy
     from proofrl.policy.prompts import get_format
+    from proofrl.policy.sft import supervised_finetune
     from proofrl.policy.tiny import build_tiny_model
 
     cfg = DemoConfig()

@@ -23,7 +23,6 @@ import time
 from pathlib import Path
 
 import torch
-
 from _bench import SMOKE_ROOT, add_smoke, div, need_coq, ratio, smoke_assets
 
 
@@ -63,7 +62,7 @@ def main() -> None:
     local = threading.local()
     original = CoqSession.call
 
-    def timed_call(self, request, timeout):  # noqa: ANN001, ANN202
+    def timed_call(self, request, timeout):
         t0 = time.perf_counter()
         try:
             return original(self, request, timeout)
@@ -77,7 +76,7 @@ def main() -> None:
     coq_in_steps = {"coq": 0.0, "steps": 0, "wall": 0.0}
     lock = threading.Lock()
 
-    def timed_step(self, state, tactic, *, timeout=None):  # noqa: ANN001, ANN202
+    def timed_step(self, state, tactic, *, timeout=None):
         local.coq = 0.0
         t0 = time.perf_counter()
         r = step(self, state, tactic, timeout=timeout)

@@ -36,8 +36,8 @@ from dataclasses import dataclass
 
 import httpx
 import uvicorn
-
 from _bench import add_smoke, need_coq, ratio
+
 from proofrl.check import bundled_sample
 from proofrl.provers import sandbox
 from proofrl.provers.base import Verdict
@@ -55,7 +55,7 @@ def snippets(n: int) -> tuple[list[str], int]:
         from proofrl.data.coq_stdlib import load_stdlib
 
         records = [r for p in PREFIXES for r in load_stdlib(prefix=p)]
-    except Exception:  # noqa: BLE001 - no Coq sources here: use the sample
+    except Exception:  # no Coq sources here: use the sample
         records = []
     records = records or bundled_sample()
     codes = [f"{r.get('header', '')}\n{r['formal_statement']}\n{r['proof']}" for r in records]

@@ -43,14 +43,14 @@ def main() -> None:
     from proofrl.provers.coq.session import CoqFailure
 
     class Unchecked(CoqProver):
-        def _kernel_refuses(self, s, new, before, timeout):  # noqa: ANN001 - the baseline: no question asked
+        def _kernel_refuses(self, s, new, before, timeout):  # the baseline: no question asked
             return None
 
-        def _guard_broken(self, s, new, before, timeout):  # noqa: ANN001
+        def _guard_broken(self, s, new, before, timeout):
             return None
 
     class GuardedEveryStep(Unchecked):
-        def step(self, state, tactic, *, timeout=None):  # noqa: ANN001
+        def step(self, state, tactic, *, timeout=None):
             r = super().step(state, tactic, timeout=timeout)
             if r.ok and r.state is not None:
                 try:
@@ -63,7 +63,7 @@ def main() -> None:
     inside = {"qed": 0.0, "guarded": 0.0}  # seconds spent in each check (all of shipped's runs)
 
     class Shipped(CoqProver):  # CoqProver itself, counting and timing its checks
-        def _kernel_refuses(self, *args):  # noqa: ANN002
+        def _kernel_refuses(self, *args):
             t0 = time.perf_counter()
             try:
                 return super()._kernel_refuses(*args)
@@ -71,7 +71,7 @@ def main() -> None:
                 asked["qed"] += 1
                 inside["qed"] += time.perf_counter() - t0
 
-        def _guard_broken(self, *args):  # noqa: ANN002
+        def _guard_broken(self, *args):
             t0 = time.perf_counter()
             try:
                 return super()._guard_broken(*args)
@@ -100,7 +100,7 @@ def main() -> None:
             provers = {v: cls(header) for v, cls in variants.items()}
         try:
             tactics = proof_tactics(prob.proof)
-        except Exception:  # noqa: BLE001 - an unsplittable proof is skipped on every side alike
+        except Exception:  # an unsplittable proof is skipped on every side alike
             continue
         names = list(variants)
         order = [v for k in range(a.repeats) for v in (names[(i + k) % 3 :] + names[: (i + k) % 3])]
@@ -109,7 +109,7 @@ def main() -> None:
             p = provers[v]
             try:
                 st = p.start(prob.theorem, timeout=a.timeout)
-            except Exception:  # noqa: BLE001
+            except Exception:
                 runs[v] = (0.0, 0, 0, False)
                 continue
             took, n, closed, ok = 0.0, 0, 0, True

@@ -24,7 +24,6 @@ import time
 from pathlib import Path
 
 import torch
-
 from _bench import SMOKE_ROOT, add_smoke, div, need_coq, ratio, smoke_assets
 
 
@@ -75,8 +74,8 @@ def main() -> None:
 
     from rich.console import Console
 
-    from proofrl.data.tactics import read_transitions
     from proofrl.data.assets import tactic_assets
+    from proofrl.data.tactics import read_transitions
     from proofrl.eval.tactics import (
         coq_pool,
         held_out_theorems,
@@ -111,7 +110,7 @@ def main() -> None:
 
     with coq_pool(a.workers, a.timeout) as pool:
 
-        def score(label: str, model, tok) -> None:  # noqa: ANN001
+        def score(label: str, model, tok) -> None:
             t = time.perf_counter()
             m = tactic_metrics(
                 model, tok, held, pool, k=a.k, label=label, timeout=a.timeout, workers=a.workers, seed=a.seed
@@ -208,7 +207,7 @@ def main() -> None:
             ratio(f"{m.label} / sft, Prec@{a.k}", div(m.prec_at_k, base))
 
 
-def _human_tactic(records: list[dict], point) -> str:  # noqa: ANN001
+def _human_tactic(records: list[dict], point) -> str:
     """The recorded tactic at a training state (the transition whose path is the point's)."""
     for r in records:
         if (

@@ -28,7 +28,6 @@ from collections import defaultdict
 from pathlib import Path
 
 import torch
-
 from _bench import add_smoke, need_coq, ratio, smoke_assets
 
 
@@ -60,10 +59,10 @@ def main() -> None:
     elif not (args.data and args.policy):
         ap.error("--data and --policy are required (or --smoke)")
 
-    from proofrl.problems import Problem
     from proofrl.data.tactics import read_transitions
-    from proofrl.provers.backend import state_text
     from proofrl.policy.tactic import make_tactic_policy
+    from proofrl.problems import Problem
+    from proofrl.provers.backend import state_text
     from proofrl.provers.factory import make_pool
     from proofrl.provers.pool import PoolConfig
 

@@ -32,8 +32,8 @@ import time
 from pathlib import Path
 
 import torch
-
 from _bench import add_smoke, div, ratio, smoke_assets
+
 from proofrl.data.tactics import read_transitions
 from proofrl.policy.model import load_policy
 from proofrl.policy.sft import supervised_finetune
@@ -120,7 +120,8 @@ def trade_off(args: argparse.Namespace) -> None:
     from dataclasses import replace
 
     from proofrl.data.assets import SETTINGS, asset_problems
-    from proofrl.demo.search import SETTINGS as SEARCH, engine_config
+    from proofrl.demo.search import SETTINGS as SEARCH
+    from proofrl.demo.search import engine_config
     from proofrl.policy.tactic import make_tactic_policy, train_tiny_tactic_model
     from proofrl.search.run import search_many
 

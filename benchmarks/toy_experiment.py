@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 
 from _bench import SMOKE_ROOT, add_smoke, ratio
+
 from proofrl.toy.experiment import ToyConfig
 from proofrl.toy.run import run_experiment
 

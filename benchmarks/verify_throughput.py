@@ -25,11 +25,11 @@ import random
 import time
 from collections import Counter
 
+from _bench import add_smoke, need_coq, ratio
 from rich.console import Console
 from rich.progress import track
 from rich.table import Table
 
-from _bench import add_smoke, need_coq, ratio
 from proofrl.data.coq_stdlib import CORE_PREFIXES, load_stdlib
 from proofrl.provers.base import Theorem
 from proofrl.provers.coq import CoqConfig, coqc_check
@@ -88,7 +88,7 @@ def rl_workload(console: Console, records: list[dict], timeout: float) -> None:
         loading = [0.0]  # seconds spent starting processes and loading headers (a header switch costs one)
         make = prover_factory("coq")
 
-        def timed(header: str, timeout: float | None = None):  # noqa: ANN202
+        def timed(header: str, timeout: float | None = None):
             t = time.perf_counter()
             try:
                 return make(header, timeout=timeout)

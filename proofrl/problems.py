@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields

@@ -22,9 +22,9 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from .problems import Problem
 from .policy.generation import Completion, Generator, SamplingParams
 from .policy.prompts import PromptFormat
+from .problems import Problem
 from .provers.base import Verdict
 from .verification import Verifier
 

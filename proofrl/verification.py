@@ -34,8 +34,8 @@ from typing import Any
 
 import httpx
 
-from .problems import Problem
 from .errors import ProverError
+from .problems import Problem
 from .provers.backend import get_backend
 from .provers.base import Message, Position, Status, Verdict
 from .provers.pool import PoolConfig, ProverPool

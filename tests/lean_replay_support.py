@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from proofrl.provers.lean import LeanConfig
-from proofrl.provers.lean import replay
+from proofrl.provers.lean import LeanConfig, replay
 from proofrl.provers.lean.replay import split_blocks
 
 TRANSCRIPTS = Path(__file__).resolve().parents[2] / "shared" / "lean-repl-transcripts"

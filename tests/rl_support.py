@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from proofrl.problems import Problem
 from proofrl.policy.prompts import get_format
+from proofrl.problems import Problem
 
 HEADER = "Require Import Arith Lia.\n"
 _PAIRS = [
@@ -35,8 +35,8 @@ def build_taught_model(out: Path, *, epochs: int = 30, seed: int = 0) -> Path:
     """Build the tiny model and teach it the proofs above; returns the model directory."""
     import torch
 
-    from proofrl.policy.sft import supervised_finetune
     from proofrl.policy.model import load_policy
+    from proofrl.policy.sft import supervised_finetune
     from proofrl.policy.tiny import build_tiny_model
 
     fmt = get_format("coq")

@@ -38,7 +38,7 @@ class Toy(Backend):
     def require(self) -> None:
         return None
 
-    def prover_factory(self, **options: Any):  # noqa: ANN201 - the registration surface only: never started
+    def prover_factory(self, **options: Any):  # the registration surface only: never started
         self.factory_calls.append(options)
         return lambda header: None
 

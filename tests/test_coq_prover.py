@@ -1,8 +1,8 @@
 """The Coq backend against a real coqidetop: verdicts, bad input, stepping, backtracking, final check."""
 
 import pytest
-
 from conftest import NAT
+
 from proofrl.provers.base import FailureKind, Status, Theorem
 
 ADD = Theorem("add_comm2", "Theorem add_comm2 : forall n m : nat, n + m = m + n /\\ True.", NAT)

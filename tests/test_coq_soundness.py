@@ -6,8 +6,8 @@ on its own: the tests switch the other walls off (a deliberate mutation) and the
 """
 
 import pytest
-
 from conftest import requires_coq
+
 from proofrl.provers.base import FailureKind, Status, Theorem
 from proofrl.provers.coq import CoqProver
 from proofrl.provers.coq import plan as plan_module

@@ -8,8 +8,8 @@ from collections import Counter
 
 import pytest
 
-from proofrl.problems import Problem
 from proofrl.data.splits import HELD_OUT, TRAIN, coq_stdlib_problems, kimina_filter, problem_set, split_by_module
+from proofrl.problems import Problem
 
 requires_coqc = pytest.mark.skipif(shutil.which("coqc") is None, reason="Coq not installed")
 

@@ -5,11 +5,8 @@ from __future__ import annotations
 import threading
 
 import pytest
+from conftest import requires_coq
 
-from proofrl.problems import Problem
-from proofrl.provers.base import Message, Position, Status, Verdict
-from proofrl.provers.factory import make_pool
-from proofrl.provers.pool import PoolConfig
 from proofrl.policy.correction import (
     CorrectionCache,
     build_feedback,
@@ -17,8 +14,10 @@ from proofrl.policy.correction import (
     prompt_tokens_ok,
     second_turn_prompt,
 )
-
-from conftest import requires_coq
+from proofrl.problems import Problem
+from proofrl.provers.base import Message, Position, Status, Verdict
+from proofrl.provers.factory import make_pool
+from proofrl.provers.pool import PoolConfig
 
 P = Problem("t", "Theorem t : forall n : nat, n + 0 = n /\\ True.", "Require Import Arith Lia.\n")
 LINE2 = "Proof.\n  intros n. rewrite foo.\n  split.\nQed."

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from conftest import NAT, requires_coq
 
-from proofrl.data.eva_labels import Facts, broken_step, label_theorem, scores_from_facts, write_labels, LabelSettings
+from proofrl.data.eva_labels import Facts, LabelSettings, broken_step, label_theorem, scores_from_facts, write_labels
 from proofrl.policy.tactic import Proposal
 
 

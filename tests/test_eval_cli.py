@@ -6,13 +6,12 @@ import json
 import shutil
 
 import pytest
+from rl_support import build_taught_model, problems
 from typer.testing import CliRunner
 
 from proofrl.cli import app
-from proofrl.problems import save_problems
 from proofrl.eval.evaluate import EvalResult, ProblemResult, markdown_table
-
-from rl_support import build_taught_model, problems
+from proofrl.problems import save_problems
 
 needs_coq = pytest.mark.skipif(not shutil.which("coqidetop.opt"), reason="needs Coq")
 

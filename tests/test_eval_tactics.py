@@ -48,7 +48,7 @@ def test_state_points_replay_paths_and_skip_bullets():
         "theorem": "t",
         "statement": "S",
         "header": "",
-        "module": "M",  # noqa: E731
+        "module": "M",
         "step": step,
         "state_before": f"s{step}",
         "tactic": tac,

@@ -12,10 +12,10 @@ from conftest import requires_coq
 from typer.testing import CliRunner
 
 from proofrl.cli import app
-from proofrl.problems import Problem, save_problems
 from proofrl.errors import ConfigError
 from proofrl.policy.tactic import tactic_prompt
 from proofrl.policy.tiny import build_tiny_model
+from proofrl.problems import Problem, save_problems
 from proofrl.train.expert_iteration import ExpertIteration, load_reap_config
 
 # closed by computation (no header to load, so the fresh-process final checks are quick)

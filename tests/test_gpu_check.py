@@ -12,7 +12,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
-import gpu_check  # noqa: E402
+import gpu_check
 
 
 def test_the_cpu_sized_check_runs_the_update_and_passes_its_checks(capsys):

@@ -11,13 +11,13 @@ import sys
 import time
 
 import pytest
-
 from conftest import requires_coq
+
 from proofrl.provers.base import Status, Theorem
 from proofrl.provers.coq import CoqConfig, coqc_check
 from proofrl.provers.coq.header import HARMLESS_OPTIONS, header_refusal
-from proofrl.provers.process import run_once
 from proofrl.provers.coq.snippet import coq_job
+from proofrl.provers.process import run_once
 from proofrl.provers.snippets import Job
 
 # -- item: the snippet header by Coq's grammar (no prover needed) --------------------------------------------------

@@ -39,7 +39,7 @@ T403 = Theorem(
 NO_SCREEN = {"forbidden_tactics": (), "forbid_search_tactics": False}
 
 
-def mathlib_batch(tmp_path, name="batch", jobs=(1, 2)):  # noqa: ANN001, ANN201
+def mathlib_batch(tmp_path, name="batch", jobs=(1, 2)):
     """H20231020 as the prover talks: the header, then per job its recorded body and a SYNTHETIC audit."""
     ex = [recorded("Mathlib/test/H20231020", 1)]
     for j in jobs:
@@ -50,7 +50,7 @@ def mathlib_batch(tmp_path, name="batch", jobs=(1, 2)):  # noqa: ANN001, ANN201
     return write_transcript(tmp_path, name, ex)
 
 
-def no_lean(tmp_path, **overrides):  # noqa: ANN001, ANN201
+def no_lean(tmp_path, **overrides):
     """A prover whose REPL answers nothing: any request it receives is a crash, so a verdict proves none was sent."""
     inp = write_transcript(tmp_path, "silent", [])
     return LeanProver(replay_config(inp, **overrides))

@@ -62,7 +62,7 @@ def test_independent_goals_are_read_from_the_goal_texts_lean_prints() -> None:
     assert refusal(focus_tactic(2), "lean") == "forbidden: focus steps are managed by the search"
 
 
-def _final_check(tmp_path):  # noqa: ANN001, ANN202
+def _final_check(tmp_path):
     """SYNTHETIC: the fresh process's conversation for the bullet proof (no message, no axioms)."""
     plan = assemble(BRANCHING, "\n".join(PROOF), "", LeanConfig(command=("x",)))
     return write_transcript(
@@ -100,7 +100,7 @@ def test_mcts_proves_through_an_and_node_over_recorded_states(tmp_path, final) -
         assert not tree.root.solved and any(n.unsound for n in tree.nodes)
 
 
-def _and_state(tmp_path, answers: list[tuple[dict, dict]]):  # noqa: ANN001, ANN202
+def _and_state(tmp_path, answers: list[tuple[dict, dict]]):
     """A prover at ``proof_branching``'s AND state (recorded answers), then ``answers`` (SYNTHETIC)."""
     ex = [(recorded("proof_branching", i)[0], json.loads(recorded("proof_branching", i)[1])) for i in (1, 2)]
     prover = LeanProver(replay_config(write_transcript(tmp_path, "and", ex + answers)))

@@ -35,8 +35,7 @@ from lean_replay_support import (
 )
 
 from proofrl.provers.base import FailureKind, Status, Theorem
-from proofrl.provers.lean import LeanProver
-from proofrl.provers.lean import rules
+from proofrl.provers.lean import LeanProver, rules
 from proofrl.provers.lean.config import DEFAULT_AXIOMS, LeanConfig
 from proofrl.provers.lean.header import split_header
 from proofrl.provers.lean.models import ReplMessage
@@ -51,7 +50,7 @@ SHAPES = {"v4.33": ("v4.33.0", False), "v4.9": (LEGACY_TOOLCHAIN, True), "v4.9-d
 
 
 @pytest.fixture(params=list(SHAPES))
-def shape(request) -> tuple[str | None, bool]:  # noqa: ANN001
+def shape(request) -> tuple[str | None, bool]:
     return SHAPES[request.param]
 
 
@@ -88,7 +87,7 @@ def no_lean(tmp_path, header: str = "") -> LeanProver:
     return LeanProver(replay_config(write_transcript(tmp_path, "silent", ex)), header)
 
 
-def refused(v, prefix: str) -> bool:  # noqa: ANN001
+def refused(v, prefix: str) -> bool:
     return v.status is Status.REJECTED and any(r.startswith(prefix) for r in v.reasons)
 
 
@@ -510,7 +509,7 @@ def test_recorded_commands_pass_the_lexer() -> None:
 SELF = Theorem("ex", "theorem ex : False := by", "", "lean")  # `exact ex` closes its goal; the kernel refuses it
 
 
-def _self_proof(tmp_path, shape, confirm: dict | None) -> LeanProver:  # noqa: ANN001
+def _self_proof(tmp_path, shape, confirm: dict | None) -> LeanProver:
     """``theorem ex : False`` proved by itself in tactic mode: the answers are real Lean's (v4.33, copied from
     ``self_proof_exact_check``), shaped as ``shape``'s generation says; a REPL without ``proofStatus`` is then
     asked to elaborate the path as one command, answered ``confirm``."""

@@ -4,18 +4,17 @@ accepted by the Lean assembler, since no Lean runs here)."""
 from __future__ import annotations
 
 import pytest
+from conftest import requires_coq
 
-from proofrl.problems import Problem
 from proofrl.errors import ConfigError
 from proofrl.policy import FORMATS, build_tiny_model, get_format, load_policy
 from proofrl.policy.prompts import informal_text
+from proofrl.problems import Problem
 from proofrl.provers.base import Status, Verdict
 from proofrl.provers.factory import make_pool
 from proofrl.provers.lean.config import LeanConfig
 from proofrl.provers.lean.prover import assemble
 from proofrl.provers.pool import PoolConfig
-
-from conftest import requires_coq
 
 LEAN_HEADER = (
     "import Mathlib\nimport Aesop\n\nset_option maxHeartbeats 400000\n\nopen BigOperators Real Nat Topology Rat\n\n"

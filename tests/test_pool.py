@@ -7,8 +7,8 @@ import threading
 import time
 
 import pytest
-
 from conftest import NAT, requires_coq
+
 from proofrl.provers.base import Status, Theorem
 from proofrl.provers.factory import make_pool
 from proofrl.provers.pool import PoolConfig

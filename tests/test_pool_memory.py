@@ -2,6 +2,7 @@
 process on the machine: done after each job it cost more than a failed proof takes inside Coq)."""
 
 from conftest import requires_coq
+
 from proofrl.provers.base import Theorem
 from proofrl.provers.factory import make_pool
 from proofrl.provers.pool import PoolConfig

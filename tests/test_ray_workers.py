@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import NAT, requires_coq
 
 ray = pytest.importorskip("ray", reason='Ray is not installed (pip install -e ".[distributed]")')
@@ -183,8 +182,8 @@ PROBLEMS = [
 def test_search_on_ray_gives_the_statuses_and_files_of_a_local_search(tmp_path, capsys):
     from search_support import ScriptedPolicy
 
-    from proofrl.problems import load_problems
     from proofrl.distributed.search import cli_search_ray
+    from proofrl.problems import load_problems
     from proofrl.search.run import cli_search
 
     (tmp_path / "p.jsonl").write_text("".join(json.dumps(p) + "\n" for p in PROBLEMS))

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from proofrl.problems import Problem
 from proofrl.errors import ConfigError
+from proofrl.problems import Problem
 from proofrl.provers.base import Status, Verdict
 from proofrl.rewards.compose import RewardConfig, UnlikelinessConfig, base_rewards, reward_config_from_dict, shape_group
 from proofrl.rewards.format import FormatRules

@@ -4,7 +4,6 @@ docs/training.md), overlapped on request, and what each schedule does."""
 from __future__ import annotations
 
 import pytest
-
 from conftest import requires_coq
 from rl_support import problems
 
@@ -31,12 +30,12 @@ def counting(calls: list[int], batches: list[int]):
     from proofrl.verification import Verifier
 
     class Generator(HFGenerator):
-        def generate(self, prompts, params):  # noqa: ANN001, ANN202
+        def generate(self, prompts, params):
             calls.append(len(prompts))
             return super().generate(prompts, params)
 
     class CountingVerifier(Verifier):
-        def submit(self, items):  # noqa: ANN001, ANN202
+        def submit(self, items):
             batches.append(len(items))
             return super().submit(items)
 

@@ -16,8 +16,8 @@ import time
 
 import psutil
 import pytest
-
 from conftest import NAT, requires_coq
+
 from proofrl.errors import ConfigError, StatementError
 from proofrl.provers import sandbox
 from proofrl.provers.base import Status, Theorem
@@ -30,7 +30,7 @@ confined = pytest.mark.parametrize(
 )
 
 
-def py(mode: str, code: str, scratch, **env: str):  # noqa: ANN001, ANN201
+def py(mode: str, code: str, scratch, **env: str):
     """Run Python ``code`` in ``scratch`` under ``mode``; returns the RunResult."""
     if env:
         os.environ.update(env)

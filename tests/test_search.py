@@ -13,11 +13,11 @@ from search_support import ScriptedPolicy
 
 from proofrl.errors import ConfigError
 from proofrl.provers.base import Goal, ProofState, Theorem
+from proofrl.provers.coq.backend import mentions_evar
 from proofrl.search import BestFirstConfig, MCTSConfig, SearchConfig, load_search_config, refusal, search_one
 from proofrl.search.policy import PolicyError
 from proofrl.search.run import search_many
 from proofrl.search.trace import read_trace, summarize
-from proofrl.provers.coq.backend import mentions_evar
 
 pytestmark = requires_coq
 

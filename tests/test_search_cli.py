@@ -5,8 +5,8 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import requires_coq
+
 from proofrl.policy.tactic import train_tiny_tactic_model
 
 pytestmark = requires_coq

@@ -17,15 +17,14 @@ from collections import Counter
 
 import httpx
 import pytest
+from conftest import requires_coq
+from lean_replay_support import needs_transcripts
 
 from proofrl.provers import sandbox
 from proofrl.provers.factory import make_pool
 from proofrl.provers.pool import PoolConfig, ProverPool
-from proofrl.server import ServerConfig, create_app
 from proofrl.provers.snippets import make_job
-
-from conftest import requires_coq
-from lean_replay_support import needs_transcripts
+from proofrl.server import ServerConfig, create_app
 
 pytestmark = requires_coq
 

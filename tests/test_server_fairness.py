@@ -11,12 +11,12 @@ import threading
 import time
 
 import httpx
-
 from conftest import requires_coq
-from proofrl.provers.coq.sentences import normalise, split_sentences
-from proofrl.provers.snippets import make_job
 from test_server import LOOPING, VALID, InProcess
 from test_server_hardening import HEAD, Served
+
+from proofrl.provers.coq.sentences import normalise, split_sentences
+from proofrl.provers.snippets import make_job
 
 pytestmark = requires_coq
 

@@ -14,12 +14,12 @@ import time
 
 import httpx
 import pytest
-
 from conftest import requires_coq
+from test_server import LOOPING, VALID, InProcess, free_port, wait_healthy
+
 from proofrl.provers.base import Status, Theorem
 from proofrl.provers.factory import make_pool
 from proofrl.provers.pool import PoolConfig
-from test_server import LOOPING, VALID, InProcess, free_port, wait_healthy
 
 pytestmark = requires_coq
 

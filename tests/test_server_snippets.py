@@ -2,8 +2,8 @@
 options, and nothing else. Each attack below made `valid` out of a false or changed statement before."""
 
 import pytest
-
 from conftest import requires_coq
+
 from proofrl.provers.base import Status
 from proofrl.provers.coq.header import header_refusal
 from proofrl.provers.coq.snippet import coq_job

@@ -7,9 +7,9 @@ import math
 
 import pytest
 
+from proofrl.provers.backend import goal_count
 from proofrl.provers.base import FailureKind, Goal, ProofState, StepFailure, StepResult, Theorem
 from proofrl.rewards.combine import STEP_REWARDS
-from proofrl.provers.backend import goal_count
 from proofrl.rewards.subgoal import softplus, subgoal_reward
 
 TH = Theorem("t", "Theorem t : True /\\ True.", "")

@@ -9,7 +9,6 @@ import json
 import pytest
 from conftest import requires_coq
 
-from proofrl.problems import Problem
 from proofrl.data.splits import HELD_OUT, TRAIN, coq_stdlib_problems, problem_set
 from proofrl.data.tactics import (
     build_tactic_data,
@@ -20,6 +19,7 @@ from proofrl.data.tactics import (
     read_transitions,
     stdlib_tactic_problems,
 )
+from proofrl.problems import Problem
 from proofrl.provers.backend import get_backend, state_text
 from proofrl.provers.base import Goal, Hypothesis, ProofState, Theorem
 from proofrl.provers.lean.backend import goal_count_text

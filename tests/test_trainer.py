@@ -13,18 +13,17 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from rl_support import build_taught_model, problems
 
-from proofrl.problems import save_problems
 from proofrl.policy.generation import HFGenerator
 from proofrl.policy.model import load_policy
 from proofrl.policy.prompts import get_format
+from proofrl.problems import save_problems
 from proofrl.provers.factory import make_pool
 from proofrl.provers.pool import PoolConfig
-from proofrl.verification import Verifier
 from proofrl.train.config import load_recipe
 from proofrl.train.trainer import ProblemSampler, Trainer, pad_rows
-
-from rl_support import build_taught_model, problems
+from proofrl.verification import Verifier
 
 pytestmark = pytest.mark.skipif(not __import__("shutil").which("coqidetop.opt"), reason="needs Coq")
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from rl_support import problems
 
 from proofrl.errors import ConfigError
 from proofrl.policy import LoraSpec, build_tiny_model, load_policy
@@ -19,8 +20,6 @@ from proofrl.rollout import Group, PromptItem
 from proofrl.train.config import load_recipe
 from proofrl.train.grpo import AGG_MODES, group_advantages_loop, ppo_clip_loss
 from proofrl.train.trainer import Trainer
-
-from rl_support import problems
 
 MAX_TOKENS = 16
 BASE = [

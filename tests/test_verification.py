@@ -8,6 +8,8 @@ import sys
 import time
 
 import pytest
+from conftest import requires_coq
+from test_server import InProcess, free_port, wait_healthy
 
 from proofrl.problems import Problem
 from proofrl.provers.base import Message, Position, Status, Verdict
@@ -16,9 +18,6 @@ from proofrl.provers.pool import PoolConfig
 from proofrl.provers.snippets import Snippet, snippet_for
 from proofrl.rewards import RewardConfig, base_rewards
 from proofrl.verification import ServerUnavailable, Verifier, verdict_from_result
-
-from conftest import requires_coq
-from test_server import InProcess, free_port, wait_healthy
 
 KEY = "verifier-test-key"
 H = "Require Import Arith Lia.\n"
@@ -202,7 +201,6 @@ def test_busy_server_is_retried_then_reported() -> None:
     import threading
 
     import httpx
-
     from test_server import LOOPING
 
     with InProcess(workers=1, max_inflight=1) as srv:

@@ -8,7 +8,6 @@ from importlib import resources
 
 import numpy as np
 import pytest
-
 from conftest import requires_coq
 from verl_support import RECORD, REWARD_PY, compose_verl, tiny_model
 
@@ -45,8 +44,8 @@ def _run(tmp_path, answers: list[str], response_length: int = 1024):
     from verl import DataProto
     from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
 
-    from proofrl.problems import Problem
     from proofrl.policy.prompts import get_format
+    from proofrl.problems import Problem
 
     config = compose_verl(
         [

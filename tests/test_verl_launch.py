@@ -24,7 +24,6 @@ def test_overrides_are_accepted_by_verls_config_schema(recipe: str, tmp_path: Pa
     pytest.importorskip("verl", reason='verl is not installed (the distributed extra: pip install -e ".[distributed]")')
     from verl.trainer.ppo.utils import need_critic, need_reference_policy
     from verl.utils.config import omega_conf_to_dataclass, validate_config
-
     from verl_support import compose_verl
 
     cfg = load_recipe(recipe, ["model.path=/models/policy"])
@@ -107,12 +106,12 @@ def test_run_files_are_read_by_verls_dataset(tmp_path: Path) -> None:
     in ``extra_info``, which the reward function reads back into the same problem."""
     pytest.importorskip("verl", reason='verl is not installed (the distributed extra: pip install -e ".[distributed]")')
     from verl.utils.dataset.rl_dataset import RLHFDataset
+    from verl_support import compose_verl, tiny_model
 
-    from proofrl.problems import load_problems
     from proofrl.policy.prompts import get_format
+    from proofrl.problems import load_problems
     from proofrl.verl.launch import write_run_files
     from proofrl.verl.reward import problem_of
-    from verl_support import compose_verl, tiny_model
 
     sample = Path(__file__).parents[1] / "proofrl" / "data" / "bundled" / "coq_sample.jsonl"
     cfg = load_recipe(

@@ -8,7 +8,6 @@ import asyncio
 import numpy as np
 import pytest
 import torch
-
 from conftest import requires_coq
 from verl_support import ADMITTED, LOOP, RECORD, REWARD_PY, VALID, WRONG, compose_verl, tiny_model
 
@@ -81,8 +80,8 @@ def test_reward_loop_worker_scores_real_coq_proofs(tmp_path) -> None:
 def test_format_reward_from_the_recipe(tmp_path) -> None:
     """kimina's recipe: a valid proof in a completion that breaks the format rules scores 0 (format_ok False);
     the same proof in a well-formed completion scores 1."""
-    from proofrl.problems import Problem
     from proofrl.policy.prompts import get_format
+    from proofrl.problems import Problem
     from proofrl.verl.reward import compute_score
 
     problem = Problem.from_json(RECORD)

@@ -9,9 +9,9 @@ import torch
 
 pytest.importorskip("verl", reason='verl is not installed (the distributed extra: pip install -e ".[distributed]")')
 
-from proofrl.rewards.compose import RewardConfig, UnlikelinessConfig  # noqa: E402
-from proofrl.rewards.unlikeliness import unlikeliness_reward  # noqa: E402
-from proofrl.verl.unlikeliness import shape_scores  # noqa: E402
+from proofrl.rewards.compose import RewardConfig, UnlikelinessConfig
+from proofrl.rewards.unlikeliness import unlikeliness_reward
+from proofrl.verl.unlikeliness import shape_scores
 
 
 def _batch():

@@ -27,9 +27,8 @@ ADMITTED, LOOP = "Proof. intros. admit. Admitted.", "Proof. intros. repeat (asse
 
 def compose_verl(overrides: list[str]):
     """verl's own ``ppo_trainer`` config (the one ``python -m verl.trainer.main_ppo`` reads) with ``overrides``."""
-    from hydra import compose, initialize_config_dir
-
     import verl.trainer.config as config_pkg
+    from hydra import compose, initialize_config_dir
 
     with initialize_config_dir(config_dir=os.path.dirname(config_pkg.__file__), version_base=None):
         return compose(config_name="ppo_trainer", overrides=overrides)

@@ -26,10 +26,10 @@ SETTINGS = [
 
 
 def run_part(ctx: DemoContext) -> dict[str, Any]:
+    from ..data.assets import tactic_assets
+    from ..data.search_samples import human_samples
     from ..data.tactics import read_transitions
     from ..train.expert_iteration import ExpertIteration, RunData, load_reap_config
-    from ..data.search_samples import human_samples
-    from ..data.assets import tactic_assets
 
     assets = tactic_assets(ctx.root, seed=ctx.seed, workers=ctx.workers, console=ctx.console)
     run_dir = ctx.out / "run"

@@ -31,11 +31,11 @@ class StepLevelDemo:
 def run_part(ctx: Any, settings: StepLevelDemo = StepLevelDemo()) -> dict[str, Any]:
     """Prec@8 before, a short online GRPO run, Prec@8 after; ``report.md``, ``summary.json``, ``prec.png``,
     ``training.png`` in ``ctx.out``."""
+    from ..data.assets import tactic_assets
     from ..data.tactics import read_transitions
     from ..eval.tactics import coq_pool, load_points, markdown_table, state_points, tactic_metrics, write_report
     from ..policy.model import load_policy
     from ..train.step_grpo import StepLevelTrainer, load_config
-    from ..data.assets import tactic_assets
 
     s = settings
     out = ctx.out
@@ -68,7 +68,7 @@ def run_part(ctx: Any, settings: StepLevelDemo = StepLevelDemo()) -> dict[str, A
             pool,
             k=8,
             label=label,
-            timeout=s.tactic_timeout,  # noqa: E731
+            timeout=s.tactic_timeout,
             workers=ctx.workers,
             seed=ctx.seed,
         )

@@ -23,11 +23,11 @@ from typing import Any
 
 import torch
 
-from ..problems import Problem
 from ..eval.evaluate import EvalResult, evaluate, figure, markdown_table, plot_pass_at_k, plot_uplift, uplift_between
 from ..eval.uplift import UpliftRate
 from ..policy.prompts import PromptFormat, get_format
 from ..policy.sft import supervised_finetune
+from ..problems import Problem
 from ..train.config import TrainConfig, load_recipe
 
 
@@ -94,10 +94,9 @@ def run_demo(cfg: DemoConfig, *, console: Any = None) -> dict[str, Any]:
 def _run_demo(cfg: DemoConfig, recipe: TrainConfig, verifier: Any, console: Any) -> dict[str, Any]:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from transformers.utils import logging as hf_logging
 
     from ..policy.generation import HFGenerator
-
-    from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # our own bars say what is happening
     console = console or Console()

@@ -30,8 +30,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from ..problems import Problem
 from ..errors import BackendUnavailable
+from ..problems import Problem
 from ..provers.base import Status, Theorem, Verdict
 from ..provers.factory import make_pool
 from ..provers.pool import PoolConfig, ProverPool

@@ -44,7 +44,6 @@ from ..provers import stepping
 from ..provers.backend import get_backend
 from ..provers.base import FailureKind, ProofState, Prover, StepResult, Theorem
 
-
 # -------------------------------------------------------------------------------------------------- states
 
 

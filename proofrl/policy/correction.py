@@ -27,8 +27,8 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
-from ..problems import Problem
 from ..errors import ProofrlError
+from ..problems import Problem
 from ..provers.backend import backend_of_prover
 from ..provers.base import Message, Position, Verdict
 from ..provers.pool import ProverPool

@@ -44,7 +44,7 @@ def _takes_timeout(factory: ProverFactory) -> bool:
     except (TypeError, ValueError):
         return False
     return any(
-        p.name == "timeout" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) or p.kind is p.VAR_KEYWORD
+        (p.name == "timeout" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)) or p.kind is p.VAR_KEYWORD
         for p in params
     )
 
@@ -211,7 +211,7 @@ class ProverPool:
             except ProverError as e:  # a reply we could not read (ProtocolError): not retried, reported
                 v = Verdict(Status.CRASH, (f"prover error: {e}",), seconds=time.monotonic() - t0)
                 break
-            except Exception as e:  # noqa: BLE001 - one item never sinks a batch
+            except Exception as e:  # one item never sinks a batch
                 v = Verdict(Status.ERROR, (f"internal error: {type(e).__name__}: {e}",), seconds=time.monotonic() - t0)
                 break
         else:
@@ -249,7 +249,7 @@ class ProverPool:
             try:
                 if on_done is not None:
                     on_done(i, v)
-            except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread
+            except BaseException as e:  # re-raised in the caller's thread
                 failures.append(e)
             with lock:
                 left -= 1
@@ -307,7 +307,7 @@ class ProverPool:
             header = item.theorem.header
             try:
                 v = self.check(item.theorem, item.proof, timeout=item.timeout)
-            except BaseException as e:  # noqa: BLE001 - one item never sinks a batch
+            except BaseException as e:  # one item never sinks a batch
                 v = Verdict(Status.ERROR, (f"internal error: {type(e).__name__}: {e}",))
             self._backlog.finished(item)
             with contextlib.suppress(RuntimeError):  # the caller's event loop has closed: nobody to tell

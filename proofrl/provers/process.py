@@ -84,7 +84,7 @@ class _Spawner:
             kwargs, done = self._requests.get()
             try:
                 done.set_result(subprocess.Popen(**kwargs))
-            except BaseException as e:  # noqa: BLE001 - handed to the caller
+            except BaseException as e:  # handed to the caller
                 done.set_exception(e)
 
 
@@ -298,7 +298,7 @@ class ProverProcess:
 
 
 class RunResult:
-    __slots__ = ("returncode", "stdout", "stderr", "timed_out", "too_large")
+    __slots__ = ("returncode", "stderr", "stdout", "timed_out", "too_large")
 
     def __init__(self, returncode: int | None, stdout: str, stderr: str, timed_out: bool, too_large: bool = False):
         self.returncode, self.stdout, self.stderr, self.timed_out = returncode, stdout, stderr, timed_out

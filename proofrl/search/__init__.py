@@ -10,9 +10,9 @@ from .run import cli_search, search_many, search_one
 from .tree import SearchTree, refusal
 
 __all__ = [
+    "MCTS",
     "BestFirstConfig",
     "BestFirstSearch",
-    "MCTS",
     "MCTSConfig",
     "PolicyError",
     "Proposal",

@@ -19,9 +19,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..errors import ProverError, StatementError
-from ..provers.backend import get_backend, goal_count
-from ..provers.backend import state_text  # the text the tactic policy was taught on
 from ..provers import stepping
+from ..provers.backend import (
+    get_backend,
+    goal_count,
+    state_text,  # the text the tactic policy was taught on
+)
 from ..provers.base import FailureKind, Prover, StepFailure, StepResult, Theorem, Verdict
 from .config import SearchConfig
 from .policy import PolicyError, Proposal, TacticPolicy, ValueFn
@@ -255,7 +258,7 @@ class Search:
         with self.tracer.span("policy", node=node.id, k=k) as info:
             try:
                 props = list(self.policy.propose(state_text(node.state), k))
-            except Exception as e:  # noqa: BLE001 - any failure of the model or endpoint ends the search
+            except Exception as e:  # any failure of the model or endpoint ends the search
                 info["error"] = f"{type(e).__name__}: {e}"[:500]
                 raise PolicyError(
                     f"policy failed at node {node.id} after {self.expansions} expansions: {type(e).__name__}: {e}"
@@ -356,7 +359,7 @@ class Search:
                     v = float(self.value_fn.value(state_text(node.state)))
                     if not math.isfinite(v):
                         raise ValueError(f"value {v}")
-                except Exception as e:  # noqa: BLE001 - reap: a failed value call is -1000
+                except Exception as e:  # reap: a failed value call is -1000
                     info["error"] = f"{type(e).__name__}: {e}"[:300]
                     v = self.config.mcts.failed_value
         elif mode == "zero":

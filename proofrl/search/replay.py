@@ -45,7 +45,7 @@ def final_verdict(
         else:
             try:
                 v = prover.final_check(theorem, list(script), timeout=timeout)
-            except Exception as e:  # noqa: BLE001 - the judge failing is not a proof
+            except Exception as e:  # the judge failing is not a proof
                 v = Verdict(
                     Status.ERROR,
                     (f"final check failed to run: {type(e).__name__}",),

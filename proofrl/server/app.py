@@ -32,6 +32,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from ..provers import sandbox
 from ..provers.base import Message, Status, Verdict
 from ..provers.pool import ProverPool
+from ..provers.snippets import Job, make_job
 from .schemas import (
     CheckRequest,
     CheckResponse,
@@ -41,7 +42,6 @@ from .schemas import (
     VerifyResponse,
     VerifyResult,
 )
-from ..provers.snippets import Job, make_job
 from .snippets import kimina_fields
 
 log = logging.getLogger(__name__)
@@ -172,7 +172,7 @@ class Service:
             return Verdict(Status.ERROR, ("code too long",), (Message("error", text),), prover=backend)
         try:
             return make_job(code, backend)
-        except Exception as e:  # noqa: BLE001 - one item never sinks a batch
+        except Exception as e:  # one item never sinks a batch
             return Verdict(Status.ERROR, (f"internal error: {type(e).__name__}: {e}",), prover=backend)
 
     async def _one(
@@ -181,7 +181,7 @@ class Service:
         job = made if isinstance(made, Job) else None
         try:
             verdict = made if job is None else await pool.acheck(job.theorem, job.proof, timeout=timeout, caller=caller)
-        except Exception as e:  # noqa: BLE001 - one item never sinks a batch
+        except Exception as e:  # one item never sinks a batch
             verdict = Verdict(Status.ERROR, (f"internal error: {type(e).__name__}: {e}",), prover=backend)
         seconds = time.monotonic() - t0
         self.metrics.observe(backend, verdict, seconds)
@@ -273,7 +273,7 @@ class BodyLimit:
                     message = await receive()
                 else:
                     message = await asyncio.wait_for(receive(), max(0.0, deadline - time.monotonic()))
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 return await self._refuse(
                     scope, receive, send, 408, f"request not received within {self.read_seconds:g} s"
                 )
@@ -350,7 +350,7 @@ def _answer_errors(app: FastAPI, service: Service) -> None:
         path = request.url.path if request.url.path in _PATHS else "other"
         try:
             response = await call_next(request)
-        except Exception as e:  # noqa: BLE001 - a bug of ours: counted, logged once, answered in JSON
+        except Exception as e:  # a bug of ours: counted, logged once, answered in JSON
             log.error("%s %s: %s: %s", request.method, path, type(e).__name__, e, exc_info=e)
             response = JSONResponse({"detail": "internal server error"}, status_code=500)
         service.metrics.responses[path, response.status_code] += 1

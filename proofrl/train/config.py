@@ -22,8 +22,8 @@ from pydantic import Field, model_validator
 from ..errors import ConfigError
 from ..rewards.compose import RewardConfig
 from ..schema import Section, one_of
-from .recipes import LOOPS, RECIPES_DIR, apply_overrides, recipe_names  # noqa: F401  (re-exported)
 from .grpo import ADV_ESTIMATORS, PPOConfig
+from .recipes import LOOPS, RECIPES_DIR, apply_overrides, recipe_names  # noqa: F401  (re-exported)
 from .sections import LOGGER_FIELD, Loggers, LoraSection, OptimSection, PPOSection
 
 __all__ = [

@@ -36,6 +36,7 @@ import torch
 from pydantic import Field, model_validator
 
 from ..errors import ConfigError
+from ..eval.rm import Record, parse_record, prompt_of, read_records  # noqa: F401  (the EVA data format)
 from ..rewards.eva import (
     ANCHORS,
     CONFIG_FILE,
@@ -48,7 +49,6 @@ from ..rewards.eva import (
     score_token_positions,
 )
 from ..schema import Section
-from ..eval.rm import Record, parse_record, prompt_of, read_records  # noqa: F401  (the EVA data format)
 from .sections import LOGGER_FIELD, Loggers, LoraSection
 
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")

@@ -35,12 +35,12 @@ from typing import Annotated, Any, Literal
 import torch
 from pydantic import Field
 
+from ..data.search_samples import ReplayFilter, human_samples, samples_from_tree
 from ..errors import ConfigError
 from ..schema import Section
 from . import checkpoints
-from .sections import LOGGER_FIELD, Loggers, LoraSection
-from ..data.search_samples import ReplayFilter, human_samples, samples_from_tree
 from .replay_buffer import ReplayBuffer, rehearsal_draw
+from .sections import LOGGER_FIELD, Loggers, LoraSection
 
 PositiveInt = Annotated[int, Field(ge=1)]
 Positive = Annotated[float, Field(gt=0)]
@@ -187,8 +187,8 @@ class RunData:
 
 
 def load_data(cfg: ReapConfig, console: Any = None) -> RunData:
-    from ..problems import load_problems
     from ..data.tactics import read_transitions
+    from ..problems import load_problems
 
     d = cfg.data
     given = [bool(d.train), bool(d.held_out), bool(d.transitions)]

@@ -113,7 +113,7 @@ class LMPolicy:
         try:
             from transformers.modeling_layers import GradientCheckpointingLayer
         except ImportError:  # pragma: no cover - older transformers
-            GradientCheckpointingLayer = torch.nn.Module  # noqa: N806
+            GradientCheckpointingLayer = torch.nn.Module
         layers = [
             m
             for m in self.model.modules()

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..problems import Problem
 from ..errors import ConfigError
+from ..problems import Problem
 from .config import TrainConfig
 
 

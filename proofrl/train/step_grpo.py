@@ -47,10 +47,10 @@ from ..eval.tactics import GroupRun, StatePoint, TacticSampler, run_groups, stat
 from ..rewards import subgoal as _subgoal  # noqa: F401  (registers the ``subgoal`` step reward)
 from ..rewards.combine import STEP_REWARDS
 from ..schema import Section, one_of
-from .rundir import RunDir
-from .sections import LOGGER_FIELD, Loggers, PPOSection
 from .grpo import ADV_ESTIMATORS, AGG_MODES, informative_groups
 from .lm_update import LMPolicy, lm_grpo_update
+from .rundir import RunDir
+from .sections import LOGGER_FIELD, Loggers, PPOSection
 
 PositiveInt = Annotated[int, Field(ge=1)]
 Count = Annotated[int, Field(ge=0)]
@@ -569,7 +569,6 @@ def run(cfg: StepLevelConfig, *, console: Any = None) -> StepLevelTrainer:
     from rich.progress import Progress
 
     from ..eval.tactics import coq_pool
-
     from ..preflight import require_backend
 
     require_backend("coq")

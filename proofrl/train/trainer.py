@@ -33,13 +33,13 @@ from typing import Any
 
 import torch
 
-from ..problems import Problem
 from ..policy.generation import SamplingParams, encode_prompts
 from ..policy.model import load_weights
 from ..policy.prompts import PromptFormat, get_format, render_messages
+from ..problems import Problem
 from ..rewards.compose import RewardConfig, base_rewards, reward_config_from_dict, shape_group
-from ..verification import Verifier
 from ..rollout import Group, PromptItem, RolloutTimings, first_turn, sample_and_verify
+from ..verification import Verifier
 from .config import TrainConfig
 from .grpo import ADV_ESTIMATORS, GroupBuffer, PPOConfig
 from .lm_update import LMPolicy, compute_dtype, lm_grpo_update, pad_rows  # noqa: F401  (re-exported)

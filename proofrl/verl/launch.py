@@ -196,9 +196,7 @@ def verl_overrides(cfg: TrainConfig, *, run_dir: Path) -> tuple[list[str], list[
         elif key in ONLY:
             if not _same(value, ONLY[key]):
                 unmapped.append(f"{key}={_v(value)}")
-        elif any(key == p or key.startswith(p) for p in CONSUMED):
-            continue
-        elif key in defaults and _same(value, defaults[key]):
+        elif any(key == p or key.startswith(p) for p in CONSUMED) or (key in defaults and _same(value, defaults[key])):
             continue
         else:
             unmapped.append(f"{key}={_v(value)}")

@@ -44,8 +44,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from proofrl.problems import Problem
 from proofrl.errors import ConfigError
+from proofrl.problems import Problem
 from proofrl.provers.base import Status, Verdict
 from proofrl.rewards.combine import RewardFn, Sample
 from proofrl.rewards.compose import RewardConfig, reward_config_from_dict
@@ -254,4 +254,4 @@ async def compute_score(
 
 
 if __name__ != "proofrl.verl.reward":  # loaded by path (verl's custom_reward_function): one cache per process
-    from proofrl.verl.reward import compute_score  # noqa: F811
+    pass

@@ -258,7 +258,7 @@ class CoqProver:
         t0 = time.monotonic()
         fail = lambda kind, msg="", p=None, e=None: StepResult(
             tactic, failure=StepFailure(kind, msg, p, e), seconds=time.monotonic() - t0
-        )  # noqa: E731
+        )
         try:
             (sent,) = split_sentences(tactic)
         except SplitError as e:

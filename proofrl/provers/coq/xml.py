@@ -15,8 +15,8 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from xml.sax.saxutils import escape
 
-from ..base import Goal, Hypothesis
 from ...errors import ProtocolError
+from ..base import Goal, Hypothesis
 
 END = b"</value>"
 

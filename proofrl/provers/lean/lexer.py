@@ -143,7 +143,7 @@ def _number_end(code: str, i: int) -> int:
             j += 1
         return j
     j = i
-    while j < n and (code[j].isdigit() and code[j].isascii() or code[j] == "_"):
+    while j < n and ((code[j].isdigit() and code[j].isascii()) or code[j] == "_"):
         j += 1
     if j < n and code[j] == ".":  # Lean reads ``2.`` as a scientific literal, digits after the dot optional
         j += 1

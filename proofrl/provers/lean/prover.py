@@ -35,6 +35,7 @@ from .goals import Focus, focus_index
 from .header import normalise_header, split_header
 from .models import CommandResponse, ReplError, ReplMessage, parse_goal
 from .rules import (
+    UNCONFIRMED,
     declaration_name,
     declares,
     find_statement,
@@ -43,7 +44,6 @@ from .rules import (
     judge_audit,
     judge_axioms,
     judge_command,
-    UNCONFIRMED,
     judge_step,
     meaning_changers,
     prefix_problems,
@@ -138,7 +138,7 @@ def to_message(
 ) -> Message:
     """A REPL message in the user's coordinates; positions outside the user's text (or 0:0) are dropped."""
 
-    def pos(p):  # noqa: ANN001, ANN202
+    def pos(p):
         if p is None or p.line - line_shift < 1:
             return None
         col = p.column

@@ -79,7 +79,7 @@ def same_request(got: str, want: str) -> bool:
         return got == want
 
 
-def _read_query(stdin) -> str | None:  # noqa: ANN001
+def _read_query(stdin) -> str | None:
     """One query as ``getLines`` reads it; None at EOF before any line."""
     parts = []
     while True:

@@ -54,11 +54,56 @@ _DECL_NAME = re.compile(
 
 # Commands that, placed before the statement, can change what the statement means.
 MEANING_CHANGERS = frozenset(
-    "variable include omit namespace section open export notation infix infixl infixr prefix postfix "
-    "macro macro_rules syntax elab elab_rules term_elab command_elab tactic instance default_instance "
-    "attribute set_option universe local scoped def abbrev structure class inductive axiom opaque "
-    "import end mutual deriving notation3 binder_predicate unif_hint seal unseal declare_syntax_cat "
-    "noncomputable irreducible_def alias".split()
+    [
+        "variable",
+        "include",
+        "omit",
+        "namespace",
+        "section",
+        "open",
+        "export",
+        "notation",
+        "infix",
+        "infixl",
+        "infixr",
+        "prefix",
+        "postfix",
+        "macro",
+        "macro_rules",
+        "syntax",
+        "elab",
+        "elab_rules",
+        "term_elab",
+        "command_elab",
+        "tactic",
+        "instance",
+        "default_instance",
+        "attribute",
+        "set_option",
+        "universe",
+        "local",
+        "scoped",
+        "def",
+        "abbrev",
+        "structure",
+        "class",
+        "inductive",
+        "axiom",
+        "opaque",
+        "import",
+        "end",
+        "mutual",
+        "deriving",
+        "notation3",
+        "binder_predicate",
+        "unif_hint",
+        "seal",
+        "unseal",
+        "declare_syntax_cat",
+        "noncomputable",
+        "irreducible_def",
+        "alias",
+    ]
 )
 
 # Commands and keywords refused anywhere in untrusted text (the proof, or a whole file bar its statement):
@@ -66,13 +111,75 @@ MEANING_CHANGERS = frozenset(
 # syntax (a macro can turn the ``#print axioms`` that follows into anything), skip the kernel, declare
 # axioms, or leave scopes open that the audit would run in. None has a use in a proof.
 FORBIDDEN_COMMANDS = frozenset(
-    "run_cmd run_elab run_meta run_tac run_conv by_elab elab elab_rules macro macro_rules syntax "
-    "declare_syntax_cat notation notation3 infix infixl infixr prefix postfix binder_predicate initialize "
-    "builtin_initialize simproc dsimproc simproc_decl dsimproc_decl unif_hint implemented_by extern export "
-    "unsafe opaque axiom namespace section end universe variable omit include mutual attribute local scoped "
-    "instance default_instance def abbrev structure class inductive coinductive deriving import seal unseal "
-    "declare_config_elab register_option register_simp_attr register_label_attr add_aesop_rules "
-    "declare_aesop_rule_sets grind_pattern partial nonrec noncomputable irreducible_def".split()
+    [
+        "run_cmd",
+        "run_elab",
+        "run_meta",
+        "run_tac",
+        "run_conv",
+        "by_elab",
+        "elab",
+        "elab_rules",
+        "macro",
+        "macro_rules",
+        "syntax",
+        "declare_syntax_cat",
+        "notation",
+        "notation3",
+        "infix",
+        "infixl",
+        "infixr",
+        "prefix",
+        "postfix",
+        "binder_predicate",
+        "initialize",
+        "builtin_initialize",
+        "simproc",
+        "dsimproc",
+        "simproc_decl",
+        "dsimproc_decl",
+        "unif_hint",
+        "implemented_by",
+        "extern",
+        "export",
+        "unsafe",
+        "opaque",
+        "axiom",
+        "namespace",
+        "section",
+        "end",
+        "universe",
+        "variable",
+        "omit",
+        "include",
+        "mutual",
+        "attribute",
+        "local",
+        "scoped",
+        "instance",
+        "default_instance",
+        "def",
+        "abbrev",
+        "structure",
+        "class",
+        "inductive",
+        "coinductive",
+        "deriving",
+        "import",
+        "seal",
+        "unseal",
+        "declare_config_elab",
+        "register_option",
+        "register_simp_attr",
+        "register_label_attr",
+        "add_aesop_rules",
+        "declare_aesop_rule_sets",
+        "grind_pattern",
+        "partial",
+        "nonrec",
+        "noncomputable",
+        "irreducible_def",
+    ]
 )
 # Names that let code evaluated while Lean elaborates (a tactic's ``(config := ...)`` term, ``decide +native``,
 # ``plausible``) reach outside: IO (writing to the REPL's own stdout could forge its answers), ``unsafe*``
@@ -81,8 +188,29 @@ _ESCAPE = re.compile(r"(?:^|\.)(?:IO|EIO|BaseIO|EStateM|System|unsafe[^.]*)(?:\.
 # ``#`` commands (``#eval`` runs code, ``#guard_msgs`` drops messages, ``#exit`` stops reading); ``#s``
 # (``Finset.card``), ``#[...]`` and ``#{...}`` are notation, so short words after ``#`` are left alone
 _HASH_COMMANDS = frozenset(
-    "#eval #eval! #exit #print #check #check_failure #reduce #guard_msgs #guard #synth "
-    "#help #lint #find #simp #conv #where #time #exec #norm_num #widget #html".split()
+    [
+        "#eval",
+        "#eval!",
+        "#exit",
+        "#print",
+        "#check",
+        "#check_failure",
+        "#reduce",
+        "#guard_msgs",
+        "#guard",
+        "#synth",
+        "#help",
+        "#lint",
+        "#find",
+        "#simp",
+        "#conv",
+        "#where",
+        "#time",
+        "#exec",
+        "#norm_num",
+        "#widget",
+        "#html",
+    ]
 )
 ALLOWED_ATTRIBUTES = frozenset({"simp"})
 """attributes a helper may carry (anything else registers code, changes elaboration or the audit's parse)"""
@@ -91,9 +219,9 @@ SAFE_OPTIONS = DEFAULT_OPTIONS
 trailing ``.`` allows the family). ``debug.skipKernelTC`` (no kernel check), ``debug.*``, ``warn.sorry``,
 ``Elab.async``, ``compiler.*`` and every other option are refused."""
 # the last word before the statement must not make it part of another command
-_GLUE = frozenset("in private protected noncomputable unsafe partial nonrec local scoped".split())
+_GLUE = frozenset(["in", "private", "protected", "noncomputable", "unsafe", "partial", "nonrec", "local", "scoped"])
 # the words that may start a line (column 0) before the statement: helper declarations and their terms
-PREFIX_STARTERS = frozenset("theorem lemma example private protected by fun calc show".split())
+PREFIX_STARTERS = frozenset(["theorem", "lemma", "example", "private", "protected", "by", "fun", "calc", "show"])
 
 
 @dataclass(frozen=True)

@@ -143,7 +143,7 @@ class LeanSession:
                 if self._proc.proc.stdin:
                     self._proc.proc.stdin.close()
                 self._proc.proc.wait(timeout=2)
-            except Exception:  # noqa: BLE001 - closing is best effort; kill below is the guarantee
+            except Exception:  # closing is best effort; kill below is the guarantee
                 pass
         self._proc.kill()
 
