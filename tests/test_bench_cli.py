@@ -5,9 +5,9 @@ import json
 import shutil
 
 import pytest
+from conftest import requires_coq
 from typer.testing import CliRunner
 
-from conftest import requires_coq
 from proofrl.cli import app
 
 CLAIM = "reap-mcts-vs-best-first"

@@ -6,8 +6,8 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import requires_coq
+
 from proofrl.policy.tactic import HFTacticPolicy, call_seed, sampling_stream, train_tiny_tactic_model
 
 TRANSITIONS = [
@@ -53,7 +53,9 @@ def test_a_search_samples_the_same_with_one_or_two_workers(tmp_path, model_dir, 
     runs = {}
     for workers in (1, 2):
         policy = make_tactic_policy(f"hf:{model_dir}", seed=7, max_tokens=48)
-        search_many(PROBLEMS, policy, algorithm, budgets, out_dir=tmp_path / str(workers), workers=workers, progress=False)
+        search_many(
+            PROBLEMS, policy, algorithm, budgets, out_dir=tmp_path / str(workers), workers=workers, progress=False
+        )
         runs[workers] = tried(tmp_path / str(workers))
     assert set(runs[1]) == {p["name"] for p in PROBLEMS}
     assert sum(len(r[3]) for r in runs[1].values()) > len(PROBLEMS)  # the searches did sample
@@ -79,11 +81,15 @@ def test_a_stream_samples_the_same_whatever_was_sampled_before(model_dir):
 
 
 def test_call_seed_is_the_same_in_every_process():
-    code = "from proofrl.policy.tactic import call_seed; print(call_seed(5, 'Nat.add_0_r\\x00\\x00Theorem x : True.', 3))"
+    code = (
+        "from proofrl.policy.tactic import call_seed; print(call_seed(5, 'Nat.add_0_r\\x00\\x00Theorem x : True.', 3))"
+    )
     seen = set()
     for hash_seed in ("1", "2", "random"):
         env = dict(os.environ, PYTHONHASHSEED=hash_seed)
-        seen.add(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout)
+        seen.add(
+            subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+        )
     assert len(seen) == 1
     assert int(seen.pop()) == call_seed(5, "Nat.add_0_r\x00\x00Theorem x : True.", 3)
     assert 0 <= call_seed(0, "", 0) < 2**31

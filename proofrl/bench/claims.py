@@ -24,9 +24,11 @@ from ..errors import ConfigError
 
 NOT_QUOTED = "not quoted yet (the claim is not measured yet)"
 
-LEANLISTENER_SOURCE = ("LeanListener's summary, tactic validity: ReProver (the SFT start) Prec@8 40.77, 0-precision "
-                       "12.74 %; online GRPO 51.01 / 7.44 %; offline DPO 37.75 / 29.10 %; online DPO 44.75 / 11.88 %. "
-                       "Proving rate, random split: ReProver 52.76, LeanListener (GRPO) 53.21.")
+LEANLISTENER_SOURCE = (
+    "LeanListener's summary, tactic validity: ReProver (the SFT start) Prec@8 40.77, 0-precision "
+    "12.74 %; online GRPO 51.01 / 7.44 %; offline DPO 37.75 / 29.10 %; online DPO 44.75 / 11.88 %. "
+    "Proving rate, random split: ReProver 52.76, LeanListener (GRPO) 53.21."
+)
 
 Results = dict[str, dict[str, float]]
 """arm → theorem (or state) name → the metric's value"""
@@ -93,7 +95,9 @@ def mcts_vs_best_first(run: ClaimRun) -> Results:
     from ..search.run import search_many
 
     problems = run.assets.held_out_problems[: run.size]
-    settings = SearchPartSettings(theorems=len(problems), **(SEARCH_BUDGET | ({"expansions": 2, "width": 2} if run.smoke else {})))
+    settings = SearchPartSettings(
+        theorems=len(problems), **(SEARCH_BUDGET | ({"expansions": 2, "width": 2} if run.smoke else {}))
+    )
     out: Results = {}
     for arm in ("best-first", "mcts"):
         policy = make_tactic_policy(run.assets.policy_spec, seed=run.seed, device="cpu")
@@ -120,11 +124,13 @@ def step_level_config(s: dict[str, Any], run: ClaimRun) -> Any:
     """The ``leanlistener`` recipe at the step-level demo's size, seeded with the bench seed."""
     from ..train.step_grpo import load_config
 
-    return load_config("leanlistener", [f"steps={s['updates']}", f"seed={run.seed}", f"rollout.batch_states={s['batch_states']}",
-                                        f"rollout.group_size={s['group_size']}", f"rollout.workers={run.workers}",
-                                        f"rollout.tactic_timeout={s['tactic_timeout']}", f"algorithm.lr={s['lr']}",
-                                        f"checkpoint_every={s['updates']}", "keep_checkpoints=1", "eval.every=0",
-                                        "rollout.sync_every=1"])  # fmt: skip
+    overrides = [
+        f"steps={s['updates']}", f"seed={run.seed}", f"rollout.batch_states={s['batch_states']}",
+        f"rollout.group_size={s['group_size']}", f"rollout.workers={run.workers}",
+        f"rollout.tactic_timeout={s['tactic_timeout']}", f"algorithm.lr={s['lr']}",
+        f"checkpoint_every={s['updates']}", "keep_checkpoints=1", "eval.every=0", "rollout.sync_every=1",
+    ]  # fmt: skip
+    return load_config("leanlistener", overrides)
 
 
 def step_grpo_proving(run: ClaimRun) -> Results:
@@ -142,7 +148,9 @@ def step_grpo_proving(run: ClaimRun) -> Results:
 
     s = step_level_settings(run)
     problems = run.assets.held_out_problems[: run.size]
-    budget = SearchPartSettings(theorems=len(problems), **(SEARCH_BUDGET | ({"expansions": 2, "width": 2} if run.smoke else {})))
+    budget = SearchPartSettings(
+        theorems=len(problems), **(SEARCH_BUDGET | ({"expansions": 2, "width": 2} if run.smoke else {}))
+    )
     train = state_points(read_transitions(run.assets.train_transitions))
     model, tok = load_policy(run.assets.model_dir, device="cpu")
     out: Results = {}
@@ -187,8 +195,11 @@ def step_grpo_vs_sft(run: ClaimRun) -> Results:
             drawn = Counter(t.strip() for st in m.per_state for t in st.tactics if t.strip())
             total = sum(drawn.values())
             # a valid sample that is not `intros.`: at least valid − (its `intros.` samples) at each state
-            others = sum(max(0, st.valid - sum(t.strip() == "intros." for t in st.tactics)) for st in m.per_state if not st.error)
-            tactics[arm] = {"samples": total, "intros.": drawn.get("intros.", 0), "valid": sum(st.valid for st in m.per_state),
+            others = sum(
+                max(0, st.valid - sum(t.strip() == "intros." for t in st.tactics)) for st in m.per_state if not st.error
+            )
+            valid = sum(st.valid for st in m.per_state)
+            tactics[arm] = {"samples": total, "intros.": drawn.get("intros.", 0), "valid": valid,
                             "valid_not_intros_at_least": others, "top": drawn.most_common(5),
                             "prec_at_k": m.prec_at_k, "zero_precision": m.zero_precision}  # fmt: skip
     run.out.mkdir(parents=True, exist_ok=True)
@@ -246,7 +257,9 @@ CLAIMS: dict[str, Claim] = {c.name: c for c in (
     Claim("leanlistener-proving", "LeanListener",
           "The proving rate under best-first search rises after step-level GRPO.",
           LEANLISTENER_SOURCE,
-          "proved (0/1) per held-out theorem under best-first search, final check in a fresh coqc", "SFT", "step-level GRPO",
+          "proved (0/1) per held-out theorem under best-first search, final check in a fresh coqc",
+          "SFT",
+          "step-level GRPO",
           run=step_grpo_proving, size=100, smoke_size=2, settings=STEP_LEVEL | SEARCH_BUDGET),
     Claim("eva-ranking", "EVA",
           "E[R] over the anchor logits ranks proposals better than the parsed text score and the value head.",

@@ -52,8 +52,15 @@ def _cut(path: Path) -> bool:
     return path.is_file() and path.stat().st_size > 0 and not path.read_bytes().endswith(b"\n")
 
 
-def run_bench(out: Path, claims: list[str] | None = None, *, seeds: int = 3, smoke: bool = False, workers: int = 2,
-              console: Any = None) -> dict[str, Any]:
+def run_bench(
+    out: Path,
+    claims: list[str] | None = None,
+    *,
+    seeds: int = 3,
+    smoke: bool = False,
+    workers: int = 2,
+    console: Any = None,
+) -> dict[str, Any]:
     """Run each chosen claim that is implemented for seeds 0..seeds−1 (skipping those already in
     ``results.jsonl`` at this size), then write the report. Returns the summary."""
     from rich.console import Console
@@ -91,11 +98,16 @@ def run_bench(out: Path, claims: list[str] | None = None, *, seeds: int = 3, smo
             with open(results_path, "a", encoding="utf-8") as f:
                 f.write(json.dumps(row) + "\n")
             means = {a: sum(v.values()) / max(len(v), 1) for a, v in arms.items()}
-            console.print(f"  {', '.join(f'{a} {m:.3f}' for a, m in means.items())} ({row['seconds']} s, {row['cpu_seconds']} CPU s)")
+            console.print(
+                f"  {', '.join(f'{a} {m:.3f}' for a, m in means.items())} "
+                f"({row['seconds']} s, {row['cpu_seconds']} CPU s)"
+            )
     return write_report(out, get_claims(None), smoke=smoke)  # every claim: what earlier runs measured stays in
 
 
-def matrices(claim: Claim, rows: list[dict[str, Any]], size: int) -> tuple[list[int], list[str], dict[str, list[list[float]]]]:
+def matrices(
+    claim: Claim, rows: list[dict[str, Any]], size: int
+) -> tuple[list[int], list[str], dict[str, list[list[float]]]]:
     """The claim's seeds, theorems (those every seed and arm measured, sorted) and each arm's seeds × theorems."""
     mine = sorted((r for r in rows if r["claim"] == claim.name and r["size"] == size), key=lambda r: r["seed"])
     by_seed = {r["seed"]: r for r in mine}  # a seed run twice (resumed) counts once: the last line
@@ -136,11 +148,16 @@ def write_report(out: Path, claims: list[Claim], *, smoke: bool = False) -> dict
 def verdict_line(claim: Claim, c: Comparison) -> str:
     """``holds`` / ``does not hold`` / ``cannot tell at this size``, with the size that would tell."""
     side = ">" if claim.direction > 0 else "<"
-    line = (f"**{c.verdict}**: {claim.treatment} − {claim.baseline} = {c.difference} (paired, 95 %), p = {c.p_value:.3g} "
-            f"on {c.theorems} {claim.unit} × {c.seeds} seeds; the claim is {claim.treatment} {side} {claim.baseline}.")
+    line = (
+        f"**{c.verdict}**: {claim.treatment} − {claim.baseline} = {c.difference} (paired, 95 %), p = {c.p_value:.3g} "
+        f"on {c.theorems} {claim.unit} × {c.seeds} seeds; the claim is {claim.treatment} {side} {claim.baseline}."
+    )
     if c.verdict == "cannot tell at this size":
-        line += (f" About {c.theorems_needed} {claim.unit} would tell an effect of this size (80 % power)."
-                 if c.theorems_needed else " No difference at all was seen: no size follows from it.")
+        line += (
+            f" About {c.theorems_needed} {claim.unit} would tell an effect of this size (80 % power)."
+            if c.theorems_needed
+            else " No difference at all was seen: no size follows from it."
+        )
     return line
 
 
@@ -152,7 +169,7 @@ def plot(claim: Claim, c: Comparison, out: Path) -> Path:
 
     path = out / f"{claim.name}.png"
     fig, (left, right) = plt.subplots(1, 2, figsize=(8, 3.2), gridspec_kw={"width_ratios": [2, 1]})
-    for i, (arm, iv) in enumerate(((claim.baseline, c.a), (claim.treatment, c.b))):
+    for i, iv in enumerate((c.a, c.b)):
         left.errorbar([i], [iv.mean], yerr=[[iv.mean - iv.low], [iv.high - iv.mean]], fmt="o", capsize=6)
     left.set_xticks([0, 1], [claim.baseline, claim.treatment])
     left.set_xlim(-0.5, 1.5)
@@ -178,11 +195,14 @@ def report(claims: list[Claim], summary: dict[str, Any]) -> str:
         if "comparison" in e:
             c = e["comparison"]
             iv = lambda x: f"{x['mean']:.3f} [{x['low']:.3f}, {x['high']:.3f}]"  # noqa: E731
-            lines.append(f"| {claim.name} | {claim.paper} | {claim.baseline} → {claim.treatment} | {iv(c['a'])} | {iv(c['b'])} | "
+            lines.append(f"| {claim.name} | {claim.paper} | {claim.baseline} → {claim.treatment} | "
+                         f"{iv(c['a'])} | {iv(c['b'])} | "
                          f"{iv(c['difference'])} | {c['p_value']:.3g} | {c['verdict']} |")  # fmt: skip
         else:
-            lines.append(f"| {claim.name} | {claim.paper} | {claim.baseline} → {claim.treatment} | | | | | "
-                         f"{'not yet measured' if not claim.implemented else 'no finished seed'} |")
+            lines.append(
+                f"| {claim.name} | {claim.paper} | {claim.baseline} → {claim.treatment} | | | | | "
+                f"{'not yet measured' if not claim.implemented else 'no finished seed'} |"
+            )
     lines.append("")
     for claim in claims:
         e = summary["claims"][claim.name]
@@ -192,7 +212,8 @@ def report(claims: list[Claim], summary: dict[str, Any]) -> str:
             cmp = compare_from(e["comparison"])
             lines += ["", verdict_line(claim, cmp), "",
                       ("Smoke size (budgets cut to check the wiring, not to measure)" if summary.get("smoke") else
-                       f"Settings: {json.dumps(claim.settings)}") + f"; seeds {e['seeds']}; per seed, {claim.baseline}: "
+                       f"Settings: {json.dumps(claim.settings)}")
+                    + f"; seeds {e['seeds']}; per seed, {claim.baseline}: "
                       f"{e['per_seed'][claim.baseline]}, {claim.treatment}: {e['per_seed'][claim.treatment]}. "
                       f"{e['seconds']:.0f} s ({e['cpu_seconds']:.0f} CPU s of this process and its finished Coq "
                       f"processes), load average {e['load'][0]}–{e['load'][1]}.", "",
@@ -210,7 +231,9 @@ def compare_from(d: dict[str, Any]) -> Comparison:
                       d["theorems"], d["seeds"], d["theorems_needed"])  # fmt: skip
 
 
-def cli_bench(claims: list[str] | None, seeds: int, out: Path, *, smoke: bool = False, workers: int = 2) -> dict[str, Any]:
+def cli_bench(
+    claims: list[str] | None, seeds: int, out: Path, *, smoke: bool = False, workers: int = 2
+) -> dict[str, Any]:
     """What ``proofrl bench`` calls: the run, then one verdict line per measured claim."""
     from rich.console import Console
 
@@ -219,7 +242,9 @@ def cli_bench(claims: list[str] | None, seeds: int, out: Path, *, smoke: bool = 
     for claim in get_claims(claims):
         e = summary["claims"][claim.name]
         if "comparison" in e:
-            console.print(f"{claim.name}: {verdict_line(claim, compare_from(e['comparison'])).replace('**', '')}", markup=False)
+            console.print(
+                f"{claim.name}: {verdict_line(claim, compare_from(e['comparison'])).replace('**', '')}", markup=False
+            )
         else:
             console.print(f"{claim.name}: not yet measured")
     console.print(f"report: {out / 'report.md'}")
