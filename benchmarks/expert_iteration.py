@@ -123,7 +123,7 @@ def main() -> None:
                     str(a.out),
                     "--rounds",
                     str(a.rounds),
-                    *sum((["--set", x] for x in a.extra), []),
+                    *(arg for x in a.extra for arg in ("--set", x)),
                 ]
             )
             for arm in ARMS

@@ -2,7 +2,8 @@
 
     python benchmarks/rl_step.py --model runs/demo/whole-proof/sft-model --steps 4
     python benchmarks/rl_step.py --steps 4            # builds and briefly teaches a tiny model first
-    python benchmarks/rl_step.py --steps 3 --model-size 384:4 --sft-epochs 1 --sft-problems 200   # generation much slower than verification
+    # generation much slower than verification:
+    python benchmarks/rl_step.py --steps 3 --model-size 384:4 --sft-epochs 1 --sft-problems 200
     python benchmarks/rl_step.py --smoke              # 4 prompts x 2 samples, one step each: seconds
 
 Each step of the ``demo`` recipe (16 problems × G samples) is timed by the trainer itself:
@@ -12,12 +13,13 @@ Each step of the ``demo`` recipe (16 problems × G samples) is timed by the trai
   hidden behind generation (the wait after the last chunk): ``hidden = 1 − wait / busy``;
 * update — π_old/π_ref recomputation + K PPO epochs.
 
-The same steps run twice from the same model, side by side (the two trainers step in turn): overlapped (``rollout.overlap=true``: chunks of
-``rollout.chunk_prompts`` prompts, verified while the next chunk is generated) and serial (``rollout.overlap=false``:
-generate everything in one call, then verify). ``--model-size HIDDEN:LAYERS`` teaches a larger tiny model instead, whose generation
-is much slower than the verification of what it writes: the shape of a GPU policy beside CPU verifiers. The
-``ratio:`` lines are overlapped / serial median step time, and the same for the rollout alone (generation and
-the wait for verdicts: what the schedule changes; the update's time varies with the batch, not the schedule).
+The same steps run twice from the same model, side by side (the two trainers step in turn): overlapped
+(``rollout.overlap=true``: chunks of ``rollout.chunk_prompts`` prompts, verified while the next chunk is generated) and
+serial (``rollout.overlap=false``: generate everything in one call, then verify). ``--model-size HIDDEN:LAYERS`` teaches
+a larger tiny model instead, whose generation is much slower than the verification of what it writes: the shape of a GPU
+policy beside CPU verifiers. The ``ratio:`` lines are overlapped / serial median step time, and the same for the rollout
+alone (generation and the wait for verdicts: what the schedule changes; the update's time varies with the batch, not the
+schedule).
 """
 
 from __future__ import annotations

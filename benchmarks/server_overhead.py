@@ -117,7 +117,7 @@ def direct(codes: list[str], workers: int, timeout: float, clients: int, batch: 
             verdicts = pool.check_many([(j.theorem, j.proof) for j in jobs], timeout=timeout)
             with lock:
                 latencies.append(time.monotonic() - t)
-                for (i, _), v in zip(b, verdicts):
+                for (i, _), v in zip(b, verdicts, strict=True):
                     statuses[i] = v.status.value
 
     threads = [threading.Thread(target=client) for _ in range(clients)]
@@ -166,7 +166,7 @@ def over_http(codes: list[str], workers: int, timeout: float, clients: int, batc
                 body = {"snippets": [{"id": str(i), "code": code} for i, code in b], "timeout": int(timeout)}
                 r = await c.post("/api/check", json=body)
                 latencies.append(time.monotonic() - t)
-                for (i, _), res in zip(b, r.json()["results"]):
+                for (i, _), res in zip(b, r.json()["results"], strict=True):
                     statuses[i] = res["proofrl"]["status"]
 
     async def all_clients() -> None:
@@ -211,7 +211,7 @@ def main() -> None:
         print(f"-- run {r} (load average {os.getloadavg()[0]:.2f})")
         for run in (d, h, o):
             print("  " + run.line(a.n))
-        same = sum(x == y for x, y in zip(d.statuses, h.statuses))
+        same = sum(x == y for x, y in zip(d.statuses, h.statuses, strict=True))
         print(f"  verdicts equal {same}/{a.n}; statuses {dict(Counter(h.statuses))}")
         ratio("HTTP/direct throughput", d.seconds / h.seconds)
 

@@ -21,6 +21,7 @@ listed).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import time
 
 from _bench import add_smoke, div, need_coq, ratio
@@ -53,10 +54,8 @@ def main() -> None:
         def step(self, state, tactic, *, timeout=None):
             r = super().step(state, tactic, timeout=timeout)
             if r.ok and r.state is not None:
-                try:
+                with contextlib.suppress(CoqFailure):
                     self._session.query("Guarded.", r.state.handle, timeout=a.timeout)
-                except CoqFailure:
-                    pass
             return r
 
     asked = {"qed": 0, "guarded": 0}
@@ -141,7 +140,8 @@ def main() -> None:
     with open("/proc/loadavg") as f:
         load = f.read().split()[:3]
     print(
-        f"theorems stepped through: {stepped} of {len(problems)}, {a.repeats} time(s) on each prover; {time.monotonic() - t_all:.1f}s; loadavg {' '.join(load)}"
+        f"theorems stepped through: {stepped} of {len(problems)}, {a.repeats} time(s) on each prover; "
+        f"{time.monotonic() - t_all:.1f}s; loadavg {' '.join(load)}"
     )
     print(f"{'variant':8} {'steps':>6} {'closing':>7} {'ms/step':>8} {'+ms/step':>9} {'+ms/closing step':>17}")
     base = div(seconds["none"], steps["none"])
@@ -149,13 +149,15 @@ def main() -> None:
         per = div(seconds[v], steps[v])
         extra = (seconds[v] - seconds["none"]) * 1000
         print(
-            f"{v:8} {steps[v]:6d} {closing[v]:7d} {per * 1000:8.2f} {extra / max(1, steps[v]):9.2f} {div(extra, closing[v]):17.2f}"
+            f"{v:8} {steps[v]:6d} {closing[v]:7d} {per * 1000:8.2f} {extra / max(1, steps[v]):9.2f} "
+            f"{div(extra, closing[v]):17.2f}"
         )
     all_steps = max(1, shipped_steps[0])
     print(
         f"checks asked by shipped: Qed {asked['qed']} ({div(inside['qed'], asked['qed']) * 1000:.2f} ms each), Guarded "
-        f"after a step that closed a goal with goals left {asked['guarded']} ({div(inside['guarded'], asked['guarded']) * 1000:.2f} ms "
-        f"each); time inside the checks per step of shipped: {(inside['qed'] + inside['guarded']) / all_steps * 1000:.2f} ms "
+        f"after a step that closed a goal with goals left {asked['guarded']} "
+        f"({div(inside['guarded'], asked['guarded']) * 1000:.2f} ms each); time inside the checks per step of shipped: "
+        f"{(inside['qed'] + inside['guarded']) / all_steps * 1000:.2f} ms "
         f"over {shipped_steps[0]} steps"
     )
     print(f"honest proofs refused by the kernel check: {len(refused)}")

@@ -168,7 +168,7 @@ def main() -> None:
                 )
                 trainer = StepLevelTrainer(cfg, model, tok, train, pool, out=a.out / v)
                 hist = trainer.fit(
-                    progress=lambda s, m: (
+                    progress=lambda s, m, v=v: (
                         console.print(f"{v} step {s}: valid {m['tactics/valid']:.3f} reward {m['reward/mean']:.3f}")
                         if s % 5 == 0
                         else None

@@ -105,7 +105,8 @@ def main() -> None:
     for row in rows:
         print(
             f"{row['setting']:32s} {row['seconds']:6.1f} s wall  {row['cpu_seconds']:6.1f} s CPU per epoch   "
-            f"padded/real {row['padding']:4.2f}   loss {row['loss']:.2f}   CPU ×{rows[0]['cpu_seconds'] / row['cpu_seconds']:.2f} "
+            f"padded/real {row['padding']:4.2f}   loss {row['loss']:.2f}   CPU "
+            f"×{rows[0]['cpu_seconds'] / row['cpu_seconds']:.2f} "
             f"wall ×{rows[0]['seconds'] / row['seconds']:.2f} less"
         )
     print(json.dumps({"pairs": args.pairs, "rounds": args.rounds, "rows": rows}))
@@ -167,7 +168,8 @@ def trade_off(args: argparse.Namespace) -> None:
     print(f"{'model':14s} {'loss':>6s} {'teach s':>8s} {'CPU s':>7s} {'best-first':>10s} {'mcts':>5s}")
     for r in rows:
         print(
-            f"{'h' + str(r['hidden']) + ' × ' + str(r['epochs']) + ' ep':14s} {r['loss']:6.2f} {r['teach_seconds']:8.1f} "
+            f"{'h' + str(r['hidden']) + ' × ' + str(r['epochs']) + ' ep':14s} {r['loss']:6.2f} "
+            f"{r['teach_seconds']:8.1f} "
             f"{r['teach_cpu_seconds']:7.1f} {r['best-first']:10d} {r['mcts']:5d}"
         )
 

@@ -47,7 +47,7 @@ def _batch(tok: Any, rows: int, group: int, prompt: int, tokens: int, seed: int)
         return torch.randint(5, vocab, (n,), generator=g).tolist()
 
     prompts = [
-        [tok.bos_token_id] + ids(int(torch.randint(prompt // 2, prompt, (1,), generator=g))) for _ in range(rows)
+        [tok.bos_token_id, *ids(int(torch.randint(prompt // 2, prompt, (1,), generator=g)))] for _ in range(rows)
     ]
     responses = [ids(int(torch.randint(tokens // 2, tokens + 1, (1,), generator=g))) for _ in range(rows)]
     rewards = torch.randint(0, 2, (rows,), generator=g).float()

@@ -24,6 +24,7 @@ import os
 import random
 import time
 from collections import Counter
+from typing import Any
 
 from _bench import add_smoke, need_coq, ratio
 from rich.console import Console
@@ -44,7 +45,7 @@ def rl_samples(record: dict, k: int, rng: random.Random) -> list[tuple[Theorem, 
     human proof, the rest wrong in the ways samples are (a wrong or unknown tactic in place of one step, a
     truncated proof, an ``admit``, ``Admitted``, a syntax error)."""
     theorem = Theorem.from_json(record)
-    lines = [l for l in record["proof"].splitlines() if l.strip() and l.strip() not in ("Proof.", "Qed.")]
+    lines = [ln for ln in record["proof"].splitlines() if ln.strip() and ln.strip() not in ("Proof.", "Qed.")]
     out = [record["proof"]] * 2
     while len(out) < k:
         kind = rng.randrange(5)
@@ -63,6 +64,19 @@ def rl_samples(record: dict, k: int, rng: random.Random) -> list[tuple[Theorem, 
         out.append("Proof.\n" + "\n".join(body) + "\nQed.")
     rng.shuffle(out)
     return [(theorem, p) for p in out]
+
+
+def _timed_factory(make: Any, loading: list[float]) -> Any:
+    """``make`` with the seconds of every call added to ``loading[0]``."""
+
+    def timed(header: str, timeout: float | None = None) -> Any:
+        t = time.perf_counter()
+        try:
+            return make(header, timeout=timeout)
+        finally:
+            loading[0] += time.perf_counter() - t
+
+    return timed
 
 
 def rl_workload(console: Console, records: list[dict], timeout: float) -> None:
@@ -86,15 +100,7 @@ def rl_workload(console: Console, records: list[dict], timeout: float) -> None:
     # the last row is the pool as it was: memory read after every job (psutil scans every process on the machine)
     for label, k, extra in (("k=1", 1, {}), ("k=2", 2, {}), ("k=1, RSS read per job", 1, {"rss_every": 0.0})):
         loading = [0.0]  # seconds spent starting processes and loading headers (a header switch costs one)
-        make = prover_factory("coq")
-
-        def timed(header: str, timeout: float | None = None):
-            t = time.perf_counter()
-            try:
-                return make(header, timeout=timeout)
-            finally:
-                loading[0] += time.perf_counter() - t
-
+        timed = _timed_factory(prover_factory("coq"), loading)
         with ProverPool(timed, PoolConfig(workers=k, timeout=timeout, **extra)) as pool:
             pool.check_many(jobs[: 32 * k])  # start and load every process's header before the clock starts
             loading[0], started = 0.0, pool.stats.started
@@ -157,7 +163,8 @@ def main() -> None:
             wall = time.perf_counter() - t0
             results[k] = (wall, verdicts, pool.stats.started)
         console.print(
-            f"pool k={k}: {wall:.1f}s, {pool.stats.started} processes started, {Counter(v.status.value for v in verdicts)}"
+            f"pool k={k}: {wall:.1f}s, {pool.stats.started} processes started, "
+            f"{Counter(v.status.value for v in verdicts)}"
         )
 
     sample = jobs[: args.naive]
@@ -166,7 +173,7 @@ def main() -> None:
     naive = [coqc_check(t, p, cfg) for t, p in track(sample, description="fresh coqc per proof")]
     naive_wall = time.perf_counter() - t0
     naive_rate = len(sample) / naive_wall
-    agree = sum(a.status == b.status for a, b in zip(naive, results[1][1]))
+    agree = sum(a.status == b.status for a, b in zip(naive, results[1][1], strict=False))
 
     in_process = sum(v.seconds for v in results[1][1])  # time spent checking inside warm sessions
     table = Table(title="verdicts per second (higher is better)")
@@ -190,7 +197,7 @@ def main() -> None:
     wall2 = results[2][0]
     ratio("pool k=2 / fresh coqc, verdicts/s (b)/(a)", len(jobs) / wall2 / naive_rate)
     ratio("pool k=2 / its limit, verdicts/s (b)/(c)", (len(jobs) / wall2) / (len(jobs) / (in_process / 2)))
-    for a, b, (t, _) in zip(naive, results[1][1], sample):
+    for a, b, (t, _) in zip(naive, results[1][1], sample, strict=False):
         if a.status != b.status:
             console.print(f"  differ on {t.name}: coqc {a} / pool {b}")
 

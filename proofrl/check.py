@@ -102,8 +102,10 @@ def check_records(
                     written += 1
 
         verdicts = pool.check_many(jobs, timeout=timeout, on_done=done)
-    bad = [r.get("name", str(i)) for i, (r, v) in enumerate(zip(records, verdicts)) if matches(r, v) is False]
-    ok = sum(matches(r, v) is True for r, v in zip(records, verdicts))
+    bad = [
+        r.get("name", str(i)) for i, (r, v) in enumerate(zip(records, verdicts, strict=True)) if matches(r, v) is False
+    ]
+    ok = sum(matches(r, v) is True for r, v in zip(records, verdicts, strict=True))
     return verdicts, CheckSummary(
         len(verdicts), Counter(v.status.value for v in verdicts), ok, bad, time.monotonic() - t0
     )
@@ -115,7 +117,7 @@ def summary_table(records: Iterable[dict], verdicts: list[Verdict], summary: Che
     t.add_column("verdict")
     t.add_column("reasons")
     t.add_column("expected")
-    for r, v in zip(records, verdicts):
+    for r, v in zip(records, verdicts, strict=True):
         m = matches(r, v)
         mark = "" if m is None else ("[green]yes[/]" if m else f"[red]no, wanted {r['expected']}[/]")
         colour = {"valid": "green", "rejected": "yellow", "error": "red", "timeout": "magenta", "crash": "red"}[

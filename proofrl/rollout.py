@@ -9,9 +9,9 @@ prompt in one generation call, then every proof to the verifier at once.
 The trainer runs serial unless ``rollout.overlap`` is true: measured side by side with
 ``benchmarks/rl_step.py`` on 2 CPU cores (docs/training.md, "Where a step's time goes"), serial was faster both
 for the demo recipe and where generation is much slower than verification. Overlapping shrinks each
-generation call to a chunk, and on a shared CPU the sampler and the provers compete for the same cores. The schedule is fixed per run, not
-chosen from each step's timings: it changes what is sampled (each generation call is seeded, and batches
-differ), so a timing-driven choice would make a seeded run irreproducible.
+generation call to a chunk, and on a shared CPU the sampler and the provers compete for the same cores. The schedule is
+fixed per run, not chosen from each step's timings: it changes what is sampled (each generation call is seeded, and
+batches differ), so a timing-driven choice would make a seeded run irreproducible.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from .policy.generation import Completion, Generator, SamplingParams
@@ -93,6 +94,11 @@ def first_turn(problem: Problem, fmt: PromptFormat, tokenizer: Any = None) -> Pr
     return PromptItem(problem, text, 1, messages if messages is not None else text)
 
 
+def _stamp(done: dict[int, float], chunk: int, _future: Future) -> None:
+    """Note when ``chunk``'s verdicts were ready (the first time only)."""
+    done.setdefault(chunk, time.perf_counter())
+
+
 def sample_and_verify(
     generator: Generator,
     items: Sequence[PromptItem],
@@ -137,7 +143,7 @@ def sample_and_verify(
                     unique.append((g.item.problem, proof))
                 where.append(index[key])
         future = verifier.submit(unique)
-        future.add_done_callback(lambda _, i=len(pending): done.setdefault(i, time.perf_counter()))
+        future.add_done_callback(partial(_stamp, done, len(pending)))
         timings.verified += len(unique)
         pending.append((new, future, submitted, where))
         groups.extend(new)

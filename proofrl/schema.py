@@ -16,7 +16,7 @@ import dataclasses
 import types
 import typing
 from collections.abc import Callable, Iterable, Mapping
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import annotated_types
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError, model_validator
@@ -27,8 +27,13 @@ from .errors import ConfigError
 
 M = TypeVar("M")
 
+if TYPE_CHECKING:  # the type checker needs pydantic's metaclass by name; at run time it is BaseModel's own
+    from pydantic._internal._model_construction import ModelMetaclass as _ModelMetaclass
+else:
+    _ModelMetaclass = type(BaseModel)
 
-class _SectionType(type(BaseModel)):  # type: ignore[misc]
+
+class _SectionType(_ModelMetaclass):
     """``Section(...)`` called in code: fields may be given positionally, in declaration order (as the
     dataclasses these sections replaced allowed), and a mistake is a :class:`ConfigError`. Validation of nested
     data does not come through here, so its errors keep their full dotted keys."""
@@ -37,7 +42,7 @@ class _SectionType(type(BaseModel)):  # type: ignore[misc]
         names = list(cls.model_fields)
         if len(args) > len(names):
             raise TypeError(f"{cls.__name__} takes at most {len(names)} positional arguments")
-        data.update(zip(names, args))
+        data.update(zip(names, args, strict=False))
         try:
             return super().__call__(**data)
         except ValidationError as e:

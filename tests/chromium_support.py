@@ -5,6 +5,7 @@ Debian's ``chromium``. Collects console messages, uncaught exceptions and every 
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import select
@@ -139,10 +140,8 @@ class Chromium:
         return [m["params"]["request"]["url"] for m in self.events if m["method"] == "Network.requestWillBeSent"]
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(RuntimeError, TimeoutError, OSError):
             self.send("Browser.close")
-        except (RuntimeError, TimeoutError, OSError):
-            pass
         try:
             self.proc.wait(timeout=20)
         except subprocess.TimeoutExpired:

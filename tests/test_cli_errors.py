@@ -167,7 +167,7 @@ def test_every_command_says_how_to_install_a_missing_coq(path_without_coq, tmp_p
     }
     for name, p in procs.items():
         try:
-            out, err = p.communicate(timeout=180)
+            _, err = p.communicate(timeout=180)
         except subprocess.TimeoutExpired:
             p.kill()
             pytest.fail(f"proofrl {name} did not stop at the missing prover")

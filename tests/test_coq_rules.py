@@ -88,7 +88,8 @@ LOCATED = {  # as Coq 8.16 prints Locate with a user axiom named sig_forall_dec 
         "Constant Coq.Logic.FunctionalExtensionality.functional_extensionality_dep\n"
         "  (shorter name to refer to it in current context is functional_extensionality_dep)\n"
         "Constant Top.Coq.Logic.FunctionalExtensionality.functional_extensionality_dep\n"
-        "  (shorter name to refer to it in current context is Top.Coq.Logic.FunctionalExtensionality.functional_extensionality_dep)"
+        "  (shorter name to refer to it in current context is "
+        "Top.Coq.Logic.FunctionalExtensionality.functional_extensionality_dep)"
     ),
 }
 

@@ -22,8 +22,12 @@ FALSE = Theorem("t", "Theorem t : False.", "")
 ATTACKS = {
     # 1. attributes hide commands from a capitalised-first-word rule
     "abort and prove something else": "Proof.\n#[] Abort.\n#[] Theorem t : True.\nexact I.\nQed.",
-    "local axiom named like an allowed one": "Proof.\n#[local] Axiom sig_forall_dec : False.\nexact sig_forall_dec.\nQed.",
-    "nested definition of the same name": "Proof.\n#[] Set Nested Proofs Allowed.\n#[] Abort.\n#[] Definition t : True := I.\nQed.",
+    "local axiom named like an allowed one": (
+        "Proof.\n#[local] Axiom sig_forall_dec : False.\nexact sig_forall_dec.\nQed."
+    ),
+    "nested definition of the same name": (
+        "Proof.\n#[] Set Nested Proofs Allowed.\n#[] Abort.\n#[] Definition t : True := I.\nQed."
+    ),
     "attribute with spaces": "Proof.\n#[ ] Abort.\n#[ ] Lemma t : True.\nexact I.\nQed.",
     "attribute after a selector": "Proof.\nall: #[] Abort.\n#[] Theorem t : True.\nexact I.\nQed.",
     "control prefix": "Proof.\nTime Abort.\nTime Theorem t : True.\nexact I.\nQed.",

@@ -75,7 +75,7 @@ def test_split_edges() -> None:
     assert split_by_module([], held_out_fraction=0.5) == ([], [])
     # a module bigger than the target does not swamp it when a closer choice exists
     lopsided = [P(f"a{i}", "Big") for i in range(90)] + [P(f"b{i}", f"S{i}") for i in range(10)]
-    train, held = split_by_module(lopsided, held_out_fraction=0.1, seed=0)
+    _, held = split_by_module(lopsided, held_out_fraction=0.1, seed=0)
     assert len(held) == 10 and all(p.module != "Big" for p in held)
     for bad in (-0.1, 1.5, float("nan")):
         with pytest.raises(ValueError, match="held_out_fraction"):

@@ -40,14 +40,12 @@ PLACEHOLDER = re.compile(r"^[A-Z][A-Z_]*$")
 
 def mentions(pattern: re.Pattern[str], texts: list[Path] = TEXTS) -> list[tuple[str, re.Match[str]]]:
     """(``file:line``, match) for every match in ``texts``."""
-    return [
-        (
-            f"{p.relative_to(ROOT) if p.is_relative_to(ROOT) else p.name}:{p.read_text()[: m.start()].count(chr(10)) + 1}",
-            m,
-        )
-        for p in texts
-        for m in pattern.finditer(p.read_text())
-    ]
+    out = []
+    for p in texts:
+        text = p.read_text()
+        name = p.relative_to(ROOT) if p.is_relative_to(ROOT) else p.name
+        out += [(f"{name}:{text.count(chr(10), 0, m.start()) + 1}", m) for m in pattern.finditer(text)]
+    return out
 
 
 def literals(path: Path) -> set[str]:

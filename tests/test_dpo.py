@@ -56,7 +56,7 @@ def test_dpo_steps_on_a_tiny_model_raise_the_margin(tmp_path):
     )
     model, tok = load_policy(tmp_path, device="cpu")
     ref, _ = load_policy(tmp_path, device="cpu")
-    enc = lambda s: tuple(tok(s, add_special_tokens=False)["input_ids"]) + (tok.eos_token_id,)  # noqa: E731
+    enc = lambda s: (*tok(s, add_special_tokens=False)["input_ids"], tok.eos_token_id)  # noqa: E731
     prompt = tuple(tok("[GOAL]\n⊢ n + 0 = n\n[PROOFSTEP]\n")["input_ids"])
     pair = Pair(prompt, enc("lia."), enc("exact I."))
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2)

@@ -115,9 +115,7 @@ def test_system_error_for_timeouts_and_admitted_without_messages() -> None:
 def test_at_most_three_errors_and_lean_snippets() -> None:
     """Lean reports several errors per proof (Coq stops at the first); only the first 3 are shown."""
     proof = "\n".join(f"  tac{i}" for i in range(1, 8))
-    msgs = tuple(Message("error", f"e{i}", Position(i, 2)) for i in range(1, 6)) + (
-        Message("warning", "w", Position(1, 0)),
-    )
+    msgs = (*(Message("error", f"e{i}", Position(i, 2)) for i in range(1, 6)), Message("warning", "w", Position(1, 0)))
     v = Verdict(Status.ERROR, ("e1",), msgs, prover="lean 4.9 (repl)")
     fb = build_feedback(proof, v, goals_before=["⊢ a", None])
     assert [line for line in fb.split("\n") if line.startswith("# Error")] == ["# Error 1:", "# Error 2:", "# Error 3:"]

@@ -201,7 +201,7 @@ def test_reading_the_scores_does_not_depend_on_padding(tiny):
         for i, e in enumerate(ex):
             alone = torch.tensor([e.prompt_ids + e.target_ids])
             lg = m(input_ids=alone).logits
-            for d, j in e.positions.items():
+            for j in e.positions.values():
                 want = expected_score(lg[0, len(e.prompt_ids) + j - 1], anchors)
                 got = expected_score(gather_positions(batch_logits, [i], [P + j])[0], anchors)
                 assert got.item() == pytest.approx(want.item(), abs=1e-4)
@@ -228,7 +228,9 @@ def test_the_eva_gradient_reaches_exactly_the_score_positions():
     assert n == 3
     loss.backward()
     nonzero = {
-        (i, t) for i, t in zip(*torch.nonzero(logits.grad.abs().sum(-1), as_tuple=True)) for i, t in [(int(i), int(t))]
+        (i, t)
+        for i, t in zip(*torch.nonzero(logits.grad.abs().sum(-1), as_tuple=True), strict=True)
+        for i, t in [(int(i), int(t))]
     }
     assert nonzero == {(0, P + 2 - 1), (0, P + 5 - 1), (1, P + 3 - 1)}
     assert logits.grad[:, :, :4].abs().sum() == 0  # only the anchors' logits get gradient

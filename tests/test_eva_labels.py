@@ -71,5 +71,5 @@ def test_coq_labels_each_kind_of_proposal(coq, tmp_path):
     # the last step closes the goal itself: checked by the fresh-process final check
     last = label_theorem(coq, _steps(), [1], ["reflexivity."], None, s)
     assert last[0]["kind"] == "human" and last[0]["facts"]["closes"] is True
-    paths = write_labels(recs + [{**last[0], "split": "held-out"}], tmp_path)
+    paths = write_labels([*recs, {**last[0], "split": "held-out"}], tmp_path)
     assert len(paths["train"].read_text().splitlines()) == 4 and len(paths["held-out"].read_text().splitlines()) == 1

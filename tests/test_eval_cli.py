@@ -76,7 +76,7 @@ def test_eval_command_reports_and_measures_uplift(tmp_path):
     # Against itself a model uplifts nothing: the same log-probs are recomputed for the same samples.
     up = summary["uplift"]
     assert len(up["rates"]) == 8 and sum(up["counts"]) == summary["baseline"]["verdicts"].get("valid", 0) > 0
-    assert all(r == 0.0 for r, c in zip(up["rates"], up["counts"]) if c)
+    assert all(r == 0.0 for r, c in zip(up["rates"], up["counts"], strict=True) if c)
     assert (out / "pass_at_k.png").stat().st_size > 0 and (out / "uplift.png").exists()
     assert "pass@8" in (out / "report.md").read_text()
 

@@ -44,16 +44,18 @@ def test_prec_at_k_counts_every_drawn_sample_and_zero_precision_counts_states():
 
 
 def test_state_points_replay_paths_and_skip_bullets():
-    rec = lambda step, tac, structural=False: {
-        "theorem": "t",
-        "statement": "S",
-        "header": "",
-        "module": "M",
-        "step": step,
-        "state_before": f"s{step}",
-        "tactic": tac,
-        "structural": structural,
-    }
+    def rec(step: int, tac: str, structural: bool = False) -> dict:
+        return {
+            "theorem": "t",
+            "statement": "S",
+            "header": "",
+            "module": "M",
+            "step": step,
+            "state_before": f"s{step}",
+            "tactic": tac,
+            "structural": structural,
+        }
+
     pts = state_points([rec(0, "split."), rec(1, "-", True), rec(2, "auto."), rec(4, "after a gap.")])
     assert [(p.text, p.path) for p in pts] == [("s0", ()), ("s2", ("split.", "-"))]
 

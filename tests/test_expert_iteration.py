@@ -99,7 +99,7 @@ def test_a_bad_recipe_key_is_one_line():
         load_reap_config("reap", ["rollout.pases=4"])
     with pytest.raises(ConfigError, match=r"learner.rehearsal_fraction must be in \[0, 1\), got 1.5"):
         load_reap_config("reap", ["learner.rehearsal_fraction=1.5"])
-    with pytest.raises(ConfigError, match="expected key.sub=value"):
+    with pytest.raises(ConfigError, match=r"expected key\.sub=value"):
         load_reap_config("reap", ["rounds"])
     res = CliRunner().invoke(app, ["train", "--recipe", "reap", "--set", "rollout.pases=4"])  # the real command line
     assert res.exit_code == 2 and res.stderr.strip().splitlines() == [

@@ -190,7 +190,9 @@ def test_kl_term_is_added_with_its_coefficient():
 
 
 def _tabular(theta):
-    def logp_fn(rows, actions=torch.tensor([0, 1])):
+    actions = torch.tensor([0, 1])
+
+    def logp_fn(rows):
         return torch.log_softmax(theta, -1)[actions[rows]].unsqueeze(-1)  # (b, 1)
 
     return logp_fn

@@ -257,16 +257,20 @@ def test_check_and_the_final_check_give_one_proof_one_status(pool, statement, pr
         assert v.reasons == f.reasons == (reason,), (v, f)
 
 
-# -- item: honest spellings accepted, their look-alikes refused ----------------------------------------------------------
+# -- item: honest spellings accepted, their look-alikes refused -----------------------------------------------------
 HONEST = {
     "Qed with a space": "Proof. intros n. induction n; simpl; auto. Qed .",
     "Proof with a space": "Proof . intros n. induction n; simpl; auto. Qed.",
     "comment in Proof using": "Proof (* c *) using Type. intros n. induction n; simpl; auto. Qed.",
     "comment before Qed's period": "Proof. intros n. induction n; simpl; auto. Qed (* done *).",
     "restated with other spacing": "Theorem t : forall n:nat, n+0=n.\nProof. intros n. induction n; simpl; auto. Qed.",
-    "restated with a comment": "Theorem t : forall n : nat, (* n *) n + 0 = n.\nProof. intros n. induction n; simpl; auto. Qed.",
+    "restated with a comment": (
+        "Theorem t : forall n : nat, (* n *) n + 0 = n.\nProof. intros n. induction n; simpl; auto. Qed."
+    ),
     "restated as a Lemma": "Lemma t : forall n : nat, n + 0 = n.\nProof. intros n. induction n; simpl; auto. Qed.",
-    "restated as a Lemma with other spacing": "Lemma t: forall n: nat,\n  n + 0 = n.\nProof. intros n. induction n; simpl; auto. Qed.",
+    "restated as a Lemma with other spacing": (
+        "Lemma t: forall n: nat,\n  n + 0 = n.\nProof. intros n. induction n; simpl; auto. Qed."
+    ),
     "Proof using with a tactic": "Proof using Type with auto. intros n. induction n; simpl... Qed.",
 }
 ATTACKS = {

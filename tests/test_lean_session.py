@@ -143,7 +143,10 @@ def test_goal_parser_keeps_case_names_groups_lets_and_wrapped_types() -> None:
 
 # -- header and text rules -----------------------------------------------------------------------------------
 def test_header_split_and_normalise() -> None:
-    code = "import Mathlib\nimport Aesop\n\nset_option maxHeartbeats 400000\n\nopen BigOperators Real\n\ntheorem t : 1 = 1 := rfl\n"
+    code = (
+        "import Mathlib\nimport Aesop\n\nset_option maxHeartbeats 400000\n\nopen BigOperators Real\n\ntheorem t : 1 = "
+        "1 := rfl\n"
+    )
     s = split_header(code)
     assert s.header_lines == (
         "import Mathlib",
@@ -219,7 +222,8 @@ def test_a_response_over_the_cap_kills_the_session_instead_of_growing_without_bo
     monkeypatch.setattr(lean_session, "MAX_RESPONSE_BYTES", 1 << 16)
     flood = tmp_path / "flood.py"  # a REPL stand-in that answers one request with 1 MiB and no blank line
     flood.write_text(
-        "import sys, time\nsys.stdin.readline()\nsys.stdout.write('x' * (1 << 20))\nsys.stdout.flush()\ntime.sleep(30)\n"
+        "import sys, time\nsys.stdin.readline()\nsys.stdout.write('x' * (1 << 20))\nsys.stdout.flush()\n"
+        "time.sleep(30)\n"
     )
     s = LeanSession(LeanConfig(command=(sys.executable, str(flood)), memory_mb=None))
     with pytest.raises(OutputTooLarge):

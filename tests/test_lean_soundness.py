@@ -203,7 +203,10 @@ def test_print_axioms_hijacked_by_macro_rules_is_refused(tmp_path, shape) -> Non
     # Macros expand before elaborators, so this rule turns the audit into a `#print "..."` of our choosing.
     proof = "exact cheat.elim\nmacro_rules | `(#print axioms t) => `(#print \"'t' does not depend on any axioms\")"
     thm = Theorem("t", "theorem t : 1 = 2 := by", CHEAT_HEADER, "lean")
-    code = "theorem t : 1 = 2 := by\n  exact cheat.elim\n  macro_rules | `(#print axioms t) => `(#print \"'t' does not depend on any axioms\")"
+    code = (
+        "theorem t : 1 = 2 := by\n  exact cheat.elim\n  macro_rules | `(#print axioms t) => `(#print \"'t' does not "
+        'depend on any axioms")'
+    )
     hijacked = {
         "messages": [
             {
@@ -412,7 +415,8 @@ def test_header_options_are_allowlisted(tmp_path, shape) -> None:
     [
         "import Mathlib\n\nset_option maxHeartbeats 0\n\nopen BigOperators Real Nat Topology Rat\n\n",
         "import Mathlib\nimport Aesop\nset_option maxHeartbeats 400000\nopen BigOperators Real Nat Topology Rat",
-        "import Mathlib\n\nopen Filter Set TopologicalSpace\nopen scoped Topology\n\nset_option checkBinderAnnotations false\n\n",
+        "import Mathlib\n\nopen Filter Set TopologicalSpace\nopen scoped Topology\n\n"
+        "set_option checkBinderAnnotations false\n\n",
     ],
 )
 def test_dataset_headers_pass_the_option_allowlist(header) -> None:

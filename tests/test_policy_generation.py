@@ -394,7 +394,7 @@ def test_openai_client_matches_direct_sampling(server, taught):
 
 def test_openai_client_with_token_strings_only(server, taught):
     url, _ = server
-    model, tok = taught
+    _, tok = taught
     gen = OpenAIGenerator(url + "/v1/", "tiny", api_key=KEY, batch_size=1)  # a base URL that ends in /v1
     groups = gen.generate([A, C], SamplingParams(**COLD, max_tokens=30, stop=("```",)))
     a, c = flat(groups)
@@ -409,7 +409,7 @@ def test_openai_errors_carry_status_and_body(server):
     with pytest.raises(GenerationError, match="HTTP 401") as e:
         OpenAIGenerator(url, "tiny", api_key="wrong").generate([A], SamplingParams())
     assert e.value.status == 401 and "bad key" in e.value.body
-    with pytest.raises(GenerationError, match="HTTP 404.*not found"):
+    with pytest.raises(GenerationError, match=r"HTTP 404.*not found"):
         OpenAIGenerator(url, "other", api_key=KEY).generate([A], SamplingParams())
     with pytest.raises(GenerationError, match="malformed"):
         OpenAIGenerator(url, "tiny", api_key=KEY).generate([A], SamplingParams(max_tokens=999))

@@ -115,7 +115,7 @@ def test_empty_responses_and_empty_batch(policy):
 
 
 def test_bad_inputs_are_refused(policy):
-    model, tok = policy
+    model, _ = policy
     with pytest.raises(ValueError, match="at least one token"):
         response_logprobs(model, [[]], [[5]], pad_id=0)
     with pytest.raises(ValueError, match="2 prompts but 1 responses"):

@@ -209,7 +209,8 @@ GOOD = {
     "coq": "  intros n.\n  lia.\nQed.\n```",
     "coq-cot": "  (* Introduce n. *)\n  intros n.\n  (* Linear arithmetic closes it. *)\n  lia.\nQed.\n```\nDone.",
     "kimina-coq": "<think>\nInduction is overkill; lia does it.\n```coq\nauto.\n```\n</think>\n"
-    "```coq\nRequire Import Arith Lia.\nTheorem add_zero_r : forall n : nat, n + 0 = n.\nProof.\n  intros n. lia.\nQed.\n```",
+    "```coq\nRequire Import Arith Lia.\nTheorem add_zero_r : forall n : nat, n + 0 = n.\nProof.\n  intros n. lia.\n"
+    "Qed.\n```",
 }
 BAD = {
     "coq": "  intros n. reflexivity.\nQed.\n```",

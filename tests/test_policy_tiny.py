@@ -99,7 +99,7 @@ def test_bad_inputs_are_refused_with_a_reason(tmp_path):
         build_tiny_model(tmp_path, CORPUS, hidden=100, heads=3)
     with pytest.raises(FileNotFoundError, match="local paths"):
         load_policy(tmp_path / "nowhere")
-    with pytest.raises(FileNotFoundError, match="config.json"):
+    with pytest.raises(FileNotFoundError, match=r"config\.json"):
         load_policy(tmp_path)
     with pytest.raises(ValueError, match="r >= 1"):
         LoraSpec(r=0)

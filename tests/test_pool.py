@@ -1,6 +1,7 @@
 """The pool over real Coq processes: N jobs -> N verdicts, header reuse, kills, crashes, memory, recycling."""
 
 import asyncio
+import contextlib
 import os
 import signal
 import threading
@@ -61,10 +62,8 @@ def test_a_prover_that_keeps_dying_gives_a_crash_verdict_and_the_batch_completes
                 if pid not in killed:
                     time.sleep(0.5)
                     killed.add(pid)
-                    try:
+                    with contextlib.suppress(ProcessLookupError):
                         os.kill(pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
             time.sleep(0.05)
 
     pool.check(T, GOOD)

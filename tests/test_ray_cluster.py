@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from conftest import NAT, programs_except, requires_coq
 
-ray = pytest.importorskip("ray", reason='Ray is not installed (pip install -e ".[distributed]")')
-
-from ray_cluster_support import start_cluster, stop_cluster
-
 from proofrl.problems import Problem, load_problems
 from proofrl.provers.base import Status
+
+ray = pytest.importorskip("ray", reason='Ray is not installed (pip install -e ".[distributed]")')
+
+from ray_cluster_support import start_cluster, stop_cluster  # noqa: E402  (imports ray: after the skip)
 
 pytestmark = requires_coq
 

@@ -161,7 +161,7 @@ def test_session_actor_keeps_states_and_callers_hold_ids():
     assert state.handle is None and "n + 0 = n" in str(state)  # what leaves the actor has no process handle
     bad, failed = ray.get(s.step.remote(sid, "reflexivity."))
     assert bad is None and not failed.ok
-    mid, r = ray.get(s.step.remote(sid, "intros n."))  # the start state is still usable after a failed step
+    mid, _ = ray.get(s.step.remote(sid, "intros n."))  # the start state is still usable after a failed step
     end, r2 = ray.get(s.step.remote(mid, "lia."))
     assert r2.state.solved and ray.get(s.final_check.remote(end)).valid
     assert not ray.get(s.final_check.remote(mid)).valid  # the trusted check, not the state, says valid
@@ -204,6 +204,6 @@ def test_search_on_ray_gives_the_statuses_and_files_of_a_local_search(tmp_path, 
     assert sorted(p.name for p in (tmp_path / "ray" / "trees").iterdir()) == sorted(
         p.name for p in (tmp_path / "local" / "trees").iterdir()
     )
-    events = [json.loads(l) for l in (tmp_path / "ray" / "trace.jsonl").read_text().splitlines()]
+    events = [json.loads(line) for line in (tmp_path / "ray" / "trace.jsonl").read_text().splitlines()]
     assert {e["theorem"] for e in events if e["name"] == "search"} == {p["name"] for p in PROBLEMS}
     assert "proof search" in capsys.readouterr().out  # the run's table, printed by the driver

@@ -12,7 +12,10 @@ from proofrl.rewards.compose import RewardConfig, UnlikelinessConfig, base_rewar
 from proofrl.rewards.format import FormatRules
 
 P = Problem("t", "Theorem t : True.", "")
-OK_FORMAT = "<think>\n```tactics\nTheorem t : True.\n```\n```tactics\nProof. exact I. Qed.\n```\n</think>\n```coq\nTheorem t : True.\nProof. exact I. Qed.\n```"
+OK_FORMAT = (
+    "<think>\n```tactics\nTheorem t : True.\n```\n```tactics\nProof. exact I. Qed.\n```\n</think>\n"
+    "```coq\nTheorem t : True.\nProof. exact I. Qed.\n```"
+)
 BAD_FORMAT = "Proof. exact I. Qed."
 VALID, WRONG = Verdict(Status.VALID), Verdict(Status.ERROR, ("nope",))
 

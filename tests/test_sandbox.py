@@ -150,7 +150,8 @@ def test_a_path_on_the_command_line_reached_through_a_symlink_in_a_hidden_direct
 def test_no_other_process_is_visible_or_reachable(mode, scratch):
     r = py(
         mode,
-        f"import os\ntry:\n os.kill({os.getpid()}, 0); print('reached')\nexcept OSError as e: print('alone', e.strerror)",
+        f"import os\ntry:\n os.kill({os.getpid()}, 0); print('reached')\n"
+        "except OSError as e: print('alone', e.strerror)",
         scratch,
     )
     assert r.stdout.startswith("alone"), r.stderr
@@ -172,7 +173,10 @@ def test_a_file_above_max_file_mb_cannot_be_written(scratch):
 
 
 # -- process handling inside the sandbox ------------------------------------------------------------------------
-HANDLES_INT = "import os, signal, sys\nsignal.signal(signal.SIGINT, lambda *a: os.write(1, b'interrupted\\n'))\nos.write(1, b'ready\\n')\nsys.stdin.readline()\nos.write(1, b'still here\\n')\n"
+HANDLES_INT = (
+    "import os, signal, sys\nsignal.signal(signal.SIGINT, lambda *a: os.write(1, b'interrupted\\n'))\nos.write(1, "
+    "b'ready\\n')\nsys.stdin.readline()\nos.write(1, b'still here\\n')\n"
+)
 
 
 @pytest.mark.parametrize("mode", ["off", *WORKING])

@@ -87,7 +87,7 @@ def test_a_bad_policy_spec_is_one_line(tmp_path):
     problems.write_text(json.dumps(PROBLEMS[0]) + "\n")
     r = run("search", str(problems), "--policy", "nonsense:x", "--out", str(tmp_path / "out"))
     assert r.returncode == 2 and "Traceback" not in r.stderr
-    assert len([l for l in r.stderr.splitlines() if l.strip()]) <= 3, r.stderr
+    assert len([ln for ln in r.stderr.splitlines() if ln.strip()]) <= 3, r.stderr
     r = run("search", str(problems), "--policy", "hf:/no/such/model", "--out", str(tmp_path / "out"))
     assert r.returncode == 2 and "Traceback" not in r.stderr and "no model directory" in r.stderr
 
@@ -130,6 +130,6 @@ def test_search_through_an_openai_compatible_endpoint(tmp_path, model_dir):
         assert r.exit_code == 0, r.output
     finally:
         stop()
-    results = [json.loads(l) for l in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
+    results = [json.loads(line) for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
     assert [x["status"] for x in results] == ["proved", "proved"]
     assert any(b.get("model") == "tiny" for b in seen)  # the proposals came from the endpoint

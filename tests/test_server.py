@@ -375,9 +375,9 @@ def test_lean_through_the_server_with_kimina_client(tmp_path):
     kc = _kimina()
     with server as s:
         t188 = header + "\ntheorem mathd_numbertheory_188 : Nat.gcd 180 168 = 12 := by norm_num"
-        t403 = (
-            header
-            + "\ntheorem mathd_numbertheory_403 : ∑ k ∈ (Nat.properDivisors 198), k = 270 := by simp (config := {decide := true})"
+        t403 = header + (
+            "\ntheorem mathd_numbertheory_403 : ∑ k ∈ (Nat.properDivisors 198), k = 270 := by simp (config := "
+            "{decide := true})"
         )
         cheat = header + "\ntheorem mathd_numbertheory_188 : Nat.gcd 180 168 = 12 := by sorry"
         out = kc.KiminaClient(api_url=s.url, n_retries=1).check(
@@ -460,7 +460,7 @@ async def _hammer(url: str, clients: int, seconds: float, seed: int) -> list[Sen
                     continue
                 got = [x["proofrl"]["status"] for x in r.json()["results"]] if r.status_code == 200 else []
                 assert len(got) == len(codes) or r.status_code != 200
-                out.append((sent, time.monotonic(), r.status_code, list(zip(codes, got))))
+                out.append((sent, time.monotonic(), r.status_code, list(zip(codes, got, strict=True))))
 
     await asyncio.gather(*(client(i) for i in range(clients)))
     return out
@@ -485,8 +485,8 @@ def test_load_32_clients_60s_with_kills_matches_direct_pool_calls(tmp_path):
     assert expected[VALID] == expected[Z_VALID] == "valid" and expected[LOOPING] == "timeout"
     port = free_port()
     cmd = [sys.executable, "-c", "from proofrl.cli import app; app()", "serve", "--port", str(port), "--workers", "2"]
-    log = open(tmp_path / "serve.log", "w")  # a file, not a pipe nobody reads for a minute
-    proc = subprocess.Popen(cmd, stderr=log, text=True)
+    with open(tmp_path / "serve.log", "w") as log:  # a file, not a pipe nobody reads for a minute
+        proc = subprocess.Popen(cmd, stderr=log, text=True)
     url = f"http://127.0.0.1:{port}"
     killed: list[tuple[float, int]] = []
     stop_killing = threading.Event()
@@ -517,7 +517,6 @@ def test_load_32_clients_60s_with_kills_matches_direct_pool_calls(tmp_path):
     finally:
         proc.terminate()
         proc.wait(20)
-        log.close()
     assert Counter(code for _, _, code, _ in results) == Counter({200: len(results)})  # no 5xx, no 4xx, no drops
     first_kill = killed[0][0] if killed else half
     calm = [item for _, answered, _, got in results if answered < first_kill for item in got]
@@ -553,7 +552,7 @@ def test_sigterm_leaves_no_prover_process(tmp_path):
         assert children, "provers are running"
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(20) in (0, -signal.SIGTERM)  # uvicorn re-raises the signal after a clean shutdown
-        gone, alive = psutil.wait_procs(children, timeout=5)
+        _, alive = psutil.wait_procs(children, timeout=5)
         assert alive == []
     finally:
         if proc.poll() is None:

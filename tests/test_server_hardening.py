@@ -49,7 +49,11 @@ def test_a_control_character_in_a_message_is_text_not_a_crash(pool, char):
 def test_illegal_xml_in_a_reply_is_made_visible_not_refused():
     from proofrl.provers.coq import xml
 
-    msg = '<feedback object="state" route="0"><state_id val="4"/><feedback_content val="message"><message><message_level val="info"/><option val="none"/><richpp><_><pp>{}</pp></_></richpp></message></feedback_content></feedback><value val="good"><unit/></value>'
+    msg = (
+        '<feedback object="state" route="0"><state_id val="4"/><feedback_content val="message">'
+        '<message><message_level val="info"/><option val="none"/><richpp><_><pp>{}</pp></_></richpp></message>'
+        '</feedback_content></feedback><value val="good"><unit/></value>'
+    )
     for raw, text in [
         (b"x\x02y", "x\u2402y"),
         (b"x&#2;y&#x1F;z&#65;", "x\u2402y\u241fzA"),
@@ -86,7 +90,10 @@ def test_a_batch_above_the_inflight_limit_is_413_at_once_not_429_forever():
             r = httpx.post(s.url + "/api/check", json=big, timeout=30)
             assert r.status_code == 413
             assert r.json() == {
-                "detail": "batch of 3 items exceeds the limit of 2 (max_inflight: items in flight at once); send at most 2 per request"
+                "detail": (
+                    "batch of 3 items exceeds the limit of 2 (max_inflight: items in flight at once); send at most 2 "
+                    "per request"
+                )
             }
         r = httpx.post(
             s.url + "/api/check", json={"snippets": [{"id": str(i), "code": "x"} for i in range(11)]}, timeout=30
@@ -258,9 +265,8 @@ def _serve(tmp_path, yaml_text: str = "", workers: int = 2) -> tuple[subprocess.
     if yaml_text:
         (tmp_path / "serve.yaml").write_text(yaml_text)
         cmd += ["--config", str(tmp_path / "serve.yaml")]
-    log = open(tmp_path / "serve.log", "w")
-    proc = subprocess.Popen(cmd, stderr=log, text=True)
-    log.close()
+    with open(tmp_path / "serve.log", "w") as log:
+        proc = subprocess.Popen(cmd, stderr=log, text=True)
     url = f"http://127.0.0.1:{port}"
     wait_healthy(url, proc)
     return proc, url

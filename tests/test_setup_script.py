@@ -85,7 +85,8 @@ def test_a_user_without_root_or_sudo_gets_the_line_to_run(tmp_path, system_tools
     res, calls = _setup(tmp_path, system_tools, sudo=False, FAKE_UID="1000")
     assert res.returncode == 1
     assert res.stderr.strip().splitlines() == [
-        "setup: coq bubblewrap missing: as root, run apt-get install -y coq bubblewrap; then rerun bash scripts/setup.sh"
+        "setup: coq bubblewrap missing: as root, run apt-get install -y coq bubblewrap; then rerun bash "
+        "scripts/setup.sh"
     ]
     assert not [c for c in calls if c.startswith("apt-get") or " pip install " in c]
 

@@ -19,7 +19,10 @@ pytestmark = requires_coq
 
 FALSE_NAT = Theorem("t_false", "Theorem t_false : forall n : nat, n = 0.", NAT)
 PLUS = Theorem("plus0", "Theorem plus0 : forall n : nat, n + 0 = n.", NAT)
-STREAM = "CoInductive stream : Type := Cons : nat -> stream -> stream.\nCoInductive all0 : stream -> Prop := A0 : forall s, all0 s -> all0 (Cons 0 s)."
+STREAM = (
+    "CoInductive stream : Type := Cons : nat -> stream -> stream.\nCoInductive all0 : stream -> Prop := A0 : forall "
+    "s, all0 s -> all0 (Cons 0 s)."
+)
 HONEST_FIX = ["fix IH 1.", "intros n.", "destruct n.", "reflexivity.", "simpl.", "f_equal.", "apply IH."]
 
 

@@ -5,6 +5,7 @@ written here."""
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 
 import pytest
 from conftest import requires_coq
@@ -61,11 +62,11 @@ def test_stepping_human_proofs_gives_chained_transitions():
     results, summary = extract_transitions(probs, splits=["train"] * 4, workers=1)
     assert summary.proofs == 4 and summary.clean == 4 and summary.failed == 0
     assert summary.transitions == sum(len(proof_tactics(p.proof)) for p in probs)
-    for p, r in zip(probs, results):
+    for p, r in zip(probs, results, strict=True):
         ts = r.transitions
         assert [t["step"] for t in ts] == list(range(len(ts))) and [t["tactic"] for t in ts] == proof_tactics(p.proof)
-        assert all(a["state_after"] == b["state_before"] for a, b in zip(ts, ts[1:]))
-        assert all(a["goals_after"] == b["goals_before"] for a, b in zip(ts, ts[1:]))
+        assert all(a["state_after"] == b["state_before"] for a, b in pairwise(ts))
+        assert all(a["goals_after"] == b["goals_before"] for a, b in pairwise(ts))
         assert ts[-1]["state_after"] == "no goals" and ts[-1]["goals_after"] == 0 and ts[0]["goals_before"] == 1
         assert "⊢" in ts[0]["state_before"]
         assert {t["theorem"] for t in ts} == {p.name} and {t["module"] for t in ts} == {"Coq.Bool.Bool"}
@@ -211,12 +212,16 @@ LEANDOJO = [
                 "tactic": "constructor",
                 "annotated_tactic": ["constructor", []],
                 "state_before": "p q : Prop\nhp : p\nhq : q\n⊢ p ∧ q",
-                "state_after": "case left\np q : Prop\nhp : p\nhq : q\n⊢ p\n\ncase right\np q : Prop\nhp : p\nhq : q\n⊢ q",
+                "state_after": (
+                    "case left\np q : Prop\nhp : p\nhq : q\n⊢ p\n\ncase right\np q : Prop\nhp : p\nhq : q\n⊢ q"
+                ),
             },
             {
                 "tactic": "exact hp",
                 "annotated_tactic": ["exact hp", []],
-                "state_before": "case left\np q : Prop\nhp : p\nhq : q\n⊢ p\n\ncase right\np q : Prop\nhp : p\nhq : q\n⊢ q",
+                "state_before": (
+                    "case left\np q : Prop\nhp : p\nhq : q\n⊢ p\n\ncase right\np q : Prop\nhp : p\nhq : q\n⊢ q"
+                ),
                 "state_after": "case right\np q : Prop\nhp : p\nhq : q\n⊢ q",
             },
         ],

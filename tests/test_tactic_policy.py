@@ -98,7 +98,7 @@ def tiny_dir(tmp_path_factory):
         lr=3e-3,
         batch=8,
         model={"hidden": 64, "layers": 2, "heads": 4, "vocab_size": 400},
-        on_epoch=lambda e, l: losses.append(l),
+        on_epoch=lambda _epoch, loss: losses.append(loss),
     )
     assert losses[-1] < losses[0] / 4
     return out
@@ -202,7 +202,7 @@ def policy_app(model, tok):
                 "logprobs": {
                     "content": [
                         {"token": tok.decode([t]), "logprob": lp, "top_logprobs": []}
-                        for t, lp in zip(c.token_ids, c.logprobs)
+                        for t, lp in zip(c.token_ids, c.logprobs, strict=True)
                     ]
                     if body.get("logprobs")
                     else None
@@ -240,7 +240,7 @@ def test_openai_completions_policy_matches_the_local_model(endpoint, tiny):
     assert isinstance(remote, TacticPolicy) and remote.name == "openai:tiny"
     got = remote.propose_many([S1, S2], 6)
     assert [[p.tactic for p in g] for g in got] == [[p.tactic for p in g] for g in direct]
-    for g, d in zip(got, direct):
+    for g, d in zip(got, direct, strict=True):
         assert [p.logprob_sum for p in g] == pytest.approx([p.logprob_sum for p in d], abs=1e-5)
     body = seen[-1]
     assert body["prompt"] == [tactic_prompt(S1), tactic_prompt(S2)] and body["n"] == 6 and body["logprobs"] == 1
@@ -266,9 +266,9 @@ def test_openai_chat_policy(endpoint, tiny):
 
 def test_endpoint_errors_are_clear(endpoint):
     url, _, _ = endpoint
-    with pytest.raises(PolicyEndpointError, match="refused.*HTTP 401"):
+    with pytest.raises(PolicyEndpointError, match=r"refused.*HTTP 401"):
         OpenAITacticPolicy(url, "tiny", api_key="wrong").propose(S2, 2)
-    with pytest.raises(PolicyEndpointError, match="refused.*HTTP 401"):
+    with pytest.raises(PolicyEndpointError, match=r"refused.*HTTP 401"):
         OpenAITacticPolicy(url, "tiny", chat=True, api_key="wrong").propose(S2, 2)
     with pytest.raises(PolicyEndpointError, match="malformed"):
         OpenAITacticPolicy(url, "tiny", api_key=KEY, max_tokens=999).propose(S2, 1)  # the server's broken reply
@@ -291,7 +291,7 @@ def test_endpoint_dying_mid_run_is_a_clear_error(endpoint):
         match=r"tactic policy endpoint http://127\.0\.0\.1:\d+/v1/chat/completions is unreachable or died",
     ):
         chat.propose(S2, 2)
-    with pytest.raises(PolicyEndpointError, match="value endpoint .* unreachable or died"):
+    with pytest.raises(PolicyEndpointError, match=r"value endpoint .* unreachable or died"):
         value.value(S2)
 
 

@@ -107,7 +107,7 @@ def reference_gradient(tr: Trainer, groups: list[Group]) -> tuple[torch.Tensor, 
 
     rows = [
         (p, c.token_ids)
-        for g, p in zip(groups, encode_prompts(tr.tokenizer, [g.item.prompt for g in groups]))
+        for g, p in zip(groups, encode_prompts(tr.tokenizer, [g.item.prompt for g in groups]), strict=True)
         for c in g.completions
     ]
     width = max(len(r) for _, r in rows)
@@ -117,7 +117,7 @@ def reference_gradient(tr: Trainer, groups: list[Group]) -> tuple[torch.Tensor, 
     for p in params:
         p.grad = None
     tr.model.eval()
-    new, ents = zip(*(row_logps(tr.model, p, r) for p, r in rows))
+    new, ents = zip(*(row_logps(tr.model, p, r) for p, r in rows), strict=True)
     logp = pad(list(new))
     with torch.no_grad():
         if tr.ref_model == "adapter-off":
@@ -197,7 +197,7 @@ def test_micro_batch_of_one_row_equals_the_whole_mini_batch(tiny, tmp_path, agg_
         tr.update(make_groups(tr.tokenizer))
         grads[micro] = tr.optimizer.grads
     assert len(grads[1]) == len(grads[64]) == 2
-    for a, b in zip(grads[1], grads[64]):
+    for a, b in zip(grads[1], grads[64], strict=True):
         assert rel(a, b) < 1e-5
 
 
@@ -245,7 +245,7 @@ def test_bf16_compute_keeps_fp32_master_weights_that_move_at_lr_1e_6(tiny, tmp_p
         tr.update(groups)
     hook.remove()
     assert seen == {torch.bfloat16}
-    changed = sum(int((p.detach() != b).sum()) for p, b in zip(params, before))
+    changed = sum(int((p.detach() != b).sum()) for p, b in zip(params, before, strict=True))
     total = sum(p.numel() for p in params)
     assert changed / total > 0.95, changed / total
     state = tr.optimizer.state[params[0]]
@@ -265,7 +265,7 @@ def test_gradient_checkpointing_recomputes_and_gives_the_same_gradient(tiny, tmp
         tr = make_trainer(tiny, tmp_path / str(ckpt), [f"model.gradient_checkpointing={str(ckpt).lower()}"])
         calls = []
         hook = tr.model.model.layers[0].self_attn.register_forward_hook(
-            lambda m, i, o: calls.append(torch.is_grad_enabled())
+            lambda m, i, o, calls=calls: calls.append(torch.is_grad_enabled())
         )
         tr.update(make_groups(tr.tokenizer))
         hook.remove()
@@ -297,6 +297,6 @@ def test_update_on_cuda_in_bf16(tiny, tmp_path, ref_device):
     m = tr.update(make_groups(tok))
     assert m["loss/steps"] == 1 and m["loss/nonfinite"] == 0 and m["policy/entropy"] > 0
     assert all(p.dtype == torch.float32 and p.device.type == "cuda" for p in params)
-    assert sum(int((p != b).sum()) for p, b in zip(params, before)) > 0.9 * sum(p.numel() for p in params)
+    assert sum(int((p != b).sum()) for p, b in zip(params, before, strict=True)) > 0.9 * sum(p.numel() for p in params)
     if ref_device == "cpu":
         assert next(tr.ref_model.parameters()).device.type == "cpu"  # back in CPU memory after its pass

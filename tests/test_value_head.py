@@ -53,7 +53,7 @@ def test_bins_that_disagree_with_the_checkpoint_are_one_clear_error(tiny_dir, tm
     load_policy_value(tiny_dir, num_bins=16).save(tmp_path / "pv")
     with pytest.raises(ConfigError, match=r"value head has 16 bins but 64 were asked for"):
         load_policy_value(tmp_path / "pv", num_bins=64)
-    with pytest.raises(ConfigError, match="no value_head.json"):
+    with pytest.raises(ConfigError, match=r"no value_head\.json"):
         make_value_fn(f"model:{tiny_dir}")  # a plain LM has no head to serve
     load_policy_value(tiny_dir, num_bins=16).save(tmp_path / "lm-only", head=False)
     assert load_policy_value(tmp_path / "lm-only", num_bins=64).num_bins == 64  # no head saved: a fresh one

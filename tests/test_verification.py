@@ -1,4 +1,5 @@
-"""Verification (the one client behind every reward) through a real Coq pool and a real ``proofrl serve`` on loopback."""
+"""Verification (the one client behind every reward) through a real Coq pool and a real ``proofrl serve`` on
+loopback."""
 
 from __future__ import annotations
 
@@ -161,7 +162,7 @@ def test_server_agrees_with_pool_including_positions(served, pool) -> None:
     ):
         a, b = local.verify(ITEMS), remote.verify(ITEMS)
     assert [v.status for v in b] == EXPECTED
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=True):
         assert (x.status, x.reasons, x.axioms) == (y.status, y.reasons, y.axioms)
         assert [(m.severity, m.text, m.start, m.end) for m in x.messages] == [
             (m.severity, m.text, m.start, m.end) for m in y.messages

@@ -54,7 +54,8 @@ def _run(tmp_path, answers: list[str], response_length: int = 1024):
             "actor_rollout_ref.rollout.calculate_log_probs=true",
             "data.max_prompt_length=1024",
             f"data.max_response_length={response_length}",
-            f"actor_rollout_ref.rollout.agent.agent_loop_config_path={resources.files('proofrl.verl') / 'agent_loops.yaml'}",
+            "actor_rollout_ref.rollout.agent.agent_loop_config_path="
+            f"{resources.files('proofrl.verl') / 'agent_loops.yaml'}",
             "actor_rollout_ref.rollout.agent.default_agent_loop=proofrl_error_correction",
             f"reward.custom_reward_function.path={REWARD_PY}",
             "+reward.custom_reward_function.reward_kwargs.prompt_format=kimina-coq",
@@ -111,7 +112,7 @@ def test_failed_first_turn_gets_proofrl_feedback_masked_and_a_second_turn(tmp_pa
 
 
 def test_valid_first_turn_ends_the_trajectory(tmp_path) -> None:
-    out, server, tok = _run(tmp_path, [_answer("intros. lia.")])
+    out, server, _ = _run(tmp_path, [_answer("intros. lia.")])
     assert len(server.prompts) == 1
     n = int(out.batch["attention_mask"][0, out.batch["prompts"].shape[1] :].sum())
     assert out.batch["response_mask"][0, :n].tolist() == [1] * n
@@ -122,7 +123,7 @@ def test_the_second_answer_is_judged_only_as_far_as_it_is_trained(tmp_path) -> N
     """A second answer whose proof lies past the response budget: the call asks for the budget left, and the
     reward judges the kept tokens (no proof: 0), not the whole text (a valid proof, 1.0, on untrained text)."""
     long_second = _answer("intros. lia.").replace("Try it.", "Let me think about this. " * 400)
-    out, server, tok = _run(tmp_path, [_answer("intros. reflexivity."), long_second])
+    out, server, _ = _run(tmp_path, [_answer("intros. reflexivity."), long_second])
     assert len(server.prompts) == 2
     b = out.batch
     n = int(b["attention_mask"][0, b["prompts"].shape[1] :].sum())

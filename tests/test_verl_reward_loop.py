@@ -12,9 +12,10 @@ from conftest import requires_coq
 
 ray = pytest.importorskip("ray", reason='Ray is not installed (pip install -e ".[distributed]")')
 
-from ray_cluster_support import start_cluster, stop_cluster
-from test_verl_reward import _batch
-from verl_support import (
+# these import ray or verl: after the skip
+from ray_cluster_support import start_cluster, stop_cluster  # noqa: E402
+from test_verl_reward import _batch  # noqa: E402
+from verl_support import (  # noqa: E402
     ADMITTED,
     RECORD,
     REWARD_PY,

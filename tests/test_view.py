@@ -34,8 +34,8 @@ PROBLEMS = [
 def type_search(c: Chromium, text: str) -> None:
     """Type into the tree's search box and wait out its debounce."""
     c.js(
-        "{ const q = document.querySelector('.toolbar input'); q.value = %s; q.dispatchEvent(new Event('input')); }"
-        % json.dumps(text)
+        "{ const q = document.querySelector('.toolbar input'); "
+        f"q.value = {json.dumps(text)}; q.dispatchEvent(new Event('input')); }}"
     )
     time.sleep(0.5)
 

@@ -114,7 +114,8 @@ def run_part(ctx: Any) -> dict[str, Any]:
     (out / "report.md").write_text(report(summary, rows, markdown_table(rows)))
     m_ = after["eva"]
     console.print(
-        f"EVA on {len(held)} held-out proposals: Pearson r {m_['pearson']:.3f}, ranking accuracy {m_['ranking_acc']:.3f}"
+        f"EVA on {len(held)} held-out proposals: Pearson r {m_['pearson']:.3f}, ranking accuracy "
+        f"{m_['ranking_acc']:.3f}"
     )
     return {k: summary[k] for k in ("rows", "index", "seconds")}
 
@@ -127,9 +128,10 @@ def report(summary: dict[str, Any], rows: dict[str, Any], table: str) -> str:
         [
             "# EVA: a process reward model read from its own score logits",
             "",
-            f"Coq labelled {lab['train']['records']} proposals at states of {lab['train']['theorems']} training theorems and "
-            f"{lab['held-out']['records']} at {lab['held-out']['theorems']} held-out ones (four kinds per state: the human step, "
-            f"another theorem's step, a lemma that does not exist, a syntax-broken step). What Coq answered: {answers}.",
+            f"Coq labelled {lab['train']['records']} proposals at states of {lab['train']['theorems']} training "
+            f"theorems and {lab['held-out']['records']} at {lab['held-out']['theorems']} held-out ones (four kinds "
+            "per state: the human step, another theorem's step, a lemma that does not exist, a syntax-broken step). "
+            f"What Coq answered: {answers}.",
             "",
             f"The reward model starts from the tiny tactic model and is trained {s['epochs']} epochs with L_SFT + "
             f"{s['alpha']}·L_EVA, LoRA r=16, alpha=32 on every projection, lr {s['lr']:g} "

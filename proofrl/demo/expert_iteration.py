@@ -102,9 +102,9 @@ def _report(s: dict[str, Any]) -> str:
         [
             "# Expert iteration: one round of search-and-learn",
             "",
-            f"reap's AND-OR MCTS searched {s['rollout_theorems']} training theorems in {s['rollout_passes']} passes with the "
-            f"tiny tactic model and an untaught value head; it solved {s['rollout_solved']}, giving {s['replay_samples']} "
-            f"replay samples. {update}",
+            f"reap's AND-OR MCTS searched {s['rollout_theorems']} training theorems in {s['rollout_passes']} passes "
+            f"with the tiny tactic model and an untaught value head; it solved {s['rollout_solved']}, giving "
+            f"{s['replay_samples']} replay samples. {update}",
             "",
             "| | held-out proved |",
             "|---|---|",
@@ -119,8 +119,8 @@ def _report(s: dict[str, Any]) -> str:
             *(
                 [
                     "No update was made this round (nothing was solved), so the model before and after is the same: a "
-                    "difference between the two counts is sampling noise (searches running at once draw from one sampler "
-                    "in whatever order they call it).",
+                    "difference between the two counts is sampling noise (searches running at once draw from one "
+                    "sampler in whatever order they call it).",
                     "",
                 ]
                 if s["lm_loss"] is None

@@ -172,10 +172,12 @@ def report(summary: dict[str, Any], problems: list[Any]) -> str:
         "# Proof search: best-first vs reap's AND-OR MCTS",
         "",
         f"{len(problems)} held-out stdlib theorems (modules the tiny tactic model was never taught on), each engine "
-        f"with {s['expansions']} policy calls of {s['width']} tactics per theorem and {s['tactic_timeout']:g} s a tactic. "
+        f"with {s['expansions']} policy calls of {s['width']} tactics per theorem and {s['tactic_timeout']:g} s a "
+        "tactic. "
         + (
-            f"The model was taught on {a['pairs']} state→tactic pairs for {a['epochs']} epochs (loss {a['losses'][0]:.2f} → "
-            f"{a['losses'][-1]:.2f}, {a['teaching_seconds']} s, {a.get('teaching_cpu_seconds')} s of CPU)."
+            f"The model was taught on {a['pairs']} state→tactic pairs for {a['epochs']} epochs (loss "
+            f"{a['losses'][0]:.2f} → {a['losses'][-1]:.2f}, {a['teaching_seconds']} s, "
+            f"{a.get('teaching_cpu_seconds')} s of CPU)."
             if a.get("losses")
             else ""
         ),
@@ -183,14 +185,16 @@ def report(summary: dict[str, Any], problems: list[Any]) -> str:
         "Every proof counted here passed the final check in a fresh `coqc` (kernel, `Print Assumptions`, the "
         "statement compared); a search that reached no goals but failed that check would be `unsound`.",
         "",
-        "| engine | recipe | proved | failed | unsound | error | policy calls | prover steps | seconds (CPU) | outside prover and model |",
+        "| engine | recipe | proved | failed | unsound | error | policy calls | prover steps | seconds (CPU) | "
+        "outside prover and model |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for n, e in engines.items():
         st = e["status"]
         lines.append(
-            f"| {n} | {e['recipe']} | {e['proved']} / {e['theorems']} | {st.get('failed', 0)} | {st.get('unsound', 0)} | "
-            f"{st.get('error', 0)} | {e['expansions']} | {e['steps']} | {e['seconds']} ({e['cpu_seconds']}) | {100 * e['outside_share']:.1f} % |"
+            f"| {n} | {e['recipe']} | {e['proved']} / {e['theorems']} | {st.get('failed', 0)} | "
+            f"{st.get('unsound', 0)} | {st.get('error', 0)} | {e['expansions']} | {e['steps']} | "
+            f"{e['seconds']} ({e['cpu_seconds']}) | {100 * e['outside_share']:.1f} % |"
         )
     lines += [
         "",
@@ -215,8 +219,8 @@ def report(summary: dict[str, Any], problems: list[Any]) -> str:
             "",
         ]
     lines += [
-        f"Each engine's `results.jsonl`, `trees/` and `trace.jsonl` are in its folder here. Part time: {summary['seconds']} s, "
-        f"of which {summary['assets_seconds']} s building or loading the shared tactic assets.",
+        "Each engine's `results.jsonl`, `trees/` and `trace.jsonl` are in its folder here. Part time: "
+        f"{summary['seconds']} s, of which {summary['assets_seconds']} s building or loading the shared tactic assets.",
         "",
     ]
     return "\n".join(lines)

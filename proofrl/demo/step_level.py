@@ -61,17 +61,20 @@ def run_part(ctx: Any, settings: StepLevelDemo = StepLevelDemo()) -> dict[str, A
         ],
     )
     with coq_pool(ctx.workers, s.tactic_timeout) as pool:
-        score = lambda label: tactic_metrics(
-            model,
-            tok,
-            held,
-            pool,
-            k=8,
-            label=label,
-            timeout=s.tactic_timeout,
-            workers=ctx.workers,
-            seed=ctx.seed,
-        )
+
+        def score(label: str) -> Any:
+            return tactic_metrics(
+                model,
+                tok,
+                held,
+                pool,
+                k=8,
+                label=label,
+                timeout=s.tactic_timeout,
+                workers=ctx.workers,
+                seed=ctx.seed,
+            )
+
         before = score("SFT (before)")
         ctx.console.print(
             f"before: Prec@8 {100 * before.prec_at_k:.1f} %, 0-precision {100 * before.zero_precision:.1f} %"

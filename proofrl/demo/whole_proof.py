@@ -231,7 +231,7 @@ def _teach(
             lr=cfg.sft_lr,
             batch=cfg.sft_batch,
             seed=cfg.seed,
-            on_epoch=lambda e, l: bar.update(task, advance=1),
+            on_epoch=lambda _epoch, _loss: bar.update(task, advance=1),
         )
     sft_dir = out / "sft-model"
     model.save_pretrained(sft_dir)

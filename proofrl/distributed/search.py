@@ -201,7 +201,8 @@ def cli_search_ray(
             if "unavailable" in got:  # this node has no prover: the worker leaves, its chunk goes to another
                 if got["node"] not in unable:  # said once per node (a later worker may land there too)
                     say(
-                        f"node {got['node'][:12]} cannot run the prover ({got['unavailable']}); its chunks go to other nodes"
+                        f"node {got['node'][:12]} cannot run the prover ({got['unavailable']}); its chunks go to "
+                        "other nodes"
                     )
                 unable[got["node"]] = got["unavailable"]
                 pool.remove(w)

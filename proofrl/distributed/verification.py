@@ -15,8 +15,8 @@ backlog and go to processes already holding their header.
   ``verifier unavailable: ...`` — never a missing or reordered item.
 * **A batch over every node.** :func:`averify_across_nodes` splits a batch by header over the actors of all
   nodes with CPUs. A node lost mid-batch takes its actor with it (the actor is pinned there): its items go to
-  the verifier of the surviving node given the fewest items of the batch, started there if it has none. A node without the prover
-  says so in one line and its items go elsewhere.
+  the verifier of the surviving node given the fewest items of the batch, started there if it has none. A node without
+  the prover says so in one line and its items go elsewhere.
 """
 
 from __future__ import annotations

@@ -80,7 +80,7 @@ def read_records(path: str | Path, dims: Sequence[str] = DIMENSIONS) -> tuple[li
     if not p.is_file():
         raise ConfigError(f"no EVA data file at {path}")
     out, skipped = [], Counter()
-    for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+    for line in p.read_text(encoding="utf-8").splitlines():
         if not line.strip():
             continue
         try:
@@ -103,7 +103,7 @@ def pearson(x: Sequence[float], y: Sequence[float]) -> float:
     if n < 2:
         return float("nan")
     mx, my = sum(x) / n, sum(y) / n
-    sxy = sum((a - mx) * (b - my) for a, b in zip(x, y))
+    sxy = sum((a - mx) * (b - my) for a, b in zip(x, y, strict=True))
     sxx, syy = sum((a - mx) ** 2 for a in x), sum((b - my) ** 2 for b in y)
     return sxy / math.sqrt(sxx * syy) if sxx > 0 and syy > 0 else float("nan")
 
@@ -133,7 +133,10 @@ def metrics(
     margin: float = 0.5,
 ) -> dict[str, Any]:
     """MSE per dimension, Pearson r of the combined score, ranking accuracy (see the module docstring)."""
-    mse = {d: sum((p[d] - r.scores[d]) ** 2 for p, r in zip(preds, records)) / max(len(records), 1) for d in dims}
+    mse = {
+        d: sum((p[d] - r.scores[d]) ** 2 for p, r in zip(preds, records, strict=True)) / max(len(records), 1)
+        for d in dims
+    }
     pc = [combined_score({d: p[d] for d in dims}, weights) for p in preds]
     tc = [combined_score({d: r.scores[d] for d in dims}, weights) for r in records]
     pairs = ranking_pairs(records, weights, margin)
@@ -162,7 +165,7 @@ def evaluate_generative(scorer: Any, records: Sequence[Any], *, margin: float = 
 
     parsed = [parse_scores(o, dims) for o in outputs]
     flags: Counter = Counter()
-    for p, (_, f) in zip(parsed, expected):
+    for p, (_, f) in zip(parsed, expected, strict=True):
         for x in {*(fl.split(":")[0] for fl in p.flags), *(fl.split(":")[0] for fl in f)}:
             flags[x] += 1
     out = {
@@ -211,7 +214,9 @@ def plot_table(rows: Mapping[str, Mapping[str, Any]], path: Path) -> Path:
 
     names = list(rows)
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
-    for ax, key, title in zip(axes, ("pearson", "ranking_acc"), ("Pearson r (combined score)", "ranking accuracy")):
+    for ax, key, title in zip(
+        axes, ("pearson", "ranking_acc"), ("Pearson r (combined score)", "ranking accuracy"), strict=True
+    ):
         vals = [0.0 if math.isnan(rows[n][key]) else rows[n][key] for n in names]
         ax.bar(range(len(names)), vals, color=["#999" if n != "eva" else "#c44" for n in names])
         for i, n in enumerate(names):
@@ -250,7 +255,8 @@ def cli_eval_rm(
     data: Path, *, model: Path, out: Path = Path("runs/eval-rm"), max_new_tokens: int = 96
 ) -> dict[str, Any]:
     """``proofrl eval rm --model DIR``: score one trained generative RM on ``data``. Writes ``out/report.md``,
-    ``out/summary.json``, ``out/table4.png``. (Table 4, which trains its models: :func:`proofrl.bench.eva_table4.cli_table4`.)"""
+    ``out/summary.json``, ``out/table4.png``. (Table 4, which trains its models:
+    :func:`proofrl.bench.eva_table4.cli_table4`.)"""
     from rich.console import Console
 
     from ..rewards.eva import EvaScorer

@@ -389,7 +389,7 @@ def tactic_metrics(
     for s in range(0, len(points), chunk):
         part = list(points[s : s + chunk])
         drawn = [[tactic_of(c) for c in g] for g in sampler.sample([p.text for p in part], k)]
-        groups = run_groups(pool, list(zip(part, drawn)), timeout=timeout, workers=workers)
+        groups = run_groups(pool, list(zip(part, drawn, strict=True)), timeout=timeout, workers=workers)
         scores += score_states(groups, drawn, k)
         if progress is not None:
             progress(len(part))

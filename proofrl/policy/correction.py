@@ -154,7 +154,10 @@ def _offset(text: str, p: Position) -> int:
 
 
 # -- the second turn ------------------------------------------------------------------------------------
-PLAIN_FEEDBACK = "\n\nThe proof above was not accepted. The proof assistant reported:\n\n{feedback}\nWrite a corrected proof.\n\n{reopen}"
+PLAIN_FEEDBACK = (
+    "\n\nThe proof above was not accepted. The proof assistant reported:\n\n{feedback}\nWrite a corrected proof.\n\n"
+    "{reopen}"
+)
 """The plain-text second turn, after the first prompt and the failed completion (closed with ```` ``` ```` when
 it left its code block open). ``{reopen}`` repeats the code block the first prompt ended in (e.g.
 ```` ```lean4 ```` + header + statement), so a completion model writes a fresh proof right where it did before."""

@@ -5,8 +5,8 @@ A backend is one subclass of :class:`Backend` in its own folder (``provers/coq/b
 imported only when first asked for). Everything above ``provers/`` asks :func:`get_backend` instead of
 comparing names: the code fence and comment syntax of prompts and rewards, the per-process config and the
 prover factory (:func:`proofrl.provers.factory.make_pool` is the only way to build a pool), the snippet cut
-and join (:mod:`proofrl.provers.snippets`), the search's tactic refusal and normalisation, bullets and focus syntax, AND-node rules, and the
-install hint a missing prover is reported with.
+and join (:mod:`proofrl.provers.snippets`), the search's tactic refusal and normalisation, bullets and focus syntax,
+AND-node rules, and the install hint a missing prover is reported with.
 
 Two things are the same for every backend and live here as functions:
 

@@ -24,7 +24,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 Backend = Literal["coq", "lean"]
 
 
-class Status(str, enum.Enum):
+class Status(enum.StrEnum):
     """How a whole-proof check ended."""
 
     VALID = "valid"  # every check passed
@@ -34,7 +34,7 @@ class Status(str, enum.Enum):
     CRASH = "crash"  # the prover process died, twice (retried once on a fresh process)
 
 
-class FailureKind(str, enum.Enum):
+class FailureKind(enum.StrEnum):
     """Why a single tactic step failed."""
 
     PARSE_ERROR = "parse_error"  # not exactly one well-formed sentence

@@ -16,6 +16,7 @@ The threat model is in ``docs/server.md``.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import queue
@@ -179,37 +180,28 @@ class ProverProcess:
             self._signal(signal.SIGINT)
             return
         for p in _descendants(self.proc.pid):
-            try:
+            with contextlib.suppress(psutil.Error):
                 p.send_signal(signal.SIGINT)
-            except psutil.Error:
-                pass
 
     def kill(self) -> None:
         """SIGKILL the whole process group, reap it and remove the scratch directory. Idempotent."""
         tree = _descendants(self.proc.pid)
         self._signal(signal.SIGKILL)
         for p in tree:  # a descendant that left the group (setsid) is killed all the same
-            try:
+            with contextlib.suppress(psutil.Error):
                 p.kill()
-            except psutil.Error:
-                pass
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):  # a zombie that will not die
             self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:  # pragma: no cover - a zombie that will not die
-            pass
         _wait_dead(tree, 5.0)
         for f in (self.proc.stdin, self.proc.stdout):
-            try:
-                f and f.close()
-            except OSError:
-                pass
+            if f is not None:
+                with contextlib.suppress(OSError):
+                    f.close()
         self._scratch.cleanup()
 
     def _signal(self, sig: int) -> None:
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
 
     def rss_bytes(self) -> int:
         """Resident memory of the process and its children."""
@@ -352,10 +344,8 @@ def run_once(
         except subprocess.TimeoutExpired:  # both pipes closed, the process still running
             timed_out = True
     if timed_out or too_large:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         proc.wait()
     for f in (proc.stdout, proc.stderr):
         f.close()  # type: ignore[union-attr]

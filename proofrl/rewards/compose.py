@@ -84,7 +84,9 @@ def base_rewards(
     from .combine import RewardFn, Sample
 
     ps = proofs if proofs is not None else [None] * len(verdicts)
-    return RewardFn(cfg).samples([Sample(p, t, v, q) for t, p, v, q in zip(completions, problems, verdicts, ps)])
+    return RewardFn(cfg).samples(
+        [Sample(p, t, v, q) for t, p, v, q in zip(completions, problems, verdicts, ps, strict=True)]
+    )
 
 
 def shape_group(
@@ -99,8 +101,8 @@ def shape_group(
 
 def reward_config_from_dict(d: Mapping[str, Any] | None) -> RewardConfig:
     """A :class:`RewardConfig` from a recipe's ``reward:`` mapping. Each part may be absent/None/False (off),
-    True or ``{}`` (on, defaults) or a mapping of field overrides; any mistake is a one-line :class:`~proofrl.errors.ConfigError`
-    naming the key (``reward.unlikeliness.beta_rank must be in [0, 1], got 2``)."""
+    True or ``{}`` (on, defaults) or a mapping of field overrides; any mistake is a one-line
+    :class:`~proofrl.errors.ConfigError` naming the key (``reward.unlikeliness.beta_rank must be in [0, 1], got 2``)."""
     if d is None:
         return RewardConfig()
     if isinstance(d, RewardConfig):

@@ -123,7 +123,7 @@ def anchor_token_ids(tokenizer: Any, anchors: Sequence[str] = ANCHORS) -> list[i
 def render_scores(scores: Mapping[str, float], dims: Sequence[str] = DIMENSIONS) -> str:
     """The JSON the model writes: integer scores (the continuous targets rounded, clipped to 1–5), compact —
     no space after the colon, so a byte-level BPE cannot merge the digit with it (``Ġ4``)."""
-    body = ",".join(f'"{score_key(d)}":{min(5, max(1, int(math.floor(float(scores[d]) + 0.5))))}' for d in dims)
+    body = ",".join(f'"{score_key(d)}":{min(5, max(1, math.floor(float(scores[d]) + 0.5)))}' for d in dims)
     return "{" + body + "}"
 
 
@@ -351,7 +351,7 @@ class EvaScorer:
 
         rows, where, flags = [], [], []
         p_ids = encode_prompts(self.tokenizer, prompts)
-        for pi, out in zip(p_ids, outputs):
+        for pi, out in zip(p_ids, outputs, strict=True):
             enc = self.tokenizer(out, add_special_tokens=False)
             row, w, f = list(pi) + list(enc["input_ids"]), {}, []
             for d in self.dims:
@@ -378,7 +378,7 @@ class EvaScorer:
         for s in range(0, len(rows), self.batch_size):
             chunk = rows[s : s + self.batch_size]
             cut = [max(0, len(r) - limit) if limit else 0 for r in chunk]  # keep the end (the scores)
-            chunk = [r[c:] for r, c in zip(chunk, cut)]
+            chunk = [r[c:] for r, c in zip(chunk, cut, strict=True)]
             ids, mask = left_pad(chunk, self.tokenizer.pad_token_id, device)
             logits = self.model(input_ids=ids, attention_mask=mask, position_ids=position_ids(mask)).logits
             width = ids.shape[1]
@@ -387,7 +387,7 @@ class EvaScorer:
                 w = where[s + j]
                 z = gather_positions(logits, [j] * len(self.dims), [max(1, w[d] + off) for d in self.dims])
                 e = expected_score(z, self.anchor_ids, self.tau)
-                out_scores.append(({d: float(x) for d, x in zip(self.dims, e.tolist())}, flags[s + j]))
+                out_scores.append(({d: float(x) for d, x in zip(self.dims, e.tolist(), strict=True)}, flags[s + j]))
         return out_scores
 
     def score(self, pairs: Sequence[tuple[str, str]]) -> list[EvaScore]:
@@ -395,7 +395,7 @@ class EvaScorer:
         prompts = [self.prompt(s, p) for s, p in pairs]
         outputs = self.generate(prompts)
         res = []
-        for out, (exp, f) in zip(outputs, self.read_expected(prompts, outputs)):
+        for out, (exp, f) in zip(outputs, self.read_expected(prompts, outputs), strict=True):
             parsed = parse_scores(out, self.dims)
             res.append(EvaScore(exp, parsed.scores, combined_score(exp, self.weights), parsed.flags + f, out))
         return res
@@ -436,7 +436,7 @@ class EvaPriorityPolicy:
             return []
         scores = self.scorer.score([(state_text, p.tactic) for p in props])
         out = []
-        for p, s in zip(props, scores):
+        for p, s in zip(props, scores, strict=True):
             lp = math.log((s.combined - 1.0) / 4.0 + self.eps)
             out.append(
                 Proposal(p.tactic, lp + self.mix * p.logprob_sum, lp + self.mix * p.logprob_mean, p.tokens, p.count)

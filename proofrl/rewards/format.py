@@ -34,13 +34,13 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 from ..problems import Problem
 from ..provers.backend import get_backend
 
 
-class FormatError(str, Enum):
+class FormatError(StrEnum):
     """What :func:`check_format` found; the value is a stable key for metrics (``format/<value>``)."""
 
     NONE = "none"
@@ -319,17 +319,20 @@ def _check_think(think: str, code: str, problem: Problem, rules: FormatRules) ->
         return FormatError.TOO_FEW_TACTICS_BLOCKS
     code_lines = len(code.strip().split("\n"))
     for b in tactic_blocks:
-        if rules.tactics_lines_ratio is not None:
-            if len(b.content.split("\n")) > max(rules.tactics_lines_floor, int(rules.tactics_lines_ratio * code_lines)):
-                return FormatError.TACTICS_BLOCK_TOO_LONG
+        if rules.tactics_lines_ratio is not None and len(b.content.split("\n")) > max(
+            rules.tactics_lines_floor, int(rules.tactics_lines_ratio * code_lines)
+        ):
+            return FormatError.TACTICS_BLOCK_TOO_LONG
         lines_ratio, chars_ratio = comment_ratios(b.content, problem.backend)
         if rules.tactics_comment_lines_ratio is not None and lines_ratio > rules.tactics_comment_lines_ratio:
             return FormatError.TACTICS_TOO_MANY_COMMENT_LINES
         if rules.tactics_comment_chars_ratio is not None and chars_ratio > rules.tactics_comment_chars_ratio:
             return FormatError.TACTICS_TOO_MANY_COMMENT_CHARS
-    if rules.min_tactics_match is not None:
-        if tactics_match([b.content for b in tactic_blocks], code, problem.backend) < rules.min_tactics_match:
-            return FormatError.TACTICS_CODE_MISMATCH
+    if (
+        rules.min_tactics_match is not None
+        and tactics_match([b.content for b in tactic_blocks], code, problem.backend) < rules.min_tactics_match
+    ):
+        return FormatError.TACTICS_CODE_MISMATCH
     return FormatError.NONE
 
 

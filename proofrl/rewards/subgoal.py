@@ -5,9 +5,10 @@
 
 G is :func:`proofrl.provers.backend.goal_count`, the one goal count: every goal still owed, in every list the
 backend keeps (Coq: foreground, unfocused, shelved and given up; Lean reports foreground goals only). A given-up
-goal still counts: moving a goal out of sight is no progress. softplus keeps the reward of a valid step positive — softplus(0) = ln 2 ≈ 0.69 for a step that
-changes nothing, ≈ 0.31 for one that opens a goal, ≈ 1.31 for one that closes one — so among the tactics of
-one group a valid tactic always beats an invalid one (with ``failed`` ≤ 0), and progress beats validity.
+goal still counts: moving a goal out of sight is no progress. softplus keeps the reward of a valid step positive —
+softplus(0) = ln 2 ≈ 0.69 for a step that changes nothing, ≈ 0.31 for one that opens a goal, ≈ 1.31 for one that closes
+one — so among the tactics of one group a valid tactic always beats an invalid one (with ``failed`` ≤ 0), and progress
+beats validity.
 
 A step that leaves no goals is accepted only when the prover would accept the proof it completes (Coq asks
 ``Qed``; a step that closes a goal while others remain must not break ``fix``'s guard condition): an

@@ -57,10 +57,9 @@ class MCTS(Search):
             p = e.prior_raw / total if total > 0 else 1.0 / len(edges)
             u = c * p * math.sqrt(n) / (e.visits + 1)
             vs = cfg.discount ** (-1.0 - e.value_sum / e.visits) if e.visits else 0.0
+            q = vs
             if node.kind == "AND":
                 q = -math.inf if tree.nodes[e.dst].solved else 1.0 - vs  # type: ignore[index]
-            else:
-                q = vs
             out[e.id] = {"c": c, "prior": p, "Q": q, "U": u, "score": q + u}
         return out
 

@@ -5,7 +5,8 @@
   ``childKindAfterTactic``: several goals, none mentioning an existential variable) when every focused child is.
 * **Edges** are tactics (cost 1) or focus edges (``i: {`` in Coq, cost 0) from an AND node to one goal.
   A failed tactic stays in the tree as an edge without a child and with its structured failure
-  (``parse_error``, ``forbidden``, ``error`` + message, ``kernel``, ``timeout``, ``crash``) — unlike reap, which drops them.
+  (``parse_error``, ``forbidden``, ``error`` + message, ``kernel``, ``timeout``, ``crash``) — unlike reap, which drops
+  them.
 * **Merging.** States are merged by fingerprint (a DAG, as ReProver / BFS-Prover's global state table); an
   edge back to its own node (a self-loop) or to an ancestor (a cycle, reap's rule) is dropped and listed in
   ``dropped``; a repeated tactic string, or a second tactic reaching the same child, adds its prior to the
@@ -308,7 +309,7 @@ class SearchTree:
                 total, used = 0, []
                 for e in sorted(self.live_children(n), key=lambda e: e.focus_index or 0):
                     k, sub = best(e.dst)  # type: ignore[arg-type]
-                    total, used = total + k + 2, used + [e.id] + sub
+                    total, used = total + k + 2, [*used, e.id, *sub]
                 memo[nid] = (total, used) if n.solved else (10**9, [])
             else:
                 options = [(best(e.dst)[0] + 1, e) for e in self.live_children(n) if self.nodes[e.dst].solved]  # type: ignore[index]

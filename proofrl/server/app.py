@@ -124,7 +124,8 @@ class Service:
             m = self.config.max_inflight
             raise HTTPException(
                 413,
-                f"batch of {n} items exceeds the limit of {m} (max_inflight: items in flight at once); send at most {m} per request",
+                f"batch of {n} items exceeds the limit of {m} (max_inflight: items in flight at once); send at most "
+                f"{m} per request",
             )
         if self.inflight + n > self.config.max_inflight:
             self.metrics.rejected_busy += 1
@@ -227,7 +228,9 @@ class Service:
         for (path, code), n in sorted(m.responses.items()):
             lines.append(f'proofrl_responses_total{{path="{path}",code="{code}"}} {n}')
         lines += ["# HELP proofrl_item_seconds Time to judge one item.", "# TYPE proofrl_item_seconds histogram"]
-        lines += [f'proofrl_item_seconds_bucket{{le="{b}"}} {n}' for b, n in zip(LATENCY_BUCKETS, m.buckets)]
+        lines += [
+            f'proofrl_item_seconds_bucket{{le="{b}"}} {n}' for b, n in zip(LATENCY_BUCKETS, m.buckets, strict=True)
+        ]
         lines += [
             f'proofrl_item_seconds_bucket{{le="+Inf"}} {m.latency_count}',
             f"proofrl_item_seconds_sum {m.latency_sum:.6f}",
@@ -384,7 +387,7 @@ def _add_routes(app: FastAPI, service: Service, config: ServerConfig) -> None:
         judged = await service.judge(body.backend, [s.code for s in body.snippets], body.timeout)
         backend = body.backend or config.backend
         results = []
-        for snippet, j in zip(body.snippets, judged):
+        for snippet, j in zip(body.snippets, judged, strict=True):
             error, response = kimina_fields(j.verdict, j.job, backend, j.timeout)
             results.append(
                 CheckResult(
@@ -402,7 +405,7 @@ def _add_routes(app: FastAPI, service: Service, config: ServerConfig) -> None:
         judged = await service.judge(body.backend, [c.content for c in body.codes], body.timeout)
         backend = body.backend or config.backend
         results = []
-        for code, j in zip(body.codes, judged):
+        for code, j in zip(body.codes, judged, strict=True):
             error, response = kimina_fields(j.verdict, j.job, backend, j.timeout)
             if response is not None:
                 response.time = round(j.seconds, 6)

@@ -7,7 +7,8 @@ sandbox: auto              # auto | bwrap | unshare | off: how prover processes 
 host: 127.0.0.1
 port: 8000
 pool: {workers: 2, timeout: 30, max_uses: 500, max_rss_mb: 2048}
-server: {max_inflight: 256, max_batch: 1024, max_body_bytes: 8388608, max_code_chars: 524288, max_timeout: 300, retry_after: 1}
+server: {max_inflight: 256, max_batch: 1024, max_body_bytes: 8388608, max_code_chars: 524288, max_timeout: 300,
+         retry_after: 1}
 prover: {memory_mb: 4096}  # per-process options of the backend (CoqConfig / LeanConfig fields)
 ```
 """
@@ -57,7 +58,7 @@ def _prover_options(backend: str) -> type[Section]:
 
 
 class ServeConfig(Section):
-    backends: Annotated[list[Annotated[str, one_of(backend_names)]], Field(min_length=1)] = ["coq"]
+    backends: list[Annotated[str, one_of(backend_names)]] = Field(default_factory=lambda: ["coq"], min_length=1)
     sandbox: Literal[MODES] = "auto"  # type: ignore[valid-type]
     """how prover processes are confined (:mod:`proofrl.provers.sandbox`): auto, bwrap, unshare or off"""
     host: str = "127.0.0.1"

@@ -157,7 +157,7 @@ def evaluate(
             out[f"eval/tau={tau:g}/pass@{k}"] = _mean_per_run(pass_at_k_unbiased(cfg.eval_samples, c, k))
             out[f"exact/tau={tau:g}/pass@{k}"] = _mean_per_run(pass_at_k_exact(p, k))
     out["eval/entropy"] = _mean_per_run(entropy(probs))
-    s, e, n = actions.shape
+    s, e, _ = actions.shape
     out["eval/unique@32"] = _mean_per_run(unique_counts(actions[..., :32].reshape(s * e, -1)).reshape(s, e).float())
     return out
 

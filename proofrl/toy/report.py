@@ -90,7 +90,8 @@ def findings(records: Records) -> list[str]:
         out.append(
             f"(a) GRPO-Default: pass@1 at τ=1 goes {_fmt(a[:, 0])} → {_fmt(a[:, -1])} %; pass@32 at τ=5 goes "
             f"{_fmt(b[:, 0])} → peak {_fmt(b[:, peak])} (step {steps[peak]}) → {_fmt(b[:, -1])} % at the end. "
-            f"Criterion: pass@1 rises and final pass@32 is ≥ 1 point below its peak → **{'holds' if held else 'does not hold'}**."
+            "Criterion: pass@1 rises and final pass@32 is ≥ 1 point below its peak → "
+            f"**{'holds' if held else 'does not hold'}**."
         )
     for v in ("grpo-unlikeliness-1", "grpo-unlikeliness-2"):
         if v in p32 and "grpo-default" in p32:
@@ -142,7 +143,7 @@ def plot_all(records: Records, out: Path) -> list[Path]:
         paths.append(out / fname)
     checkpoints = uplift_checkpoints(records)
     fig, axes = plt.subplots(1, max(len(checkpoints), 1), figsize=(5 * max(len(checkpoints), 1), 4), squeeze=False)
-    for ax, step in zip(axes[0], checkpoints):
+    for ax, step in zip(axes[0], checkpoints, strict=False):
         for v, rates in uplift_by_variant(records, step).items():
             ax.plot(np.arange(rates.shape[1]), np.nanmean(rates, axis=0), marker=".", label=v)
         ax.set_title(f"step {step}")

@@ -2,9 +2,9 @@
 
 A recipe (``proofrl/recipes/*.yaml``) is a nested mapping whose sections mirror the sections below
 (pydantic models, :mod:`proofrl.schema`; LoRA, AdamW and ``logger:`` are the sections every loop shares,
-:mod:`proofrl.train.sections`); ``--set rollout.group_size=8`` overrides one leaf (:mod:`proofrl.train.recipes`). Everything is
-checked when the recipe loads: unknown keys are errors, so a typo never silently falls back to a default; every
-enumeration is a ``Literal`` or a name in its live registry (advantage estimators, KL estimators, aggregation
+:mod:`proofrl.train.sections`); ``--set rollout.group_size=8`` overrides one leaf (:mod:`proofrl.train.recipes`).
+Everything is checked when the recipe loads: unknown keys are errors, so a typo never silently falls back to a default;
+every enumeration is a ``Literal`` or a name in its live registry (advantage estimators, KL estimators, aggregation
 modes, generators, prompt formats, backends); every range is a constraint. A mistake is one
 :class:`~proofrl.errors.ConfigError` line naming the dotted key and what it accepts.
 """

@@ -192,7 +192,10 @@ def offline_pairs(
         part, hum = list(points[s : s + chunk]), list(human[s : s + chunk])
         groups = sampler.sample([p.text for p in part], k)
         runs = run_groups(
-            pool, [(p, [tactic_of(c) for c in g]) for p, g in zip(part, groups)], timeout=timeout, workers=workers
+            pool,
+            [(p, [tactic_of(c) for c in g]) for p, g in zip(part, groups, strict=True)],
+            timeout=timeout,
+            workers=workers,
         )
         prompts = encode_prompts(tokenizer, [sampler.prompt(p.text) for p in part])
         for prompt, comps, run, h in zip(prompts, groups, runs, hum, strict=True):

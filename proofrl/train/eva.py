@@ -173,9 +173,9 @@ def build_examples(
     prompts = encode_prompts(tokenizer, [prompt_of(r, max_state_chars) for r in records])
     rep = IndexReport()
     out = []
-    for r, text, p in zip(records, texts, prompts):
+    for r, text, p in zip(records, texts, prompts, strict=True):
         enc = tokenizer(text, add_special_tokens=False)
-        t_ids = list(enc["input_ids"]) + [tokenizer.eos_token_id]
+        t_ids = [*enc["input_ids"], tokenizer.eos_token_id]
         try:
             pos = score_token_positions(text, tokenizer, keys, encoding=enc, anchor_ids=anchors)
         except ScorePositionError as e:
@@ -467,7 +467,8 @@ def _train_and_score(cfg: EvaRecipe, out: Path, run_dir: Any, console: Any) -> d
             summary["eval"] = evaluate_generative(scorer, ev)["eva"]
             m = summary["eval"]
             console.print(
-                f"held-out ({len(ev)}): MSE {m['mse']}, Pearson r {m['pearson']:.3f}, ranking acc {m['ranking_acc']:.3f}"
+                f"held-out ({len(ev)}): MSE {m['mse']}, Pearson r {m['pearson']:.3f}, ranking acc "
+                f"{m['ranking_acc']:.3f}"
             )
     summary["seconds"] = round(time.perf_counter() - t0, 1)
     run_dir.summary(summary)

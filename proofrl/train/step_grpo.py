@@ -300,7 +300,9 @@ class StepLevelTrainer:
         texts = [with_premises(p, d.premise_dropout, self.rng) for p in points]
         comps = self.sampler.sample(texts, r.group_size)
         tactics = [[tactic_of(c) for c in g] for g in comps]
-        groups = run_groups(self.pool, list(zip(points, tactics)), timeout=r.tactic_timeout, workers=r.workers)
+        groups = run_groups(
+            self.pool, list(zip(points, tactics, strict=True)), timeout=r.tactic_timeout, workers=r.workers
+        )
         prompts = encode_prompts(self.tokenizer, [self.sampler.prompt(t) for t in texts])
         kept: tuple[list, list, list, list] = ([], [], [], [])
         a = self.cfg.algorithm
@@ -312,7 +314,7 @@ class StepLevelTrainer:
             self._log_tactics(g, t, rewards)
             if g.before is None:
                 continue
-            for x, v in zip(kept, (g, c, p, rewards)):
+            for x, v in zip(kept, (g, c, p, rewards), strict=True):
                 x.append(v)
         return kept
 
@@ -404,7 +406,7 @@ class StepLevelTrainer:
             self.sampler_model.load_state_dict(self.model.state_dict())
             self.synced_at = self.step
         new_states = sum(self.source.add_reached(g) for g in groups)
-        samples = [g.of(tactic_of(c)) for g, cs in zip(groups, comps) for c in cs]
+        samples = [g.of(tactic_of(c)) for g, cs in zip(groups, comps, strict=True) for c in cs]
         fails = Counter(s.failure for s in samples if not s.valid)
         n = max(len(samples), 1)
         flat = [x for r in rewards for x in r]
@@ -412,7 +414,9 @@ class StepLevelTrainer:
             "step": self.step,
             "reward/mean": sum(flat) / max(len(flat), 1),
             "tactics/valid": sum(s.valid for s in samples) / n,
-            "states/zero_valid": sum(not any(g.of(tactic_of(c)).valid for c in cs) for g, cs in zip(groups, comps))
+            "states/zero_valid": sum(
+                not any(g.of(tactic_of(c)).valid for c in cs) for g, cs in zip(groups, comps, strict=True)
+            )
             / max(len(groups), 1),
             "states/reached": float(len(groups)),
             "states/own_pool": float(len(self.source.own)),

@@ -142,7 +142,8 @@ class Trainer:
 
     @property
     def ref_model(self) -> Any:
-        """π_ref: ``"adapter-off"`` for a LoRA model, a frozen copy, or None without KL (:class:`.lm_update.LMPolicy`)."""
+        """π_ref: ``"adapter-off"`` for a LoRA model, a frozen copy, or None without KL
+        (:class:`.lm_update.LMPolicy`)."""
         return self.lm.ref_model
 
     @property

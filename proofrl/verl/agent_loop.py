@@ -24,7 +24,8 @@ final reward. ``rollout.error_correction.rate`` and ``cache_size`` therefore hav
 
 Use: ``actor_rollout_ref.rollout.agent.agent_loop_config_path=<proofrl/verl/agent_loops.yaml>`` (registers the
 name in every agent-loop worker) and ``actor_rollout_ref.rollout.agent.default_agent_loop=proofrl_error_correction``
-(or an ``agent_name`` column per row); the judge's settings are read from ``reward.custom_reward_function.reward_kwargs``.
+(or an ``agent_name`` column per row); the judge's settings are read from
+``reward.custom_reward_function.reward_kwargs``.
 """
 
 from __future__ import annotations

@@ -173,7 +173,8 @@ def verl_overrides(cfg: TrainConfig, *, run_dir: Path) -> tuple[list[str], list[
     from . import reward
 
     out = [
-        f"{ROLLOUT}.name=vllm",  # a full verl step generates with vLLM (or SGLang: --set verl.actor_rollout_ref.rollout.name=sglang)
+        # a full verl step generates with vLLM (or SGLang: --set verl.actor_rollout_ref.rollout.name=sglang)
+        f"{ROLLOUT}.name=vllm",
         f"reward.custom_reward_function.path={reward.__file__}",
         "reward.custom_reward_function.name=compute_score",
         f"{KWARGS}.recipe={run_dir / 'recipe.yaml'}",

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import ProverCrashed, ProverTimeout, StatementError
-from ..base import FailureKind, Message, ProofState, Status, StepFailure, StepResult, Theorem, Verdict
+from ..base import FailureKind, Message, Position, ProofState, Status, StepFailure, StepResult, Theorem, Verdict
 from ..process import run_once
 from . import xml
 from .plan import Plan, plan_proof
@@ -174,7 +174,10 @@ class CoqProver:
         goals = s.goals()
         if goals is not None and (goals.foreground or goals.background or goals.shelved or goals.given_up):
             reasons = ["admitted"] if goals.given_up else []
-            left_ = f"{len(goals.foreground)} focused, {goals.background} unfocused, {goals.shelved} shelved, {goals.given_up} given up"
+            left_ = (
+                f"{len(goals.foreground)} focused, {goals.background} unfocused, {goals.shelved} shelved, "
+                f"{goals.given_up} given up"
+            )
             msgs = tuple(Message("info", str(g)) for g in goals.foreground[:3])
             return Verdict(Status.REJECTED, (*reasons, f"incomplete: {left_}"), msgs)
         if why := _status_change(opened, s.proof_status(timeout=left()), proof_open=True):
@@ -256,9 +259,10 @@ class CoqProver:
     def step(self, state: ProofState, tactic: str, *, timeout: float | None = None) -> StepResult:
         timeout = self.config.step_timeout if timeout is None else timeout
         t0 = time.monotonic()
-        fail = lambda kind, msg="", p=None, e=None: StepResult(
-            tactic, failure=StepFailure(kind, msg, p, e), seconds=time.monotonic() - t0
-        )
+
+        def fail(kind: FailureKind, msg: str = "", p: Position | None = None, e: Position | None = None) -> StepResult:
+            return StepResult(tactic, failure=StepFailure(kind, msg, p, e), seconds=time.monotonic() - t0)
+
         try:
             (sent,) = split_sentences(tactic)
         except SplitError as e:
@@ -395,7 +399,7 @@ def unchecked_reason(sentence: str) -> str | None:
 
 def _first_line(message: str) -> str:
     """A one-line reason from a Coq error: the context block of ``In environment`` is skipped."""
-    lines = [l for l in message.strip().splitlines() if l.strip()] or ["error"]
+    lines = [ln for ln in message.strip().splitlines() if ln.strip()] or ["error"]
     if lines[0] == "In environment":
         lines = lines[1:]
         while len(lines) > 1 and re.match(r"^[\w', ]+ :", lines[0]):
@@ -516,7 +520,7 @@ def coqc_check(
             seconds=seconds,
             prover=version,
         )
-    located = dict(zip(allow, outputs[2 : len(allow) + 2]))
+    located = dict(zip(allow, outputs[2 : len(allow) + 2], strict=True))
     v = judge_after_qed(plan.name, outputs[1], located, outputs[-2], outputs[-1], restated=plan.restated)
     return Verdict(v.status, v.reasons, v.messages, v.axioms, seconds, version)
 

@@ -6,9 +6,9 @@ keep a proof from proving something other than the statement:
 1. **Only tactics, by allowlist** (:func:`forbidden_reason`): a proof sentence is accepted only in a shape
    known to be tactic syntax: a bullet or brace, ``Proof.`` / ``Proof using ...`` / ``Proof with tac`` /
    ``Proof using ... with tac`` as the first sentence (comments and blanks between its words as Coq allows
-   them; ``tac`` is scanned and wrapped like any tactic), ``Unshelve.``, ``Show ...``, or an optional goal selector followed by text that starts
-   like a tactic (a lowercase letter, ``(`` or ``[``). Anything else is refused as a command, however it is
-   spelt (``#[] Abort.``, ``#[local] Axiom``, ``Time Qed.``, a Unicode letter ...). ``admit`` and
+   them; ``tac`` is scanned and wrapped like any tactic), ``Unshelve.``, ``Show ...``, or an optional goal selector
+   followed by text that starts like a tactic (a lowercase letter, ``(`` or ``[``). Anything else is refused as a
+   command, however it is spelt (``#[] Abort.``, ``#[local] Axiom``, ``Time Qed.``, a Unicode letter ...). ``admit`` and
    ``give_up`` are refused anywhere in a sentence.
 2. **Coq's own parser decides** (:func:`outgoing`): every tactic sentence is sent wrapped as
    ``selector: ( tactic ).``; only the tactic grammar accepts text after ``(``, so a command smuggled past

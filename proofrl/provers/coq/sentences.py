@@ -1,8 +1,8 @@
 """Split Coq text into sentences, the unit ``coqidetop``'s ``Add`` accepts (it silently drops anything after
 the first sentence, so the split must be ours and exact).
 
-A sentence ends at a ``.`` followed by a blank (:data:`COQ_BLANKS`) or the end of text (``Nat.add`` and ``..`` do not end one),
-or is a bullet (``-``, ``+``, ``*``, repeated) or a brace (``{``, ``}``, also after a goal selector such as
+A sentence ends at a ``.`` followed by a blank (:data:`COQ_BLANKS`) or the end of text (``Nat.add`` and ``..`` do not
+end one), or is a bullet (``-``, ``+``, ``*``, repeated) or a brace (``{``, ``}``, also after a goal selector such as
 ``2: {`` or ``[x]: {``). Comments nest and may hold strings; strings escape ``"`` by doubling it.
 """
 

@@ -162,9 +162,9 @@ def _feedback(el: ET.Element) -> Feedback | None:
     loc = None
     opt = msg.find("option")
     if opt is not None and opt.get("val") == "some":
-        l = opt.find("loc")
-        if l is not None:
-            loc = (int(l.get("start", 0)), int(l.get("stop", 0)))
+        at = opt.find("loc")
+        if at is not None:
+            loc = (int(at.get("start", 0)), int(at.get("stop", 0)))
     sid = el.find("state_id")
     return Feedback(
         level=level.get("val", "info") if level is not None else "info",

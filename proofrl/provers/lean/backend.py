@@ -37,7 +37,8 @@ class LeanBackend(Backend):
     block_comment = ("/-", "-/")
     line_comment = "--"
     install_hint = (
-        "install Lean with elan (curl https://raw.githubusercontent.com/leanprover/elan/master/elan-init.sh -sSf | sh), "
+        "install Lean with elan "
+        "(curl https://raw.githubusercontent.com/leanprover/elan/master/elan-init.sh -sSf | sh), "
         "build leanprover-community/repl and set PROOFRL_LEAN_REPL (docs/lean.md)"
     )
     # Lean declarations are lower-case and end in ``:=`` (``:= by``, ``:= by sorry``)

@@ -353,7 +353,7 @@ class LeanProver:
             return self._focused_step(state, tactic, focus, resp.goals, resp.proof_state, t0)  # type: ignore[union-attr]
         goals = tuple(parse_goal(g) for g in resp.goals)  # type: ignore[union-attr]
         new = ProofState(
-            state.theorem, state.tactics + (tactic,), goals, handle=resp.proof_state, session=self.session_id
+            state.theorem, (*state.tactics, tactic), goals, handle=resp.proof_state, session=self.session_id
         )  # type: ignore[union-attr]
         return StepResult(tactic, state=new, seconds=time.monotonic() - t0)
 
@@ -373,7 +373,7 @@ class LeanProver:
         view = Focus(source if i == 1 else None, rest, source, i, texts, outer, history)
         new = ProofState(
             state.theorem,
-            state.tactics + (tactic,),
+            (*state.tactics, tactic),
             (state.goals[i - 1],),
             background=len(texts) - 1 + len(outer),
             handle=view,
@@ -416,7 +416,7 @@ class LeanProver:
             self._next_goal[(self.session_id or 0, f.source, f.index + 1)] = (proof_state, view.history)
         new = ProofState(
             state.theorem,
-            state.tactics + (tactic,),
+            (*state.tactics, tactic),
             goals[:ours],
             background=len(f.rest),
             handle=view,

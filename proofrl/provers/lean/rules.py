@@ -250,9 +250,8 @@ def forbidden_words(
     found: list[str] = []
     for m in _WORD.finditer(lex(code).words()):
         w = m.group()
-        if w in forbidden or (search_tactics and w.endswith("?") and "." not in w):
-            if w not in found:
-                found.append(w)
+        if (w in forbidden or (search_tactics and w.endswith("?") and "." not in w)) and w not in found:
+            found.append(w)
     return tuple(found)
 
 
