@@ -109,9 +109,58 @@ def test_the_verdict_line_gives_the_size_that_would_tell():
     assert verdict_line(claim, compare([[1] * 30] * 2, [[0] * 30] * 2)).startswith("**does not hold**")
 
 
-@pytest.mark.parametrize("name", ["reap-mcts-vs-best-first", "leanlistener-prec8", "leanlistener-proving"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "reap-mcts-vs-best-first",
+        "leanlistener-prec8",
+        "leanlistener-proving",
+        "eva-ranking",
+        "eva-ranking-value-head",
+        "reap-search-and-learn",
+        "reap-value-head",
+    ],
+)
 def test_implemented_claims_have_a_size_and_arms(name):
     from proofrl.bench.claims import CLAIMS
 
     c = CLAIMS[name]
     assert c.implemented and c.size > c.smoke_size > 0 and c.baseline != c.treatment
+
+
+@requires_coq
+def test_the_eva_and_reap_learning_claims_run_at_smoke_size_once_per_seed(tmp_path, smoke_assets):
+    """Each pair of claims shares one run per seed: the second claim of a pair reads the first one's arms."""
+    with_assets(tmp_path, smoke_assets)
+    names = ["reap-search-and-learn", "reap-value-head", "eva-ranking", "eva-ranking-value-head"]
+    r = CliRunner().invoke(app, ["bench", "--smoke", *(x for n in names for x in ("--claim", n)), "--seeds", "1",
+                                 "--out", str(tmp_path)])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    keep_assets(tmp_path, smoke_assets)
+    lines = {x["claim"]: x for x in map(json.loads, (tmp_path / "results.jsonl").read_text().splitlines())}
+    assert set(lines) == set(names)
+    assert lines["reap-search-and-learn"]["arms"] == lines["reap-value-head"]["arms"]
+    reap = lines["reap-value-head"]["arms"]
+    assert set(reap) == {"round 0", "round 1", "policy only", "policy + value head"}
+    assert all(len(v) == 2 and set(v.values()) <= {0.0, 1.0} for v in reap.values())
+    eva = lines["eva-ranking"]["arms"]
+    assert eva == lines["eva-ranking-value-head"]["arms"]
+    assert set(eva) == {"parsed text score", "E[R] over anchor logits", "value head"}
+    assert eva["value head"] and all(v.keys() == eva["value head"].keys() for v in eva.values())
+    assert all(0.0 <= x <= 1.0 for v in eva.values() for x in v.values())
+
+
+def test_per_state_ranking_accuracy_counts_each_state_s_pairs_and_ties_half():
+    from proofrl.bench.claims import per_state_accuracy
+    from proofrl.eval.rm import Record
+
+    def rec(thm, step, score):
+        return Record(f"{thm}/{step}", "p", "c", {"logic": score, "align": score, "clarity": score},
+                      extra={"theorem": thm, "step": step})  # fmt: skip
+
+    records = [rec("a", 0, 5.0), rec("a", 0, 1.0), rec("a", 0, 3.0), rec("b", 1, 4.0), rec("b", 1, 2.0),
+               rec("c", 0, 3.0)]  # fmt: skip
+    preds = [{d: v for d in ("logic", "align", "clarity")} for v in (4.0, 2.0, 4.0, 3.0, 3.0, 1.0)]
+    acc = per_state_accuracy(preds, records)
+    # a: pairs (5>1) right, (5>3) tie, (3>1) right -> 2.5 / 3; b: one pair, a tie -> 0.5; c: no pair, no value
+    assert acc == pytest.approx({"a#0": 2.5 / 3, "b#1": 0.5})
