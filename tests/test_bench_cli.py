@@ -164,3 +164,15 @@ def test_per_state_ranking_accuracy_counts_each_state_s_pairs_and_ties_half():
     acc = per_state_accuracy(preds, records)
     # a: pairs (5>1) right, (5>3) tie, (3>1) right -> 2.5 / 3; b: one pair, a tie -> 0.5; c: no pair, no value
     assert acc == pytest.approx({"a#0": 2.5 / 3, "b#1": 0.5})
+
+
+def test_a_held_out_theorem_counts_only_when_proved_with_a_valid_final_check(tmp_path):
+    from proofrl.bench.claims import proved_in
+    from proofrl.provers.base import Status, Verdict
+    from proofrl.search.engine import SearchResult
+
+    rows = [SearchResult("a", "proved", "trivial.", Verdict(Status.VALID)), SearchResult("b", "failed"),
+            SearchResult("c", "unsound", "admit.", Verdict(Status.REJECTED, ("admitted",)))]  # fmt: skip
+    path = tmp_path / "results.jsonl"
+    path.write_text("".join(json.dumps(r.line(), default=str) + "\n" for r in rows))
+    assert proved_in(path) == {"a": 1.0, "b": 0.0, "c": 0.0}

@@ -316,6 +316,18 @@ learner, cut to what 2 loaded cores allow: one round of 8 training theorems × 1
 rounds of 16 × 4), held-out evaluation on the first 30 of the assets' held-out theorems"""
 
 
+def proved_in(results_jsonl: Path) -> dict[str, float]:
+    """Per theorem of a search's ``results.jsonl`` (:func:`proofrl.search.run.search_many`): 1 when it was proved
+    and its final check's verdict is ``valid``, else 0."""
+    import json
+
+    from ..provers.base import Verdict
+
+    rows = [json.loads(x) for x in results_jsonl.read_text().splitlines() if x.strip()]
+    return {r["name"]: float(r["status"] == "proved" and bool(r["verdict"]) and Verdict.from_json(r["verdict"]).valid)
+            for r in rows}  # fmt: skip
+
+
 def search_and_learn(run: ClaimRun) -> Results:
     """One seed of reap's search-and-learn (:class:`proofrl.train.expert_iteration.ExpertIteration`, seeded with
     ``run.seed``), shared by both reap learning claims (computed once per seed and size, kept in
@@ -340,9 +352,7 @@ def search_and_learn(run: ClaimRun) -> Results:
     save_problems(run.assets.held_out_problems, work / "held-out.jsonl")
 
     def proved(arm: str, round_: int) -> dict[str, float]:
-        rows = [json.loads(x) for x in (work / arm / "rounds" / f"{round_:04d}" / "eval" / "results.jsonl")
-                .read_text().splitlines() if x.strip()]  # fmt: skip
-        return {r["name"]: float(r["status"] == "proved" and bool((r.get("verdict") or {}).get("valid"))) for r in rows}
+        return proved_in(work / arm / "rounds" / f"{round_:04d}" / "eval" / "results.jsonl")
 
     for arm, head in (("policy+value", "true"), ("policy-only", "false")):
         cfg = load_reap_config("reap", [
