@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from .provers.base import Theorem, Verdict
+from .provers.base import Backend, Theorem, Verdict
 from .provers.factory import make_pool
 from .provers.pool import PoolConfig
 
@@ -60,7 +60,7 @@ class CheckSummary:
 def check_records(
     records: list[dict],
     *,
-    backend: str = "coq",
+    backend: Backend = "coq",
     workers: int = 2,
     timeout: float = 30.0,
     out: IO[str] | None = None,

@@ -158,8 +158,8 @@ def sample_and_verify(
         # chunk i−1, whichever is later, until its verdicts are ready.
         timings.verify_busy_s += max(0.0, finished - max(submitted, previous))
         previous = finished
-        it = iter(where)
+        slots = iter(where)
         for g in new:
-            g.verdicts = [verdicts[next(it)] for _ in g.proofs]
+            g.verdicts = [verdicts[next(slots)] for _ in g.proofs]
     timings.verify_wait_s = time.perf_counter() - gen_end
     return groups, timings

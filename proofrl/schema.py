@@ -16,7 +16,7 @@ import dataclasses
 import types
 import typing
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
 
 import annotated_types
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError, model_validator
@@ -39,7 +39,7 @@ class _SectionType(_ModelMetaclass):
     data does not come through here, so its errors keep their full dotted keys."""
 
     def __call__(cls, *args: Any, **data: Any) -> Any:
-        names = list(cls.model_fields)
+        names = list(cast(type[BaseModel], cls).model_fields)
         if len(args) > len(names):
             raise TypeError(f"{cls.__name__} takes at most {len(names)} positional arguments")
         data.update(zip(names, args, strict=False))
@@ -228,7 +228,8 @@ def _range(cls: Any, loc: tuple) -> str:
     meta = list(info.metadata) if info is not None else []
     if info is not None and typing.get_origin(info.annotation) is Annotated:
         meta += list(typing.get_args(info.annotation)[1:])
-    lo = hi = None
+    lo: tuple[str, Any] | None = None
+    hi: tuple[str, Any] | None = None
     for m in meta:
         if isinstance(m, annotated_types.Ge):
             lo = ("[", m.ge)

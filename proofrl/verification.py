@@ -30,7 +30,7 @@ import math
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 
@@ -247,7 +247,7 @@ def statement_mismatch(problem: Problem, snippet: Snippet, job: Job | Verdict | 
     """``None`` when the server, cutting ``snippet`` as :func:`~proofrl.provers.snippets.make_job` does (``job``:
     that cut, when the caller has it), would judge the problem's own statement; else why not."""
     job = make_job(snippet.code, problem.backend) if job is None else job
-    if not hasattr(job, "theorem"):
+    if isinstance(job, Verdict):
         return None  # the server answers with the same error verdict; nothing is judged valid
     got, want = job.theorem.statement.split(), problem.formal_statement.split()
     if get_backend(problem.backend).same_statement(got, want):
@@ -310,12 +310,20 @@ def _from_kimina(result: Mapping[str, Any], snippet: Snippet, backend: str, seco
     return Verdict(Status.VALID, (), messages, seconds=seconds, prover=prover)
 
 
+# Lean's message severities as a Message's (a trace is shown as info; one we do not know counts as an error)
+_SEVERITY: dict[str, Literal["error", "warning", "info"]] = {
+    "error": "error",
+    "warning": "warning",
+    "info": "info",
+    "trace": "info",
+}
+
+
 def _message(m: Mapping[str, Any], snippet: Snippet) -> Message:
     def pos(p: Any) -> Position | None:
         if not isinstance(p, Mapping):
             return None
         return snippet.to_proof(Position(int(p["line"]), int(p["column"])))
 
-    severity = m.get("severity", "error")
-    severity = "info" if severity == "trace" else severity
+    severity = _SEVERITY.get(m.get("severity", "error"), "error")
     return Message(severity, str(m.get("data", "")), pos(m.get("pos")), pos(m.get("endPos")))

@@ -72,7 +72,7 @@ def run_part(ctx: Any) -> dict[str, Any]:
     label_s = time.perf_counter() - t0
     console.print(f"labelled {len(train)} train and {len(held)} held-out proposals with Coq ({label_s:.0f} s)")
 
-    kw = dict(max_new_tokens=s.max_new_tokens, max_state_chars=s.max_state_chars)
+    kw: dict[str, Any] = dict(max_new_tokens=s.max_new_tokens, max_state_chars=s.max_state_chars)
     m, tok = load_base(assets.model_dir, lora=None, device="cpu")
     before = evaluate_generative(EvaScorer(m, tok, **kw), held)
     m, tok = load_base(assets.model_dir, lora=EvaLoraConfig(), device="cpu")

@@ -111,7 +111,7 @@ def run_part(ctx: Any) -> dict[str, Any]:
         }
         console.print(f"{engine}: {len(proved)} of {len(results)} held-out theorems proved ({seconds:.0f} s)")
     plots = plot(engines, s, out)
-    summary = {
+    summary: dict[str, Any] = {
         "settings": asdict(s),
         "assets": {
             k: assets.build.get(k)

@@ -79,7 +79,8 @@ def read_records(path: str | Path, dims: Sequence[str] = DIMENSIONS) -> tuple[li
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"no EVA data file at {path}")
-    out, skipped = [], Counter()
+    out: list[Record] = []
+    skipped: Counter[str] = Counter()
     for line in p.read_text(encoding="utf-8").splitlines():
         if not line.strip():
             continue

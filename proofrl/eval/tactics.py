@@ -329,7 +329,7 @@ def score_states(groups: Sequence[GroupRun], samples: Sequence[Sequence[str | No
             out.append(StateScore(g.point.key, g.point.theorem.name, k, 0, [t or "" for t in tactics], {}, g.error))
             continue
         runs = [g.of(t) for t in tactics]
-        fails = Counter(r.failure for r in runs if not r.valid)
+        fails = Counter(str(r.failure) for r in runs if not r.valid)
         out.append(
             StateScore(
                 g.point.key,

@@ -25,7 +25,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Mapping, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, overload
 
 from ..errors import ProofrlError
 from ..problems import Problem
@@ -163,6 +163,10 @@ it left its code block open). ``{reopen}`` repeats the code block the first prom
 ```` ```lean4 ```` + header + statement), so a completion model writes a fresh proof right where it did before."""
 
 
+@overload
+def second_turn_prompt(first_prompt: str, completion: str, feedback: str) -> str: ...
+@overload
+def second_turn_prompt(first_prompt: list[dict], completion: str, feedback: str) -> list[dict]: ...
 def second_turn_prompt(first_prompt: str | list[dict], completion: str, feedback: str) -> str | list[dict]:
     """The prompt for the correction turn (kimina: the conversation plus ``assistant`` and ``user`` turns).
 

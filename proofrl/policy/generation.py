@@ -27,7 +27,7 @@ import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 import httpx
 import torch
@@ -133,7 +133,8 @@ class _StopStrings(StoppingCriteria):
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor, **kwargs: Any) -> torch.BoolTensor:
         start = max(self.prompt_len, input_ids.shape[1] - self.window)
         tails = self.tokenizer.batch_decode(input_ids[:, start:], skip_special_tokens=True)
-        return torch.tensor([any(s in t for s in self.stops) for t in tails], device=input_ids.device)
+        done = torch.tensor([any(s in t for s in self.stops) for t in tails], device=input_ids.device)
+        return cast(torch.BoolTensor, done)
 
 
 def _cut(

@@ -64,7 +64,8 @@ def load_policy(
         if tokenizer.eos_token is None:
             raise ValueError(f"the tokenizer at {path} has neither a pad nor an EOS token")
         tokenizer.pad_token = tokenizer.eos_token
-    model = AutoModelForCausalLM.from_pretrained(base_path, local_files_only=True, dtype=dtype).to(device)
+    # transformers types its wrapped ``to`` as taking the model itself: the ignore is for that annotation
+    model = AutoModelForCausalLM.from_pretrained(base_path, local_files_only=True, dtype=dtype).to(device)  # type: ignore[arg-type]
     if model.generation_config.pad_token_id is None:
         model.generation_config.pad_token_id = tokenizer.pad_token_id
 

@@ -81,7 +81,11 @@ def build_tiny_model(
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     tokenizer = train_tokenizer(corpus, vocab_size, max_positions)
-    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS}
+    ids: dict[str, int] = {}
+    for t in SPECIAL_TOKENS:
+        i = tokenizer.convert_tokens_to_ids(t)
+        assert isinstance(i, int)  # one token in, one id out
+        ids[t] = i
     config = LlamaConfig(
         vocab_size=len(tokenizer),  # a small corpus can stop BPE short of vocab_size
         hidden_size=hidden,

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import enum
 import hashlib
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -126,7 +127,7 @@ class Verdict:
         return d
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> Verdict:
+    def from_json(cls, d: Mapping[str, Any]) -> Verdict:
         return cls(
             status=Status(d["status"]),
             reasons=tuple(d.get("reasons", ())),

@@ -231,7 +231,7 @@ class ProverPool:
         jobs: Sequence[tuple[Theorem, str]],
         *,
         timeout: float | None = None,
-        on_done: Callable[[int, Verdict], None] | None = None,
+        on_done: Callable[[int, Verdict], object] | None = None,
     ) -> list[Verdict]:
         """Judge ``jobs`` in parallel; the i-th verdict belongs to the i-th job. ``on_done(i, verdict)`` is
         called as each finishes (progress bars, streaming JSONL); its first exception is raised at the end."""
@@ -287,7 +287,7 @@ class ProverPool:
         self,
         jobs: Sequence[tuple[Theorem, str]],
         timeout: float | None,
-        done: Callable[[int, Verdict], None],
+        done: Callable[[int, Verdict], object],
         caller: Hashable | None = None,
     ) -> None:
         now = time.monotonic()
@@ -356,7 +356,7 @@ class _Item:
     proof: str
     timeout: float | None
     index: int
-    done: Callable[[int, Verdict], None]
+    done: Callable[[int, Verdict], object]
     queued_at: float
     caller: Hashable | None = None
     """whom this job is scheduled fairly against; None: its call (``done``)"""

@@ -270,7 +270,7 @@ def resolve(mode: str = "auto") -> Sandbox:
         if why is not None:
             raise ConfigError(f"sandbox {mode!r} does not work here: {why}")
         return Sandbox(mode, f"{mode} (configured)")
-    failures = []
+    failures: list[str] = []
     for m in ("bwrap", "unshare"):
         why = probe(m)
         if why is None:

@@ -386,8 +386,8 @@ class EvaScorer:
                 off = width - len(r) - cut[j]  # left padding shifts every index; the cut removes the first ones
                 w = where[s + j]
                 z = gather_positions(logits, [j] * len(self.dims), [max(1, w[d] + off) for d in self.dims])
-                e = expected_score(z, self.anchor_ids, self.tau)
-                out_scores.append(({d: float(x) for d, x in zip(self.dims, e.tolist(), strict=True)}, flags[s + j]))
+                exp = expected_score(z, self.anchor_ids, self.tau)
+                out_scores.append(({d: float(x) for d, x in zip(self.dims, exp.tolist(), strict=True)}, flags[s + j]))
         return out_scores
 
     def score(self, pairs: Sequence[tuple[str, str]]) -> list[EvaScore]:

@@ -112,8 +112,8 @@ class MCTS(Search):
                     open_ = [
                         x.value_sum / x.visits
                         for x in tree.live_children(parent)
-                        if x.visits and not tree.nodes[x.dst].solved
-                    ]  # type: ignore[index]
+                        if x.visits and not tree.nodes[x.dst].solved  # type: ignore[index]
+                    ]
                     v = min([1.0, *open_])
             else:
                 v = v_up

@@ -306,13 +306,13 @@ class SearchTree:
             if n.closes:
                 memo[nid] = (0, [])
             elif n.kind == "AND":
-                total, used = 0, []
+                total, used = 0, list[int]()
                 for e in sorted(self.live_children(n), key=lambda e: e.focus_index or 0):
                     k, sub = best(e.dst)  # type: ignore[arg-type]
                     total, used = total + k + 2, [*used, e.id, *sub]
                 memo[nid] = (total, used) if n.solved else (10**9, [])
             else:
-                options = [(best(e.dst)[0] + 1, e) for e in self.live_children(n) if self.nodes[e.dst].solved]  # type: ignore[index]
+                options = [(best(e.dst)[0] + 1, e) for e in self.live_children(n) if self.nodes[e.dst].solved]  # type: ignore[index, arg-type]
                 if options:
                     k, e = min(options, key=lambda o: (o[0], o[1].id))
                     memo[nid] = (k, [e.id] + best(e.dst)[1])  # type: ignore[arg-type]

@@ -181,7 +181,11 @@ class Service:
     ) -> Judged:
         job = made if isinstance(made, Job) else None
         try:
-            verdict = made if job is None else await pool.acheck(job.theorem, job.proof, timeout=timeout, caller=caller)
+            verdict = (
+                await pool.acheck(made.theorem, made.proof, timeout=timeout, caller=caller)
+                if isinstance(made, Job)
+                else made
+            )
         except Exception as e:  # one item never sinks a batch
             verdict = Verdict(Status.ERROR, (f"internal error: {type(e).__name__}: {e}",), prover=backend)
         seconds = time.monotonic() - t0
@@ -241,9 +245,8 @@ class Service:
 
 def _verdict_model(v: Verdict, backend: str) -> ProofrlVerdict:
     d = v.to_json()
-    return ProofrlVerdict(
-        backend=backend, **{k: d[k] for k in ("status", "reasons", "messages", "axioms", "seconds", "prover")}
-    )
+    fields = ("status", "reasons", "messages", "axioms", "seconds", "prover")
+    return ProofrlVerdict.model_validate({"backend": backend, **{k: d[k] for k in fields}})
 
 
 READ_DEADLINE = "proofrl.read_deadline"

@@ -70,7 +70,11 @@ class BoundedH11Protocol(H11Protocol):
     def _close_longest_idle(self) -> bool:
         """Close the connection that has waited longest for a request (its read clock armed earliest), to let
         this one in; False when every other connection has a request in progress."""
-        idle = [c for c in self.connections if c is not self and getattr(c, "_read_timer", None) is not None]
+        idle = [
+            c
+            for c in self.connections
+            if isinstance(c, BoundedH11Protocol) and c is not self and c._read_timer is not None
+        ]
         if not idle:
             return False
         oldest = min(idle, key=lambda c: c._read_deadline)

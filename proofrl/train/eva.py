@@ -303,7 +303,10 @@ def train_eva(
     def batch_loss(idx: list[int]) -> BatchLoss:  # L_SFT and L_EVA read the logits of one forward pass
         part = [examples[i] for i in idx]
         loss = eva_loss(model, part, anchor_ids=anchors, alpha=alpha, tau=tau, pad_id=tokenizer.pad_token_id, dims=dims)
-        parts = {"loss": (float(loss.total.detach()), len(part)), "lm": (loss.lm, len(part))}
+        parts: dict[str, tuple[float, float]] = {
+            "loss": (float(loss.total.detach()), len(part)),
+            "lm": (loss.lm, len(part)),
+        }
         if loss.positions and not math.isnan(loss.eva):
             parts["eva_mse"] = (loss.eva, loss.positions)
         return BatchLoss(loss.total, parts)
@@ -421,6 +424,11 @@ def _train_and_score(cfg: EvaRecipe, out: Path, run_dir: Any, console: Any) -> d
     console.print(
         f"[bold]EVA[/]: {rep.examples} examples, {rep.in_eva_loss} in the EVA loss, left out {dict(rep.left_out)}"
     )
+
+    def epoch_done(e: int, h: dict[str, float]) -> None:
+        run_dir.log(e + 1, h)
+        console.print(f"epoch {e + 1}: loss {h['loss']:.4f} (LM {h['lm']:.4f}, EVA MSE {h['eva_mse']:.4f})")
+
     hist = train_eva(
         model,
         tok,
@@ -434,10 +442,7 @@ def _train_and_score(cfg: EvaRecipe, out: Path, run_dir: Any, console: Any) -> d
         weight_decay=cfg.optim.weight_decay,
         dims=cfg.loss.dims,
         console=console,
-        on_epoch=lambda e, h: (
-            run_dir.log(e + 1, h),
-            console.print(f"epoch {e + 1}: loss {h['loss']:.4f} (LM {h['lm']:.4f}, EVA MSE {h['eva_mse']:.4f})"),
-        ),
+        on_epoch=epoch_done,
     )
     model_dir = save_rm(model, tok, out / "model", cfg, {"base": base})
     summary: dict[str, Any] = {

@@ -434,13 +434,12 @@ class RolloutBatch:
     def rows(self, idx: torch.Tensor) -> RolloutBatch:
         """The sub-batch of rows ``idx`` (along B); ``idx`` is moved to each tensor's device."""
 
-        def pick(x: torch.Tensor | None, d: int) -> torch.Tensor | None:
-            return None if x is None else x.index_select(x.dim() + d, idx.to(x.device))
+        def pick(x: torch.Tensor, d: int) -> torch.Tensor:
+            return x.index_select(x.dim() + d, idx.to(x.device))
 
         adv_dim = -1 if self.advantages.dim() == self.old_logps.dim() - 1 else -2
-        return RolloutBatch(
-            pick(self.old_logps, -2), pick(self.advantages, adv_dim), pick(self.mask, -2), pick(self.ref_logps, -2)
-        )
+        ref = None if self.ref_logps is None else pick(self.ref_logps, -2)
+        return RolloutBatch(pick(self.old_logps, -2), pick(self.advantages, adv_dim), pick(self.mask, -2), ref)
 
 
 @dataclass(frozen=True)
@@ -546,7 +545,7 @@ def ppo_update(
     device = batch.old_logps.device
     mb = cfg.minibatch_rows or n
     micro = micro_batch_rows or mb
-    loss_kw = dict(
+    loss_kw: dict[str, Any] = dict(
         policy_loss=cfg.policy_loss,
         clip_ratio_low=cfg.clip_ratio_low,
         clip_ratio_high=cfg.clip_ratio_high,

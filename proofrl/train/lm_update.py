@@ -110,10 +110,8 @@ class LMPolicy:
     def checkpointing(self) -> Any:
         """Gradient checkpointing acts only on decoder layers in training mode (transformers' rule): switch just
         those layers' flags, so their submodules stay in eval mode (no dropout: ρ = 1 at the first epoch)."""
-        try:
-            from transformers.modeling_layers import GradientCheckpointingLayer
-        except ImportError:  # pragma: no cover - older transformers
-            GradientCheckpointingLayer = torch.nn.Module
+        from transformers.modeling_layers import GradientCheckpointingLayer
+
         layers = [
             m
             for m in self.model.modules()

@@ -27,7 +27,7 @@ class LoraSection(Section):
     """LoRA (arXiv:2106.09685) on the named linear layers: ΔW = (α/r)·B·A."""
 
     r: Annotated[int, Field(ge=1)] = 16
-    alpha: Annotated[float, Field(gt=0)] = 32
+    alpha: Annotated[int, Field(gt=0)] = 32
     dropout: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.05
     target_modules: tuple[str, ...] = ATTENTION
 

@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -44,6 +44,9 @@ from .config import TrainConfig
 from .grpo import ADV_ESTIMATORS, GroupBuffer, PPOConfig
 from .lm_update import LMPolicy, compute_dtype, lm_grpo_update, pad_rows  # noqa: F401  (re-exported)
 from .rundir import RunDir
+
+if TYPE_CHECKING:
+    from ..policy.correction import CorrectionCache
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +117,7 @@ class Trainer:
         self.sampler = ProblemSampler(len(self.problems), cfg.seed)
         self.buffer: GroupBuffer[Group] = GroupBuffer(max(1, cfg.algorithm.buffer_samples))
         ecfg = cfg.rollout.error_correction
-        self.cache = None
+        self.cache: CorrectionCache | None = None
         if ecfg.enabled:
             from ..policy import correction as ec
 
@@ -133,7 +136,7 @@ class Trainer:
             gradient_checkpointing=m.gradient_checkpointing,
         )
         self.optimizer = torch.optim.AdamW(
-            self.lm.params, lr=cfg.optim.lr, weight_decay=cfg.optim.weight_decay, betas=tuple(cfg.optim.betas)
+            self.lm.params, lr=cfg.optim.lr, weight_decay=cfg.optim.weight_decay, betas=cfg.optim.betas
         )
         self.run = RunDir(self.out, step_key="step", loggers=cfg.logger, name=cfg.name)
         self._resumed: int | None = None

@@ -33,7 +33,7 @@ from __future__ import annotations
 from typing import Any
 from uuid import uuid4
 
-from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput, register
+from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
 
 from ..policy.correction import build_feedback, second_turn_prompt
 from .reward import _broken, judge_for, problem_of
@@ -59,7 +59,8 @@ class ErrorCorrectionAgentLoop(AgentLoopBase):
     def _kept_text(self, token_ids: list[int], start: int) -> str:
         """The text of an answer's tokens that stay in the response (which starts ``start`` tokens in) once it is
         cut to ``response_length``: a server that ignores ``max_tokens`` cannot get untrained text judged."""
-        return self.tokenizer.decode(token_ids[: max(0, self.response_length - start)], skip_special_tokens=True)
+        tok: Any = self.tokenizer  # verl annotates it as AutoTokenizer, the factory, not the tokenizer it made
+        return tok.decode(token_ids[: max(0, self.response_length - start)], skip_special_tokens=True)
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
         messages = [dict(m) for m in kwargs["raw_prompt"]]
@@ -113,6 +114,6 @@ class ErrorCorrectionAgentLoop(AgentLoopBase):
             response_logprobs=logps[: self.response_length] if logps else None,
             reward_score=result["score"],
             num_turns=2 * turns,
-            metrics={},
+            metrics=AgentLoopMetrics(),
             extra_fields={"reward_extra_info": result, "proofrl_turns": turns, "turn_scores": [], "tool_rewards": []},
         )

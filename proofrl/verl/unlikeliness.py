@@ -35,7 +35,7 @@ def shape_scores(
     scores: torch.Tensor,
     old_log_probs: torch.Tensor,
     response_mask: torch.Tensor,
-    uid: Sequence[Any],
+    uid: Sequence[Any] | np.ndarray,
     cfg: RewardConfig,
 ) -> torch.Tensor:
     """verl's token-level scores ``(B, T)`` (the sample's reward sums over its tokens) after each group's shapers.

@@ -21,7 +21,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import ProverCrashed, ProverTimeout, StatementError
-from ..base import FailureKind, Message, Position, ProofState, Status, StepFailure, StepResult, Theorem, Verdict
+from ..base import (
+    Backend,
+    FailureKind,
+    Message,
+    Position,
+    ProofState,
+    Status,
+    StepFailure,
+    StepResult,
+    Theorem,
+    Verdict,
+)
 from ..process import run_once
 from . import xml
 from .plan import Plan, plan_proof
@@ -68,7 +79,7 @@ def coq_version() -> str:
 
 
 class CoqProver:
-    backend = "coq"
+    backend: Backend = "coq"
 
     def __init__(self, header: str = "", config: CoqConfig | None = None, *, header_timeout: float | None = None):
         """``header_timeout``: seconds the header may take to load (ProverTimeout and the process killed
@@ -169,8 +180,8 @@ class CoqProver:
         try:
             s.run(timeout=left())
         except CoqFailure as e:
-            sent, out = owner.get(e.state_id, (None, None)) if e.state_id is not None else (None, None)
-            return self._failed(e, plan, sent, out)
+            at, got = owner.get(e.state_id, (None, None)) if e.state_id is not None else (None, None)
+            return self._failed(e, plan, at, got)
         goals = s.goals()
         if goals is not None and (goals.foreground or goals.background or goals.shelved or goals.given_up):
             reasons = ["admitted"] if goals.given_up else []

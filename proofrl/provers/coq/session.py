@@ -103,7 +103,10 @@ class CoqSession:
             readable=coq_library(),
         )
         reply = self.call(xml.init(), timeout=30)
-        self.base = int(reply.value.find("state_id").get("val"))
+        sid = reply.value.find("state_id")
+        if sid is None:
+            raise ProtocolError("Init reply without a state id")
+        self.base = xml.int_attr(sid, "val")
         self.tip = self.base
         for line in ("Set Printing Width 100.",):
             self.base = self.add(line, self.base)

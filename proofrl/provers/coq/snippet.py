@@ -33,6 +33,7 @@ def coq_job(code: str) -> Job | Verdict:
             return Verdict(Status.REJECTED, (why,), (Message("error", text, position_at(code, s.start)),), prover="coq")
     stmt = sentences[at]
     m = _STATEMENT.match(stmt.text)
+    assert m is not None  # ``at`` is the first sentence it matches
     header = "\n".join(
         normalise(s.text) for s in sentences[:at]
     )  # one process serves headers that differ in comments or blanks

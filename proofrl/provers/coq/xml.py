@@ -169,7 +169,7 @@ def _feedback(el: ET.Element) -> Feedback | None:
     return Feedback(
         level=level.get("val", "info") if level is not None else "info",
         text=richpp_text(msg.find("richpp")).strip(),
-        state_id=int(sid.get("val")) if sid is not None else None,
+        state_id=int_attr(sid, "val") if sid is not None else None,
         loc=loc,
     )
 
@@ -178,7 +178,15 @@ def state_id_of_add(reply: Reply) -> int:
     sid = reply.value.find("pair/state_id")
     if sid is None:
         raise ProtocolError("Add reply without a state id")
-    return int(sid.get("val"))
+    return int_attr(sid, "val")
+
+
+def int_attr(el: ET.Element, name: str) -> int:
+    """An element's integer attribute; a missing one is a :class:`ProtocolError`."""
+    value = el.get(name)
+    if value is None:
+        raise ProtocolError(f"<{el.tag}> without {name}", raw=ET.tostring(el, encoding="unicode")[:500])
+    return int(value)
 
 
 def parse_goals(reply: Reply) -> Goals | None:

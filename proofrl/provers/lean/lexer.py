@@ -206,12 +206,12 @@ def lex(code: str) -> Lexed:
         elif code.startswith("/-", i):
             if glued(i):
                 problems.append(f"`{code[i - 1]}/-` (a comment glued to a symbol)")
-            j = _finish_comment(code, i + 3) if i + 2 < n else None
-            if j is None:
+            end = _finish_comment(code, i + 3) if i + 2 < n else None
+            if end is None:
                 problems.append("unterminated comment")
-                j = n
-            mark(i, j, COMMENT)
-            i = j
+                end = n
+            mark(i, end, COMMENT)
+            i = end
         elif c == '"':
             j = i + 1
             while j < n and code[j] != '"':
@@ -223,15 +223,15 @@ def lex(code: str) -> Lexed:
             mark(i, j + 1, LITERAL)
             i = j + 1
         elif c == "'" and code[i + 1 : i + 2] != "'":
-            j = _char_literal_end(code, i)
-            if j is None:
+            end = _char_literal_end(code, i)
+            if end is None:
                 i += 1  # not a char literal: Lean fails on it, or it belongs to a symbol such as ``∑'``
             elif glued(i):
                 problems.append(f"`{code[i - 1]}'` (a char literal glued to a symbol)")
                 i += 1
             else:
-                mark(i, j, LITERAL)
-                i = j
+                mark(i, end, LITERAL)
+                i = end
         elif c == "r" and (m := re.compile(r'r(#*)"').match(code, i)):
             close = '"' + m.group(1)
             j = code.find(close, m.end())

@@ -17,6 +17,7 @@ silently dropped, so a protocol change shows up as a failing test and not as a w
 from __future__ import annotations
 
 import json
+from collections.abc import Set
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -31,7 +32,7 @@ def _fail(what: str, d: Any) -> ProtocolError:
     return ProtocolError(f"unexpected {what} in Lean REPL response", raw=json.dumps(d, ensure_ascii=False)[:500])
 
 
-def _keys(d: Any, what: str, required: set[str], optional: set[str] = frozenset()) -> dict[str, Any]:
+def _keys(d: Any, what: str, required: Set[str], optional: Set[str] = frozenset()) -> dict[str, Any]:
     if not isinstance(d, dict) or not required <= d.keys() or not d.keys() <= required | optional:
         raise _fail(what, d)
     return d

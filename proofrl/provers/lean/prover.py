@@ -29,11 +29,23 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from ...errors import ProverCrashed, ProverTimeout, StatementError
-from ..base import FailureKind, Message, Position, ProofState, Prover, Status, StepFailure, StepResult, Theorem, Verdict
+from ..base import (
+    Backend,
+    FailureKind,
+    Message,
+    Position,
+    ProofState,
+    Prover,
+    Status,
+    StepFailure,
+    StepResult,
+    Theorem,
+    Verdict,
+)
 from .config import LeanConfig
 from .goals import Focus, focus_index
 from .header import normalise_header, split_header
-from .models import CommandResponse, ReplError, ReplMessage, parse_goal
+from .models import CommandResponse, ProofStepResponse, ReplError, ReplMessage, parse_goal
 from .rules import (
     UNCONFIRMED,
     declaration_name,
@@ -148,13 +160,13 @@ def to_message(
         return Position(p.line - line_shift, max(col, 0))
 
     sev = "info" if m.severity == "trace" else m.severity
-    return Message(sev, m.data, pos(m.pos), pos(m.end_pos))  # type: ignore[arg-type]
+    return Message(sev, m.data, pos(m.pos), pos(m.end_pos))
 
 
 class LeanProver:
     """One REPL process loaded with one header; restarts itself after a timeout or crash."""
 
-    backend = "lean"
+    backend: Backend = "lean"
 
     def __init__(self, config: LeanConfig, header: str = ""):
         self.config = config
@@ -323,10 +335,12 @@ class LeanProver:
                 return self._focus(state, tactic, i, t0)
             focus = state.handle if isinstance(state.handle, Focus) else None
             if focus is not None and focus.proof_state is None:
-                focus = self._bring_to_front(focus, timeout)
-                if isinstance(focus, StepFailure):
-                    return StepResult(tactic, failure=focus, seconds=time.monotonic() - t0)
+                front = self._bring_to_front(focus, timeout)
+                if isinstance(front, StepFailure):
+                    return StepResult(tactic, failure=front, seconds=time.monotonic() - t0)
+                focus = front
             handle = focus.proof_state if focus is not None else state.handle
+            assert handle is not None  # a focus brought to the front has its own proof state
             resp = self._session.tactic(handle, tactic, timeout=timeout)
         except ProverTimeout as e:
             return StepResult(tactic, failure=StepFailure(FailureKind.TIMEOUT, str(e)), seconds=time.monotonic() - t0)
@@ -349,12 +363,13 @@ class LeanProver:
                 failure=StepFailure(j.kind, j.message, start, end),  # type: ignore[arg-type]
                 seconds=time.monotonic() - t0,
             )
+        assert isinstance(resp, ProofStepResponse)  # judge_step finds every REPL error not ok
         if focus is not None:
-            return self._focused_step(state, tactic, focus, resp.goals, resp.proof_state, t0)  # type: ignore[union-attr]
-        goals = tuple(parse_goal(g) for g in resp.goals)  # type: ignore[union-attr]
+            return self._focused_step(state, tactic, focus, resp.goals, resp.proof_state, t0)
+        goals = tuple(parse_goal(g) for g in resp.goals)
         new = ProofState(
             state.theorem, (*state.tactics, tactic), goals, handle=resp.proof_state, session=self.session_id
-        )  # type: ignore[union-attr]
+        )
         return StepResult(tactic, state=new, seconds=time.monotonic() - t0)
 
     # -- focused goals (a search's AND nodes, see :mod:`.goals`) ------------------------------------------

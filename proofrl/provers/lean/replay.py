@@ -22,10 +22,12 @@ lines, since those REPLs printed none).
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import sys
 import time
 from pathlib import Path
+from typing import TextIO, cast
 
 
 def split_blocks(text: str) -> list[str]:
@@ -79,9 +81,9 @@ def same_request(got: str, want: str) -> bool:
         return got == want
 
 
-def _read_query(stdin) -> str | None:
+def _read_query(stdin: TextIO) -> str | None:
     """One query as ``getLines`` reads it; None at EOF before any line."""
-    parts = []
+    parts: list[str] = []
     while True:
         line = stdin.readline()
         if line == "":
@@ -112,8 +114,8 @@ def main(argv: list[str] | None = None) -> int:
 
     wanted, answers = load(args.transcript, args.expected)
     others = [load(t, None) for t in args.also]
-    sys.stdin.reconfigure(encoding="utf-8")
-    sys.stdout.reconfigure(encoding="utf-8", newline="\n")
+    cast(io.TextIOWrapper, sys.stdin).reconfigure(encoding="utf-8")  # a process's own streams are TextIOWrappers
+    cast(io.TextIOWrapper, sys.stdout).reconfigure(encoding="utf-8", newline="\n")
     stdin = sys.stdin
     out = sys.stdout
     n = 0
