@@ -119,6 +119,7 @@ def test_the_verdict_line_gives_the_size_that_would_tell():
         "eva-ranking-value-head",
         "reap-search-and-learn",
         "reap-value-head",
+        "unlikely-passN",
     ],
 )
 def test_implemented_claims_have_a_size_and_arms(name):
@@ -129,10 +130,10 @@ def test_implemented_claims_have_a_size_and_arms(name):
 
 
 @requires_coq
-def test_the_eva_and_reap_learning_claims_run_at_smoke_size_once_per_seed(tmp_path, smoke_assets):
+def test_the_eva_reap_learning_and_unlikeliness_claims_run_at_smoke_size(tmp_path, smoke_assets):
     """Each pair of claims shares one run per seed: the second claim of a pair reads the first one's arms."""
     with_assets(tmp_path, smoke_assets)
-    names = ["reap-search-and-learn", "reap-value-head", "eva-ranking", "eva-ranking-value-head"]
+    names = ["reap-search-and-learn", "reap-value-head", "unlikely-passN", "eva-ranking", "eva-ranking-value-head"]
     r = CliRunner().invoke(app, ["bench", "--smoke", *(x for n in names for x in ("--claim", n)), "--seeds", "1",
                                  "--out", str(tmp_path)])  # fmt: skip
     assert r.exit_code == 0, r.output
@@ -148,6 +149,10 @@ def test_the_eva_and_reap_learning_claims_run_at_smoke_size_once_per_seed(tmp_pa
     assert set(eva) == {"parsed text score", "E[R] over anchor logits", "value head"}
     assert eva["value head"] and all(v.keys() == eva["value head"].keys() for v in eva.values())
     assert all(0.0 <= x <= 1.0 for v in eva.values() for x in v.values())
+    unlikely = lines["unlikely-passN"]["arms"]
+    assert set(unlikely) == {"GRPO", "GRPO + unlikeliness"} and len(unlikely["GRPO"]) == 2
+    assert unlikely["GRPO"].keys() == unlikely["GRPO + unlikeliness"].keys()
+    assert all(x in (0.0, 1.0) for v in unlikely.values() for x in v.values())
 
 
 def test_per_state_ranking_accuracy_counts_each_state_s_pairs_and_ties_half():
