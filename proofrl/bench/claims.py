@@ -367,7 +367,7 @@ def search_and_learn(run: ClaimRun) -> Results:
             *(["learner.epochs=1", "learner.max_samples=32"] if run.smoke else []),
         ])  # fmt: skip
         ExpertIteration(cfg).run()
-    last = s["rounds"]
+    last = int(s["rounds"])
     after = proved("policy+value", last)
     out: Results = {"round 0": proved("policy+value", 0), f"round {last}": after,
                     "policy only": proved("policy-only", last), "policy + value head": after}  # fmt: skip
@@ -397,9 +397,9 @@ def unlikeliness_pass_at_n(run: ClaimRun) -> Results:
     if run.smoke:
         overrides += ["rollout.problems_per_step=2", "rollout.group_size=2", "rollout.max_tokens=24",
                       "eval.max_tokens=24"]  # fmt: skip
-    extra = {"model": {"hidden": 64, "layers": 1, "heads": 4, "vocab_size": 512}} if run.smoke else {}
+    model = {"hidden": 64, "layers": 1, "heads": 4, "vocab_size": 512} if run.smoke else DemoConfig().model
     cfg = DemoConfig(out=run.out, seed=0, eval_problems=s["eval_problems"], sft_epochs=s["sft_epochs"],
-                     rl_steps=s["rl_steps"], workers=run.workers, overrides=tuple(overrides), **extra)  # fmt: skip
+                     rl_steps=s["rl_steps"], workers=run.workers, overrides=tuple(overrides), model=model)  # fmt: skip
     run_demo(cfg, console=run.console)
     out: Results = {}
     for arm, label in (("GRPO", "grpo"), ("GRPO + unlikeliness", "grpo-unlikeliness")):
