@@ -47,3 +47,12 @@ def test_a_part_run_alone_shows_no_library_progress_bars(tmp_path, monkeypatch, 
     assert (tmp_path / "probe" / "model" / "config.json").is_file()
     for bar in ("Writing model shards", "Loading weights", "it/s]"):
         assert bar not in out + err
+
+
+def test_the_index_report_points_at_the_bench_for_the_claims(tmp_path, monkeypatch):
+    from proofrl.demo import DEMO_PARTS, DemoPart, run_parts
+
+    probe = DemoPart("probe", "test_demo_output:save_and_load_part", "saves and loads a model")
+    monkeypatch.setitem(DEMO_PARTS, "probe", probe)
+    run_parts(tmp_path, ["probe"], workers=1)
+    assert "`proofrl bench`" in (tmp_path / "report.md").read_text()

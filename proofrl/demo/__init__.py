@@ -148,6 +148,11 @@ def _index(root: Path, names: list[str], seconds: dict[str, float]) -> str:
     lines = ["# proofrl demo", "", "| part | what it shows | seconds |", "|---|---|---|"]
     lines += [f"| [{n}]({n}/report.md) | {DEMO_PARTS[n].what} | {seconds[n]:.0f} |" for n in names]
     lines += [f"| total | | {seconds['total']:.0f} |", ""]
+    lines += [
+        "One run is one seed. Whether each paper's claim holds at this scale, over seeds with intervals and a test:",
+        "`proofrl bench` (docs/claims.md in the repository).",
+        "",
+    ]
     for n in names:
         report = root / n / "report.md"
         if report.is_file():  # each part's report, its headings one level down and its images found from here
