@@ -137,34 +137,76 @@ def one_shot(problems: list[Any], script: str, header: str, seconds: float, work
         q = with_header(p, header)
         t0 = time.monotonic()
         v = coqc_check(q.theorem, script, config, timeout=seconds)
-        return {"name": p.name, "proved": v.valid, "status": v.status.value, "reason": "; ".join(v.reasons)[:200],
-                "seconds": round(time.monotonic() - t0, 2), "proof": script if v.valid else ""}  # fmt: skip
+        return {
+            "name": p.name,
+            "proved": v.valid,
+            "status": v.status.value,
+            "reason": "; ".join(v.reasons)[:200],
+            "seconds": round(time.monotonic() - t0, 2),
+            "proof": script if v.valid else "",
+        }
 
     with ThreadPoolExecutor(max_workers=workers) as ex:
         return list(ex.map(run, problems))
 
 
-def searched(problems: list[Any], policy: Any, recipe: str, header: str, seconds: float, workers: int, out: Path,
-             tactic_timeout: float, width: int) -> list[dict[str, Any]]:  # fmt: skip
+def searched(
+    problems: list[Any],
+    policy: Any,
+    recipe: str,
+    header: str,
+    seconds: float,
+    workers: int,
+    out: Path,
+    tactic_timeout: float,
+    width: int,
+) -> list[dict[str, Any]]:
     from proofrl.search.config import load_search_config
     from proofrl.search.run import search_many
 
-    budgets = {"best_first.max_expansions": None, "best_first.seconds": seconds, "best_first.width": width,
-               "best_first.tactic_timeout": tactic_timeout, "mcts.max_steps": 10**6, "mcts.max_nodes": 10**6,
-               "mcts.seconds": seconds, "mcts.num_samples": width, "mcts.tactic_timeout": tactic_timeout}  # fmt: skip
+    budgets = {
+        "best_first.max_expansions": None,
+        "best_first.seconds": seconds,
+        "best_first.width": width,
+        "best_first.tactic_timeout": tactic_timeout,
+        "mcts.max_steps": 10**6,
+        "mcts.max_nodes": 10**6,
+        "mcts.seconds": seconds,
+        "mcts.num_samples": width,
+        "mcts.tactic_timeout": tactic_timeout,
+    }
     cfg = load_search_config(recipe, **budgets)
     probs = [with_header(p, header) for p in problems]
     results = search_many(probs, policy, out_dir=out, workers=workers, config=cfg, progress=False)
-    return [{"name": r.name, "proved": r.status == "proved", "status": str(r.status), "reason": r.reason[:200],
-             "seconds": round(r.seconds, 2), "proof": r.proof if r.status == "proved" else ""} for r in results]  # fmt: skip
+    return [
+        {
+            "name": r.name,
+            "proved": r.status == "proved",
+            "status": str(r.status),
+            "reason": r.reason[:200],
+            "seconds": round(r.seconds, 2),
+            "proof": r.proof if r.status == "proved" else "",
+        }
+        for r in results
+    ]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--data", type=Path, default=None, help="miniF2F-rocq JSONL (name, split, header, formal_statement), "
-                    "or a library corpus split: coq-lib:mathcomp:test (see docs/corpora.md)")
+    ap.add_argument(
+        "--data",
+        type=Path,
+        default=None,
+        help="miniF2F-rocq JSONL (name, split, header, formal_statement), "
+        "or a library corpus split: coq-lib:mathcomp:test (see docs/corpora.md)",
+    )
     ap.add_argument("--split", action="append", default=None, help="test and/or valid (repeatable; default test)")
-    ap.add_argument("--theorems", type=int, default=20, help="N theorems of each split that compile with this Coq, drawn with --seed")
+    ap.add_argument(
+        "--theorems",
+        type=int,
+        default=20,
+        help="N theorems of each split that compile with this Coq, drawn with --seed",
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--seconds", type=float, default=20.0, help="wall-clock budget per theorem, every row")
     ap.add_argument("--policy", default=None, help="tactic model for (c)/(d): hf:DIR (default: the tiny smoke model)")
@@ -201,30 +243,45 @@ def main() -> None:
     elif args.smoke:  # miniF2F-style statements of the kinds the benchmark has, made here
         problems = [
             Problem("smoke_nat", "Theorem smoke_nat : forall n : nat, n + 0 = n.", split="test"),
-            Problem("smoke_r", "Theorem smoke_r : forall x : R, x + 1 > x.", "Require Import Reals.\nOpen Scope R_scope.\n", split="test"),
-        ]  # fmt: skip
+            Problem(
+                "smoke_r",
+                "Theorem smoke_r : forall x : R, x + 1 > x.",
+                "Require Import Reals.\nOpen Scope R_scope.\n",
+                split="test",
+            ),
+        ]
     else:
         ap.error("--data is required (or --smoke)")
     rows = set(args.rows.split(","))
     automation = ("lia", "lra", "intuition") if args.smoke else AUTOMATION
     has_hammer = _hammer_installed()
     load = os.getloadavg()
-    print(f"{len(problems)} theorems ({', '.join(splits)}), {args.seconds:g} s each, {args.workers} workers, "
-          f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}", flush=True)  # fmt: skip
+    print(
+        f"{len(problems)} theorems ({', '.join(splits)}), {args.seconds:g} s each, {args.workers} workers, "
+        f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}",
+        flush=True,
+    )
     args.out.mkdir(parents=True, exist_ok=True)
     table: dict[str, dict[str, Any]] = {}
 
     def record(row: str, results: list[dict[str, Any]], wall: float, cpu: float) -> None:
         n = max(1, len(results))
-        table[row] = {"proved": sum(r["proved"] for r in results), "theorems": len(results),
-                      "wall_s_per_theorem": round(wall / n, 2), "cpu_s_per_theorem": round(cpu / n, 2),
-                      "proved_names": sorted(r["name"] for r in results if r["proved"])}  # fmt: skip
+        table[row] = {
+            "proved": sum(r["proved"] for r in results),
+            "theorems": len(results),
+            "wall_s_per_theorem": round(wall / n, 2),
+            "cpu_s_per_theorem": round(cpu / n, 2),
+            "proved_names": sorted(r["name"] for r in results if r["proved"]),
+        }
         with open(args.out / "results.jsonl", "a", encoding="utf-8") as f:
             for r in results:
                 f.write(json.dumps({"row": row, **r}) + "\n")
         t = table[row]
-        print(f"{row}: {t['proved']}/{t['theorems']} proved, {t['wall_s_per_theorem']} s wall, "
-              f"{t['cpu_s_per_theorem']} s CPU per theorem", flush=True)  # fmt: skip
+        print(
+            f"{row}: {t['proved']}/{t['theorems']} proved, {t['wall_s_per_theorem']} s wall, "
+            f"{t['cpu_s_per_theorem']} s CPU per theorem",
+            flush=True,
+        )
 
     def timed(fn: Any, *a: Any, **kw: Any) -> tuple[list[dict[str, Any]], float, float]:
         w0 = time.monotonic()
@@ -251,11 +308,23 @@ def main() -> None:
         if not has_hammer:
             print("(b) skipped: CoqHammer is not installed (apt-get install libcoq-hammer eprover z3 cvc4)", flush=True)
         else:
-            res, w, c = timed(one_shot, problems, "intros; sauto.", AUTOMATION_HEADER + HAMMER_TACTICS_HEADER,
-                              args.seconds, args.workers)  # fmt: skip
+            res, w, c = timed(
+                one_shot,
+                problems,
+                "intros; sauto.",
+                AUTOMATION_HEADER + HAMMER_TACTICS_HEADER,
+                args.seconds,
+                args.workers,
+            )
             record("(b) sauto", res, w, c)
-            res, w, c = timed(one_shot, problems, "intros; hammer.", AUTOMATION_HEADER + hammer_header(args.atp_seconds),
-                              args.seconds, args.workers)  # fmt: skip
+            res, w, c = timed(
+                one_shot,
+                problems,
+                "intros; hammer.",
+                AUTOMATION_HEADER + hammer_header(args.atp_seconds),
+                args.seconds,
+                args.workers,
+            )
             record("(b) hammer", res, w, c)
     if rows & {"c", "d"}:
         from proofrl.policy.tactic import make_tactic_policy
@@ -266,15 +335,41 @@ def main() -> None:
         header_d = AUTOMATION_HEADER + (HAMMER_TACTICS_HEADER if has_hammer else "")
         for engine, recipe in (("best-first", "reprover"), ("MCTS", "reap")):
             if "c" in rows:
-                res, w, c = timed(searched, problems, policy, recipe, AUTOMATION_HEADER, args.seconds, args.workers,
-                                  args.out / f"c-{recipe}", min(5.0, args.seconds), args.width)  # fmt: skip
+                res, w, c = timed(
+                    searched,
+                    problems,
+                    policy,
+                    recipe,
+                    AUTOMATION_HEADER,
+                    args.seconds,
+                    args.workers,
+                    args.out / f"c-{recipe}",
+                    min(5.0, args.seconds),
+                    args.width,
+                )
                 record(f"(c) {engine}", res, w, c)
             if "d" in rows:
-                res, w, c = timed(searched, problems, WithAutomation(policy, auto), recipe, header_d, args.seconds,
-                                  args.workers, args.out / f"d-{recipe}", min(5.0, args.seconds), args.width)  # fmt: skip
+                res, w, c = timed(
+                    searched,
+                    problems,
+                    WithAutomation(policy, auto),
+                    recipe,
+                    header_d,
+                    args.seconds,
+                    args.workers,
+                    args.out / f"d-{recipe}",
+                    min(5.0, args.seconds),
+                    args.width,
+                )
                 record(f"(d) {engine} + automation", res, w, c)
-    report = {"theorems": len(problems), "splits": splits, "seconds_per_theorem": args.seconds, "workers": args.workers,
-              "load_average": [round(x, 2) for x in load], "rows": table}  # fmt: skip
+    report = {
+        "theorems": len(problems),
+        "splits": splits,
+        "seconds_per_theorem": args.seconds,
+        "workers": args.workers,
+        "load_average": [round(x, 2) for x in load],
+        "rows": table,
+    }
     (args.out / "report.json").write_text(json.dumps(report, indent=2))
     print(markdown(table))
     base = max([t["proved"] for r, t in table.items() if r.startswith(("(a)", "(b)"))] or [math.nan])
@@ -285,7 +380,9 @@ def main() -> None:
 def markdown(table: dict[str, dict[str, Any]]) -> str:
     lines = ["| row | proved | wall s / theorem | CPU s / theorem |", "|---|---|---|---|"]
     for row, t in table.items():
-        lines.append(f"| {row} | {t['proved']}/{t['theorems']} | {t['wall_s_per_theorem']} | {t['cpu_s_per_theorem']} |")
+        lines.append(
+            f"| {row} | {t['proved']}/{t['theorems']} | {t['wall_s_per_theorem']} | {t['cpu_s_per_theorem']} |"
+        )
     return "\n".join(lines)
 
 

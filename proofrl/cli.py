@@ -44,10 +44,12 @@ def _version(show: bool) -> None:
 
 @app.callback()
 def main(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                 help="print the version and exit"),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="print the version and exit"
+    ),
 ) -> None:
     """proofrl: train and evaluate LLM theorem provers, judged by a real proof assistant."""
+
 
 # Commands are registered below, one block each; implementations live in their packages.
 # -- commands --
@@ -75,8 +77,16 @@ def serve(
     from .server.run import run_server
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    cfg = load_serve_config(config, backend=backend, host=host, port=port, workers=workers, timeout=timeout,
-                            api_key=api_key, sandbox=sandbox)  # fmt: skip
+    cfg = load_serve_config(
+        config,
+        backend=backend,
+        host=host,
+        port=port,
+        workers=workers,
+        timeout=timeout,
+        api_key=api_key,
+        sandbox=sandbox,
+    )
     for b in cfg.backends:
         require_backend(b)
     sb = sandboxing.configure(cfg.sandbox)  # before any prover starts; off is logged as a warning
@@ -84,7 +94,9 @@ def serve(
     pool_cfg = cfg.pool.to_pool_config()
     pools = {b: make_pool(b, pool=pool_cfg, **(cfg.prover if b == cfg.backends[0] else {})) for b in cfg.backends}
     try:
-        run_server(create_app(pools, cfg.server), cfg.server, host=cfg.host, port=cfg.port)  # limits, drain: server/run.py
+        run_server(
+            create_app(pools, cfg.server), cfg.server, host=cfg.host, port=cfg.port
+        )  # limits, drain: server/run.py
     finally:
         for pool in pools.values():
             pool.close()
@@ -134,7 +146,8 @@ def toy(
     seeds: int = typer.Option(5, help="independent runs per variant"),
     steps: int = typer.Option(200, help="GRPO steps per run (Appendix A: 200)"),
     variants: str = typer.Option(
-        "all", help="comma-separated: grpo-default, grpo-unlikeliness-1, grpo-unlikeliness-2, grpo-epochs-2, grpo-epochs-3"
+        "all",
+        help="comma-separated: grpo-default, grpo-unlikeliness-1, grpo-unlikeliness-2, grpo-epochs-2, grpo-epochs-3",
     ),
     threads: int = typer.Option(1, help="torch threads"),
 ) -> None:
@@ -160,7 +173,9 @@ def toy(
 
 @app.command()
 def check(
-    problems: Path = typer.Argument(None, help="JSONL with name, header, formal_statement, proof; default: the bundled Coq sample"),
+    problems: Path = typer.Argument(
+        None, help="JSONL with name, header, formal_statement, proof; default: the bundled Coq sample"
+    ),
     out: Path = typer.Option(None, "--out", "-o", help="write one verdict per line here (JSONL)"),
     backend: str = typer.Option("coq", help="coq or lean"),
     workers: int = typer.Option(2, "--workers", "-k", help="prover processes"),
@@ -206,15 +221,23 @@ def check(
 @app.command()
 def demo(
     out: Path = typer.Option(Path("runs/demo"), "--out", "-o", help="folder: one sub-folder per part, report.md"),
-    part: list[str] = typer.Option([], "--part", help="run only this part (repeatable): whole-proof, search, "
-                                   "expert-iteration, step-level, eva; default: all, in that order"),
+    part: list[str] = typer.Option(
+        [],
+        "--part",
+        help="run only this part (repeatable): whole-proof, search, "
+        "expert-iteration, step-level, eva; default: all, in that order",
+    ),
     rl_steps: int = typer.Option(12, help="whole-proof: GRPO steps per variant"),
     eval_problems: int = typer.Option(48, help="whole-proof: held-out theorems evaluated before and after"),
     sft_epochs: int = typer.Option(12, help="whole-proof: epochs of supervised teaching on human proofs"),
     workers: int = typer.Option(2, "--workers", "-k", help="Coq processes"),
     seed: int = typer.Option(0),
-    threads: int = typer.Option(1, help="torch threads; 1 leaves the other cores to Coq, and a tiny model gains nothing from more"),
-    set_: list[str] = typer.Option([], "--set", help="whole-proof: override the demo recipe: key.sub=value (repeatable)"),
+    threads: int = typer.Option(
+        1, help="torch threads; 1 leaves the other cores to Coq, and a tiny model gains nothing from more"
+    ),
+    set_: list[str] = typer.Option(
+        [], "--set", help="whole-proof: override the demo recipe: key.sub=value (repeatable)"
+    ),
 ) -> None:
     """The whole system on a CPU, in parts that each run alone (--part): whole-proof GRPO with and without the
     unlikeliness reward, proof search, search-and-learn, step-level RL and the EVA reward model, each with a
@@ -227,8 +250,14 @@ def demo(
     require_backend("coq")
     load_recipe("demo", list(set_))  # a bad override is one line now, not a traceback after the teaching
     torch_threads(threads)
-    cfg = DemoConfig(rl_steps=rl_steps, eval_problems=eval_problems, sft_epochs=sft_epochs, workers=workers, seed=seed,
-                     overrides=tuple(set_))  # fmt: skip
+    cfg = DemoConfig(
+        rl_steps=rl_steps,
+        eval_problems=eval_problems,
+        sft_epochs=sft_epochs,
+        workers=workers,
+        seed=seed,
+        overrides=tuple(set_),
+    )
     run_parts(out, names, seed=seed, workers=workers, whole_proof=cfg)
 
 
@@ -256,13 +285,18 @@ def bench(
 
 @app.command()
 def train(
-    recipe: str = typer.Option(..., help="a recipe name (whole-proof: unlikeliness, kimina, deepseek-v1.5, demo; "
-                               "search-and-learn: reap; step-level: leanlistener; reward model: eva) or a YAML path"),
+    recipe: str = typer.Option(
+        ...,
+        help="a recipe name (whole-proof: unlikeliness, kimina, deepseek-v1.5, demo; "
+        "search-and-learn: reap; step-level: leanlistener; reward model: eva) or a YAML path",
+    ),
     set_: list[str] = typer.Option([], "--set", help="override: key.sub=value (repeatable), e.g. model.path=DIR"),
     out: str = typer.Option(None, "--out", "-o", help="run folder (default: the recipe's); a rerun resumes there"),
     show_config: bool = typer.Option(False, help="print the resolved config and exit"),
     threads: int = typer.Option(None, help="torch CPU threads (default: torch's choice)"),
-    engine: str = typer.Option("proofrl", help="proofrl (this process) or verl (writes verl's Hydra overrides and launches verl)"),
+    engine: str = typer.Option(
+        "proofrl", help="proofrl (this process) or verl (writes verl's Hydra overrides and launches verl)"
+    ),
     dry_run: bool = typer.Option(False, "--dry-run", help="--engine verl: print the overrides and exit"),
 ) -> None:
     """Train by a recipe: whole-proof GRPO, search-and-learn (reap), step-level GRPO (leanlistener) or the EVA
@@ -294,7 +328,9 @@ def eval_(
     prompt_format: str = typer.Option("coq", "--format", help="prompt format (see proofrl.policy.prompts.FORMATS)"),
     samples: int = typer.Option(32, "-n", help="samples per problem (up to 512)"),
     ks: str = typer.Option("1,8,32", help="comma-separated k for pass@k"),
-    baseline: Path = typer.Option(None, exists=True, file_okay=False, help="initial model: adds the uplift rate of --model over it"),
+    baseline: Path = typer.Option(
+        None, exists=True, file_okay=False, help="initial model: adds the uplift rate of --model over it"
+    ),
     out: Path = typer.Option(Path("runs/eval"), "--out", "-o"),
     split: str = typer.Option("", help="keep records of this split (valid/test)"),
     limit: int = typer.Option(None, help="at most this many problems"),
@@ -339,19 +375,49 @@ def eval_(
     try:
         with Progress(console=console) as bar:
             task = bar.add_task("sampling and verifying", total=len(probs))
-            res = evaluate(HFGenerator(m, tok), probs, fmt, verifier, n=samples, ks=k_list, temperature=temperature,
-                           top_p=top_p, max_tokens=max_tokens, seed=seed, tokenizer=tok, label=model.name,
-                           samples_path=out / "samples.jsonl", on_chunk=lambda k: bar.update(task, advance=k))  # fmt: skip
+            res = evaluate(
+                HFGenerator(m, tok),
+                probs,
+                fmt,
+                verifier,
+                n=samples,
+                ks=k_list,
+                temperature=temperature,
+                top_p=top_p,
+                max_tokens=max_tokens,
+                seed=seed,
+                tokenizer=tok,
+                label=model.name,
+                samples_path=out / "samples.jsonl",
+                on_chunk=lambda k: bar.update(task, advance=k),
+            )
             if baseline is not None:
                 base, _ = load_policy(baseline)
                 task = bar.add_task("sampling from the baseline (uplift rate)", total=len(probs))
-                base_res = evaluate(HFGenerator(base, tok), probs, fmt, verifier, n=samples, ks=k_list,
-                                    temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed,
-                                    tokenizer=tok, label=baseline.name, on_chunk=lambda k: bar.update(task, advance=k))  # fmt: skip
+                base_res = evaluate(
+                    HFGenerator(base, tok),
+                    probs,
+                    fmt,
+                    verifier,
+                    n=samples,
+                    ks=k_list,
+                    temperature=temperature,
+                    top_p=top_p,
+                    max_tokens=max_tokens,
+                    seed=seed,
+                    tokenizer=tok,
+                    label=baseline.name,
+                    on_chunk=lambda k: bar.update(task, advance=k),
+                )
     finally:
         verifier.close()
-    _eval_report(out, model.name, f"on {len(probs)} problems from `{problems}`, {samples} samples each", res,
-                 (base, m, tok, base_res) if base_res is not None else None)
+    _eval_report(
+        out,
+        model.name,
+        f"on {len(probs)} problems from `{problems}`, {samples} samples each",
+        res,
+        (base, m, tok, base_res) if base_res is not None else None,
+    )
     console.print(markdown_table({model.name: res}))
     console.print(f"report: {out / 'report.md'}")
 
@@ -390,22 +456,42 @@ def _eval_report(out: Path, name: str, what: str, res: Any, baseline: tuple | No
 
     summary = {"eval": res.to_json()}
     plot_pass_at_k({name: res}, out / "pass_at_k.png")
-    report = ["# proofrl eval", "", f"`{name}` {what}.", "", markdown_table({name: res}), "", "![pass@k](pass_at_k.png)", ""]
+    report = [
+        "# proofrl eval",
+        "",
+        f"`{name}` {what}.",
+        "",
+        markdown_table({name: res}),
+        "",
+        "![pass@k](pass_at_k.png)",
+        "",
+    ]
     if baseline is not None:
         base, m, tok, base_res = baseline
         u = uplift_between(base, m, tok, base_res.groups)
         summary["baseline"], summary["uplift"] = base_res.to_json(), u.to_json()
         plot_uplift({name: u}, out / "uplift.png")
-        report += ["## Uplift rate over the baseline", "", "Rank 0 = the baseline's most likely sample.", "",
-                   " ".join(f"{r:.2f}" if r == r else "–" for r in u.rates), "", "![uplift](uplift.png)", ""]  # fmt: skip
+        report += [
+            "## Uplift rate over the baseline",
+            "",
+            "Rank 0 = the baseline's most likely sample.",
+            "",
+            " ".join(f"{r:.2f}" if r == r else "–" for r in u.rates),
+            "",
+            "![uplift](uplift.png)",
+            "",
+        ]
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     (out / "report.md").write_text("\n".join(report))
 
 
 @app.command()
 def search(
-    problems: str = typer.Argument(..., help="JSONL problems (miniF2F-style), coq-stdlib:held-out / coq-stdlib:train, "
-                                   "or a library corpus split: coq-lib:mathcomp:test"),
+    problems: str = typer.Argument(
+        ...,
+        help="JSONL problems (miniF2F-style), coq-stdlib:held-out / coq-stdlib:train, "
+        "or a library corpus split: coq-lib:mathcomp:test",
+    ),
     algorithm: str = typer.Option("mcts", help="mcts (reap's AND-OR MCTS) or best-first, or a recipe name"),
     policy: str = typer.Option(..., help="tactic policy: hf:DIR, vllm:DIR, openai:URL or openai-chat:URL"),
     model: str = typer.Option(None, help="model name sent to an OpenAI-compatible endpoint"),
@@ -422,8 +508,12 @@ def search(
     api_key: str = typer.Option(None, envvar="OPENAI_API_KEY", help="bearer key for an openai:/openai-chat: policy"),
     limit: int = typer.Option(None, help="at most this many problems"),
     threads: int = typer.Option(None, help="torch CPU threads (default: torch's choice)"),
-    ray: str = typer.Option(None, "--ray", help="spread theorems over search workers on the Ray cluster at ADDRESS "
-                            "(`auto`, `local`, or host:port; the distributed extra)"),
+    ray: str = typer.Option(
+        None,
+        "--ray",
+        help="spread theorems over search workers on the Ray cluster at ADDRESS "
+        "(`auto`, `local`, or host:port; the distributed extra)",
+    ),
 ) -> None:
     """Proof search over prover states; a theorem is `proved` only when a fresh final check accepts the proof
     the search found (results.jsonl, trees/NAME.json, trace.jsonl, summary.json in --out)."""
@@ -440,7 +530,9 @@ def search(
     require_backend(probs[0].backend)
     kind, _, where = policy.partition(":")
     if kind in ("hf", "vllm") and not Path(where).is_dir():
-        raise typer.BadParameter(f"no model directory at {where!r} (models are loaded from local paths only)", param_hint="--policy")
+        raise typer.BadParameter(
+            f"no model directory at {where!r} (models are loaded from local paths only)", param_hint="--policy"
+        )
     torch_threads(threads)
     policy_obj = None
     if kind in ("openai", "openai-chat"):
@@ -450,13 +542,42 @@ def search(
     if ray:
         from .distributed.search import cli_search_ray  # the distributed extra
 
-        cli_search_ray(ray, probs, algorithm, policy, model, out, recipe=recipe, workers=workers, max_steps=max_steps,
-                       max_nodes=max_nodes, expansions=expansions, width=width, seconds=seconds,
-                       tactic_timeout=tactic_timeout, value=value, api_key=api_key)  # fmt: skip
+        cli_search_ray(
+            ray,
+            probs,
+            algorithm,
+            policy,
+            model,
+            out,
+            recipe=recipe,
+            workers=workers,
+            max_steps=max_steps,
+            max_nodes=max_nodes,
+            expansions=expansions,
+            width=width,
+            seconds=seconds,
+            tactic_timeout=tactic_timeout,
+            value=value,
+            api_key=api_key,
+        )
         return
-    cli_search(probs, algorithm, policy, model, out, recipe=recipe, workers=workers, max_steps=max_steps,
-               max_nodes=max_nodes, expansions=expansions, width=width, seconds=seconds,
-               tactic_timeout=tactic_timeout, value=value, policy_obj=policy_obj)
+    cli_search(
+        probs,
+        algorithm,
+        policy,
+        model,
+        out,
+        recipe=recipe,
+        workers=workers,
+        max_steps=max_steps,
+        max_nodes=max_nodes,
+        expansions=expansions,
+        width=width,
+        seconds=seconds,
+        tactic_timeout=tactic_timeout,
+        value=value,
+        policy_obj=policy_obj,
+    )
 
 
 @app.command()
@@ -497,9 +618,19 @@ def eval_tactics(
         raise ConfigError(f"--model: no model directory at {str(model)!r}")
     require_backend("coq")
     torch_threads(threads)
-    cli_eval_tactics(model, states, k, out, limit=limit, theorems=theorems, expansions=expansions,
-                     search_seconds=search_seconds, timeout=timeout, workers=workers, seed=seed)
-
+    cli_eval_tactics(
+        model,
+        states,
+        k,
+        out,
+        limit=limit,
+        theorems=theorems,
+        expansions=expansions,
+        search_seconds=search_seconds,
+        timeout=timeout,
+        workers=workers,
+        seed=seed,
+    )
 
 
 # -- eval rm (EVA issue): @eval_app.command("rm") --
@@ -507,11 +638,17 @@ def eval_tactics(
 def eval_rm(
     data: Path = typer.Option(..., help="held-out EVA JSONL (state, proposal, critique, scores)"),
     model: Path = typer.Option(None, help="a trained EVA model directory (proofrl train --recipe eva)"),
-    train_data: Path = typer.Option(None, "--train", help="training JSONL: with --base, trains and scores Table 4's models"),
+    train_data: Path = typer.Option(
+        None, "--train", help="training JSONL: with --base, trains and scores Table 4's models"
+    ),
     base: Path = typer.Option(None, help="base model directory for Table 4"),
     out: Path = typer.Option(Path("runs/eval-rm"), "--out", "-o"),
-    epochs: int = typer.Option(3), lr: float = typer.Option(2e-5), batch: int = typer.Option(8),
-    alpha: float = typer.Option(0.5), max_new_tokens: int = typer.Option(96), seed: int = typer.Option(0),
+    epochs: int = typer.Option(3),
+    lr: float = typer.Option(2e-5),
+    batch: int = typer.Option(8),
+    alpha: float = typer.Option(0.5),
+    max_new_tokens: int = typer.Option(96),
+    seed: int = typer.Option(0),
     threads: int = typer.Option(None, help="torch CPU threads (default: torch's choice)"),
 ) -> None:
     """A process reward model on held-out judged proposals: MSE per dimension, Pearson r, ranking accuracy
@@ -524,15 +661,24 @@ def eval_rm(
             raise ConfigError("Table 4 needs both --train (JSONL) and --base (a model directory)")
         from .bench.eva_table4 import cli_table4
 
-        cli_table4(data, train=train_data, base=base, out=out, epochs=epochs, lr=lr, batch=batch, alpha=alpha,
-                   max_new_tokens=max_new_tokens, seed=seed)  # fmt: skip
+        cli_table4(
+            data,
+            train=train_data,
+            base=base,
+            out=out,
+            epochs=epochs,
+            lr=lr,
+            batch=batch,
+            alpha=alpha,
+            max_new_tokens=max_new_tokens,
+            seed=seed,
+        )
         return
     if model is None:
         raise ConfigError("give --model DIR (a trained EVA model), or --train and --base for Table 4")
     from .eval.rm import cli_eval_rm
 
     cli_eval_rm(data, model=model, out=out, max_new_tokens=max_new_tokens)
-
 
 
 def torch_threads(threads: int | None = None) -> None:

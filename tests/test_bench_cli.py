@@ -70,8 +70,21 @@ def test_bench_smoke_reports_and_resumes_with_the_same_numbers(tmp_path, smoke_a
 @requires_coq
 def test_the_step_level_claims_run_at_smoke_size(tmp_path, smoke_assets):
     with_assets(tmp_path, smoke_assets)
-    r = CliRunner().invoke(app, ["bench", "--smoke", "--claim", "leanlistener-prec8", "--claim", "leanlistener-proving",
-                                 "--seeds", "1", "--out", str(tmp_path)])  # fmt: skip
+    r = CliRunner().invoke(
+        app,
+        [
+            "bench",
+            "--smoke",
+            "--claim",
+            "leanlistener-prec8",
+            "--claim",
+            "leanlistener-proving",
+            "--seeds",
+            "1",
+            "--out",
+            str(tmp_path),
+        ],
+    )
     assert r.exit_code == 0, r.output
     keep_assets(tmp_path, smoke_assets)
     lines = [json.loads(x) for x in (tmp_path / "results.jsonl").read_text().splitlines()]
@@ -134,8 +147,9 @@ def test_the_eva_reap_learning_and_unlikeliness_claims_run_at_smoke_size(tmp_pat
     """Each pair of claims shares one run per seed: the second claim of a pair reads the first one's arms."""
     with_assets(tmp_path, smoke_assets)
     names = ["reap-search-and-learn", "reap-value-head", "unlikely-passN", "eva-ranking", "eva-ranking-value-head"]
-    r = CliRunner().invoke(app, ["bench", "--smoke", *(x for n in names for x in ("--claim", n)), "--seeds", "1",
-                                 "--out", str(tmp_path)])  # fmt: skip
+    r = CliRunner().invoke(
+        app, ["bench", "--smoke", *(x for n in names for x in ("--claim", n)), "--seeds", "1", "--out", str(tmp_path)]
+    )
     assert r.exit_code == 0, r.output
     keep_assets(tmp_path, smoke_assets)
     lines = {x["claim"]: x for x in map(json.loads, (tmp_path / "results.jsonl").read_text().splitlines())}
@@ -160,11 +174,22 @@ def test_per_state_ranking_accuracy_counts_each_state_s_pairs_and_ties_half():
     from proofrl.eval.rm import Record
 
     def rec(thm, step, score):
-        return Record(f"{thm}/{step}", "p", "c", {"logic": score, "align": score, "clarity": score},
-                      extra={"theorem": thm, "step": step})  # fmt: skip
+        return Record(
+            f"{thm}/{step}",
+            "p",
+            "c",
+            {"logic": score, "align": score, "clarity": score},
+            extra={"theorem": thm, "step": step},
+        )
 
-    records = [rec("a", 0, 5.0), rec("a", 0, 1.0), rec("a", 0, 3.0), rec("b", 1, 4.0), rec("b", 1, 2.0),
-               rec("c", 0, 3.0)]  # fmt: skip
+    records = [
+        rec("a", 0, 5.0),
+        rec("a", 0, 1.0),
+        rec("a", 0, 3.0),
+        rec("b", 1, 4.0),
+        rec("b", 1, 2.0),
+        rec("c", 0, 3.0),
+    ]
     preds = [{d: v for d in ("logic", "align", "clarity")} for v in (4.0, 2.0, 4.0, 3.0, 3.0, 1.0)]
     acc = per_state_accuracy(preds, records)
     # a: pairs (5>1) right, (5>3) tie, (3>1) right -> 2.5 / 3; b: one pair, a tie -> 0.5; c: no pair, no value
@@ -176,8 +201,11 @@ def test_a_held_out_theorem_counts_only_when_proved_with_a_valid_final_check(tmp
     from proofrl.provers.base import Status, Verdict
     from proofrl.search.engine import SearchResult
 
-    rows = [SearchResult("a", "proved", "trivial.", Verdict(Status.VALID)), SearchResult("b", "failed"),
-            SearchResult("c", "unsound", "admit.", Verdict(Status.REJECTED, ("admitted",)))]  # fmt: skip
+    rows = [
+        SearchResult("a", "proved", "trivial.", Verdict(Status.VALID)),
+        SearchResult("b", "failed"),
+        SearchResult("c", "unsound", "admit.", Verdict(Status.REJECTED, ("admitted",))),
+    ]
     path = tmp_path / "results.jsonl"
     path.write_text("".join(json.dumps(r.line(), default=str) + "\n" for r in rows))
     assert proved_in(path) == {"a": 1.0, "b": 0.0, "c": 0.0}

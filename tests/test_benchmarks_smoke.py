@@ -28,16 +28,28 @@ ENV = {**os.environ, "PYTHONUNBUFFERED": "1", "TQDM_DISABLE": "1"}
 
 
 def run_smoke(script: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(script), "--smoke"], cwd=cwd, env=ENV, capture_output=True, text=True,
-                          timeout=SMOKE_SECONDS)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, str(script), "--smoke"],
+        cwd=cwd,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=SMOKE_SECONDS,
+    )
 
 
 @pytest.fixture(scope="session")
 def smoke_runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
     """The smoke run of every script this session selected, started two at a time in one shared working
     directory, by script."""
-    selected = [s for s in SCRIPTS if any(getattr(item, "callspec", None) and item.callspec.params.get("script") == s
-                                          for item in request.session.items)]  # fmt: skip
+    selected = [
+        s
+        for s in SCRIPTS
+        if any(
+            getattr(item, "callspec", None) and item.callspec.params.get("script") == s
+            for item in request.session.items
+        )
+    ]
     cwd = tmp_path_factory.mktemp("benchmarks-smoke")
     if shutil.which("coqidetop") or shutil.which("coqidetop.opt"):  # the shared assets, before any script loads them
         build = f"import sys; sys.path.insert(0, {str(BENCHMARKS)!r}); import _bench; _bench.smoke_assets()"

@@ -133,7 +133,9 @@ def test_library_corpus_resumes_splits_loads_with_datasets_and_names_problem_set
     full = problem_with_context(probs[0])
     assert full["header"].rstrip().endswith(".") and "Require" in full["header"]
     again = build_corpus("mathcomp", out, only=[only], workers=1, progress=False)
-    assert again.resumed_files == 1 and again.transitions == rep.transitions and again.replay_seconds == rep.replay_seconds
+    assert (
+        again.resumed_files == 1 and again.transitions == rep.transitions and again.replay_seconds == rep.replay_seconds
+    )
     card = (out / "README.md").read_text()
     assert "libcoq-mathcomp-ssreflect" in card and "8.16" in card and "novel_premises" in card
     ds = load_split(out, "random")
@@ -143,8 +145,11 @@ def test_library_corpus_resumes_splits_loads_with_datasets_and_names_problem_set
     # coq-lib:NAME:SPLIT/SIDE names the split's top-level lemmas, each stated in its file's context
     monkeypatch.setenv("PROOFRL_CORPORA", str(tmp_path))
     train = problem_set("coq-lib:mathcomp:random/train")
-    assert len(train) == sum(1 for line in (out / "splits/random/problems-train.jsonl").read_text().splitlines()
-                             if json.loads(line)["top_level"])  # fmt: skip
+    assert len(train) == sum(
+        1
+        for line in (out / "splits/random/problems-train.jsonl").read_text().splitlines()
+        if json.loads(line)["top_level"]
+    )
     p = train[0]
     assert p.formal_statement not in p.header and p.name.startswith("mathcomp.ssreflect.ssrfun.")
     prover = CoqProver(p.header)

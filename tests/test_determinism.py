@@ -25,8 +25,15 @@ PROBLEMS = [
 def model_dir(tmp_path_factory):
     """A barely taught tiny model: its samples are varied, so any change of seed shows in the tactics tried."""
     out = tmp_path_factory.mktemp("tactic-model")
-    train_tiny_tactic_model(TRANSITIONS, out, epochs=40, seed=0, lr=3e-3, batch=2,
-                            model={"hidden": 32, "layers": 1, "heads": 2, "vocab_size": 300})  # fmt: skip
+    train_tiny_tactic_model(
+        TRANSITIONS,
+        out,
+        epochs=40,
+        seed=0,
+        lr=3e-3,
+        batch=2,
+        model={"hidden": 32, "layers": 1, "heads": 2, "vocab_size": 300},
+    )
     return out
 
 
@@ -48,8 +55,14 @@ def test_a_search_samples_the_same_with_one_or_two_workers(tmp_path, model_dir, 
     from proofrl.policy.tactic import make_tactic_policy
     from proofrl.search.run import search_many
 
-    budgets = {"best_first.max_expansions": 3, "best_first.width": 8, "best_first.seconds": None,
-               "mcts.max_steps": 3, "mcts.num_samples": 8, "mcts.seconds": None}  # fmt: skip
+    budgets = {
+        "best_first.max_expansions": 3,
+        "best_first.width": 8,
+        "best_first.seconds": None,
+        "mcts.max_steps": 3,
+        "mcts.num_samples": 8,
+        "mcts.seconds": None,
+    }
     runs = {}
     for workers in (1, 2):
         policy = make_tactic_policy(f"hf:{model_dir}", seed=7, max_tokens=48)

@@ -112,8 +112,14 @@ def mcts_vs_best_first(run: ClaimRun) -> Results:
     out: Results = {}
     for arm in ("best-first", "mcts"):
         policy = make_tactic_policy(run.assets.policy_spec, seed=run.seed, device="cpu")
-        results = search_many(problems, policy, out_dir=run.out / arm, workers=run.workers,
-                              config=engine_config(arm, settings), progress=False)  # fmt: skip
+        results = search_many(
+            problems,
+            policy,
+            out_dir=run.out / arm,
+            workers=run.workers,
+            config=engine_config(arm, settings),
+            progress=False,
+        )
         out[arm] = {r.name: float(r.status == "proved" and r.verdict is not None and r.verdict.valid) for r in results}
         if len(out[arm]) != len(problems):
             raise RuntimeError(f"{arm}: {len(problems) - len(out[arm])} theorems share a name or have no result")
@@ -136,11 +142,18 @@ def step_level_config(s: dict[str, Any], run: ClaimRun) -> Any:
     from ..train.step_grpo import load_config
 
     overrides = [
-        f"steps={s['updates']}", f"seed={run.seed}", f"rollout.batch_states={s['batch_states']}",
-        f"rollout.group_size={s['group_size']}", f"rollout.workers={run.workers}",
-        f"rollout.tactic_timeout={s['tactic_timeout']}", f"algorithm.lr={s['lr']}",
-        f"checkpoint_every={s['updates']}", "keep_checkpoints=1", "eval.every=0", "rollout.sync_every=1",
-    ]  # fmt: skip
+        f"steps={s['updates']}",
+        f"seed={run.seed}",
+        f"rollout.batch_states={s['batch_states']}",
+        f"rollout.group_size={s['group_size']}",
+        f"rollout.workers={run.workers}",
+        f"rollout.tactic_timeout={s['tactic_timeout']}",
+        f"algorithm.lr={s['lr']}",
+        f"checkpoint_every={s['updates']}",
+        "keep_checkpoints=1",
+        "eval.every=0",
+        "rollout.sync_every=1",
+    ]
     return load_config("leanlistener", overrides)
 
 
@@ -170,8 +183,14 @@ def step_grpo_proving(run: ClaimRun) -> Results:
             with coq_pool(run.workers, s["tactic_timeout"]) as pool:
                 StepLevelTrainer(step_level_config(s, run), model, tok, train, pool, out=run.out / "run").fit()
         policy = HFTacticPolicy(model, tok, max_tokens=64, seed=run.seed)
-        results = search_many(problems, policy, out_dir=run.out / arm, workers=run.workers,
-                              config=engine_config("best-first", budget), progress=False)  # fmt: skip
+        results = search_many(
+            problems,
+            policy,
+            out_dir=run.out / arm,
+            workers=run.workers,
+            config=engine_config("best-first", budget),
+            progress=False,
+        )
         out[arm] = {r.name: float(r.status == "proved" and r.verdict is not None and r.verdict.valid) for r in results}
     return out
 
@@ -200,8 +219,17 @@ def step_grpo_vs_sft(run: ClaimRun) -> Results:
         for arm in ("SFT", "step-level GRPO"):
             if arm == "step-level GRPO":
                 StepLevelTrainer(cfg, model, tok, train, pool, out=run.out / "run").fit()
-            m = tactic_metrics(model, tok, held, pool, k=s["k"], label=arm, timeout=s["tactic_timeout"],
-                               workers=run.workers, seed=run.seed)  # fmt: skip
+            m = tactic_metrics(
+                model,
+                tok,
+                held,
+                pool,
+                k=s["k"],
+                label=arm,
+                timeout=s["tactic_timeout"],
+                workers=run.workers,
+                seed=run.seed,
+            )
             out[arm] = {st.key: st.valid / st.k for st in m.per_state if not st.error}
             drawn = Counter(t.strip() for st in m.per_state for t in st.tactics if t.strip())
             total = sum(drawn.values())
@@ -210,9 +238,15 @@ def step_grpo_vs_sft(run: ClaimRun) -> Results:
                 max(0, st.valid - sum(t.strip() == "intros." for t in st.tactics)) for st in m.per_state if not st.error
             )
             valid = sum(st.valid for st in m.per_state)
-            tactics[arm] = {"samples": total, "intros.": drawn.get("intros.", 0), "valid": valid,
-                            "valid_not_intros_at_least": others, "top": drawn.most_common(5),
-                            "prec_at_k": m.prec_at_k, "zero_precision": m.zero_precision}  # fmt: skip
+            tactics[arm] = {
+                "samples": total,
+                "intros.": drawn.get("intros.", 0),
+                "valid": valid,
+                "valid_not_intros_at_least": others,
+                "top": drawn.most_common(5),
+                "prec_at_k": m.prec_at_k,
+                "zero_precision": m.zero_precision,
+            }
     run.out.mkdir(parents=True, exist_ok=True)
     (run.out / "tactics.json").write_text(json.dumps(tactics, indent=2))
     return out
@@ -220,9 +254,18 @@ def step_grpo_vs_sft(run: ClaimRun) -> Results:
 
 # -- EVA: E[R] over the anchor logits against the parsed text score and the value head --------------------------
 
-EVA_RANKING = {"train_theorems": 24, "held_out_theorems": 40, "states_per_theorem": 2, "search_expansions": 1,
-               "epochs": 3, "lr": 2e-3, "alpha": 0.5, "batch": 8, "max_state_chars": 300,
-               "max_new_tokens": 80}  # fmt: skip
+EVA_RANKING = {
+    "train_theorems": 24,
+    "held_out_theorems": 40,
+    "states_per_theorem": 2,
+    "search_expansions": 1,
+    "epochs": 3,
+    "lr": 2e-3,
+    "alpha": 0.5,
+    "batch": 8,
+    "max_state_chars": 300,
+    "max_new_tokens": 80,
+}
 """the EVA demo's settings (:class:`proofrl.demo.eva.EvaPartSettings`) on 3× its train and 8× its held-out
 theorems: the proposals are labelled once (seed 0, the same for every seed); each seed trains the EVA model
 (L_SFT + α·L_EVA, LoRA) and the value-head RM on the train proposals"""
@@ -278,9 +321,17 @@ def eva_ranking(run: ClaimRun) -> Results:
     else:
         policy = make_tactic_policy(run.assets.policy_spec, device="cpu", seed=0, max_tokens=64)
         ls = LabelSettings(states_per_theorem=s["states_per_theorem"], search_expansions=s["search_expansions"], seed=0)
-        paths, _ = label_splits(labels, {"train": (run.assets.train_transitions, s["train_theorems"]),
-                                         "held-out": (run.assets.held_out_transitions, s["held_out_theorems"])},
-                                policy=policy, settings=ls, workers=run.workers, console=run.console)  # fmt: skip
+        paths, _ = label_splits(
+            labels,
+            {
+                "train": (run.assets.train_transitions, s["train_theorems"]),
+                "held-out": (run.assets.held_out_transitions, s["held_out_theorems"]),
+            },
+            policy=policy,
+            settings=ls,
+            workers=run.workers,
+            console=run.console,
+        )
     train, _ = read_records(paths["train"])
     held, _ = read_records(paths["held-out"])
     torch.manual_seed(run.seed)
@@ -299,9 +350,14 @@ def eva_ranking(run: ClaimRun) -> Results:
     m, tok = load_base(run.assets.model_dir, lora=EvaLoraConfig(), device="cpu")
     vh = RegressionHeadRM(m, tok, dims=scorer.dims, max_state_chars=s["max_state_chars"])
     train_value_head(vh, train, lr=s["lr"], batch=s["batch"], epochs=s["epochs"], seed=run.seed)
-    out: Results = {arm: per_state_accuracy(p, held, scorer.weights)
-                    for arm, p in (("parsed text score", text), ("E[R] over anchor logits", expected),
-                                   ("value head", vh.predict(held)))}  # fmt: skip
+    out: Results = {
+        arm: per_state_accuracy(p, held, scorer.weights)
+        for arm, p in (
+            ("parsed text score", text),
+            ("E[R] over anchor logits", expected),
+            ("value head", vh.predict(held)),
+        )
+    }
     shared.mkdir(parents=True, exist_ok=True)
     cached.write_text(json.dumps(out))
     return out
@@ -309,8 +365,17 @@ def eva_ranking(run: ClaimRun) -> Results:
 
 # -- reap: search-and-learn rounds, and the value head against policy-only ------------------------------------
 
-SEARCH_AND_LEARN = {"rounds": 1, "eval_theorems": 30, "batch_theorems": 8, "passes": 1, "num_samples": 8,
-                    "max_steps": 16, "max_nodes": 64, "tactic_timeout": 5.0, "seconds": 30.0}  # fmt: skip
+SEARCH_AND_LEARN = {
+    "rounds": 1,
+    "eval_theorems": 30,
+    "batch_theorems": 8,
+    "passes": 1,
+    "num_samples": 8,
+    "max_steps": 16,
+    "max_nodes": 64,
+    "tactic_timeout": 5.0,
+    "seconds": 30.0,
+}
 """the ``reap`` recipe's search (MCTS, 8 tactics a step, 16 steps, 64 nodes, 5 s a tactic, 30 s a theorem) and
 learner, cut to what 2 loaded cores allow: one round of 8 training theorems × 1 rollout pass (the recipe: 3
 rounds of 16 × 4), held-out evaluation on the first 30 of the assets' held-out theorems"""
@@ -324,8 +389,10 @@ def proved_in(results_jsonl: Path) -> dict[str, float]:
     from ..provers.base import Verdict
 
     rows = [json.loads(x) for x in results_jsonl.read_text().splitlines() if x.strip()]
-    return {r["name"]: float(r["status"] == "proved" and bool(r["verdict"]) and Verdict.from_json(r["verdict"]).valid)
-            for r in rows}  # fmt: skip
+    return {
+        r["name"]: float(r["status"] == "proved" and bool(r["verdict"]) and Verdict.from_json(r["verdict"]).valid)
+        for r in rows
+    }
 
 
 def search_and_learn(run: ClaimRun) -> Results:
@@ -340,8 +407,11 @@ def search_and_learn(run: ClaimRun) -> Results:
     from ..problems import save_problems
     from ..train.expert_iteration import ExpertIteration, load_reap_config
 
-    s = SEARCH_AND_LEARN | ({"num_samples": 2, "max_steps": 2, "max_nodes": 8, "seconds": 5.0, "batch_theorems": 2}
-                            if run.smoke else {}) | {"eval_theorems": run.size}  # fmt: skip
+    s = (
+        SEARCH_AND_LEARN
+        | ({"num_samples": 2, "max_steps": 2, "max_nodes": 8, "seconds": 5.0, "batch_theorems": 2} if run.smoke else {})
+        | {"eval_theorems": run.size}
+    )
     shared = run.out.parent.parent / "reap-shared"
     cached = shared / f"seed-{run.seed}-size-{run.size}{'-smoke' if run.smoke else ''}.json"
     if cached.is_file():
@@ -355,22 +425,41 @@ def search_and_learn(run: ClaimRun) -> Results:
         return proved_in(work / arm / "rounds" / f"{round_:04d}" / "eval" / "results.jsonl")
 
     for arm, head in (("policy+value", "true"), ("policy-only", "false")):
-        cfg = load_reap_config("reap", [
-            f"out={work / arm}", f"model.path={run.assets.model_dir}", f"data.train={work / 'train.jsonl'}",
-            f"data.held_out={work / 'held-out.jsonl'}", f"data.transitions={run.assets.train_transitions}",
-            f"seed={run.seed}", f"rounds={s['rounds']}", f"workers={run.workers}", "progress=false",
-            f"model.value_head={head}", f"eval.theorems={s['eval_theorems']}", "eval.every=0",
-            f"eval.before={'true' if head == 'true' else 'false'}", f"rollout.batch_theorems={s['batch_theorems']}",
-            f"rollout.passes={s['passes']}", f"search.num_samples={s['num_samples']}",
-            f"search.max_steps={s['max_steps']}", f"search.max_nodes={s['max_nodes']}",
-            f"search.tactic_timeout={s['tactic_timeout']}", f"search.seconds={s['seconds']}",
-            *(["learner.epochs=1", "learner.max_samples=32"] if run.smoke else []),
-        ])  # fmt: skip
+        cfg = load_reap_config(
+            "reap",
+            [
+                f"out={work / arm}",
+                f"model.path={run.assets.model_dir}",
+                f"data.train={work / 'train.jsonl'}",
+                f"data.held_out={work / 'held-out.jsonl'}",
+                f"data.transitions={run.assets.train_transitions}",
+                f"seed={run.seed}",
+                f"rounds={s['rounds']}",
+                f"workers={run.workers}",
+                "progress=false",
+                f"model.value_head={head}",
+                f"eval.theorems={s['eval_theorems']}",
+                "eval.every=0",
+                f"eval.before={'true' if head == 'true' else 'false'}",
+                f"rollout.batch_theorems={s['batch_theorems']}",
+                f"rollout.passes={s['passes']}",
+                f"search.num_samples={s['num_samples']}",
+                f"search.max_steps={s['max_steps']}",
+                f"search.max_nodes={s['max_nodes']}",
+                f"search.tactic_timeout={s['tactic_timeout']}",
+                f"search.seconds={s['seconds']}",
+                *(["learner.epochs=1", "learner.max_samples=32"] if run.smoke else []),
+            ],
+        )
         ExpertIteration(cfg).run()
     last = int(s["rounds"])
     after = proved("policy+value", last)
-    out: Results = {"round 0": proved("policy+value", 0), f"round {last}": after,
-                    "policy only": proved("policy-only", last), "policy + value head": after}  # fmt: skip
+    out: Results = {
+        "round 0": proved("policy+value", 0),
+        f"round {last}": after,
+        "policy only": proved("policy-only", last),
+        "policy + value head": after,
+    }
     cached.write_text(json.dumps(out))
     return out
 
@@ -395,11 +484,23 @@ def unlikeliness_pass_at_n(run: ClaimRun) -> Results:
     s = UNLIKELY | (small if run.smoke else {"eval_problems": run.size})
     overrides = [f"seed={run.seed}", f"eval.samples={s['eval_samples']}", f"eval.ks=[1, {s['eval_samples']}]"]
     if run.smoke:
-        overrides += ["rollout.problems_per_step=2", "rollout.group_size=2", "rollout.max_tokens=24",
-                      "eval.max_tokens=24"]  # fmt: skip
+        overrides += [
+            "rollout.problems_per_step=2",
+            "rollout.group_size=2",
+            "rollout.max_tokens=24",
+            "eval.max_tokens=24",
+        ]
     model = {"hidden": 64, "layers": 1, "heads": 4, "vocab_size": 512} if run.smoke else DemoConfig().model
-    cfg = DemoConfig(out=run.out, seed=0, eval_problems=s["eval_problems"], sft_epochs=s["sft_epochs"],
-                     rl_steps=s["rl_steps"], workers=run.workers, overrides=tuple(overrides), model=model)  # fmt: skip
+    cfg = DemoConfig(
+        out=run.out,
+        seed=0,
+        eval_problems=s["eval_problems"],
+        sft_epochs=s["sft_epochs"],
+        rl_steps=s["rl_steps"],
+        workers=run.workers,
+        overrides=tuple(overrides),
+        model=model,
+    )
     run_demo(cfg, console=run.console)
     out: Results = {}
     for arm, label in (("GRPO", "grpo"), ("GRPO + unlikeliness", "grpo-unlikeliness")):
@@ -413,73 +514,166 @@ def unlikeliness_pass_at_n(run: ClaimRun) -> Results:
 
 # -- the registry ---------------------------------------------------------------------------------------------
 
-CLAIMS: dict[str, Claim] = {c.name: c for c in (
-    Claim("reap-mcts-vs-best-first", "reap",
-          "AND-OR MCTS proves more theorems than best-first search at equal budget.",
-          "The reap blog reports 77.5 % on miniF2F-test at pass@32 with its MCTS (78.7 % accumulated during RL) and "
-          "gives no best-first comparison at equal budget.",
-          "proved (0/1) per held-out stdlib theorem, final check in a fresh coqc", "best-first", "mcts",
-          run=mcts_vs_best_first, size=100, smoke_size=2, settings=dict(SEARCH_BUDGET)),
-    Claim("reap-search-and-learn", "reap",
-          "Search-and-learn raises held-out proved counts over rounds.",
-          REAP_RL_SOURCE,
-          "proved (0/1) per held-out theorem by MCTS with the policy+value model, final check in a fresh coqc",
-          "round 0", "round 1", run=search_and_learn, size=30, smoke_size=2, settings=dict(SEARCH_AND_LEARN)),
-    Claim("reap-value-head", "reap",
-          "MCTS with the learned value head proves more than policy-only MCTS.",
-          REAP_RL_SOURCE,
-          "proved (0/1) per held-out theorem after the same search-and-learn rounds, final check in a fresh coqc",
-          "policy only", "policy + value head", run=search_and_learn, size=30, smoke_size=2,
-          settings=dict(SEARCH_AND_LEARN)),
-    Claim("unlikely-passN", "Rewarding the Unlikely",
-          "GRPO with the unlikeliness reward raises pass@N at large N over plain GRPO.",
-          "Figure 2: GRPO from DeepSeek-Prover-V1.5-SFT improves pass@1..16 but is below the base model at large N; "
-          "the unlikeliness reward improves pass@N across N up to 512 on their validation set.",
-          "pass@32 per held-out theorem (32 samples, final check in Coq)", "GRPO", "GRPO + unlikeliness",
-          run=unlikeliness_pass_at_n, size=48, smoke_size=2, settings=dict(UNLIKELY)),
-    Claim("unlikely-uplift-rank", "Rewarding the Unlikely",
-          "The uplift rate falls with rank under GRPO and flattens with the unlikeliness reward.",
-          NOT_QUOTED,
-          "uplift-rate slope over rank per seed", "GRPO", "GRPO + unlikeliness"),
-    Claim("unlikely-ppo-epochs", "Rewarding the Unlikely",
-          "More PPO epochs per batch raise pass@N.",
-          NOT_QUOTED,
-          "pass@32 estimate per held-out theorem", "1 epoch", "2 epochs"),
-    Claim("kimina-error-correction", "kimina",
-          "The error-correction turn raises the pass rate over the same budget without it.",
-          NOT_QUOTED,
-          "proved (0/1) per held-out theorem", "two samples", "sample + correction"),
-    Claim("kimina-format-reward", "kimina",
-          "The format reward does not lower the pass rate.",
-          NOT_QUOTED,
-          "pass@8 per held-out theorem", "without format reward", "with format reward", direction=-1),
-    Claim("leanlistener-prec8", "LeanListener",
-          "Step-level GRPO raises Prec@8 (and lowers 0-precision) over SFT.",
-          LEANLISTENER_SOURCE,
-          "share of 8 sampled tactics Coq accepts per held-out state (mean: Prec@8)", "SFT", "step-level GRPO",
-          run=step_grpo_vs_sft, size=32, smoke_size=2, unit="states", settings=dict(STEP_LEVEL)),
-    Claim("leanlistener-online-dpo", "LeanListener",
-          "Online DPO beats offline DPO.",
-          LEANLISTENER_SOURCE,
-          "valid tactics of 8 per held-out state", "offline DPO", "online DPO"),
-    Claim("leanlistener-proving", "LeanListener",
-          "The proving rate under best-first search rises after step-level GRPO.",
-          LEANLISTENER_SOURCE,
-          "proved (0/1) per held-out theorem under best-first search, final check in a fresh coqc",
-          "SFT",
-          "step-level GRPO",
-          run=step_grpo_proving, size=100, smoke_size=2, settings=STEP_LEVEL | SEARCH_BUDGET),
-    Claim("eva-ranking", "EVA",
-          "E[R] over the anchor logits ranks proposals better than the parsed text score.",
-          EVA_SOURCE,
-          "ranking accuracy over the held-out proposal pairs at one state (a tie one half)", "parsed text score",
-          "E[R] over anchor logits", run=eva_ranking, size=40, smoke_size=2, unit="states", settings=dict(EVA_RANKING)),
-    Claim("eva-ranking-value-head", "EVA",
-          "E[R] over the anchor logits ranks proposals better than the value head.",
-          EVA_SOURCE,
-          "ranking accuracy over the held-out proposal pairs at one state (a tie one half)", "value head",
-          "E[R] over anchor logits", run=eva_ranking, size=40, smoke_size=2, unit="states", settings=dict(EVA_RANKING)),
-)}  # fmt: skip
+CLAIMS: dict[str, Claim] = {
+    c.name: c
+    for c in (
+        Claim(
+            "reap-mcts-vs-best-first",
+            "reap",
+            "AND-OR MCTS proves more theorems than best-first search at equal budget.",
+            "The reap blog reports 77.5 % on miniF2F-test at pass@32 with its MCTS (78.7 % accumulated during RL) and "
+            "gives no best-first comparison at equal budget.",
+            "proved (0/1) per held-out stdlib theorem, final check in a fresh coqc",
+            "best-first",
+            "mcts",
+            run=mcts_vs_best_first,
+            size=100,
+            smoke_size=2,
+            settings=dict(SEARCH_BUDGET),
+        ),
+        Claim(
+            "reap-search-and-learn",
+            "reap",
+            "Search-and-learn raises held-out proved counts over rounds.",
+            REAP_RL_SOURCE,
+            "proved (0/1) per held-out theorem by MCTS with the policy+value model, final check in a fresh coqc",
+            "round 0",
+            "round 1",
+            run=search_and_learn,
+            size=30,
+            smoke_size=2,
+            settings=dict(SEARCH_AND_LEARN),
+        ),
+        Claim(
+            "reap-value-head",
+            "reap",
+            "MCTS with the learned value head proves more than policy-only MCTS.",
+            REAP_RL_SOURCE,
+            "proved (0/1) per held-out theorem after the same search-and-learn rounds, final check in a fresh coqc",
+            "policy only",
+            "policy + value head",
+            run=search_and_learn,
+            size=30,
+            smoke_size=2,
+            settings=dict(SEARCH_AND_LEARN),
+        ),
+        Claim(
+            "unlikely-passN",
+            "Rewarding the Unlikely",
+            "GRPO with the unlikeliness reward raises pass@N at large N over plain GRPO.",
+            "Figure 2: GRPO from DeepSeek-Prover-V1.5-SFT improves pass@1..16 but is below the base model at large N; "
+            "the unlikeliness reward improves pass@N across N up to 512 on their validation set.",
+            "pass@32 per held-out theorem (32 samples, final check in Coq)",
+            "GRPO",
+            "GRPO + unlikeliness",
+            run=unlikeliness_pass_at_n,
+            size=48,
+            smoke_size=2,
+            settings=dict(UNLIKELY),
+        ),
+        Claim(
+            "unlikely-uplift-rank",
+            "Rewarding the Unlikely",
+            "The uplift rate falls with rank under GRPO and flattens with the unlikeliness reward.",
+            NOT_QUOTED,
+            "uplift-rate slope over rank per seed",
+            "GRPO",
+            "GRPO + unlikeliness",
+        ),
+        Claim(
+            "unlikely-ppo-epochs",
+            "Rewarding the Unlikely",
+            "More PPO epochs per batch raise pass@N.",
+            NOT_QUOTED,
+            "pass@32 estimate per held-out theorem",
+            "1 epoch",
+            "2 epochs",
+        ),
+        Claim(
+            "kimina-error-correction",
+            "kimina",
+            "The error-correction turn raises the pass rate over the same budget without it.",
+            NOT_QUOTED,
+            "proved (0/1) per held-out theorem",
+            "two samples",
+            "sample + correction",
+        ),
+        Claim(
+            "kimina-format-reward",
+            "kimina",
+            "The format reward does not lower the pass rate.",
+            NOT_QUOTED,
+            "pass@8 per held-out theorem",
+            "without format reward",
+            "with format reward",
+            direction=-1,
+        ),
+        Claim(
+            "leanlistener-prec8",
+            "LeanListener",
+            "Step-level GRPO raises Prec@8 (and lowers 0-precision) over SFT.",
+            LEANLISTENER_SOURCE,
+            "share of 8 sampled tactics Coq accepts per held-out state (mean: Prec@8)",
+            "SFT",
+            "step-level GRPO",
+            run=step_grpo_vs_sft,
+            size=32,
+            smoke_size=2,
+            unit="states",
+            settings=dict(STEP_LEVEL),
+        ),
+        Claim(
+            "leanlistener-online-dpo",
+            "LeanListener",
+            "Online DPO beats offline DPO.",
+            LEANLISTENER_SOURCE,
+            "valid tactics of 8 per held-out state",
+            "offline DPO",
+            "online DPO",
+        ),
+        Claim(
+            "leanlistener-proving",
+            "LeanListener",
+            "The proving rate under best-first search rises after step-level GRPO.",
+            LEANLISTENER_SOURCE,
+            "proved (0/1) per held-out theorem under best-first search, final check in a fresh coqc",
+            "SFT",
+            "step-level GRPO",
+            run=step_grpo_proving,
+            size=100,
+            smoke_size=2,
+            settings=STEP_LEVEL | SEARCH_BUDGET,
+        ),
+        Claim(
+            "eva-ranking",
+            "EVA",
+            "E[R] over the anchor logits ranks proposals better than the parsed text score.",
+            EVA_SOURCE,
+            "ranking accuracy over the held-out proposal pairs at one state (a tie one half)",
+            "parsed text score",
+            "E[R] over anchor logits",
+            run=eva_ranking,
+            size=40,
+            smoke_size=2,
+            unit="states",
+            settings=dict(EVA_RANKING),
+        ),
+        Claim(
+            "eva-ranking-value-head",
+            "EVA",
+            "E[R] over the anchor logits ranks proposals better than the value head.",
+            EVA_SOURCE,
+            "ranking accuracy over the held-out proposal pairs at one state (a tie one half)",
+            "value head",
+            "E[R] over anchor logits",
+            run=eva_ranking,
+            size=40,
+            smoke_size=2,
+            unit="states",
+            settings=dict(EVA_RANKING),
+        ),
+    )
+}
 
 
 def get_claims(names: list[str] | tuple[str, ...] | None = None) -> list[Claim]:

@@ -48,8 +48,13 @@ class RegressionHeadRM(nn.Module):
         limit = getattr(self.lm.config, "max_position_embeddings", None)
         rows = [r[-limit:] if limit else r for r in encode_prompts(self.tokenizer, prompts)]
         ids, mask = left_pad(rows, self.tokenizer.pad_token_id, self.head.weight.device)
-        out = self.lm(input_ids=ids, attention_mask=mask, position_ids=position_ids(mask), output_hidden_states=True,
-                      use_cache=False)  # fmt: skip
+        out = self.lm(
+            input_ids=ids,
+            attention_mask=mask,
+            position_ids=position_ids(mask),
+            output_hidden_states=True,
+            use_cache=False,
+        )
         return self.head(out.hidden_states[-1][:, -1].float())  # left padding: the last column is the last token
 
     def predict(self, records: Sequence[Record], batch: int = 16) -> list[dict[str, float]]:
@@ -57,19 +62,29 @@ class RegressionHeadRM(nn.Module):
         out = []
         with torch.no_grad():
             for s in range(0, len(records), batch):
-                y = self([prompt_of(r, self.max_state_chars) for r in records[s:s + batch]])
+                y = self([prompt_of(r, self.max_state_chars) for r in records[s : s + batch]])
                 out += [{d: float(v) for d, v in zip(self.dims, row)} for row in y.tolist()]
         return out
 
 
-def train_value_head(rm: RegressionHeadRM, records: Sequence[Record], *, lr: float, batch: int, epochs: int,
-                     seed: int = 0, weight_decay: float = 0.01) -> list[float]:
+def train_value_head(
+    rm: RegressionHeadRM,
+    records: Sequence[Record],
+    *,
+    lr: float,
+    batch: int,
+    epochs: int,
+    seed: int = 0,
+    weight_decay: float = 0.01,
+) -> list[float]:
     """MSE on the continuous scores; the head learns at 10× ``lr`` (it starts from nothing). Per-epoch MSE."""
     from ..policy.sft import BatchLoss, supervised_loop
 
     head_params = list(rm.head.parameters())
     lm_params = [p for p in rm.lm.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW([{"params": lm_params, "lr": lr}, {"params": head_params, "lr": 10 * lr}], weight_decay=weight_decay)
+    opt = torch.optim.AdamW(
+        [{"params": lm_params, "lr": lr}, {"params": head_params, "lr": 10 * lr}], weight_decay=weight_decay
+    )
 
     def batch_loss(idx: list[int]) -> BatchLoss:
         part = [records[i] for i in idx]
@@ -79,8 +94,15 @@ def train_value_head(rm: RegressionHeadRM, records: Sequence[Record], *, lr: flo
         return BatchLoss(loss, {"mse": (float(loss.detach()), len(part))})
 
     rm.train()
-    res = supervised_loop(opt, len(records), batch_loss, epochs=epochs, batch=batch, generator=torch.Generator().manual_seed(seed),
-                          params=[*lm_params, *head_params])  # fmt: skip
+    res = supervised_loop(
+        opt,
+        len(records),
+        batch_loss,
+        epochs=epochs,
+        batch=batch,
+        generator=torch.Generator().manual_seed(seed),
+        params=[*lm_params, *head_params],
+    )
     rm.eval()
     return [h["mse"] for h in res.epochs]
 
@@ -102,8 +124,15 @@ class Table4Settings:
     device: str | None = None
 
 
-def table4(base: str | Path, train: Sequence[Any], held_out: Sequence[Any], settings: Table4Settings = Table4Settings(),
-           *, console: Any = None, out: Path | None = None) -> dict[str, Any]:
+def table4(
+    base: str | Path,
+    train: Sequence[Any],
+    held_out: Sequence[Any],
+    settings: Table4Settings = Table4Settings(),
+    *,
+    console: Any = None,
+    out: Path | None = None,
+) -> dict[str, Any]:
     """The EVA paper's Table 4: train the SFT-only generative RM, the value-head RM and EVA from ``base`` on
     ``train``; score them and the untrained base on ``held_out`` (:mod:`proofrl.eval.rm`). Returns ``{"rows": {name: metrics}, "flags", "seconds", "index"}``;
     with ``out``, the EVA model is saved in ``out/eva-model``."""
@@ -132,8 +161,18 @@ def table4(base: str | Path, train: Sequence[Any], held_out: Sequence[Any], sett
         m, tok = load_base(base, lora=lora, device=settings.device)
         ex, rep = build_examples(train, tok, max_state_chars=settings.max_state_chars)
         index = rep.to_json()
-        train_eva(m, tok, ex, alpha=alpha, tau=settings.tau, lr=settings.lr, batch=settings.batch,
-                  epochs=settings.epochs, seed=settings.seed, console=console)  # fmt: skip
+        train_eva(
+            m,
+            tok,
+            ex,
+            alpha=alpha,
+            tau=settings.tau,
+            lr=settings.lr,
+            batch=settings.batch,
+            epochs=settings.epochs,
+            seed=settings.seed,
+            console=console,
+        )
         r = evaluate_generative(EvaScorer(m, tok, **kw), held_out)
         if name == "sft":
             rows["sft-text"], rows["sft-eR"] = r["text"], r["eva"]
@@ -152,13 +191,29 @@ def table4(base: str | Path, train: Sequence[Any], held_out: Sequence[Any], sett
     rows["value-head"] = metrics(vh.predict(held_out), held_out)
     seconds["value-head"] = time.perf_counter() - t
     order = ["zero-shot", "sft-text", "sft-eR", "value-head", "eva-text", "eva"]
-    return {"rows": {k: rows[k] for k in order}, "flags": flags, "seconds": {k: round(v, 1) for k, v in seconds.items()},
-            "index": index, "train": len(train), "held_out": len(held_out)}
+    return {
+        "rows": {k: rows[k] for k in order},
+        "flags": flags,
+        "seconds": {k: round(v, 1) for k, v in seconds.items()},
+        "index": index,
+        "train": len(train),
+        "held_out": len(held_out),
+    }
 
 
-def cli_table4(data: Path, *, train: Path, base: Path, out: Path = Path("runs/eval-rm"), epochs: int = 3,
-               lr: float = 2e-5, batch: int = 8, alpha: float = 0.5, max_new_tokens: int = 96,
-               seed: int = 0) -> dict[str, Any]:
+def cli_table4(
+    data: Path,
+    *,
+    train: Path,
+    base: Path,
+    out: Path = Path("runs/eval-rm"),
+    epochs: int = 3,
+    lr: float = 2e-5,
+    batch: int = 8,
+    alpha: float = 0.5,
+    max_new_tokens: int = 96,
+    seed: int = 0,
+) -> dict[str, Any]:
     """``proofrl eval rm --train T --base B``: Table 4 trained here and scored by :mod:`proofrl.eval.rm` on
     ``data``; writes ``out/report.md``, ``out/summary.json``, ``out/table4.png``."""
     from rich.console import Console
@@ -171,8 +226,14 @@ def cli_table4(data: Path, *, train: Path, base: Path, out: Path = Path("runs/ev
     if not tr:
         raise ConfigError(f"{train}: no usable EVA record")
     out.mkdir(parents=True, exist_ok=True)
-    res = table4(base, tr, held, Table4Settings(alpha=alpha, lr=lr, batch=batch, epochs=epochs, seed=seed,
-                                                max_new_tokens=max_new_tokens), console=console, out=out)  # fmt: skip
+    res = table4(
+        base,
+        tr,
+        held,
+        Table4Settings(alpha=alpha, lr=lr, batch=batch, epochs=epochs, seed=seed, max_new_tokens=max_new_tokens),
+        console=console,
+        out=out,
+    )
     console.print(write_report(res, len(held), data, out, skipped))
     console.print(f"report: {out / 'report.md'}")
     return res

@@ -24,16 +24,27 @@ from typing import Any
 from .claims import Claim, ClaimRun, get_claims
 from .stats import Comparison, compare, mean_interval
 
-SMOKE_ASSETS = dict(prefixes=("Coq.Bool.",), max_proof_chars=80, epochs=3, batch=16, lr=3e-3, held_out_theorems=3,
-                    train_theorems=8, model={"hidden": 64, "layers": 1, "heads": 4, "vocab_size": 400})  # fmt: skip
+SMOKE_ASSETS = dict(
+    prefixes=("Coq.Bool.",),
+    max_proof_chars=80,
+    epochs=3,
+    batch=16,
+    lr=3e-3,
+    held_out_theorems=3,
+    train_theorems=8,
+    model={"hidden": 64, "layers": 1, "heads": 4, "vocab_size": 400},
+)
 """the smoke size's tactic assets: one small stdlib module, a model taught in seconds"""
 
 
 def cpu_seconds() -> float:
     import resource
 
-    return sum(getattr(resource.getrusage(who), f) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
-               for f in ("ru_utime", "ru_stime"))  # fmt: skip
+    return sum(
+        getattr(resource.getrusage(who), f)
+        for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+        for f in ("ru_utime", "ru_stime")
+    )
 
 
 def read_results(path: Path) -> list[dict[str, Any]]:
@@ -89,12 +100,26 @@ def run_bench(
                 continue
             t, cpu, load = time.perf_counter(), cpu_seconds(), os.getloadavg()[0]
             console.print(f"{claim.name} seed {seed}: {claim.baseline} vs {claim.treatment} on {size} …")
-            run = ClaimRun(seed=seed, size=size, out=out / claim.name / f"seed-{seed}", workers=workers, assets=assets,
-                           console=console, smoke=smoke)  # fmt: skip
+            run = ClaimRun(
+                seed=seed,
+                size=size,
+                out=out / claim.name / f"seed-{seed}",
+                workers=workers,
+                assets=assets,
+                console=console,
+                smoke=smoke,
+            )
             arms = claim.run(run)  # type: ignore[misc]
-            row = {"claim": claim.name, "seed": seed, "size": size, "arms": arms,
-                   "seconds": round(time.perf_counter() - t, 1), "cpu_seconds": round(cpu_seconds() - cpu, 1),
-                   "load_before": round(load, 2), "load_after": round(os.getloadavg()[0], 2)}  # fmt: skip
+            row = {
+                "claim": claim.name,
+                "seed": seed,
+                "size": size,
+                "arms": arms,
+                "seconds": round(time.perf_counter() - t, 1),
+                "cpu_seconds": round(cpu_seconds() - cpu, 1),
+                "load_before": round(load, 2),
+                "load_after": round(os.getloadavg()[0], 2),
+            }
             with open(results_path, "a", encoding="utf-8") as f:
                 f.write(json.dumps(row) + "\n")
             means = {a: sum(v.values()) / max(len(v), 1) for a, v in arms.items()}
@@ -124,20 +149,30 @@ def write_report(out: Path, claims: list[Claim], *, smoke: bool = False) -> dict
     rows = read_results(out / "results.jsonl")
     summary: dict[str, Any] = {"claims": {}}
     for claim in claims:
-        entry: dict[str, Any] = {"paper": claim.paper, "statement": claim.statement, "arms": list(claim.arms),
-                                 "implemented": claim.implemented}  # fmt: skip
+        entry: dict[str, Any] = {
+            "paper": claim.paper,
+            "statement": claim.statement,
+            "arms": list(claim.arms),
+            "implemented": claim.implemented,
+        }
         size = claim.smoke_size if smoke else claim.size
         seeds, theorems, mats = matrices(claim, rows, size) if claim.implemented else ([], [], {})
         if seeds and theorems:
             a, b = mats[claim.baseline], mats[claim.treatment]
             c = compare(a, b, direction=claim.direction)
             mine = [r for r in rows if r["claim"] == claim.name and r["size"] == size]
-            entry |= {"seeds": seeds, "theorems": len(theorems), "size": size, "comparison": c.as_dict(),
-                      "per_seed": {arm: [round(sum(row) / len(row), 4) for row in m] for arm, m in mats.items()},
-                      "seconds": sum(r["seconds"] for r in mine), "cpu_seconds": sum(r["cpu_seconds"] for r in mine),
-                      "load": [min(r["load_before"] for r in mine), max(r["load_after"] for r in mine)],
-                      "arm_intervals": {arm: str(mean_interval(m)) for arm, m in mats.items()},
-                      "plot": plot(claim, c, out).name}  # fmt: skip
+            entry |= {
+                "seeds": seeds,
+                "theorems": len(theorems),
+                "size": size,
+                "comparison": c.as_dict(),
+                "per_seed": {arm: [round(sum(row) / len(row), 4) for row in m] for arm, m in mats.items()},
+                "seconds": sum(r["seconds"] for r in mine),
+                "cpu_seconds": sum(r["cpu_seconds"] for r in mine),
+                "load": [min(r["load_before"] for r in mine), max(r["load_after"] for r in mine)],
+                "arm_intervals": {arm: str(mean_interval(m)) for arm, m in mats.items()},
+                "plot": plot(claim, c, out).name,
+            }
         summary["claims"][claim.name] = entry
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     summary["smoke"] = smoke
@@ -187,17 +222,22 @@ def plot(claim: Claim, c: Comparison, out: Path) -> Path:
 
 
 def report(claims: list[Claim], summary: dict[str, Any]) -> str:
-    lines = ["# proofrl bench: the papers' claims, paired, with intervals", "",
-             "| claim | paper | arms (baseline → treatment) | baseline | treatment | difference (95 %) | p | verdict |",
-             "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "# proofrl bench: the papers' claims, paired, with intervals",
+        "",
+        "| claim | paper | arms (baseline → treatment) | baseline | treatment | difference (95 %) | p | verdict |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for claim in claims:
         e = summary["claims"][claim.name]
         if "comparison" in e:
             c = e["comparison"]
             iv = lambda x: f"{x['mean']:.3f} [{x['low']:.3f}, {x['high']:.3f}]"  # noqa: E731
-            lines.append(f"| {claim.name} | {claim.paper} | {claim.baseline} → {claim.treatment} | "
-                         f"{iv(c['a'])} | {iv(c['b'])} | "
-                         f"{iv(c['difference'])} | {c['p_value']:.3g} | {c['verdict']} |")  # fmt: skip
+            lines.append(
+                f"| {claim.name} | {claim.paper} | {claim.baseline} → {claim.treatment} | "
+                f"{iv(c['a'])} | {iv(c['b'])} | "
+                f"{iv(c['difference'])} | {c['p_value']:.3g} | {c['verdict']} |"
+            )
         else:
             lines.append(
                 f"| {claim.name} | {claim.paper} | {claim.baseline} → {claim.treatment} | | | | | "
@@ -206,18 +246,33 @@ def report(claims: list[Claim], summary: dict[str, Any]) -> str:
     lines.append("")
     for claim in claims:
         e = summary["claims"][claim.name]
-        lines += [f"## {claim.name} ({claim.paper})", "", claim.statement, "", f"Source: {claim.source}", "",
-                  f"Metric: {claim.metric}."]  # fmt: skip
+        lines += [
+            f"## {claim.name} ({claim.paper})",
+            "",
+            claim.statement,
+            "",
+            f"Source: {claim.source}",
+            "",
+            f"Metric: {claim.metric}.",
+        ]
         if "comparison" in e:
             cmp = compare_from(e["comparison"])
-            lines += ["", verdict_line(claim, cmp), "",
-                      ("Smoke size (budgets cut to check the wiring, not to measure)" if summary.get("smoke") else
-                       f"Settings: {json.dumps(claim.settings)}")
-                    + f"; seeds {e['seeds']}; per seed, {claim.baseline}: "
-                      f"{e['per_seed'][claim.baseline]}, {claim.treatment}: {e['per_seed'][claim.treatment]}. "
-                      f"{e['seconds']:.0f} s ({e['cpu_seconds']:.0f} CPU s of this process and its finished Coq "
-                      f"processes), load average {e['load'][0]}–{e['load'][1]}.", "",
-                      f"![{claim.name}]({e['plot']})"]  # fmt: skip
+            lines += [
+                "",
+                verdict_line(claim, cmp),
+                "",
+                (
+                    "Smoke size (budgets cut to check the wiring, not to measure)"
+                    if summary.get("smoke")
+                    else f"Settings: {json.dumps(claim.settings)}"
+                )
+                + f"; seeds {e['seeds']}; per seed, {claim.baseline}: "
+                f"{e['per_seed'][claim.baseline]}, {claim.treatment}: {e['per_seed'][claim.treatment]}. "
+                f"{e['seconds']:.0f} s ({e['cpu_seconds']:.0f} CPU s of this process and its finished Coq "
+                f"processes), load average {e['load'][0]}–{e['load'][1]}.",
+                "",
+                f"![{claim.name}]({e['plot']})",
+            ]
         elif not claim.implemented:
             lines += ["", "Not yet measured."]
         lines.append("")
@@ -227,8 +282,16 @@ def report(claims: list[Claim], summary: dict[str, Any]) -> str:
 def compare_from(d: dict[str, Any]) -> Comparison:
     from .stats import Interval
 
-    return Comparison(Interval(**d["a"]), Interval(**d["b"]), Interval(**d["difference"]), d["p_value"], d["verdict"],
-                      d["theorems"], d["seeds"], d["theorems_needed"])  # fmt: skip
+    return Comparison(
+        Interval(**d["a"]),
+        Interval(**d["b"]),
+        Interval(**d["difference"]),
+        d["p_value"],
+        d["verdict"],
+        d["theorems"],
+        d["seeds"],
+        d["theorems_needed"],
+    )
 
 
 def cli_bench(

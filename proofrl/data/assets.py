@@ -71,8 +71,9 @@ SETTINGS = AssetSettings()
 """what :func:`tactic_assets` uses when no settings are given (a test may swap it for smaller ones)"""
 
 
-def tactic_assets(root: Path, *, seed: int = 0, workers: int = 2, console: Any = None,
-                  settings: AssetSettings | None = None) -> TacticAssets:
+def tactic_assets(
+    root: Path, *, seed: int = 0, workers: int = 2, console: Any = None, settings: AssetSettings | None = None
+) -> TacticAssets:
     """Build (once) or load the shared tactic data and tiny tactic model under ``root/tactic-assets``."""
     from rich.console import Console
 
@@ -90,13 +91,27 @@ def tactic_assets(root: Path, *, seed: int = 0, workers: int = 2, console: Any =
             console.print(f"[yellow]tactic assets in {folder} were built with other settings; building them again[/]")
         ready.unlink(missing_ok=True)
         t = time.perf_counter()
-        s = build_tactic_data(data, workers=workers, max_proof_chars=settings.max_proof_chars, seed=seed, console=console,
-                              prefixes=settings.prefixes, limit=settings.limit)  # fmt: skip
+        s = build_tactic_data(
+            data,
+            workers=workers,
+            max_proof_chars=settings.max_proof_chars,
+            seed=seed,
+            console=console,
+            prefixes=settings.prefixes,
+            limit=settings.limit,
+        )
         stepping = time.perf_counter() - t
-        console.print(f"[bold]tactic data[/]: {s.transitions} transitions from {s.clean} human proofs ({stepping:.0f} s)")
+        console.print(
+            f"[bold]tactic data[/]: {s.transitions} transitions from {s.clean} human proofs ({stepping:.0f} s)"
+        )
         taught = teach(data / "train.jsonl", model, settings, seed=seed, console=console)
-        build = want | {"transitions": s.transitions, "by_split": s.by_split, "stepping_seconds": round(stepping, 1), **taught,
-                        "seconds": round(time.perf_counter() - t, 1)}  # fmt: skip
+        build = want | {
+            "transitions": s.transitions,
+            "by_split": s.by_split,
+            "stepping_seconds": round(stepping, 1),
+            **taught,
+            "seconds": round(time.perf_counter() - t, 1),
+        }
         ready.write_text(json.dumps(build, indent=2))
     train_p, held_p = asset_problems(settings, seed)
     return TacticAssets(folder, data / "train.jsonl", data / "held-out.jsonl", model, train_p, held_p, build)
@@ -128,9 +143,18 @@ def asset_problems(settings: AssetSettings, seed: int = 0) -> tuple[list[Problem
     return train, held
 
 
-def teach(train_jsonl: Path, model_dir: Path, settings: AssetSettings, *, seed: int = 0, console: Any = None) -> dict[str, Any]:
+def teach(
+    train_jsonl: Path, model_dir: Path, settings: AssetSettings, *, seed: int = 0, console: Any = None
+) -> dict[str, Any]:
     """Teach the tiny tactic model on ``train.jsonl`` with a progress bar; returns pairs, losses and seconds."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     from .tactics import read_transitions
     from ..policy.tactic import tactic_pairs, train_tiny_tactic_model
@@ -138,19 +162,39 @@ def teach(train_jsonl: Path, model_dir: Path, settings: AssetSettings, *, seed: 
     train = read_transitions(train_jsonl)
     n = len(tactic_pairs(train, max_state_chars=settings.max_state_chars))
     t, cpu = time.perf_counter(), time.process_time()
-    with Progress(TextColumn("teaching the tiny tactic model"), BarColumn(), MofNCompleteColumn(),
-                  TextColumn("{task.fields[info]}"), TimeElapsedColumn(), TimeRemainingColumn(), console=console) as bar:  # fmt: skip
+    with Progress(
+        TextColumn("teaching the tiny tactic model"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[info]}"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+    ) as bar:
         task = bar.add_task("", total=settings.epochs * n, info="")
         train_tiny_tactic_model(
-            train, model_dir, epochs=settings.epochs, seed=seed, lr=settings.lr, batch=settings.batch,
-            max_state_chars=settings.max_state_chars, model=settings.model, group_by_length=True,
+            train,
+            model_dir,
+            epochs=settings.epochs,
+            seed=seed,
+            lr=settings.lr,
+            batch=settings.batch,
+            max_state_chars=settings.max_state_chars,
+            model=settings.model,
+            group_by_length=True,
             on_batch=lambda k: bar.advance(task, k),
             on_epoch=lambda e, loss: bar.update(task, info=f"epoch {e + 1}: loss {loss:.2f}"),
-        )  # fmt: skip
+        )
     seconds, cpu = time.perf_counter() - t, time.process_time() - cpu  # CPU: what a shared machine's load hides
     losses = json.loads((model_dir / "sft_losses.json").read_text())["losses"]
     if console is not None:
-        console.print(f"[bold]tiny tactic model[/]: {n} pairs, {settings.epochs} epochs, loss {losses[0]:.2f} → "
-                      f"{losses[-1]:.2f} ({seconds:.0f} s)")  # fmt: skip
-    return {"pairs": n, "losses": [round(x, 4) for x in losses], "teaching_seconds": round(seconds, 1),
-            "teaching_cpu_seconds": round(cpu, 1)}
+        console.print(
+            f"[bold]tiny tactic model[/]: {n} pairs, {settings.epochs} epochs, loss {losses[0]:.2f} → "
+            f"{losses[-1]:.2f} ({seconds:.0f} s)"
+        )
+    return {
+        "pairs": n,
+        "losses": [round(x, 4) for x in losses],
+        "teaching_seconds": round(seconds, 1),
+        "teaching_cpu_seconds": round(cpu, 1),
+    }

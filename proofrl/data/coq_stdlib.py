@@ -29,7 +29,16 @@ _CONTEXT = re.compile(
 )
 
 
-CORE_PREFIXES = ("Coq.Arith.", "Coq.Bool.", "Coq.Lists.", "Coq.NArith.", "Coq.ZArith.", "Coq.PArith.", "Coq.Logic.", "Coq.QArith.")
+CORE_PREFIXES = (
+    "Coq.Arith.",
+    "Coq.Bool.",
+    "Coq.Lists.",
+    "Coq.NArith.",
+    "Coq.ZArith.",
+    "Coq.PArith.",
+    "Coq.Logic.",
+    "Coq.QArith.",
+)
 """Modules whose theorems need few libraries: the default sample for checks and benchmarks."""
 
 
@@ -67,7 +76,11 @@ def theorems_in_file(lib: Path, file: Path) -> Iterator[dict]:
         elif (m := _DECL.match(s)) and depth == 0:
             j = i + 1
             body: list[str] = []
-            while j < len(sentences) and sentences[j].text not in ("Qed.", "Defined.", "Admitted.", "Abort.") and not _DECL.match(sentences[j].text):
+            while (
+                j < len(sentences)
+                and sentences[j].text not in ("Qed.", "Defined.", "Admitted.", "Abort.")
+                and not _DECL.match(sentences[j].text)
+            ):
                 body.append(sentences[j].text)
                 j += 1
             end = sentences[j].text if j < len(sentences) else ""

@@ -115,12 +115,27 @@ def replay_file(lib: Library, path: Path, out: Path, *, timeout: float, memory_m
         except (OSError, json.JSONDecodeError):
             pass  # a damaged result: replay again
     r = Replayer(text, file=rel, module=module_of(lib, rel), timeout=timeout, memory_mb=memory_mb).run()
-    rec = {"file": rel, "module": r.module, "sha256": sha, "seconds": round(r.seconds, 2), "error": r.error,
-           "vernacular_failures": r.vernacular_failures,
-           "lemmas": [{"name": l.name, "statement": l.statement, "context_chars": l.context_chars, "proof": l.proof,
-                       "failure": l.failure, "seconds": round(l.seconds, 3), "top_level": l.top_level,
-                       "transitions": l.transitions}
-                      for l in r.lemmas]}  # fmt: skip
+    rec = {
+        "file": rel,
+        "module": r.module,
+        "sha256": sha,
+        "seconds": round(r.seconds, 2),
+        "error": r.error,
+        "vernacular_failures": r.vernacular_failures,
+        "lemmas": [
+            {
+                "name": l.name,
+                "statement": l.statement,
+                "context_chars": l.context_chars,
+                "proof": l.proof,
+                "failure": l.failure,
+                "seconds": round(l.seconds, 3),
+                "top_level": l.top_level,
+                "transitions": l.transitions,
+            }
+            for l in r.lemmas
+        ],
+    }
     done.parent.mkdir(parents=True, exist_ok=True)
     tmp = done.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(rec, ensure_ascii=False))
@@ -149,8 +164,16 @@ class CorpusReport:
 
 
 def build_corpus(
-    name: str, out: str | Path, *, files: int | None = None, only: Sequence[str] | None = None, workers: int = 2,
-    timeout: float = 20.0, memory_mb: int | None = 4096, seed: int = 0, progress: bool = True,
+    name: str,
+    out: str | Path,
+    *,
+    files: int | None = None,
+    only: Sequence[str] | None = None,
+    workers: int = 2,
+    timeout: float = 20.0,
+    memory_mb: int | None = 4096,
+    seed: int = 0,
+    progress: bool = True,
 ) -> CorpusReport:
     """Replay the library's files (the first ``files`` of them, or those whose path ends with one of
     ``only``) ``workers`` at a time, then write the JSONL, the splits, the report and the card."""
@@ -175,8 +198,15 @@ def build_corpus(
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     recs: dict[str, dict[str, Any]] = {}
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[info]}"),
-                  TimeElapsedColumn(), console=Console(stderr=True), disable=not progress) as bar:  # fmt: skip
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[info]}"),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        disable=not progress,
+    ) as bar:
         task = bar.add_task(f"replaying {name}", total=len(paths), info="")
         # the largest files first, so the last worker is not left alone with the longest one
         order = sorted(paths, key=lambda p: -p.stat().st_size)
@@ -187,8 +217,13 @@ def build_corpus(
                 try:
                     rec = f.result()
                 except (OSError, ProofrlError) as e:  # one file never stops the run
-                    rec = {"file": str(p.relative_to(user_contrib())), "error": f"crash: {e}"[:300], "lemmas": [],
-                           "vernacular_failures": [], "seconds": 0.0}  # fmt: skip
+                    rec = {
+                        "file": str(p.relative_to(user_contrib())),
+                        "error": f"crash: {e}"[:300],
+                        "lemmas": [],
+                        "vernacular_failures": [],
+                        "seconds": 0.0,
+                    }
                 recs[rec["file"]] = rec
                 bar.update(task, advance=1, info=rec["file"])
     ordered = [recs[k] for k in sorted(recs)]
@@ -217,12 +252,22 @@ def build_corpus(
                 rep.premises += len(t["premises"])
                 rep.premises_unresolved += len(t["premises_unresolved"])
             transitions.extend(lem["transitions"])
-            problems.append({
-                "name": key, "backend": "coq", "header": "", "formal_statement": lem["statement"], "proof": lem["proof"],
-                "file": rec["file"], "module": rec["module"], "context_chars": lem["context_chars"],
-                "file_sha256": rec["sha256"], "premises": sorted({p for t in lem["transitions"] for p in t["premises"]}),
-                "steps": len(lem["transitions"]), "top_level": lem.get("top_level", False),
-            })  # fmt: skip
+            problems.append(
+                {
+                    "name": key,
+                    "backend": "coq",
+                    "header": "",
+                    "formal_statement": lem["statement"],
+                    "proof": lem["proof"],
+                    "file": rec["file"],
+                    "module": rec["module"],
+                    "context_chars": lem["context_chars"],
+                    "file_sha256": rec["sha256"],
+                    "premises": sorted({p for t in lem["transitions"] for p in t["premises"]}),
+                    "steps": len(lem["transitions"]),
+                    "top_level": lem.get("top_level", False),
+                }
+            )
     rep.transitions = len(transitions)
     rep.failures = dict(rep.failures)
     rep.seconds = round(time.monotonic() - t0, 2)
@@ -235,12 +280,16 @@ def build_corpus(
     return rep
 
 
-def data_card(lib: Library, rep: CorpusReport, splits: dict[str, dict[str, int]], files: list[str], *, seed: int) -> str:
+def data_card(
+    lib: Library, rep: CorpusReport, splits: dict[str, dict[str, int]], files: list[str], *, seed: int
+) -> str:
     """The corpus' card: what it holds, how it was made and split, the versions it was made with."""
     from ..provers.coq.prover import coq_version
 
     version = _package_version(lib.package)
-    rows = "\n".join(f"| {s} | {c.get('train', 0)} | {c.get('valid', 0)} | {c.get('test', 0)} |" for s, c in splits.items())
+    rows = "\n".join(
+        f"| {s} | {c.get('train', 0)} | {c.get('valid', 0)} | {c.get('test', 0)} |" for s, c in splits.items()
+    )
     fails = ", ".join(f"{k} {v}" for k, v in sorted(rep.failures.items())) or "none"
     return f"""# {lib.name} corpus
 
@@ -281,7 +330,9 @@ def _package_version(package: str) -> str:
     import subprocess
 
     try:
-        v = subprocess.run(["dpkg-query", "-W", "-f=${Version}", package], check=False, capture_output=True, text=True, timeout=10)
+        v = subprocess.run(
+            ["dpkg-query", "-W", "-f=${Version}", package], check=False, capture_output=True, text=True, timeout=10
+        )
     except (OSError, subprocess.TimeoutExpired):
         return ""
     return v.stdout.strip() if v.returncode == 0 else ""
@@ -313,23 +364,35 @@ def corpus_problems(spec: str, *, root: str | Path | None = None) -> list[Any]:
     split, _, side = (parts[2] if len(parts) == 3 else "").rpartition("/")
     split = split or "novel_premises"
     if len(parts) != 3 or parts[0] != "coq-lib" or side not in SIDES or split not in SPLITS:
-        raise ValueError(f"unknown problem set {spec!r}; valid: coq-lib:LIBRARY:SIDE or coq-lib:LIBRARY:SPLIT/SIDE "
-                         f"with SIDE one of {', '.join(SIDES)} and SPLIT one of {', '.join(SPLITS)}")  # fmt: skip
+        raise ValueError(
+            f"unknown problem set {spec!r}; valid: coq-lib:LIBRARY:SIDE or coq-lib:LIBRARY:SPLIT/SIDE "
+            f"with SIDE one of {', '.join(SIDES)} and SPLIT one of {', '.join(SPLITS)}"
+        )
     name = parts[1]
     folder = Path(root or os.environ.get(CORPORA_ENV) or "corpora") / name
     path = folder / "splits" / split / f"problems-{side}.jsonl"
     if not path.is_file():
-        raise FileNotFoundError(f"no corpus for {name!r} at {folder} (build it: python -m proofrl.data.corpus "
-                                f"--library {name} --out {folder})")  # fmt: skip
+        raise FileNotFoundError(
+            f"no corpus for {name!r} at {folder} (build it: python -m proofrl.data.corpus "
+            f"--library {name} --out {folder})"
+        )
     out = []
     for line in path.read_text(encoding="utf-8").splitlines():
         rec = json.loads(line)
         if not rec.get("top_level"):
             continue
         full = problem_with_context(rec)
-        out.append(Problem(name=full["name"], formal_statement=full["formal_statement"], header=full["header"],
-                           split=side, module=full["module"], proof=full["proof"],
-                           extra={"file": full["file"], "premises": full["premises"]}))  # fmt: skip
+        out.append(
+            Problem(
+                name=full["name"],
+                formal_statement=full["formal_statement"],
+                header=full["header"],
+                split=side,
+                module=full["module"],
+                proof=full["proof"],
+                extra={"file": full["file"], "premises": full["premises"]},
+            )
+        )
     return out
 
 
@@ -344,13 +407,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     try:
-        r = build_corpus(args.library, args.out, files=args.files, only=args.only, workers=args.workers,
-                         timeout=args.timeout, seed=args.seed)  # fmt: skip
+        r = build_corpus(
+            args.library,
+            args.out,
+            files=args.files,
+            only=args.only,
+            workers=args.workers,
+            timeout=args.timeout,
+            seed=args.seed,
+        )
     except LibraryMissing as e:
         print(f"proofrl corpus: {e}")
         return 2
-    print(f"{r.library}: {r.files} files, {r.lemmas} lemmas, {r.clean} stepped cleanly, {r.transitions} transitions, "
-          f"failures {r.failures}, {r.seconds:.1f} s ({r.resumed_files} files resumed) → {args.out}")  # fmt: skip
+    print(
+        f"{r.library}: {r.files} files, {r.lemmas} lemmas, {r.clean} stepped cleanly, {r.transitions} transitions, "
+        f"failures {r.failures}, {r.seconds:.1f} s ({r.resumed_files} files resumed) → {args.out}"
+    )
     return 0
 
 

@@ -74,7 +74,9 @@ def assign(problems: Sequence[dict[str, Any]], *, seed: int = 0, fraction: float
     names = [p["name"] for p in problems]
     return {
         "random": split_random(names, fraction=fraction, seed=seed),
-        "novel_premises": split_novel_premises({p["name"]: p.get("premises", []) for p in problems}, fraction=fraction, seed=seed),
+        "novel_premises": split_novel_premises(
+            {p["name"]: p.get("premises", []) for p in problems}, fraction=fraction, seed=seed
+        ),
         "by_file": split_by_file({p["name"]: p["file"] for p in problems}, fraction=fraction, seed=seed),
     }
 
@@ -93,8 +95,10 @@ def write_splits(
         counts[split] = {s: sum(v == s for v in side.values()) for s in SIDES}
         for s in SIDES:
             write_jsonl((t for t in transitions if side.get(t["theorem"]) == s), out / "splits" / split / f"{s}.jsonl")
-            write_jsonl(({**p, "split": s} for p in problems if side[p["name"]] == s),
-                        out / "splits" / split / f"problems-{s}.jsonl")  # fmt: skip
+            write_jsonl(
+                ({**p, "split": s} for p in problems if side[p["name"]] == s),
+                out / "splits" / split / f"problems-{s}.jsonl",
+            )
     return counts
 
 

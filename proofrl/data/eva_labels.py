@@ -85,8 +85,12 @@ def _rejection(kind: FailureKind, message: str) -> str:
         return "timeout"
     if kind is FailureKind.PARSE_ERROR or re.search(r"syntax error|lexer|unterminated|illegal begin", message, re.I):
         return "syntax"
-    if re.search(r"was not found|not found in the current environment|unknown (reference|constant|identifier)|"
-                 r"not a defined object|no such", message, re.I):  # fmt: skip
+    if re.search(
+        r"was not found|not found in the current environment|unknown (reference|constant|identifier)|"
+        r"not a defined object|no such",
+        message,
+        re.I,
+    ):
         return "unknown"
     return "error"
 
@@ -101,10 +105,12 @@ def scores_from_facts(f: Facts, proposal: str) -> dict[str, float]:
         logic = 4.0 - 0.5 * min(max(delta, 0), 2)
         align = 3.5 + 0.5 * (delta < 0) - 0.5 * f.same_state
         return {"logic": logic, "align": align, "clarity": clarity}
-    return {"timeout": {"logic": 2.0, "align": 2.5, "clarity": 4.0},
-            "error": {"logic": 2.0, "align": 1.5, "clarity": 4.0},
-            "unknown": {"logic": 1.5, "align": 2.0, "clarity": 3.5},
-            "syntax": {"logic": 1.0, "align": 1.0, "clarity": 1.0}}[f.reason]  # fmt: skip
+    return {
+        "timeout": {"logic": 2.0, "align": 2.5, "clarity": 4.0},
+        "error": {"logic": 2.0, "align": 1.5, "clarity": 4.0},
+        "unknown": {"logic": 1.5, "align": 2.0, "clarity": 3.5},
+        "syntax": {"logic": 1.0, "align": 1.0, "clarity": 1.0},
+    }[f.reason]
 
 
 def critique_from_facts(f: Facts) -> str:
@@ -170,14 +176,24 @@ def _closes(prover: Any, theorem: Theorem, state: Any, policy: Any, s: LabelSett
     from ..search.best_first import BestFirstSearch
     from ..search.config import BestFirstConfig, SearchConfig
 
-    cfg = SearchConfig(algorithm="best-first", best_first=BestFirstConfig(
-        width=s.search_width, max_expansions=s.search_expansions, seconds=30.0, tactic_timeout=s.step_timeout))
+    cfg = SearchConfig(
+        algorithm="best-first",
+        best_first=BestFirstConfig(
+            width=s.search_width, max_expansions=s.search_expansions, seconds=30.0, tactic_timeout=s.step_timeout
+        ),
+    )
     r = BestFirstSearch(_FromState(prover, state), policy, cfg).run(theorem)
     return r.status == "proved"  # the fresh-process final check of the whole proof said valid
 
 
-def label_theorem(prover: Any, steps: Sequence[dict[str, Any]], pick: Sequence[int], others: Sequence[str],
-                  policy: Any, s: LabelSettings) -> list[dict[str, Any]]:
+def label_theorem(
+    prover: Any,
+    steps: Sequence[dict[str, Any]],
+    pick: Sequence[int],
+    others: Sequence[str],
+    policy: Any,
+    s: LabelSettings,
+) -> list[dict[str, Any]]:
     """Replay one theorem's human steps; at each picked step, run the four proposals and label them."""
     first = steps[0]
     theorem = Theorem(first["theorem"], first["statement"], first["header"])
@@ -186,23 +202,46 @@ def label_theorem(prover: Any, steps: Sequence[dict[str, Any]], pick: Sequence[i
     out = []
     for i, t in enumerate(steps):
         if i in pick:
-            proposals = {"human": t["tactic"], "other": rng.choice(others) if others else "auto.",
-                         "ghost": ghost_step(t["theorem"], rng), "broken": broken_step(t["tactic"])}  # fmt: skip
+            proposals = {
+                "human": t["tactic"],
+                "other": rng.choice(others) if others else "auto.",
+                "ghost": ghost_step(t["theorem"], rng),
+                "broken": broken_step(t["tactic"]),
+            }
             for kind, prop in proposals.items():
                 r = prover.step(state, prop, timeout=s.step_timeout)
                 if r.ok and r.state is not None:
-                    facts = Facts(True, goals_before=goal_count(state), goals_after=goal_count(r.state),
-                                  same_state=r.state.fingerprint == state.fingerprint,
-                                  closes=_closes(prover, theorem, r.state, policy, s))  # fmt: skip
+                    facts = Facts(
+                        True,
+                        goals_before=goal_count(state),
+                        goals_after=goal_count(r.state),
+                        same_state=r.state.fingerprint == state.fingerprint,
+                        closes=_closes(prover, theorem, r.state, policy, s),
+                    )
                 else:
                     if r.failure is not None and r.failure.kind is FailureKind.CRASH:
                         continue  # a crash says nothing about the proposal
                     msg = r.failure.message if r.failure else "no state"
-                    facts = Facts(False, _rejection(r.failure.kind if r.failure else FailureKind.ERROR, msg), msg[:500],
-                                  goals_before=goal_count(state))  # fmt: skip
-                out.append({"state": state_text(state), "proposal": prop, "critique": critique_from_facts(facts),
-                            "scores": scores_from_facts(facts, prop), "kind": kind, "facts": facts.to_json(),
-                            "theorem": t["theorem"], "module": t["module"], "split": t["split"], "step": t["step"]})  # fmt: skip
+                    facts = Facts(
+                        False,
+                        _rejection(r.failure.kind if r.failure else FailureKind.ERROR, msg),
+                        msg[:500],
+                        goals_before=goal_count(state),
+                    )
+                out.append(
+                    {
+                        "state": state_text(state),
+                        "proposal": prop,
+                        "critique": critique_from_facts(facts),
+                        "scores": scores_from_facts(facts, prop),
+                        "kind": kind,
+                        "facts": facts.to_json(),
+                        "theorem": t["theorem"],
+                        "module": t["module"],
+                        "split": t["split"],
+                        "step": t["step"],
+                    }
+                )
         r = prover.step(state, t["tactic"], timeout=s.step_timeout)
         if not r.ok or r.state is None:
             break
@@ -212,8 +251,16 @@ def label_theorem(prover: Any, steps: Sequence[dict[str, Any]], pick: Sequence[i
     return out
 
 
-def build_labels(transitions: Sequence[dict[str, Any]], *, policy: Any = None, settings: LabelSettings = LabelSettings(),
-                 theorems: int | None = None, workers: int = 2, pool: Any = None, console: Any = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def build_labels(
+    transitions: Sequence[dict[str, Any]],
+    *,
+    policy: Any = None,
+    settings: LabelSettings = LabelSettings(),
+    theorems: int | None = None,
+    workers: int = 2,
+    pool: Any = None,
+    console: Any = None,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Label proposals at states of ``transitions`` (records of :mod:`proofrl.data.tactics`), at most
     ``theorems`` theorems; returns the records and a summary (counts by kind, by Coq's answer, seconds).
     A theorem whose replay fails is skipped and counted; it never stops the others."""
@@ -270,15 +317,27 @@ def build_labels(transitions: Sequence[dict[str, Any]], *, policy: Any = None, s
         if own:
             pool.close()
     flat = [r for rs in records for r in rs]
-    answers = Counter(("accepted" + (", closes" if r["facts"]["closes"] else "")) if r["facts"]["accepted"]
-                      else f"rejected: {r['facts']['reason']}" for r in flat)  # fmt: skip
-    summary = {"records": len(flat), "theorems": len(jobs), "failed_theorems": dict(failed),
-               "by_kind": dict(Counter(r["kind"] for r in flat)), "by_answer": dict(answers),
-               "by_split": dict(Counter(r["split"] for r in flat)), "seconds": round(time.monotonic() - t0, 2)}
+    answers = Counter(
+        ("accepted" + (", closes" if r["facts"]["closes"] else ""))
+        if r["facts"]["accepted"]
+        else f"rejected: {r['facts']['reason']}"
+        for r in flat
+    )
+    summary = {
+        "records": len(flat),
+        "theorems": len(jobs),
+        "failed_theorems": dict(failed),
+        "by_kind": dict(Counter(r["kind"] for r in flat)),
+        "by_answer": dict(answers),
+        "by_split": dict(Counter(r["split"] for r in flat)),
+        "seconds": round(time.monotonic() - t0, 2),
+    }
     return flat, summary
 
 
-def write_labels(records: Sequence[dict[str, Any]], out: str | Path, summary: dict[str, Any] | None = None) -> dict[str, Path]:
+def write_labels(
+    records: Sequence[dict[str, Any]], out: str | Path, summary: dict[str, Any] | None = None
+) -> dict[str, Path]:
     """``out/train.jsonl`` and ``out/held-out.jsonl`` by the records' split (and ``summary.json``)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -293,23 +352,36 @@ def write_labels(records: Sequence[dict[str, Any]], out: str | Path, summary: di
     return paths
 
 
-def label_splits(out: str | Path, splits: Mapping[str, tuple[str | Path, int | None]], *, policy: Any = None,
-                 settings: LabelSettings = LabelSettings(), workers: int = 2,
-                 console: Any = None) -> tuple[dict[str, Path], dict[str, Any]]:
+def label_splits(
+    out: str | Path,
+    splits: Mapping[str, tuple[str | Path, int | None]],
+    *,
+    policy: Any = None,
+    settings: LabelSettings = LabelSettings(),
+    workers: int = 2,
+    console: Any = None,
+) -> tuple[dict[str, Path], dict[str, Any]]:
     """Label each split's transitions (``{"train": (JSONL, theorems), "held-out": …}``, :func:`build_labels`) and
     write them to ``out`` with the summary by split (:func:`write_labels`); returns the paths and the summary."""
     from .tactics import read_transitions
 
     records, summary = [], {}
     for split, (path, theorems) in splits.items():
-        rs, summary[split] = build_labels(read_transitions(path), policy=policy, theorems=theorems, settings=settings,
-                                          workers=workers, console=console)  # fmt: skip
+        rs, summary[split] = build_labels(
+            read_transitions(path),
+            policy=policy,
+            theorems=theorems,
+            settings=settings,
+            workers=workers,
+            console=console,
+        )
         records += rs
     return write_labels(records, out, summary), summary
 
 
-def stdlib_labels(out: Path, *, theorems: int, policy: str = "", seed: int = 0, workers: int = 2,
-                  console: Any = None) -> dict[str, Path]:
+def stdlib_labels(
+    out: Path, *, theorems: int, policy: str = "", seed: int = 0, workers: int = 2, console: Any = None
+) -> dict[str, Path]:
     """Build (once) a small prover-labelled set in ``out``: tactic transitions of the Coq stdlib's short proofs
     (``out/transitions``), then :func:`label_splits` on its train and held-out splits, ``theorems`` each;
     ``policy`` (``hf:DIR``) runs the short search that tells whether a proposal's state still closes."""
@@ -320,14 +392,22 @@ def stdlib_labels(out: Path, *, theorems: int, policy: str = "", seed: int = 0, 
 
     trans = out / "transitions"
     if not (trans / "train.jsonl").is_file():
-        build_tactic_data(trans, workers=workers, max_proof_chars=200, limit=max(40, 4 * theorems), seed=seed, console=console)
+        build_tactic_data(
+            trans, workers=workers, max_proof_chars=200, limit=max(40, 4 * theorems), seed=seed, console=console
+        )
     pol = None
     if policy:
         from ..policy.tactic import make_tactic_policy
 
         pol = make_tactic_policy(policy, device="cpu", seed=seed, max_tokens=64)
-    return label_splits(out, {s: (trans / f"{s}.jsonl", theorems) for s in paths}, policy=pol,
-                        settings=LabelSettings(seed=seed), workers=workers, console=console)[0]  # fmt: skip
+    return label_splits(
+        out,
+        {s: (trans / f"{s}.jsonl", theorems) for s in paths},
+        policy=pol,
+        settings=LabelSettings(seed=seed),
+        workers=workers,
+        console=console,
+    )[0]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -336,7 +416,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m proofrl.data.eva_labels", description=__doc__.split("\n\n")[0])
     ap.add_argument("--transitions", action="append", required=True, help="tactic transitions JSONL (repeatable)")
     ap.add_argument("--out", required=True)
-    ap.add_argument("--policy", default=None, help="tactic policy for the short search (hf:DIR); none: only 'no goals' closes")
+    ap.add_argument(
+        "--policy", default=None, help="tactic policy for the short search (hf:DIR); none: only 'no goals' closes"
+    )
     ap.add_argument("--theorems", type=int, default=None, help="label at most this many theorems per file")
     ap.add_argument("--states-per-theorem", type=int, default=2)
     ap.add_argument("--workers", type=int, default=2)
@@ -350,7 +432,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = LabelSettings(states_per_theorem=a.states_per_theorem, seed=a.seed)
     records, summary = [], {}
     for path in a.transitions:
-        rs, s = build_labels(read_transitions(path), policy=policy, settings=settings, theorems=a.theorems, workers=a.workers)
+        rs, s = build_labels(
+            read_transitions(path), policy=policy, settings=settings, theorems=a.theorems, workers=a.workers
+        )
         records += rs
         summary[str(Path(path).name)] = s
     write_labels(records, a.out, summary)

@@ -50,17 +50,109 @@ _SECTION = re.compile(r"Section\s+([\w']+)\s*\.")
 _MODULE = re.compile(r"(?:#\[[^\]]*\]\s*)?Module\s+(?:Type\s+)?(?:Import\s+|Export\s+)?([\w']+)")
 _END = re.compile(r"End\s+([\w']+)\s*\.")
 _IDENT = re.compile(r"(?<![\w'.])[A-Za-z_][\w']*(?:\.[A-Za-z_][\w']*)*")
-TACTIC_WORDS = frozenset((
-    "apply", "exact", "eapply", "eexact", "rewrite", "erewrite", "move", "case", "elim", "have", "suff", "suffices",
-    "wlog", "gen", "by", "first", "last", "do", "try", "repeat", "intros", "intro", "split", "left", "right",
-    "exists", "eexists", "congr", "set", "pose", "unfold", "fold", "simpl", "red", "cbn", "cbv", "compute",
-    "destruct", "induction", "inversion", "injection", "discriminate", "symmetry", "transitivity", "reflexivity",
-    "assumption", "auto", "eauto", "trivial", "tauto", "intuition", "lia", "nia", "lra", "nra", "ring", "field",
-    "omega", "constructor", "econstructor", "specialize", "generalize", "clear", "subst", "revert", "rename",
-    "remember", "replace", "change", "pattern", "exfalso", "contradiction", "exact_no_check", "abstract", "in", "at",
-    "as", "with", "using", "of", "fun", "forall", "exists", "match", "end", "let", "if", "then", "else", "return",
-    "is", "eqn", "done", "solve", "idtac", "fail", "under", "over", "without",
-))
+TACTIC_WORDS = frozenset(
+    (
+        "apply",
+        "exact",
+        "eapply",
+        "eexact",
+        "rewrite",
+        "erewrite",
+        "move",
+        "case",
+        "elim",
+        "have",
+        "suff",
+        "suffices",
+        "wlog",
+        "gen",
+        "by",
+        "first",
+        "last",
+        "do",
+        "try",
+        "repeat",
+        "intros",
+        "intro",
+        "split",
+        "left",
+        "right",
+        "exists",
+        "eexists",
+        "congr",
+        "set",
+        "pose",
+        "unfold",
+        "fold",
+        "simpl",
+        "red",
+        "cbn",
+        "cbv",
+        "compute",
+        "destruct",
+        "induction",
+        "inversion",
+        "injection",
+        "discriminate",
+        "symmetry",
+        "transitivity",
+        "reflexivity",
+        "assumption",
+        "auto",
+        "eauto",
+        "trivial",
+        "tauto",
+        "intuition",
+        "lia",
+        "nia",
+        "lra",
+        "nra",
+        "ring",
+        "field",
+        "omega",
+        "constructor",
+        "econstructor",
+        "specialize",
+        "generalize",
+        "clear",
+        "subst",
+        "revert",
+        "rename",
+        "remember",
+        "replace",
+        "change",
+        "pattern",
+        "exfalso",
+        "contradiction",
+        "exact_no_check",
+        "abstract",
+        "in",
+        "at",
+        "as",
+        "with",
+        "using",
+        "of",
+        "fun",
+        "forall",
+        "exists",
+        "match",
+        "end",
+        "let",
+        "if",
+        "then",
+        "else",
+        "return",
+        "is",
+        "eqn",
+        "done",
+        "solve",
+        "idtac",
+        "fail",
+        "under",
+        "over",
+        "without",
+    )
+)
 """tactic and term keywords: never premises, even where a constant of that name exists (``apply`` is also
 ``Coq.Program.Basics.apply``)"""
 _RESOLVED = re.compile(r"^(?:Constant|Inductive|Constructor)\s+(\S+)", re.MULTILINE)
@@ -261,24 +353,40 @@ class Replayer:
                 if not in_proof and now is not None:  # a proof opened: a lemma (or a definition by tactics)
                     close(None)
                     lemma_t0 = time.monotonic()
-                    lemma = LemmaResult(".".join([*self._modules, _lemma_name(sent)]), sent, s.start, top_level=not self._open)
+                    lemma = LemmaResult(
+                        ".".join([*self._modules, _lemma_name(sent)]), sent, s.start, top_level=not self._open
+                    )
                 elif in_proof and now is None:  # the proof closed
                     if lemma is not None:
                         start = getattr(lemma, "proof_start", s.start)
                         lemma.proof = self.text[start : s.end]
                     close(f"admitted: {sent}" if _ABANDONED.match(sent) else None)
-                elif in_proof and lemma is not None and not lemma.failure and not _PROOF_OPEN.match(sent) \
-                        and not _VERNAC_IN_PROOF.match(sent):  # fmt: skip
+                elif (
+                    in_proof
+                    and lemma is not None
+                    and not lemma.failure
+                    and not _PROOF_OPEN.match(sent)
+                    and not _VERNAC_IN_PROOF.match(sent)
+                ):
                     hyps = {n for gs in (before, now) for g in gs.foreground for h in g.hypotheses for n in h.names}
                     found, unresolved = self.premises(session, sent, hyps, prev)
                     sb, sa = state_of(before), state_of(now)
-                    lemma.transitions.append({
-                        "theorem": f"{self.module}.{lemma.name}", "file": self.file, "module": self.module,
-                        "step": len(lemma.transitions), "state_before": state_text(sb), "tactic": sent,
-                        "state_after": state_text(sa), "goals_before": goal_count(sb), "goals_after": goal_count(sa),
-                        "structural": self._coq.is_structural(sent), "premises": found,
-                        "premises_unresolved": unresolved,
-                    })  # fmt: skip
+                    lemma.transitions.append(
+                        {
+                            "theorem": f"{self.module}.{lemma.name}",
+                            "file": self.file,
+                            "module": self.module,
+                            "step": len(lemma.transitions),
+                            "state_before": state_text(sb),
+                            "tactic": sent,
+                            "state_after": state_text(sa),
+                            "goals_before": goal_count(sb),
+                            "goals_after": goal_count(sa),
+                            "structural": self._coq.is_structural(sent),
+                            "premises": found,
+                            "premises_unresolved": unresolved,
+                        }
+                    )
                 goals = now
         except ProofrlError as e:
             out.error = f"crash: {type(e).__name__}: {str(e)[:200]}"

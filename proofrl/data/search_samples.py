@@ -59,8 +59,10 @@ class ReplayFilter:
             return "too long"
         root = tree["nodes"][tree["root"]]
         v = root.get("value")
-        if v is not None and ((self.root_value_min is not None and v < self.root_value_min) or
-                              (self.root_value_max is not None and v > self.root_value_max)):
+        if v is not None and (
+            (self.root_value_min is not None and v < self.root_value_min)
+            or (self.root_value_max is not None and v > self.root_value_max)
+        ):
             return "root value"
         return None
 
@@ -94,9 +96,14 @@ def human_samples(transitions: Sequence[dict[str, Any]], *, max_state_chars: int
     for name, ts in proofs.items():
         ts = sorted(ts, key=lambda t: t["step"])
         costs = human_steps_to_close(ts)
-        out += [ReplaySample(t["state_before"], t["tactic"].strip(), float(c), name, -1, "human")
-                for t, c in zip(ts, costs, strict=True)
-                if c is not None and not t.get("structural") and t["tactic"].strip() and len(t["state_before"]) <= max_state_chars]
+        out += [
+            ReplaySample(t["state_before"], t["tactic"].strip(), float(c), name, -1, "human")
+            for t, c in zip(ts, costs, strict=True)
+            if c is not None
+            and not t.get("structural")
+            and t["tactic"].strip()
+            and len(t["state_before"]) <= max_state_chars
+        ]
     return out
 
 

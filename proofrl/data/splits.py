@@ -25,7 +25,9 @@ from ..problems import Problem, load_problems
 TRAIN, HELD_OUT = "train", "held-out"
 
 
-def coq_stdlib_problems(*, prefixes: Sequence[str] = CORE_PREFIXES, max_proof_chars: int | None = None) -> list[Problem]:
+def coq_stdlib_problems(
+    *, prefixes: Sequence[str] = CORE_PREFIXES, max_proof_chars: int | None = None
+) -> list[Problem]:
     """Every extractable theorem of the modules under ``prefixes``, in a stable order (by prefix, then file).
 
     ``module`` is the theorem's module (``Coq.Arith.PeanoNat``), ``proof`` its human proof (``Proof. … Qed.``);
@@ -42,8 +44,13 @@ def coq_stdlib_problems(*, prefixes: Sequence[str] = CORE_PREFIXES, max_proof_ch
             name = theorem_name(Theorem(r["name"], r["formal_statement"]))
             out.append(
                 Problem(
-                    name=name, formal_statement=r["formal_statement"], header=r["header"], backend="coq",
-                    module=r["module"], proof=r["proof"], extra={"file": r["file"], "line": r["line"]},
+                    name=name,
+                    formal_statement=r["formal_statement"],
+                    header=r["header"],
+                    backend="coq",
+                    module=r["module"],
+                    proof=r["proof"],
+                    extra={"file": r["file"], "line": r["line"]},
                 )
             )
     return out
@@ -139,13 +146,17 @@ def problem_set(
     elif spec.startswith("coq-stdlib"):
         _, _, side = spec.partition(":")
         if side not in ("", TRAIN, HELD_OUT):
-            raise ValueError(f"unknown problem set {spec!r}; valid: coq-stdlib, coq-stdlib:{TRAIN}, coq-stdlib:{HELD_OUT}")
+            raise ValueError(
+                f"unknown problem set {spec!r}; valid: coq-stdlib, coq-stdlib:{TRAIN}, coq-stdlib:{HELD_OUT}"
+            )
         problems = coq_stdlib_problems(max_proof_chars=max_proof_chars)
         if side:
             train, held = split_by_module(problems, held_out_fraction=held_out_fraction, seed=seed)
             problems = train if side == TRAIN else held
     else:
         if not Path(spec).is_file():
-            raise FileNotFoundError(f"no problem file {spec!r} (and not one of coq-stdlib, coq-stdlib:{TRAIN}, coq-stdlib:{HELD_OUT})")
+            raise FileNotFoundError(
+                f"no problem file {spec!r} (and not one of coq-stdlib, coq-stdlib:{TRAIN}, coq-stdlib:{HELD_OUT})"
+            )
         problems = load_problems(spec, backend=backend, split=split)
     return problems if limit is None else problems[:limit]

@@ -97,12 +97,22 @@ def step_proof(prover: Any, problem: Problem, *, split: str = "", timeout: float
             out.failure = f"step {i}: {r.failure}"[:400]
             break
         after = state_text(r.state)
-        out.transitions.append({
-            "theorem": problem.name, "header": problem.header, "module": problem.module,
-            "statement": problem.formal_statement, "split": split, "step": i,
-            "state_before": before, "tactic": tac, "state_after": after,
-            "goals_before": goal_count(state), "goals_after": goal_count(r.state), "structural": lang.is_structural(tac),
-        })  # fmt: skip
+        out.transitions.append(
+            {
+                "theorem": problem.name,
+                "header": problem.header,
+                "module": problem.module,
+                "statement": problem.formal_statement,
+                "split": split,
+                "step": i,
+                "state_before": before,
+                "tactic": tac,
+                "state_after": after,
+                "goals_before": goal_count(state),
+                "goals_after": goal_count(r.state),
+                "structural": lang.is_structural(tac),
+            }
+        )
         state, before = r.state, after
     else:
         if not state.solved:
@@ -220,8 +230,12 @@ def extract_transitions(
 
 
 def stdlib_tactic_problems(
-    *, prefixes: Sequence[str] | None = None, max_proof_chars: int | None = None,
-    held_out_fraction: float = 0.2, seed: int = 0, limit: int | None = None,
+    *,
+    prefixes: Sequence[str] | None = None,
+    max_proof_chars: int | None = None,
+    held_out_fraction: float = 0.2,
+    seed: int = 0,
+    limit: int | None = None,
 ) -> list[Problem]:
     """The Coq stdlib theorems with their human proofs, each with ``split`` set by the whole-proof split
     (over the full list, before ``limit`` takes the first N)."""
@@ -231,7 +245,9 @@ def stdlib_tactic_problems(
     from .splits import coq_stdlib_problems
 
     probs = coq_stdlib_problems(prefixes=prefixes or CORE_PREFIXES, max_proof_chars=max_proof_chars)
-    sided = [replace(p, split=side) for p, side in split_problems(probs, held_out_fraction=held_out_fraction, seed=seed)]
+    sided = [
+        replace(p, split=side) for p, side in split_problems(probs, held_out_fraction=held_out_fraction, seed=seed)
+    ]
     return sided if limit is None else sided[:limit]
 
 
@@ -260,22 +276,46 @@ def read_transitions(path: str | Path) -> list[dict[str, Any]]:
 
 
 def build_tactic_data(
-    out: str | Path, *, limit: int | None = None, workers: int = 2, prefixes: Sequence[str] | None = None,
-    max_proof_chars: int | None = None, held_out_fraction: float = 0.2, seed: int = 0, timeout: float | None = 10.0,
-    console: Any = None, progress: bool = True,
+    out: str | Path,
+    *,
+    limit: int | None = None,
+    workers: int = 2,
+    prefixes: Sequence[str] | None = None,
+    max_proof_chars: int | None = None,
+    held_out_fraction: float = 0.2,
+    seed: int = 0,
+    timeout: float | None = 10.0,
+    console: Any = None,
+    progress: bool = True,
 ) -> ExtractionSummary:
     """Step the stdlib's human proofs and write ``out/train.jsonl``, ``out/held-out.jsonl`` and
     ``out/summary.json``, with a progress bar (proofs, transitions, failures) on ``console``."""
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     out = Path(out)
     console = console or Console(stderr=True)
-    problems = stdlib_tactic_problems(prefixes=prefixes, max_proof_chars=max_proof_chars,
-                                      held_out_fraction=held_out_fraction, seed=seed, limit=limit)  # fmt: skip
+    problems = stdlib_tactic_problems(
+        prefixes=prefixes, max_proof_chars=max_proof_chars, held_out_fraction=held_out_fraction, seed=seed, limit=limit
+    )
     counts = Counter()
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[info]}"),
-                  TimeElapsedColumn(), TimeRemainingColumn(), console=console, disable=not progress) as bar:  # fmt: skip
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[info]}"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        disable=not progress,
+    ) as bar:
         task = bar.add_task("stepping human proofs", total=len(problems), info="")
 
         def on_proof(r: ProofSteps) -> None:
@@ -286,9 +326,15 @@ def build_tactic_data(
         results, summary = extract_transitions(problems, workers=workers, timeout=timeout, on_proof=on_proof)
     for side in ("train", "held-out"):
         write_jsonl((t for r in results for t in r.transitions if t["split"] == side), out / f"{side}.jsonl")
-    info = {**summary.to_json(), "workers": workers, "limit": limit, "max_proof_chars": max_proof_chars,
-            "held_out_fraction": held_out_fraction, "seed": seed,
-            "held_out_modules": sorted({p.module for p in problems if p.split == "held-out"})}  # fmt: skip
+    info = {
+        **summary.to_json(),
+        "workers": workers,
+        "limit": limit,
+        "max_proof_chars": max_proof_chars,
+        "held_out_fraction": held_out_fraction,
+        "seed": seed,
+        "held_out_modules": sorted({p.module for p in problems if p.split == "held-out"}),
+    }
     (out / "summary.json").write_text(json.dumps(info, indent=2))
     return summary
 
@@ -329,17 +375,29 @@ def read_leandojo(path: str | Path, *, split: str = "") -> Iterator[dict[str, An
         module = th.get("file_path", "")
         for i, t in enumerate(th.get("traced_tactics") or []):
             annotated = t.get("annotated_tactic") or [t.get("tactic", ""), []]
-            text, provs = (annotated[0], annotated[1]) if isinstance(annotated, (list, tuple)) and len(annotated) == 2 else (str(annotated), [])
+            text, provs = (
+                (annotated[0], annotated[1])
+                if isinstance(annotated, (list, tuple)) and len(annotated) == 2
+                else (str(annotated), [])
+            )
             before, after = t.get("state_before", ""), t.get("state_after", "")
             tactic = t.get("tactic", text)
             yield {
-                "theorem": name, "header": "", "module": module, "statement": "", "split": split, "step": i,
-                "state_before": before, "tactic": tactic, "state_after": after,
-                "goals_before": goal_count_text(before), "goals_after": goal_count_text(after),
+                "theorem": name,
+                "header": "",
+                "module": module,
+                "statement": "",
+                "split": split,
+                "step": i,
+                "state_before": before,
+                "tactic": tactic,
+                "state_after": after,
+                "goals_before": goal_count_text(before),
+                "goals_after": goal_count_text(after),
                 "structural": lean.is_structural(tactic),
                 "annotated_tactic": text,
                 "premises": [p.get("full_name", "") for p in provs if isinstance(p, dict)],
-            }  # fmt: skip
+            }
 
 
 # -- CLI ---------------------------------------------------------------------------------------------------
@@ -350,19 +408,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", required=True, type=Path, help="directory for train.jsonl, held-out.jsonl, summary.json")
     ap.add_argument("--limit", type=int, default=None, help="step only the first N proofs (after the split)")
     ap.add_argument("--workers", type=int, default=2, help="Coq processes at once")
-    ap.add_argument("--prefix", action="append", default=None, help="module prefix (repeatable; default: the core stdlib)")
+    ap.add_argument(
+        "--prefix", action="append", default=None, help="module prefix (repeatable; default: the core stdlib)"
+    )
     ap.add_argument("--max-proof-chars", type=int, default=None, help="only human proofs at most this long")
     ap.add_argument("--held-out-fraction", type=float, default=0.2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--timeout", type=float, default=10.0, help="seconds per tactic")
-    ap.add_argument("--teach", type=Path, default=None, help="then teach the tiny tactic model on train.jsonl into this directory")
+    ap.add_argument(
+        "--teach", type=Path, default=None, help="then teach the tiny tactic model on train.jsonl into this directory"
+    )
     ap.add_argument("--epochs", type=int, default=8, help="epochs of --teach")
     args = ap.parse_args(argv)
-    s = build_tactic_data(args.out, limit=args.limit, workers=args.workers, prefixes=args.prefix,
-                          max_proof_chars=args.max_proof_chars, held_out_fraction=args.held_out_fraction,
-                          seed=args.seed, timeout=args.timeout)  # fmt: skip
-    print(f"{s.proofs} proofs: {s.clean} clean, {s.failed} failed; {s.transitions} transitions "
-          f"({s.by_split}) in {s.seconds:.1f} s = {s.transitions_per_s:.1f}/s → {args.out}")  # fmt: skip
+    s = build_tactic_data(
+        args.out,
+        limit=args.limit,
+        workers=args.workers,
+        prefixes=args.prefix,
+        max_proof_chars=args.max_proof_chars,
+        held_out_fraction=args.held_out_fraction,
+        seed=args.seed,
+        timeout=args.timeout,
+    )
+    print(
+        f"{s.proofs} proofs: {s.clean} clean, {s.failed} failed; {s.transitions} transitions "
+        f"({s.by_split}) in {s.seconds:.1f} s = {s.transitions_per_s:.1f}/s → {args.out}"
+    )
     if args.teach is not None:
         import json
 
@@ -371,8 +442,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         train = [json.loads(line) for line in (args.out / "train.jsonl").read_text().splitlines() if line.strip()]
         train_tiny_tactic_model(train, args.teach, epochs=args.epochs, seed=args.seed)
         losses = json.loads((args.teach / "sft_losses.json").read_text())["losses"]
-        print(f"tiny tactic model: {args.epochs} epochs on {len(train)} transitions, loss {losses[0]:.2f} → {losses[-1]:.2f} "
-              f"→ {args.teach} (proofrl search --policy hf:{args.teach})")  # fmt: skip
+        print(
+            f"tiny tactic model: {args.epochs} epochs on {len(train)} transitions, loss {losses[0]:.2f} → {losses[-1]:.2f} "
+            f"→ {args.teach} (proofrl search --policy hf:{args.teach})"
+        )
     return 0
 
 

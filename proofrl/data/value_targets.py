@@ -37,8 +37,14 @@ class NodeTarget:
 def node_state_text(node: dict[str, Any]) -> str:
     """The policy's text of an exported node (its goals and goal counts), exactly as search passed it."""
     c = node.get("counts", {})
-    state = ProofState(Theorem("", ""), (), tuple(node.get("goals", [])), c.get("background", 0), c.get("shelved", 0),
-                       c.get("given_up", 0))
+    state = ProofState(
+        Theorem("", ""),
+        (),
+        tuple(node.get("goals", [])),
+        c.get("background", 0),
+        c.get("shelved", 0),
+        c.get("given_up", 0),
+    )
     return state_text(state)
 
 

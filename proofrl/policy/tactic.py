@@ -204,8 +204,18 @@ class HFTacticPolicy(_SeededCalls):
 
     name = "hf"
 
-    def __init__(self, model: Any, tokenizer: Any, *, temperature: float = 1.0, top_p: float = 1.0,
-                 max_tokens: int = 128, seed: int | None = 0, beam: bool = False, batch_size: int = 64):
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        *,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        max_tokens: int = 128,
+        seed: int | None = 0,
+        beam: bool = False,
+        batch_size: int = 64,
+    ):
         from .generation import HFGenerator
 
         self.model, self.tokenizer = model, tokenizer
@@ -234,8 +244,12 @@ class HFTacticPolicy(_SeededCalls):
         prompts = [self.prompt(s) for s in states]
         if self.beam:
             return [self._beam(p, k) for p in prompts]
-        groups = self._gen.generate(prompts, SamplingParams(n=k, temperature=self.temperature, top_p=self.top_p,
-                                                            max_tokens=self.max_tokens, seed=self._next_seed()))  # fmt: skip
+        groups = self._gen.generate(
+            prompts,
+            SamplingParams(
+                n=k, temperature=self.temperature, top_p=self.top_p, max_tokens=self.max_tokens, seed=self._next_seed()
+            ),
+        )
         return [_proposals(g, k) for g in groups]
 
     def _beam(self, prompt: str, k: int) -> list[Proposal]:
@@ -252,13 +266,23 @@ class HFTacticPolicy(_SeededCalls):
         try:
             with torch.no_grad():
                 out = self.model.generate(
-                    input_ids=torch.tensor([ids], device=device), attention_mask=torch.ones(1, len(ids), dtype=torch.long, device=device),
-                    do_sample=False, num_beams=k, num_return_sequences=k, max_new_tokens=self.max_tokens,
-                    eos_token_id=sorted(eos), pad_token_id=self._gen.pad_id, top_k=None, top_p=None, temperature=None,
-                    repetition_penalty=1.0, no_repeat_ngram_size=0, length_penalty=0.0,  # rank beams by summed log-prob
+                    input_ids=torch.tensor([ids], device=device),
+                    attention_mask=torch.ones(1, len(ids), dtype=torch.long, device=device),
+                    do_sample=False,
+                    num_beams=k,
+                    num_return_sequences=k,
+                    max_new_tokens=self.max_tokens,
+                    eos_token_id=sorted(eos),
+                    pad_token_id=self._gen.pad_id,
+                    top_k=None,
+                    top_p=None,
+                    temperature=None,
+                    repetition_penalty=1.0,
+                    no_repeat_ngram_size=0,
+                    length_penalty=0.0,  # rank beams by summed log-prob
                 )
                 rows = []
-                for r in out[:, len(ids):].tolist():
+                for r in out[:, len(ids) :].tolist():
                     end = next((j + 1 for j, t in enumerate(r) if t in eos), None)
                     if end is not None:  # a beam cut by max_tokens is not a whole tactic
                         rows.append(r[:end])
@@ -267,7 +291,10 @@ class HFTacticPolicy(_SeededCalls):
                 logps, mask = response_logprobs(self.model, [ids] * len(rows), rows, pad_id=self._gen.pad_id)
         finally:
             self.model.train(was_training)
-        samples = [(self.tokenizer.decode(r, skip_special_tokens=True), logps[i, : len(r)].tolist(), r) for i, r in enumerate(rows)]
+        samples = [
+            (self.tokenizer.decode(r, skip_special_tokens=True), logps[i, : len(r)].tolist(), r)
+            for i, r in enumerate(rows)
+        ]
         return merge_proposals(samples, k)
 
 
@@ -285,8 +312,16 @@ class VLLMTacticPolicy(_SeededCalls):
 
     name = "vllm"
 
-    def __init__(self, path: str | Path, *, temperature: float = 1.0, top_p: float = 1.0, max_tokens: int = 128,
-                 seed: int | None = 0, **engine_kwargs: Any):
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        max_tokens: int = 128,
+        seed: int | None = 0,
+        **engine_kwargs: Any,
+    ):
         from .generation import VLLMGenerator
 
         self._gen = VLLMGenerator(path, **engine_kwargs)
@@ -297,8 +332,9 @@ class VLLMTacticPolicy(_SeededCalls):
         return self.propose_many([state_text], k)[0]
 
     def propose_many(self, states: Sequence[str], k: int) -> list[list[Proposal]]:
-        params = SamplingParams(n=k, temperature=self.temperature, top_p=self.top_p, max_tokens=self.max_tokens,
-                                seed=self._next_seed())
+        params = SamplingParams(
+            n=k, temperature=self.temperature, top_p=self.top_p, max_tokens=self.max_tokens, seed=self._next_seed()
+        )
         groups = self._gen.generate([tactic_prompt(s) for s in states], params)
         return [_proposals(g, k) for g in groups]
 
@@ -316,18 +352,40 @@ class OpenAITacticPolicy(_SeededCalls):
     Any failure — refused, unreadable, or the server gone — raises :class:`PolicyEndpointError` naming the
     URL and what happened."""
 
-    def __init__(self, base_url: str, model: str, *, chat: bool = False, api_key: str | None = None,
-                 timeout: float = 600.0, temperature: float = 1.0, top_p: float = 1.0, max_tokens: int = 128,
-                 stop: tuple[str, ...] = (), seed: int | None = None, system: str | None = None,
-                 extra_body: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        chat: bool = False,
+        api_key: str | None = None,
+        timeout: float = 600.0,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        max_tokens: int = 128,
+        stop: tuple[str, ...] = (),
+        seed: int | None = None,
+        system: str | None = None,
+        extra_body: dict[str, Any] | None = None,
+    ):
         self.model, self.chat = model, chat
-        self.temperature, self.top_p, self.max_tokens, self.stop, self.seed = temperature, top_p, max_tokens, tuple(stop), seed
+        self.temperature, self.top_p, self.max_tokens, self.stop, self.seed = (
+            temperature,
+            top_p,
+            max_tokens,
+            tuple(stop),
+            seed,
+        )
         self.system, self.extra_body = system, dict(extra_body or {})
         root = base_url.rstrip("/")
         root = root[: -len("/v1")] if root.endswith("/v1") else root
         self.url = root + ("/v1/chat/completions" if chat else "/v1/completions")
         self.name = f"openai{'-chat' if chat else ''}:{model}"
-        self._gen = None if chat else OpenAIGenerator(root, model, api_key=api_key, timeout=timeout, batch_size=64, extra_body=extra_body)
+        self._gen = (
+            None
+            if chat
+            else OpenAIGenerator(root, model, api_key=api_key, timeout=timeout, batch_size=64, extra_body=extra_body)
+        )
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(timeout=timeout, headers=headers) if chat else None
         self._calls = 0
@@ -339,8 +397,14 @@ class OpenAITacticPolicy(_SeededCalls):
             self._client.close()
 
     def _params(self, k: int) -> SamplingParams:
-        return SamplingParams(n=k, temperature=self.temperature, top_p=self.top_p, max_tokens=self.max_tokens,
-                              stop=self.stop, seed=self._next_seed())  # fmt: skip
+        return SamplingParams(
+            n=k,
+            temperature=self.temperature,
+            top_p=self.top_p,
+            max_tokens=self.max_tokens,
+            stop=self.stop,
+            seed=self._next_seed(),
+        )
 
     def propose(self, state_text: str, k: int) -> list[Proposal]:
         return self.propose_many([state_text], k)[0]
@@ -351,7 +415,9 @@ class OpenAITacticPolicy(_SeededCalls):
             try:
                 groups = self._gen.generate([tactic_prompt(s) for s in states], params)
             except GenerationError as e:
-                raise PolicyEndpointError(f"tactic policy endpoint {self.url}: {_what(e)}", status=e.status, body=e.body) from e
+                raise PolicyEndpointError(
+                    f"tactic policy endpoint {self.url}: {_what(e)}", status=e.status, body=e.body
+                ) from e
             return [_proposals(g, k) for g in groups]
         return [_proposals(self._chat(s, params), k) for s in states]
 
@@ -360,23 +426,40 @@ class OpenAITacticPolicy(_SeededCalls):
         messages = ([{"role": "system", "content": self.system}] if self.system else []) + [
             {"role": "user", "content": tactic_prompt(state_text)}
         ]
-        body = {"model": self.model, "messages": messages, **openai_sampling(params), "logprobs": True, **self.extra_body}
+        body = {
+            "model": self.model,
+            "messages": messages,
+            **openai_sampling(params),
+            "logprobs": True,
+            **self.extra_body,
+        }
         try:
             r = self._client.post(self.url, json=body)
         except httpx.HTTPError as e:
             raise PolicyEndpointError(f"tactic policy endpoint {self.url} is unreachable or died: {e!r}") from e
         if r.status_code != 200:
-            raise PolicyEndpointError(f"tactic policy endpoint {self.url} refused the request", status=r.status_code, body=r.text)
+            raise PolicyEndpointError(
+                f"tactic policy endpoint {self.url} refused the request", status=r.status_code, body=r.text
+            )
         try:
             out = []
             for c in sorted(r.json()["choices"], key=lambda c: c["index"]):
                 content = (c.get("logprobs") or {}).get("content") or []
                 lps = tuple(float(t["logprob"]) for t in content)
-                out.append(Completion(c["message"]["content"] or "", (), lps, "length" if c.get("finish_reason") == "length" else "stop"))
+                out.append(
+                    Completion(
+                        c["message"]["content"] or "",
+                        (),
+                        lps,
+                        "length" if c.get("finish_reason") == "length" else "stop",
+                    )
+                )
         except (ValueError, KeyError, TypeError) as e:
             raise PolicyEndpointError(f"malformed chat completions reply from {self.url}: {e!r}", body=r.text) from e
         if len(out) != params.n:
-            raise PolicyEndpointError(f"tactic policy endpoint {self.url}: expected {params.n} choices, got {len(out)}", body=r.text)
+            raise PolicyEndpointError(
+                f"tactic policy endpoint {self.url}: expected {params.n} choices, got {len(out)}", body=r.text
+            )
         return out
 
 
@@ -447,8 +530,15 @@ class EndpointValue:
     ``{"score": x}``. reap reads the score as steps to go and uses −score; so do we (``negate=False`` takes
     the score as the value). Failure raises :class:`PolicyEndpointError`."""
 
-    def __init__(self, url: str, *, negate: bool = True, timeout: float = 60.0, api_key: str | None = None,
-                 extra_body: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        url: str,
+        *,
+        negate: bool = True,
+        timeout: float = 60.0,
+        api_key: str | None = None,
+        extra_body: dict[str, Any] | None = None,
+    ):
         self.url, self.negate, self.extra_body = url, negate, dict(extra_body or {})
         self.name = f"endpoint:{url}"
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
@@ -463,11 +553,15 @@ class EndpointValue:
         except httpx.HTTPError as e:
             raise PolicyEndpointError(f"value endpoint {self.url} is unreachable or died: {e!r}") from e
         if r.status_code != 200:
-            raise PolicyEndpointError(f"value endpoint {self.url} refused the request", status=r.status_code, body=r.text)
+            raise PolicyEndpointError(
+                f"value endpoint {self.url} refused the request", status=r.status_code, body=r.text
+            )
         try:
             score = float(r.json()["score"])
         except (ValueError, KeyError, TypeError) as e:
-            raise PolicyEndpointError(f"malformed value reply from {self.url} (want {{\"score\": x}}): {e!r}", body=r.text) from e
+            raise PolicyEndpointError(
+                f'malformed value reply from {self.url} (want {{"score": x}}): {e!r}', body=r.text
+            ) from e
         if math.isnan(score):
             raise PolicyEndpointError(f"value endpoint {self.url} answered NaN", body=r.text)
         return -score if self.negate else score
@@ -484,7 +578,9 @@ class ModelHeadValue:
 
     def value(self, state_text: str) -> float:
         if self.head is None:
-            raise NotImplementedError("no value head is attached yet: the expert-iteration issue provides it; use NoValue or EndpointValue")
+            raise NotImplementedError(
+                "no value head is attached yet: the expert-iteration issue provides it; use NoValue or EndpointValue"
+            )
         return float(self.head(state_text))
 
 
@@ -511,15 +607,22 @@ def make_value_fn(spec: str | None = None, **kw: Any) -> ValueFn:
         from ..registry import load_target
 
         return load_target(VALUE_KINDS[kind])(arg, **kw)
-    raise ConfigError(f"unknown value function {spec!r}; use none, endpoint:URL, an http(s):// URL, "
-                      f"{', '.join(k + ':DIR' for k in VALUE_KINDS)}")
+    raise ConfigError(
+        f"unknown value function {spec!r}; use none, endpoint:URL, an http(s):// URL, "
+        f"{', '.join(k + ':DIR' for k in VALUE_KINDS)}"
+    )
 
 
 # -- the tiny tactic model ---------------------------------------------------------------------------------
 
 
-def tactic_pairs(transitions: Sequence[dict[str, Any]], *, include_structural: bool = False,
-                 max_state_chars: int | None = 2000, max_tactic_chars: int | None = 300) -> list[tuple[str, str]]:
+def tactic_pairs(
+    transitions: Sequence[dict[str, Any]],
+    *,
+    include_structural: bool = False,
+    max_state_chars: int | None = 2000,
+    max_tactic_chars: int | None = 300,
+) -> list[tuple[str, str]]:
     """(prompt, tactic) pairs of transition records: bullets and braces left out unless
     ``include_structural``; states or tactics longer than the limits left out (a tiny model's 1024
     positions); a (state, tactic) pair that occurs twice is kept twice (it is twice as common)."""
@@ -528,17 +631,30 @@ def tactic_pairs(transitions: Sequence[dict[str, Any]], *, include_structural: b
         if t.get("structural") and not include_structural:
             continue
         state, tac = t["state_before"], t["tactic"].strip()
-        if not tac or (max_state_chars is not None and len(state) > max_state_chars) or (max_tactic_chars is not None and len(tac) > max_tactic_chars):
+        if (
+            not tac
+            or (max_state_chars is not None and len(state) > max_state_chars)
+            or (max_tactic_chars is not None and len(tac) > max_tactic_chars)
+        ):
             continue
         out.append((tactic_prompt(state), tac))
     return out
 
 
 def train_tiny_tactic_model(
-    transitions: Sequence[dict[str, Any]], out_dir: str | Path, *, epochs: int = 8, seed: int = 0,
-    lr: float = 1e-3, batch: int = 32, include_structural: bool = False, max_state_chars: int | None = 2000,
-    max_tactic_chars: int | None = 300, model: dict[str, int] | None = None,
-    on_epoch: Callable[[int, float], None] | None = None, group_by_length: bool = False,
+    transitions: Sequence[dict[str, Any]],
+    out_dir: str | Path,
+    *,
+    epochs: int = 8,
+    seed: int = 0,
+    lr: float = 1e-3,
+    batch: int = 32,
+    include_structural: bool = False,
+    max_state_chars: int | None = 2000,
+    max_tactic_chars: int | None = 300,
+    model: dict[str, int] | None = None,
+    on_epoch: Callable[[int, float], None] | None = None,
+    group_by_length: bool = False,
     on_batch: Callable[[int], None] | None = None,
 ) -> Path:
     """Build the tiny Llama (:func:`~proofrl.policy.tiny.build_tiny_model`, tokenizer trained on the pairs'
@@ -555,16 +671,30 @@ def train_tiny_tactic_model(
     from .sft import supervised_finetune
     from .tiny import build_tiny_model
 
-    pairs = tactic_pairs(transitions, include_structural=include_structural, max_state_chars=max_state_chars,
-                         max_tactic_chars=max_tactic_chars)  # fmt: skip
+    pairs = tactic_pairs(
+        transitions,
+        include_structural=include_structural,
+        max_state_chars=max_state_chars,
+        max_tactic_chars=max_tactic_chars,
+    )
     if not pairs:
         raise ValueError("no transitions to teach: every one was structural or over the length limits")
     out_dir = Path(out_dir)
     shape = {"hidden": 128, "layers": 2, "heads": 4, "vocab_size": 1024, **(model or {})}
     build_tiny_model(out_dir, [p + t for p, t in pairs], seed=seed, **shape)
     m, tok = load_policy(out_dir, device="cpu")
-    losses = supervised_finetune(m, tok, pairs, epochs=epochs, lr=lr, batch=batch, seed=seed, on_epoch=on_epoch,
-                                 group_by_length=group_by_length, on_batch=on_batch)  # fmt: skip
+    losses = supervised_finetune(
+        m,
+        tok,
+        pairs,
+        epochs=epochs,
+        lr=lr,
+        batch=batch,
+        seed=seed,
+        on_epoch=on_epoch,
+        group_by_length=group_by_length,
+        on_batch=on_batch,
+    )
     m.save_pretrained(out_dir)
     tok.save_pretrained(out_dir)
     (out_dir / "sft_losses.json").write_text(json.dumps({"pairs": len(pairs), "epochs": epochs, "losses": losses}))

@@ -39,13 +39,24 @@ from .trace import Tracer, summarize
 ENGINES: dict[str, type[Search]] = {"mcts": MCTS, "best-first": BestFirstSearch}
 
 
-def make_search(prover: Prover, policy: TacticPolicy, config: SearchConfig, tracer: Tracer | None = None,
-                value_fn: ValueFn | None = None) -> Search:
+def make_search(
+    prover: Prover,
+    policy: TacticPolicy,
+    config: SearchConfig,
+    tracer: Tracer | None = None,
+    value_fn: ValueFn | None = None,
+) -> Search:
     return ENGINES[config.algorithm](prover, policy, config, tracer, value_fn)
 
 
-def search_one(theorem: Theorem, prover: Prover, policy: TacticPolicy, config: SearchConfig | None = None,
-               tracer: Tracer | None = None, value_fn: ValueFn | None = None) -> SearchResult:
+def search_one(
+    theorem: Theorem,
+    prover: Prover,
+    policy: TacticPolicy,
+    config: SearchConfig | None = None,
+    tracer: Tracer | None = None,
+    value_fn: ValueFn | None = None,
+) -> SearchResult:
     """One theorem on one prover process."""
     config = config or SearchConfig()
     return make_search(prover, policy, config, tracer, value_fn).run(theorem)
@@ -104,10 +115,20 @@ class LockedPolicy:
             return self._inner.value(state_text)
 
 
-def search_many(problems: str | Path | Iterable[Any], policy: TacticPolicy, algorithm: str | None = None,
-                budgets: dict[str, Any] | None = None, out_dir: str | Path = "search-out", workers: int = 1, *,
-                config: SearchConfig | None = None, pool: ProverPool | None = None, progress: bool = True,
-                backend_options: dict[str, Any] | None = None, value_fn: ValueFn | None = None) -> list[SearchResult]:
+def search_many(
+    problems: str | Path | Iterable[Any],
+    policy: TacticPolicy,
+    algorithm: str | None = None,
+    budgets: dict[str, Any] | None = None,
+    out_dir: str | Path = "search-out",
+    workers: int = 1,
+    *,
+    config: SearchConfig | None = None,
+    pool: ProverPool | None = None,
+    progress: bool = True,
+    backend_options: dict[str, Any] | None = None,
+    value_fn: ValueFn | None = None,
+) -> list[SearchResult]:
     """Search every problem; write ``results.jsonl``, ``trees/``, ``trace.jsonl`` and ``summary.json`` under
     ``out_dir``. ``algorithm`` (``mcts`` / ``best-first`` or a recipe name such as ``reap``) and ``budgets``
     (dotted config keys: ``{"mcts.max_steps": 16}``) adjust ``config``."""
@@ -158,8 +179,10 @@ def search_many(problems: str | Path | Iterable[Any], policy: TacticPolicy, algo
     summary = summarize_results(done, tracer.events)
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
     if policy_errors:
-        raise PolicyError(f"the policy failed; {len(done)} of {len(theorems)} theorems have results in {results_path}: "
-                          f"{policy_errors[0]}")
+        raise PolicyError(
+            f"the policy failed; {len(done)} of {len(theorems)} theorems have results in {results_path}: "
+            f"{policy_errors[0]}"
+        )
     return done
 
 
@@ -182,8 +205,9 @@ def _search_pool(config: SearchConfig, workers: int, backend_options: dict[str, 
     return make_pool(config.backend, pool=PoolConfig(workers=max(1, workers)), **(opts | (backend_options or {})))
 
 
-def _search_leased(th: Theorem, pool: ProverPool, policy: TacticPolicy, config: SearchConfig, tracer: Tracer,
-                   value_fn: ValueFn | None) -> SearchResult:
+def _search_leased(
+    th: Theorem, pool: ProverPool, policy: TacticPolicy, config: SearchConfig, tracer: Tracer, value_fn: ValueFn | None
+) -> SearchResult:
     """One theorem on a process leased for its header; a header that does not load, a prover failure or a bug
     is this theorem's ``error`` result, never the run's end."""
     t0 = time.monotonic()
@@ -196,7 +220,9 @@ def _search_leased(th: Theorem, pool: ProverPool, policy: TacticPolicy, config: 
     except ProverError as e:
         r = SearchResult(th.name, "error", reason=f"prover failed: {e}", algorithm=config.algorithm)
     except Exception as e:  # noqa: BLE001 - one theorem never sinks the run
-        r = SearchResult(th.name, "error", reason=f"internal error: {type(e).__name__}: {e}", algorithm=config.algorithm)
+        r = SearchResult(
+            th.name, "error", reason=f"internal error: {type(e).__name__}: {e}", algorithm=config.algorithm
+        )
     r.seconds = r.seconds or time.monotonic() - t0
     return r
 
@@ -209,8 +235,14 @@ def _run_all(one: Any, n: int, workers: int, progress: bool, results: list[Searc
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    with Progress(TextColumn("search"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
-                  TimeElapsedColumn(), transient=False) as bar:
+    with Progress(
+        TextColumn("search"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        transient=False,
+    ) as bar:
         task = bar.add_task("", total=n)
 
         def tracked(i: int) -> None:
@@ -225,25 +257,47 @@ def _run_all(one: Any, n: int, workers: int, progress: bool, results: list[Searc
 
 def summarize_results(results: Sequence[SearchResult], events: Sequence[dict[str, Any]]) -> dict[str, Any]:
     by = Counter(r.status for r in results)
-    return {"theorems": len(results), "status": dict(by), "proved": by.get("proved", 0),
-            "expansions": sum(r.expansions for r in results), "steps": sum(r.steps for r in results),
-            "seconds": sum(r.seconds for r in results), "time": summarize(events)}
+    return {
+        "theorems": len(results),
+        "status": dict(by),
+        "proved": by.get("proved", 0),
+        "expansions": sum(r.expansions for r in results),
+        "steps": sum(r.steps for r in results),
+        "seconds": sum(r.seconds for r in results),
+        "time": summarize(events),
+    }
 
 
-def cli_search(problems: str | Path, algorithm: str = "mcts", policy: str = "", model: str | None = None,
-               out: str | Path = "search-out", *, recipe: str | None = None, workers: int = 1,
-               max_steps: int | None = None, max_nodes: int | None = None, expansions: int | None = None,
-               width: int | None = None, seconds: float | None = None, tactic_timeout: float | None = None,
-               limit: int | None = None, progress: bool = True, value: str | None = None,
-               policy_obj: TacticPolicy | None = None) -> dict[str, Any]:
+def cli_search(
+    problems: str | Path,
+    algorithm: str = "mcts",
+    policy: str = "",
+    model: str | None = None,
+    out: str | Path = "search-out",
+    *,
+    recipe: str | None = None,
+    workers: int = 1,
+    max_steps: int | None = None,
+    max_nodes: int | None = None,
+    expansions: int | None = None,
+    width: int | None = None,
+    seconds: float | None = None,
+    tactic_timeout: float | None = None,
+    limit: int | None = None,
+    progress: bool = True,
+    value: str | None = None,
+    policy_obj: TacticPolicy | None = None,
+) -> dict[str, Any]:
     """``proofrl search PROBLEMS --algorithm mcts|best-first --policy hf:DIR|openai:URL [--model NAME] --out DIR``.
 
     ``recipe`` (``reap``, ``bfs-prover``, ``reprover`` or a YAML path) gives the defaults; ``algorithm`` picks
     the engine (a recipe name is accepted there too); the budget flags override the chosen engine's section;
     ``value`` (``none``, ``endpoint:URL``) is the value function of MCTS leaves.
     Prints a summary table and returns the summary (``summary.json``)."""
-    cfg = load_search_config(recipe or (algorithm if algorithm not in ("mcts", "best-first") else
-                                        ("reap" if algorithm == "mcts" else "reprover")))
+    cfg = load_search_config(
+        recipe
+        or (algorithm if algorithm not in ("mcts", "best-first") else ("reap" if algorithm == "mcts" else "reprover"))
+    )
     if algorithm in ("mcts", "best-first"):
         cfg = cfg.with_overrides(algorithm=algorithm)
     sec = "mcts" if cfg.algorithm == "mcts" else "best_first"
@@ -267,8 +321,9 @@ def cli_search(problems: str | Path, algorithm: str = "mcts", policy: str = "", 
         from ..problems import load_problems
 
         probs = load_problems(problems, limit=limit)
-    results = search_many(probs, pol, out_dir=out, workers=workers, config=cfg, progress=progress,
-                          value_fn=value_from_spec(value))
+    results = search_many(
+        probs, pol, out_dir=out, workers=workers, config=cfg, progress=progress, value_fn=value_from_spec(value)
+    )
     summary = json.loads((Path(out) / "summary.json").read_text())
     _print_table(results, summary)
     return summary
@@ -286,5 +341,7 @@ def _print_table(results: Sequence[SearchResult], summary: dict[str, Any]) -> No
         t.add_row(status, str(len(rs)), str(sum(r.expansions for r in rs)), f"{sum(r.seconds for r in rs):.1f}")
     Console().print(t)
     tm = summary["time"]
-    Console().print(f"time: prover {tm['prover_seconds']:.1f}s, model {tm['model_seconds']:.1f}s, "
-                    f"outside both {tm['outside_seconds']:.2f}s ({100 * tm['outside_share']:.1f}% of search time)")
+    Console().print(
+        f"time: prover {tm['prover_seconds']:.1f}s, model {tm['model_seconds']:.1f}s, "
+        f"outside both {tm['outside_seconds']:.2f}s ({100 * tm['outside_share']:.1f}% of search time)"
+    )
