@@ -16,9 +16,9 @@ Rows, every theorem with the same wall-clock budget (``--seconds``) in every row
 (d) (c) with the automation tactics of (a) and ``sauto`` proposed at every node beside the model's
     (:class:`WithAutomation`, as Lean Copilot adds aesop to the model's tactics).
 
-Every header gets ``From Coq Require Import Lia Lra Psatz Ring Field ArithRing.`` (and CoqHammer's modules for (b) and (d)) so the
-automation exists; a theorem is proved only when a fresh ``coqc`` accepts the proof (for (a)/(b) the one-shot
-script *is* that check, run under the budget; for (c)/(d) the search's final check). Reported per row:
+Every header gets ``From Coq Require Import Lia Lra Psatz Ring Field ArithRing.`` (and CoqHammer's modules for (b) and
+(d)) so the automation exists; a theorem is proved only when a fresh ``coqc`` accepts the proof (for (a)/(b) the
+one-shot script *is* that check, run under the budget; for (c)/(d) the search's final check). Reported per row:
 theorems proved, wall and CPU seconds per theorem (this process and its Coq and ATP processes, read from
 ``/proc``: :class:`DescendantCPU`). The
 ``ratio:`` line is (d)'s best / the best of (a) and (b), theorems proved.

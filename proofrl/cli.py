@@ -208,7 +208,7 @@ def check(
     if stdlib:
         human = verdicts[first_stdlib:]
         console.print(f"stdlib human proofs: {sum(v.valid for v in human)}/{len(human)} valid")
-        for r, v in zip(records[first_stdlib:], human):
+        for r, v in zip(records[first_stdlib:], human, strict=True):
             if not v.valid:
                 console.print(f"  {r['module']}.{r['name']}: {v}")
     if summary.expected_ok or summary.expected_bad:

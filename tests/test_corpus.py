@@ -103,7 +103,10 @@ def test_replay_real_context_and_bad_input_lemma_by_lemma():
 
 
 def test_premises_resolved_intro_names_left_out_unknown_names_kept_as_text():
-    src = "Lemma t : forall n : nat, n = n.\nProof.\n  intros m.\n  destruct m as [|Hm]; [reflexivity | exact (eq_refl (S Hm))].\nQed.\n"
+    src = (
+        "Lemma t : forall n : nat, n = n.\nProof.\n  intros m.\n"
+        "  destruct m as [|Hm]; [reflexivity | exact (eq_refl (S Hm))].\nQed.\n"
+    )
     r = Replayer(src, file="x.v", module="x", timeout=10.0).run()
     (lem,) = r.lemmas
     assert lem.failure is None

@@ -26,7 +26,6 @@ from ..eval.rm import Record, prompt_of, read_records
 from ..rewards.eva import DIMENSIONS
 from ..train.eva import EvaLoraConfig, build_examples, load_base, train_eva
 
-
 # -- the value-head baseline ------------------------------------------------------------------------------------
 
 
@@ -63,7 +62,7 @@ class RegressionHeadRM(nn.Module):
         with torch.no_grad():
             for s in range(0, len(records), batch):
                 y = self([prompt_of(r, self.max_state_chars) for r in records[s : s + batch]])
-                out += [{d: float(v) for d, v in zip(self.dims, row)} for row in y.tolist()]
+                out += [{d: float(v) for d, v in zip(self.dims, row, strict=True)} for row in y.tolist()]
         return out
 
 
@@ -134,8 +133,8 @@ def table4(
     out: Path | None = None,
 ) -> dict[str, Any]:
     """The EVA paper's Table 4: train the SFT-only generative RM, the value-head RM and EVA from ``base`` on
-    ``train``; score them and the untrained base on ``held_out`` (:mod:`proofrl.eval.rm`). Returns ``{"rows": {name: metrics}, "flags", "seconds", "index"}``;
-    with ``out``, the EVA model is saved in ``out/eva-model``."""
+    ``train``; score them and the untrained base on ``held_out`` (:mod:`proofrl.eval.rm`). Returns ``{"rows": {name:
+    metrics}, "flags", "seconds", "index"}``; with ``out``, the EVA model is saved in ``out/eva-model``."""
     from ..eval.rm import evaluate_generative, metrics
     from ..rewards.eva import EvaScorer
 

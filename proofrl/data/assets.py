@@ -156,8 +156,8 @@ def teach(
         TimeRemainingColumn,
     )
 
-    from .tactics import read_transitions
     from ..policy.tactic import tactic_pairs, train_tiny_tactic_model
+    from .tactics import read_transitions
 
     train = read_transitions(train_jsonl)
     n = len(tactic_pairs(train, max_state_chars=settings.max_state_chars))

@@ -105,10 +105,10 @@ def theorems_in_file(lib: Path, file: Path) -> Iterator[dict]:
 
 def _module_first(lines: list[str], module: str) -> str:
     """The file's own ``Require`` lines, then the module itself, then scopes, options and local notations."""
-    req = [l for l in lines if re.match(r"(?:#\[[^\]]*\]\s*)?(?:From\s+\S+\s+)?Require\b", l)]
-    rest = [l for l in lines if l not in req]
+    req = [ln for ln in lines if re.match(r"(?:#\[[^\]]*\]\s*)?(?:From\s+\S+\s+)?Require\b", ln)]
+    rest = [ln for ln in lines if ln not in req]
     own = f"Require Import {module}."
-    return "\n".join([*(l for l in req if l != own), own, *rest]) + "\n"
+    return "\n".join([*(ln for ln in req if ln != own), own, *rest]) + "\n"
 
 
 def load_stdlib(lib: Path | None = None, *, prefix: str = "Coq.", limit: int | None = None) -> list[dict]:

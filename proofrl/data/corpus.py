@@ -124,16 +124,16 @@ def replay_file(lib: Library, path: Path, out: Path, *, timeout: float, memory_m
         "vernacular_failures": r.vernacular_failures,
         "lemmas": [
             {
-                "name": l.name,
-                "statement": l.statement,
-                "context_chars": l.context_chars,
-                "proof": l.proof,
-                "failure": l.failure,
-                "seconds": round(l.seconds, 3),
-                "top_level": l.top_level,
-                "transitions": l.transitions,
+                "name": lem.name,
+                "statement": lem.statement,
+                "context_chars": lem.context_chars,
+                "proof": lem.proof,
+                "failure": lem.failure,
+                "seconds": round(lem.seconds, 3),
+                "top_level": lem.top_level,
+                "transitions": lem.transitions,
             }
-            for l in r.lemmas
+            for lem in r.lemmas
         ],
     }
     done.parent.mkdir(parents=True, exist_ok=True)

@@ -57,8 +57,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ProofrlError
-from ..provers.base import FailureKind, Theorem
 from ..provers.backend import goal_count, state_text
+from ..provers.base import FailureKind, Theorem
 
 KINDS = ("human", "other", "ghost", "broken")
 

@@ -235,8 +235,9 @@ class Replayer:
 
     def premises(self, session: Any, tactic: str, hyps: set[str], state: int) -> tuple[list[str], list[str]]:
         """(fully qualified constants, names kept as text): every name of ``tactic`` that is not a hypothesis
-        of the state before or after it (intro names) nor a :data:`TACTIC_WORDS` keyword, located at ``state``; tactic keywords (``Locate`` calls them Ltac or nothing) that are
-        all lowercase letters are left out of the unresolved list."""
+        of the state before or after it (intro names) nor a :data:`TACTIC_WORDS` keyword, located at ``state``; tactic
+        keywords (``Locate`` calls them Ltac or nothing) that are all lowercase letters are left out of the unresolved
+        list."""
         found: list[str] = []
         unresolved: list[str] = []
         for name in identifiers(tactic):
@@ -316,7 +317,7 @@ class Replayer:
                         if lemma is not None:
                             lemma.failure = f"tactic: {sent[:80]}: {msg}"
                         skipping = True
-                    elif _STARTER.match(sent) or re.match(r"(?:#\[[^\]]*\]\s*)?\w+", sent) and _opens_proof(sent):
+                    elif _STARTER.match(sent) or (re.match(r"(?:#\[[^\]]*\]\s*)?\w+", sent) and _opens_proof(sent)):
                         out.lemmas.append(LemmaResult(_lemma_name(sent), sent, s.start, failure=f"statement: {msg}"))
                         skip_statement = True
                     else:

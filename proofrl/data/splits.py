@@ -17,10 +17,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from ..problems import Problem, load_problems
 from ..provers.base import Theorem
 from ..provers.coq.plan import theorem_name
 from .coq_stdlib import CORE_PREFIXES, load_stdlib
-from ..problems import Problem, load_problems
 
 TRAIN, HELD_OUT = "train", "held-out"
 

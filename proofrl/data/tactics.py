@@ -43,8 +43,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ProofrlError
-from ..provers.backend import get_backend, goal_count, state_text
 from ..problems import Problem
+from ..provers.backend import get_backend, goal_count, state_text
 
 
 def proof_tactics(proof: str) -> list[str]:
@@ -364,9 +364,10 @@ def read_leandojo(path: str | Path, *, split: str = "") -> Iterator[dict[str, An
 
     Each traced tactic gives one record like ours: ``theorem`` = ``full_name``, ``module`` = ``file_path``,
     ``header`` = ``""`` (Lean headers come with the problem set), ``step`` its index, ``state_before`` /
-    ``tactic`` / ``state_after`` as traced, goal counts from the state text (:func:`proofrl.provers.lean.backend.goal_count_text`),
-    ``annotated_tactic`` the tactic with ``<a>…</a>`` premise marks, and ``premises`` the ``full_name`` of
-    each annotated provenance. ``split`` is written into every record (e.g. ``train``)."""
+    ``tactic`` / ``state_after`` as traced, goal counts from the state text
+    (:func:`proofrl.provers.lean.backend.goal_count_text`), ``annotated_tactic`` the tactic with ``<a>…</a>`` premise
+    marks, and ``premises`` the ``full_name`` of each annotated provenance. ``split`` is written into every record (e.g.
+    ``train``)."""
     from ..provers.lean.backend import goal_count_text
 
     path, lean = Path(path), get_backend("lean")
@@ -443,7 +444,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         train_tiny_tactic_model(train, args.teach, epochs=args.epochs, seed=args.seed)
         losses = json.loads((args.teach / "sft_losses.json").read_text())["losses"]
         print(
-            f"tiny tactic model: {args.epochs} epochs on {len(train)} transitions, loss {losses[0]:.2f} → {losses[-1]:.2f} "
+            f"tiny tactic model: {args.epochs} epochs on {len(train)} transitions, loss {losses[0]:.2f} → "
+            f"{losses[-1]:.2f} "
             f"→ {args.teach} (proofrl search --policy hf:{args.teach})"
         )
     return 0

@@ -199,8 +199,8 @@ class HFTacticPolicy(_SeededCalls):
     exactly with :func:`~proofrl.policy.logprobs.response_logprobs`).
 
     ``seed``: the i-th call samples under ``seed + i``, or the stream's seed inside :func:`sampling_stream`
-    (reproducible runs, yet a re-expanded state gets new samples). A state too long for the model's positions loses its first characters (the conclusion is at
-    the end of a goal, so it stays)."""
+    (reproducible runs, yet a re-expanded state gets new samples). A state too long for the model's positions loses its
+    first characters (the conclusion is at the end of a goal, so it stays)."""
 
     name = "hf"
 
@@ -288,7 +288,7 @@ class HFTacticPolicy(_SeededCalls):
                         rows.append(r[:end])
                 if not rows:
                     return []
-                logps, mask = response_logprobs(self.model, [ids] * len(rows), rows, pad_id=self._gen.pad_id)
+                logps, _ = response_logprobs(self.model, [ids] * len(rows), rows, pad_id=self._gen.pad_id)
         finally:
             self.model.train(was_training)
         samples = [

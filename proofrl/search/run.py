@@ -106,7 +106,7 @@ class LockedPolicy:
         self._inner, self._lock = inner, lock
         self.name = getattr(inner, "name", type(inner).__name__)
 
-    def propose(self, state_text: str, k: int):  # noqa: ANN201
+    def propose(self, state_text: str, k: int):
         with self._lock:
             return self._inner.propose(state_text, k)
 
@@ -219,7 +219,7 @@ def _search_leased(
         r = SearchResult(th.name, "error", reason=f"header failed to load: {e}", algorithm=config.algorithm)
     except ProverError as e:
         r = SearchResult(th.name, "error", reason=f"prover failed: {e}", algorithm=config.algorithm)
-    except Exception as e:  # noqa: BLE001 - one theorem never sinks the run
+    except Exception as e:  # one theorem never sinks the run
         r = SearchResult(
             th.name, "error", reason=f"internal error: {type(e).__name__}: {e}", algorithm=config.algorithm
         )
