@@ -4,24 +4,27 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-import click
 import typer
 from typer.core import TyperGroup
+
+if TYPE_CHECKING:
+    from .provers.base import Backend
 
 
 class _Commands(TyperGroup):
     """Every command: a bad setting (:class:`~proofrl.errors.ConfigError`) or a prover that is not installed
     (:class:`~proofrl.errors.BackendUnavailable`) is one line on stderr and exit status 2, never a traceback."""
 
-    def invoke(self, ctx: click.Context) -> object:
+    def invoke(self, ctx: Any) -> Any:  # click's Context (typer's own copy of click in newer typer)
         from .errors import BackendUnavailable, ConfigError
 
         try:
             return super().invoke(ctx)
         except (ConfigError, BackendUnavailable) as e:
-            nested, c = [], ctx
+            nested: list[str] = []
+            c = ctx
             while c.parent is not None:  # the group's own name as typed (`python -m proofrl.cli`) is left out
                 nested.insert(0, c.info_name)
                 c = c.parent
@@ -119,7 +122,7 @@ def doctor() -> None:
             return False, why
         idetop, coqc = shutil.which("coqidetop.opt") or shutil.which("coqidetop"), shutil.which("coqc")
         try:
-            out = subprocess.run([coqc, "--version"], capture_output=True, text=True, timeout=20).stdout
+            out = subprocess.run([coqc or "coqc", "--version"], capture_output=True, text=True, timeout=20).stdout
         except (OSError, subprocess.SubprocessError) as e:
             return False, f"coqc --version failed: {e}"
         return True, f"{out.strip().splitlines()[0] if out.strip() else 'coqc'} ({idetop})"
@@ -200,7 +203,9 @@ def check(
         records += stdlib_sample(stdlib)  # no stated expectation: see the summary line below
     console = Console()
     with open(out, "w", encoding="utf-8") if out else _null() as f:
-        verdicts, summary = check_records(records, backend=backend, workers=workers, timeout=timeout, out=f)
+        verdicts, summary = check_records(
+            records, backend=cast("Backend", backend), workers=workers, timeout=timeout, out=f
+        )
     if show:
         console.print(summary_table(records[:show], verdicts[:show], summary))
     counts = ", ".join(f"{k}: {v}" for k, v in sorted(summary.by_status.items()))

@@ -93,7 +93,7 @@ class Claim:
 
 # -- reap: MCTS against best-first at equal budget ------------------------------------------------------------
 
-SEARCH_BUDGET = {"expansions": 16, "width": 8, "tactic_timeout": 2.0}
+SEARCH_BUDGET: dict[str, Any] = {"expansions": 16, "width": 8, "tactic_timeout": 2.0}
 """both engines: 16 policy calls of 8 tactics per theorem, 2 s a tactic (the search demo's budget)"""
 
 

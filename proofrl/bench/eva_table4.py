@@ -143,7 +143,9 @@ def table4(
     rows: dict[str, Any] = {}
     flags: dict[str, Any] = {}
     seconds: dict[str, float] = {}
-    kw = dict(max_new_tokens=settings.max_new_tokens, max_state_chars=settings.max_state_chars, tau=settings.tau)
+    kw: dict[str, Any] = dict(
+        max_new_tokens=settings.max_new_tokens, max_state_chars=settings.max_state_chars, tau=settings.tau
+    )
 
     def log(msg: str) -> None:
         if console is not None:

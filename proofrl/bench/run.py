@@ -24,7 +24,7 @@ from typing import Any
 from .claims import Claim, ClaimRun, get_claims
 from .stats import Comparison, compare, mean_interval
 
-SMOKE_ASSETS = dict(
+SMOKE_ASSETS: dict[str, Any] = dict(
     prefixes=("Coq.Bool.",),
     max_proof_chars=80,
     epochs=3,

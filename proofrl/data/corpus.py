@@ -29,7 +29,7 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -151,7 +151,7 @@ class CorpusReport:
     lemmas: int = 0
     clean: int = 0
     transitions: int = 0
-    failures: dict[str, int] | None = None
+    failures: dict[str, int] = field(default_factory=dict)
     """failure kind (``admitted``, ``statement``, ``tactic``, ``timeout``, ``crash``) → lemmas;
     ``vernacular`` counts commands outside proofs"""
     premises: int = 0

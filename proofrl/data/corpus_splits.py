@@ -40,7 +40,8 @@ def split_novel_premises(premises: dict[str, Sequence[str]], *, fraction: float 
     random.Random(seed).shuffle(order)
     side = {n: "train" for n in premises}
     target = round(len(premises) * fraction)
-    filling, count = "valid", 0
+    filling: str | None = "valid"
+    count = 0
     for p in order:
         if filling is None:
             break

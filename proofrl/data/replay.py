@@ -369,7 +369,14 @@ class Replayer:
                     and not _PROOF_OPEN.match(sent)
                     and not _VERNAC_IN_PROOF.match(sent)
                 ):
-                    hyps = {n for gs in (before, now) for g in gs.foreground for h in g.hypotheses for n in h.names}
+                    hyps = {
+                        n
+                        for gs in (before, now)
+                        if gs is not None
+                        for g in gs.foreground
+                        for h in g.hypotheses
+                        for n in h.names
+                    }
                     found, unresolved = self.premises(session, sent, hyps, prev)
                     sb, sa = state_of(before), state_of(now)
                     lemma.transitions.append(

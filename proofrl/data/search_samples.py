@@ -144,7 +144,8 @@ def human_steps_to_close(proof: Sequence[dict[str, Any]]) -> list[int | None]:
         if goal not in memo:
             kids = children.get(goal)
             sub = None if kids is None else [cost(k) for k in kids]
-            memo[goal] = None if sub is None or None in sub else 1 + max(sub, default=0)  # type: ignore[type-var]
+            known = [c for c in sub or [] if c is not None]
+            memo[goal] = None if sub is None or len(known) < len(sub) else 1 + max(known, default=0)
         return memo[goal]
 
     out: list[int | None] = []

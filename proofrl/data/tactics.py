@@ -305,7 +305,7 @@ def build_tactic_data(
     problems = stdlib_tactic_problems(
         prefixes=prefixes, max_proof_chars=max_proof_chars, held_out_fraction=held_out_fraction, seed=seed, limit=limit
     )
-    counts = Counter()
+    counts: Counter[str] = Counter()
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),

@@ -71,10 +71,11 @@ def steps_to_close(tree: dict[str, Any]) -> dict[int, int]:
         kids = _live(tree, n)
         if n["kind"] == "AND":
             got = [steps(e["dst"], inner) for e in kids if e["kind"] == "focus"]
-            out = None if not got or any(g is None for g in got) else max(got)  # min of values = max of steps
+            known = [g for g in got if g is not None]
+            out = max(known) if got and len(known) == len(got) else None  # min of values = max of steps
         else:
-            got = [s + (1 if e["kind"] == "tactic" else 0) for e in kids if (s := steps(e["dst"], inner)) is not None]
-            out = min(got) if got else None
+            costs = [s + (1 if e["kind"] == "tactic" else 0) for e in kids if (s := steps(e["dst"], inner)) is not None]
+            out = min(costs) if costs else None
         memo[nid] = out
         return out
 

@@ -136,7 +136,7 @@ class TacticPolicy(Protocol):
 def propose_batch(policy: TacticPolicy, states: Sequence[str], k: int) -> list[list[Proposal]]:
     """:meth:`TacticPolicy.propose` for several states: one batched call where the backend has one."""
     if hasattr(policy, "propose_many"):
-        return policy.propose_many(states, k)  # type: ignore[attr-defined]
+        return policy.propose_many(states, k)
     return [policy.propose(s, k) for s in states]
 
 

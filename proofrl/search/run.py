@@ -68,7 +68,8 @@ def _theorems(problems: str | Path | Iterable[Any]) -> list[Theorem]:
 
         return [p.theorem for p in load_problems(problems)]
     out = []
-    for p in problems:
+    items: Iterable[Any] = problems  # Theorems, Problems or miniF2F-style records
+    for p in items:
         if isinstance(p, Theorem):
             out.append(p)
         elif hasattr(p, "theorem"):
@@ -147,7 +148,7 @@ def search_many(
     if workers > 1 and not getattr(policy, "thread_safe", False):
         lock = threading.Lock()
         shared_policy = LockedPolicy(policy, lock)
-        value_fn = LockedPolicy(value_fn, lock) if value_fn is not None else None  # type: ignore[assignment]
+        value_fn = LockedPolicy(value_fn, lock) if value_fn is not None else None
     write_lock = threading.Lock()
     stop = threading.Event()
     results: list[SearchResult | None] = [None] * len(theorems)
@@ -269,7 +270,7 @@ def summarize_results(results: Sequence[SearchResult], events: Sequence[dict[str
 
 
 def cli_search(
-    problems: str | Path,
+    problems: str | Path | Sequence[Any],
     algorithm: str = "mcts",
     policy: str = "",
     model: str | None = None,
@@ -302,9 +303,9 @@ def cli_search(
         cfg = cfg.with_overrides(algorithm=algorithm)
     sec = "mcts" if cfg.algorithm == "mcts" else "best_first"
     changes: dict[str, Any] = {}
-    for key, value in (("max_steps", max_steps), ("max_nodes", max_nodes)):
-        if value is not None:
-            changes[f"mcts.{key}"] = value
+    for key, limit_ in (("max_steps", max_steps), ("max_nodes", max_nodes)):
+        if limit_ is not None:
+            changes[f"mcts.{key}"] = limit_
     if expansions is not None:
         changes["best_first.max_expansions"] = expansions
     if width is not None:
@@ -320,7 +321,7 @@ def cli_search(
     if limit is not None:
         from ..problems import load_problems
 
-        probs = load_problems(problems, limit=limit)
+        probs = load_problems(problems, limit=limit) if isinstance(problems, (str, Path)) else list(problems)[:limit]
     results = search_many(
         probs, pol, out_dir=out, workers=workers, config=cfg, progress=progress, value_fn=value_from_spec(value)
     )
