@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import importlib
 import json
 import threading
 from collections.abc import Mapping
@@ -254,4 +255,5 @@ async def compute_score(
 
 
 if __name__ != "proofrl.verl.reward":  # loaded by path (verl's custom_reward_function): one cache per process
-    pass
+    # the package's own function (and its caches) replaces this copy's
+    compute_score = importlib.import_module("proofrl.verl.reward").compute_score
