@@ -16,18 +16,6 @@ from typing import Any
 SMOKE_ROOT = Path("runs/bench-smoke")
 """where ``--smoke`` runs write (relative to the working directory), the shared tiny tactic assets included"""
 
-SMOKE_ASSETS: dict[str, Any] = dict(
-    prefixes=("Coq.Bool.",),
-    max_proof_chars=80,
-    epochs=3,
-    batch=16,
-    lr=3e-3,
-    held_out_theorems=3,
-    train_theorems=8,
-    model={"hidden": 64, "layers": 1, "heads": 4, "vocab_size": 400},
-)
-"""tactic assets for ``--smoke``: one small stdlib module's short proofs, a tiny model taught for 3 epochs"""
-
 
 def add_smoke(ap: argparse.ArgumentParser) -> None:
     ap.add_argument(
@@ -64,6 +52,6 @@ def need_coq() -> None:
 def smoke_assets(root: Path | None = None) -> Any:
     """The tiny tactic assets under ``root`` (default :data:`SMOKE_ROOT`), built there once (seconds) and loaded
     by every later ``--smoke`` run."""
-    from proofrl.data.assets import AssetSettings, tactic_assets
+    from proofrl.data.assets import SMOKE_ASSETS, AssetSettings, tactic_assets
 
     return tactic_assets(root or SMOKE_ROOT, settings=AssetSettings(**SMOKE_ASSETS), workers=1)

@@ -3,7 +3,7 @@
 The scripts are found by globbing, so a new script without ``--smoke`` fails here (argparse exits 2 on the
 unknown flag). A script whose optional need is missing here (TRL, a GPU, Coq) prints one ``skipped: REASON`` line
 and exits 0; the test skips with that reason. All runs share one working directory: the tiny tactic assets that
-several scripts need (``benchmarks/_bench.py``: ``SMOKE_ASSETS``) are built there once, first, and loaded by the
+several scripts need (``proofrl.data.assets.SMOKE_ASSETS``) are built there once, first, and loaded by the
 rest. The scripts then run two at a time (much of a smoke run is waiting: imports, prover start-up).
 """
 

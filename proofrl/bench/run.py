@@ -24,18 +24,6 @@ from typing import Any
 from .claims import Claim, ClaimRun, get_claims
 from .stats import Comparison, compare, mean_interval
 
-SMOKE_ASSETS: dict[str, Any] = dict(
-    prefixes=("Coq.Bool.",),
-    max_proof_chars=80,
-    epochs=3,
-    batch=16,
-    lr=3e-3,
-    held_out_theorems=3,
-    train_theorems=8,
-    model={"hidden": 64, "layers": 1, "heads": 4, "vocab_size": 400},
-)
-"""the smoke size's tactic assets: one small stdlib module, a model taught in seconds"""
-
 
 def cpu_seconds() -> float:
     import resource
@@ -90,7 +78,7 @@ def run_bench(
     todo = [c for c in chosen if c.implemented]
     assets = None
     if todo:
-        settings = assets_mod.AssetSettings(**SMOKE_ASSETS) if smoke else None
+        settings = assets_mod.AssetSettings(**assets_mod.SMOKE_ASSETS) if smoke else None
         assets = assets_mod.tactic_assets(out, seed=0, workers=workers, console=console, settings=settings)
     for claim in todo:
         size = claim.smoke_size if smoke else claim.size

@@ -22,6 +22,19 @@ from typing import Any
 
 from ..problems import Problem
 
+SMOKE_ASSETS: dict[str, Any] = dict(
+    prefixes=("Coq.Bool.",),
+    max_proof_chars=80,
+    epochs=3,
+    batch=16,
+    lr=3e-3,
+    held_out_theorems=3,
+    train_theorems=8,
+    model={"hidden": 64, "layers": 1, "heads": 4, "vocab_size": 400},
+)
+"""the smoke size's tactic assets (``AssetSettings`` fields), shared by ``proofrl bench --smoke`` and the benchmarks'
+``--smoke``: one small stdlib module's short proofs, a tiny model taught in seconds"""
+
 
 @dataclass(frozen=True)
 class TacticAssets:
