@@ -544,34 +544,7 @@ def search(
         from .search.policy import policy_from_spec
 
         policy_obj = policy_from_spec(policy, model, api_key=api_key)
-    if ray:
-        from .distributed.search import cli_search_ray  # the distributed extra
-
-        cli_search_ray(
-            ray,
-            probs,
-            algorithm,
-            policy,
-            model,
-            out,
-            recipe=recipe,
-            workers=workers,
-            max_steps=max_steps,
-            max_nodes=max_nodes,
-            expansions=expansions,
-            width=width,
-            seconds=seconds,
-            tactic_timeout=tactic_timeout,
-            value=value,
-            api_key=api_key,
-        )
-        return
-    cli_search(
-        probs,
-        algorithm,
-        policy,
-        model,
-        out,
+    options: dict[str, Any] = dict(
         recipe=recipe,
         workers=workers,
         max_steps=max_steps,
@@ -581,8 +554,13 @@ def search(
         seconds=seconds,
         tactic_timeout=tactic_timeout,
         value=value,
-        policy_obj=policy_obj,
     )
+    if ray:
+        from .distributed.search import cli_search_ray  # the distributed extra
+
+        cli_search_ray(ray, probs, algorithm, policy, model, out, api_key=api_key, **options)
+        return
+    cli_search(probs, algorithm, policy, model, out, policy_obj=policy_obj, **options)
 
 
 @app.command()
