@@ -170,7 +170,7 @@ def test_the_eva_reap_learning_and_unlikeliness_claims_run_at_smoke_size(tmp_pat
 
 
 def test_per_state_ranking_accuracy_counts_each_state_s_pairs_and_ties_half():
-    from proofrl.bench.claims import per_state_accuracy
+    from proofrl.bench.eva import per_state_accuracy
     from proofrl.eval.rm import Record
 
     def rec(thm, step, score):
@@ -197,7 +197,7 @@ def test_per_state_ranking_accuracy_counts_each_state_s_pairs_and_ties_half():
 
 
 def test_a_held_out_theorem_counts_only_when_proved_with_a_valid_final_check(tmp_path):
-    from proofrl.bench.claims import proved_in
+    from proofrl.bench.reap import proved_in
     from proofrl.provers.base import Status, Verdict
     from proofrl.search.engine import SearchResult
 
