@@ -87,7 +87,7 @@ def main() -> None:
         write_report,
     )
     from proofrl.policy.model import load_policy
-    from proofrl.train.dpo import offline_pairs, train_offline_dpo
+    from proofrl.train.dpo import human_tactics, offline_pairs, train_offline_dpo
     from proofrl.train.step_grpo import StepLevelTrainer, load_config
 
     console = Console()
@@ -140,7 +140,7 @@ def main() -> None:
             elif v == "offline-dpo":
                 ref = load_policy(sft, device="cpu")[0].eval().requires_grad_(False)
                 pts = random.Random(a.seed).sample(train, min(a.offline_states, len(train)))
-                human = [_human_tactic(records, p) for p in pts]
+                human = human_tactics(records, pts)
                 pairs = offline_pairs(
                     model, tok, pts, human, pool, k=a.k, seed=a.seed, timeout=a.timeout, workers=a.workers
                 )
@@ -205,18 +205,6 @@ def main() -> None:
     for m in results:
         if m.label != "sft":
             ratio(f"{m.label} / sft, Prec@{a.k}", div(m.prec_at_k, base))
-
-
-def _human_tactic(records: list[dict], point) -> str:
-    """The recorded tactic at a training state (the transition whose path is the point's)."""
-    for r in records:
-        if (
-            r["theorem"] == point.theorem.name
-            and r.get("statement", "") == point.theorem.statement
-            and int(r["step"]) == len(point.path)
-        ):
-            return r["tactic"]
-    return ""
 
 
 if __name__ == "__main__":

@@ -166,6 +166,15 @@ def tactic_ids(tokenizer: Any, tactic: str) -> tuple[int, ...]:
     return (*tokenizer(tactic, add_special_tokens=False)["input_ids"], tokenizer.eos_token_id)
 
 
+def human_tactics(records: Sequence[dict[str, Any]], points: Sequence[Any]) -> list[str]:
+    """The recorded (human) tactic at each state of ``points`` (:class:`~proofrl.eval.tactics.StatePoint`): the
+    transition of the same theorem and statement whose step is the point's path length ("" where none is)."""
+    at: dict[tuple[str, str, int], str] = {}
+    for r in records:
+        at.setdefault((r["theorem"], r.get("statement", ""), int(r["step"])), r["tactic"])
+    return [at.get((p.theorem.name, p.theorem.statement, len(p.path)), "") for p in points]
+
+
 def offline_pairs(
     model: Any,
     tokenizer: Any,
@@ -223,8 +232,11 @@ def train_offline_dpo(
     beta: float = 0.1,
     seed: int = 0,
     on_step: Callable[[int, DPOStats], None] | None = None,
+    sizes: Sequence[int] | None = None,
 ) -> list[DPOStats]:
-    """``steps`` DPO steps of ``batch`` pairs each over the fixed pairs (reshuffled every pass)."""
+    """``steps`` DPO steps of ``batch`` pairs each over the fixed pairs (reshuffled every pass). ``sizes``: the
+    pairs of each step instead (their count replaces ``steps``), e.g. to match an online run's updates pair for
+    pair."""
     if not pairs:
         raise ValueError("no offline DPO pairs: no training state had both a valid and an invalid tactic")
     from ..policy.sft import BatchLoss, supervised_loop
@@ -233,15 +245,17 @@ def train_offline_dpo(
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr, weight_decay=0.0)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
 
-    def plan(_: int) -> list[list[int]]:  # ``steps`` batches over the pairs, reshuffled every pass
+    per_step = list(sizes) if sizes is not None else [batch] * steps
+
+    def plan(_: int) -> list[list[int]]:  # one batch per step over the pairs, reshuffled every pass
         order: list[int] = []
         out = []
-        for _ in range(steps):
-            if len(order) < batch:
+        for size in per_step:
+            if len(order) < size:
                 more = list(range(len(pairs)))
                 rng.shuffle(more)
                 order += more
-            take, order = order[:batch], order[batch:]
+            take, order = order[:size], order[size:]
             out.append(take)
         return out
 
