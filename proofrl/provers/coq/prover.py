@@ -35,6 +35,7 @@ from ..base import (
 )
 from ..process import run_once
 from . import xml
+from .blocks import open_blocks
 from .plan import Plan, plan_proof
 from .rules import (
     DEFAULT_AXIOM_ALLOWLIST,
@@ -202,23 +203,27 @@ class CoqProver:
         if s.goals() is not None or (why := _status_change(opened, s.proof_status(timeout=left()), proof_open=False)):
             return Verdict(Status.REJECTED, (why or "a proof is still open after Qed",))
         after_qed = s.tip
+        blocks = open_blocks(self.header)
+        if blocks is None:
+            return Verdict(Status.ERROR, (_UNREAD_BLOCKS,))
         try:
             for line in PRINTING_RESET:  # what the header set must not blind what is read below
                 after_qed = s.add(line, after_qed)
-            s.run(timeout=left())
-        except CoqFailure as e:
-            return Verdict(Status.ERROR, ("statement check failed",), (Message("error", e.message),))
-        assumptions = _notices(s.query(f"Print Assumptions {plan.name}.", after_qed, timeout=left()))
-        located = {a: _notices(s.query(f"Locate {a}.", after_qed, timeout=left())) for a in self.config.axiom_allowlist}
-        try:
             ref = s.add(plan.reference, after_qed)
             ref = s.add("Admitted.", ref)
             ref = s.add("Set Printing All.", ref)
             s.run(timeout=left())
             checked = _notices(s.query(f"Check @{plan.name}.", ref, timeout=left()))
             reference = _notices(s.query(f"Check @{REFERENCE_NAME}.", ref, timeout=left()))
+            # the assumptions once the statement's sections are closed, as coqc_check reads them (:mod:`.blocks`)
+            closed = s.add("Unset Printing All.", ref)
+            for line in [*blocks.close_sections.splitlines(), *PRINTING_RESET]:
+                closed = s.add(line, closed)
+            s.run(timeout=left())
         except CoqFailure as e:
             return Verdict(Status.ERROR, ("statement check failed",), (Message("error", e.message),))
+        assumptions = _notices(s.query(f"Print Assumptions {plan.name}.", closed, timeout=left()))
+        located = {a: _notices(s.query(f"Locate {a}.", closed, timeout=left())) for a in self.config.axiom_allowlist}
         return judge_after_qed(plan.name, assumptions, located, checked, reference, restated=plan.restated)
 
     def _failed(self, e: CoqFailure, plan: Plan, sent: Sentence | None, out: Outgoing | None) -> Verdict:
@@ -454,13 +459,15 @@ def judge_after_qed(
 
 
 _MARK = "proofrl_output_marker_"
+_UNREAD_BLOCKS = "header: cannot tell which sections and modules it leaves open"
 
 
 def coqc_check(
     theorem: Theorem, proof: str, config: CoqConfig, *, timeout: float | None = None, version: str = ""
 ) -> Verdict:
     """Whole file through a fresh ``coqc``: header + statement + ``Proof.`` tactics ``Qed.``, then the same
-    checks as a session (assumptions by origin, the kernel type of the constant against the statement's).
+    checks as a session (the kernel type of the constant against the statement's, then, after ``End`` of each
+    section the header left open, assumptions by origin; ``End`` of each open module last: :mod:`.blocks`).
     Outputs are told apart by ``Locate`` of marker names, which print ``No object of basename <marker>``;
     the printing options are reset before them (:data:`~proofrl.provers.coq.rules.PRINTING_RESET`). A failure
     gets the status ``check`` gives the same failure: the line ``coqc`` names says which part failed. Its output
@@ -474,26 +481,37 @@ def coqc_check(
     if not (plan.tactics and re.match(r"Proof\b", plan.tactics[0].text)):
         body.insert(0, "Proof.")
     allow = config.axiom_allowlist
-    # what the proof printed comes before the first marker; a marker printed by the proof adds a part
-    checks = [*PRINTING_RESET, f"Locate {_MARK}0.", f"Print Assumptions {plan.name}."]
-    for k, a in enumerate(allow, 1):
-        checks += [f"Locate {_MARK}{k}.", f"Locate {a}."]
-    checks += [
-        f"Locate {_MARK}{len(allow) + 1}.",
+    blocks = open_blocks(theorem.header)
+    if blocks is None:
+        return Verdict(Status.ERROR, (_UNREAD_BLOCKS,), seconds=time.monotonic() - t0, prover=version)
+    # what the proof printed comes before the first marker; a marker printed by the proof adds a part. The
+    # types are compared where the statement was elaborated (inside its sections), the assumptions read once
+    # the sections are closed (their variables are then binders of the constant, not assumptions).
+    inside = [
+        *PRINTING_RESET,
         plan.reference,
         "Admitted.",
         "Set Printing All.",
+        f"Locate {_MARK}0.",
         f"Check @{plan.name}.",
-        f"Locate {_MARK}{len(allow) + 2}.",
+        f"Locate {_MARK}1.",
         f"Check @{REFERENCE_NAME}.",
+        "Unset Printing All.",
     ]
+    after = [*PRINTING_RESET, f"Locate {_MARK}2.", f"Print Assumptions {plan.name}."]
+    for k, a in enumerate(allow, 3):
+        after += [f"Locate {_MARK}{k}.", f"Locate {a}."]
     parts = [
         ("header", theorem.header),
         ("statement", plan.statement),
         ("proof", "\n".join(body)),
         ("qed", "Qed."),
-        ("checks", "\n".join(checks)),
+        ("checks", "\n".join(inside)),
+        ("close", blocks.close_sections),
+        ("checks", "\n".join(after)),
+        ("close", blocks.close_modules),
     ]
+    parts = [(kind, text) for kind, text in parts if text or kind != "close"]
     text = "\n".join(t for _, t in parts) + "\n"
     with tempfile.TemporaryDirectory(prefix="proofrl-coqc-") as d:
         path = Path(d) / "Check.v"
@@ -531,8 +549,8 @@ def coqc_check(
             seconds=seconds,
             prover=version,
         )
-    located = dict(zip(allow, outputs[2 : len(allow) + 2], strict=True))
-    v = judge_after_qed(plan.name, outputs[1], located, outputs[-2], outputs[-1], restated=plan.restated)
+    located = dict(zip(allow, outputs[4:], strict=True))
+    v = judge_after_qed(plan.name, outputs[3], located, outputs[1], outputs[2], restated=plan.restated)
     return Verdict(v.status, v.reasons, v.messages, v.axioms, seconds, version)
 
 

@@ -1,0 +1,81 @@
+"""The sections and modules a (trusted) header leaves open, so the judge can close them after the proof.
+
+A problem stated where a library states it (the file's text before the statement as its header) may sit
+inside ``Section``\\ s and ``Module``\\ s: its statement uses the section's variables, hypotheses and local
+notations. ``coqc`` refuses a file that ends with one open, and an open section's variables are listed by
+``Print Assumptions`` as if they were axioms. The judge therefore sends, after ``Qed`` and the statement's
+type check (done inside, where the statement was elaborated), ``End S.`` for each open section (innermost
+first), then ``Print Assumptions`` on the lemma's name, now resolved in the innermost open module to the
+constant generalised over the section variables it uses (ordinary binders, no longer assumptions), then
+``End M.`` for each open module. Coq forbids a module inside a section, so sections are always innermost.
+
+The header is the problem's, never the proof's: a proof may hold tactics only (``End``, ``Section``,
+``Hypothesis`` are refused as commands), and what it might leave open would make the judge's ``End`` fail.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from .rules import blank_comments
+from .sentences import SplitError, split_sentences
+
+_ATTRS = r"(?:#\[[^\]]*\]\s*)*"
+_SECTION = re.compile(rf"{_ATTRS}Section\s+([A-Za-z_][\w']*)\s*\.")
+_MODULE = re.compile(
+    rf"{_ATTRS}(?:(?:Local|Global)\s+)?Module\s+(?:Type\s+)?(?:(?:Import|Export)\s+)?([A-Za-z_][\w']*)\b"
+)
+_END = re.compile(r"End\s+([A-Za-z_][\w']*)\s*\.")
+
+
+@dataclass(frozen=True)
+class OpenBlocks:
+    """What a header leaves open, innermost first."""
+
+    sections: tuple[str, ...] = ()
+    modules: tuple[str, ...] = ()
+
+    @property
+    def close_sections(self) -> str:
+        """``End S.`` per open section, innermost first (sent before ``Print Assumptions``)."""
+        return "\n".join(f"End {s}." for s in self.sections)
+
+    @property
+    def close_modules(self) -> str:
+        """``End M.`` per open module, innermost first (sent last: ``coqc`` wants them closed)."""
+        return "\n".join(f"End {m}." for m in self.modules)
+
+
+NOTHING_OPEN = OpenBlocks()
+
+
+@lru_cache(maxsize=64)
+def open_blocks(header: str) -> OpenBlocks | None:
+    """The sections and modules open at the end of ``header``; None when its sentences cannot be read that
+    way (an ``End`` naming what is not open, a module inside a section: Coq accepts neither, so the reading
+    is what is wrong). A header that never says ``Section`` or ``Module`` is read in no time."""
+    if "Section" not in header and "Module" not in header:
+        return NOTHING_OPEN
+    try:
+        sentences = split_sentences(header)
+    except SplitError:
+        return None
+    stack: list[tuple[str, str]] = []  # (kind, name), outermost first
+    for s in sentences:
+        code = blank_comments(s.text).strip()
+        if m := _SECTION.fullmatch(code):
+            stack.append(("section", m.group(1)))
+        elif (m := _MODULE.match(code)) and ":=" not in code:
+            if any(kind == "section" for kind, _ in stack):
+                return None
+            stack.append(("module", m.group(1)))
+        elif m := _END.fullmatch(code):
+            if not stack or stack[-1][1] != m.group(1):
+                return None
+            stack.pop()
+    inner = stack[::-1]
+    return OpenBlocks(
+        tuple(n for kind, n in inner if kind == "section"), tuple(n for kind, n in inner if kind == "module")
+    )
