@@ -551,7 +551,9 @@ def coqc_check(
         )
     located = dict(zip(allow, outputs[4:], strict=True))
     v = judge_after_qed(plan.name, outputs[3], located, outputs[1], outputs[2], restated=plan.restated)
-    return Verdict(v.status, v.reasons, v.messages, v.axioms, seconds, version)
+    # what the proof itself printed (CoqHammer names the ATP that found the proof and its reconstruction)
+    printed = (Message("info", outputs[0].strip()[-2000:]),) if outputs[0].strip() else ()
+    return Verdict(v.status, v.reasons, v.messages + printed, v.axioms, seconds, version)
 
 
 def _coqc_failure(
