@@ -54,6 +54,9 @@ class Claim:
     treatment: str
     direction: int = 1
     """+1: the claim is treatment > baseline on the metric; −1: treatment < baseline"""
+    margin: float = 0.0
+    """δ > 0 makes it a non-inferiority claim, direction·(treatment − baseline) > −δ ("does not lower the metric
+    by δ or more"), fixed before any result; 0: the ordinary claim"""
     run: Callable[[ClaimRun], Results] | None = None
     size: int = 0
     """theorems (or states) per seed at the bench's size"""

@@ -147,7 +147,7 @@ def write_report(out: Path, claims: list[Claim], *, smoke: bool = False) -> dict
         seeds, theorems, mats = matrices(claim, rows, size) if claim.implemented else ([], [], {})
         if seeds and theorems:
             a, b = mats[claim.baseline], mats[claim.treatment]
-            c = compare(a, b, direction=claim.direction)
+            c = compare(a, b, direction=claim.direction, margin=claim.margin)
             mine = [r for r in rows if r["claim"] == claim.name and r["size"] == size]
             entry |= {
                 "seeds": seeds,
@@ -171,9 +171,13 @@ def write_report(out: Path, claims: list[Claim], *, smoke: bool = False) -> dict
 def verdict_line(claim: Claim, c: Comparison) -> str:
     """``holds`` / ``does not hold`` / ``cannot tell at this size``, with the size that would tell."""
     side = ">" if claim.direction > 0 else "<"
+    claimed = f"{claim.treatment} {side} {claim.baseline}"
+    if c.margin:  # non-inferiority: the bound, and the p-value is the test of B − A sitting on it
+        bound = -claim.direction * c.margin
+        claimed = f"{claim.treatment} − {claim.baseline} {side} {bound:+.3g} (not worse by {c.margin:g} or more)"
     line = (
         f"**{c.verdict}**: {claim.treatment} − {claim.baseline} = {c.difference} (paired, 95 %), p = {c.p_value:.3g} "
-        f"on {c.theorems} {claim.unit} × {c.seeds} seeds; the claim is {claim.treatment} {side} {claim.baseline}."
+        f"on {c.theorems} {claim.unit} × {c.seeds} seeds; the claim is {claimed}."
     )
     if c.verdict == "cannot tell at this size":
         line += (
@@ -279,6 +283,7 @@ def compare_from(d: dict[str, Any]) -> Comparison:
         d["theorems"],
         d["seeds"],
         d["theorems_needed"],
+        d.get("margin", 0.0),
     )
 
 

@@ -12,6 +12,10 @@ arm A uses the paired differences ``d[s, t] = b[s, t] − a[s, t]``:
   exchangeable unit: under "no effect" the label of the arm is arbitrary within a theorem), two-sided;
 - the size that would tell is the number of theorems at which a two-sided 5 % test has 80 % power for the
   observed effect, from the observed spread of ``d̄_t``: ``n = ((z₀.₉₇₅ + z₀.₈) · sd(d̄_t) / |mean d|)²``.
+
+A non-inferiority claim ("B does not lower the metric by more than a margin δ") is the claim
+``direction·(B − A) > −δ``: the same rule, with the differences shifted by δ (``d + δ``) for the test, the
+interval's side and the size that would tell; δ = 0 is the ordinary claim.
 """
 
 from __future__ import annotations
@@ -51,6 +55,9 @@ class Comparison:
     seeds: int
     theorems_needed: int | None
     """theorems at which this effect would be detected (80 % power, 5 % two-sided); None when no effect was seen"""
+    margin: float = 0.0
+    """δ of a non-inferiority claim (``direction·(B − A) > −δ``); the p-value and the size that would tell are
+    then about ``d + direction·δ``"""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -111,15 +118,21 @@ def theorems_needed(per_theorem_diff: np.ndarray) -> int | None:
     return max(2, math.ceil(((Z_975 + Z_80) * sd / effect) ** 2))
 
 
-def compare(a: Any, b: Any, *, direction: int = 1, rounds: int = 2000, seed: int = 0) -> Comparison:
-    """Arm ``b`` against arm ``a`` (``seeds × theorems`` each, same order); the claim is ``direction·(B − A) > 0``.
+def compare(
+    a: Any, b: Any, *, direction: int = 1, margin: float = 0.0, rounds: int = 2000, seed: int = 0
+) -> Comparison:
+    """Arm ``b`` against arm ``a`` (``seeds × theorems`` each, same order); the claim is
+    ``direction·(B − A) > −margin`` (``margin`` 0: B better than A; ``margin`` δ > 0: B not worse than A by δ or
+    more, a non-inferiority claim).
 
-    ``holds`` when the 95 % interval of B − A lies on the claimed side of 0 and the permutation test agrees
-    (p < 0.05); ``does not hold`` when it lies on the other side (the opposite effect is significant); else
-    ``cannot tell at this size``, with :attr:`Comparison.theorems_needed`.
+    ``holds`` when the 95 % interval of ``direction·(B − A) + margin`` lies above 0 and the permutation test of
+    ``B − A = −direction·margin`` agrees (p < 0.05); ``does not hold`` when the interval lies below 0 with
+    p < 0.05; else ``cannot tell at this size``, with :attr:`Comparison.theorems_needed`.
     """
     if direction not in (1, -1):
         raise ValueError("direction must be +1 (B > A) or -1 (B < A)")
+    if not (math.isfinite(margin) and margin >= 0):
+        raise ValueError(f"margin must be a finite number >= 0, got {margin}")
     ma, mb = _matrix(a), _matrix(b)
     if ma.shape != mb.shape:
         raise ValueError(f"paired arms need the same seeds × theorems, got {ma.shape} and {mb.shape}")
@@ -127,16 +140,16 @@ def compare(a: Any, b: Any, *, direction: int = 1, rounds: int = 2000, seed: int
     diff = mb - ma
     boot = _bootstrap_means([ma, mb, diff], rounds, rng)
     ia, ib, idiff = (_interval(float(m.mean()), boot[:, k]) for k, m in enumerate((ma, mb, diff)))
-    per_theorem = diff.mean(axis=0)
-    p = permutation_p_value(per_theorem, rounds, rng)
-    signed_low, signed_high = sorted((direction * idiff.low, direction * idiff.high))
+    shifted = diff.mean(axis=0) + direction * margin  # 0 where B − A sits exactly on the claim's bound
+    p = permutation_p_value(shifted, rounds, rng)
+    signed_low, signed_high = sorted((direction * idiff.low + margin, direction * idiff.high + margin))
     if signed_low > 0 and p < 0.05:
         verdict: Verdict = "holds"
     elif signed_high < 0 and p < 0.05:
         verdict = "does not hold"
     else:
         verdict = "cannot tell at this size"
-    return Comparison(ia, ib, idiff, p, verdict, ma.shape[1], ma.shape[0], theorems_needed(per_theorem))
+    return Comparison(ia, ib, idiff, p, verdict, ma.shape[1], ma.shape[0], theorems_needed(shifted), margin)
 
 
 def mean_interval(x: Any, *, rounds: int = 2000, seed: int = 0) -> Interval:
