@@ -37,10 +37,11 @@ from ..policy.generation import SamplingParams, encode_prompts
 from ..policy.model import load_weights
 from ..policy.prompts import PromptFormat, get_format, render_messages
 from ..problems import Problem
+from ..provers.base import Verdict
 from ..rewards.compose import RewardConfig, base_rewards, reward_config_from_dict, shape_group
 from ..rollout import Group, PromptItem, RolloutTimings, first_turn, sample_and_verify
 from ..verification import Verifier
-from .config import TrainConfig
+from .config import ErrorCorrectionConfig, TrainConfig
 from .grpo import ADV_ESTIMATORS, GroupBuffer, PPOConfig
 from .lm_update import LMPolicy, compute_dtype, lm_grpo_update, pad_rows  # noqa: F401  (re-exported)
 from .rundir import RunDir
@@ -80,6 +81,30 @@ class ProblemSampler:
     def load_state_dict(self, d: dict[str, int]) -> None:
         self.epoch, self.pos = d["epoch"], d["pos"]
         self._order = self._shuffle()
+
+
+def correction_item(
+    item: PromptItem, completion: str, proof: str | None, verdict: Verdict, ecfg: ErrorCorrectionConfig, tokenizer: Any
+) -> PromptItem | None:
+    """kimina's second turn for one first-turn sample: the prover's feedback on its proof appended to the
+    conversation (:func:`proofrl.policy.correction.second_turn_prompt`). None when the sample passed, has no
+    proof to correct, its feedback is longer than ``ecfg.max_feedback_chars`` or the prompt longer than
+    ``ecfg.max_prompt_tokens`` tokens (kimina drops those rather than cut them). The trainer fills its cache with
+    these; the bench's error-correction claim samples them at evaluation."""
+    from ..policy import correction as ec
+
+    if verdict.valid or proof is None:
+        return None
+    feedback = ec.build_feedback(
+        proof, verdict, max_errors=ecfg.max_errors, max_chars=ecfg.max_feedback_chars, backend=item.problem.backend
+    )
+    if feedback is None:
+        return None
+    messages = ec.second_turn_prompt(item.messages, completion, feedback)
+    text = messages if isinstance(messages, str) else render_messages(messages, tokenizer)
+    if not ec.prompt_tokens_ok(text, tokenizer, ecfg.max_prompt_tokens):
+        return None
+    return PromptItem(item.problem, text, 2, messages)
 
 
 @dataclass
@@ -201,31 +226,17 @@ class Trainer:
         """Failed first-turn samples become second-turn prompts (kimina's error-correction turn)."""
         if self.cache is None:
             return 0
-        from ..policy import correction as ec
-
-        ecfg = self.cfg.rollout.error_correction
         added = 0
         for g in groups:
             if g.item.turn != 1:
                 continue
             for comp, proof, verdict in zip(g.completions, g.proofs, g.verdicts, strict=True):
-                if verdict.valid or proof is None:
-                    continue
-                feedback = ec.build_feedback(
-                    proof,
-                    verdict,
-                    max_errors=ecfg.max_errors,
-                    max_chars=ecfg.max_feedback_chars,
-                    backend=g.item.problem.backend,
+                item = correction_item(
+                    g.item, comp.text, proof, verdict, self.cfg.rollout.error_correction, self.tokenizer
                 )
-                if feedback is None:
-                    continue
-                messages = ec.second_turn_prompt(g.item.messages, comp.text, feedback)
-                text = messages if isinstance(messages, str) else render_messages(messages, self.tokenizer)
-                if not ec.prompt_tokens_ok(text, self.tokenizer, ecfg.max_prompt_tokens):
-                    continue
-                self.cache.add(PromptItem(g.item.problem, text, 2, messages))
-                added += 1
+                if item is not None:
+                    self.cache.add(item)
+                    added += 1
         return added
 
     # ------------------------------------------------------------------------------------------ update
