@@ -348,6 +348,14 @@ def problem_with_context(record: dict[str, Any]) -> dict[str, Any]:
     return {**record, "header": text[: record["context_chars"]]}
 
 
+def _judge_states(statement: str) -> bool:
+    """The Coq judge takes this sentence as a statement (a ``Lemma``, ``Theorem``, ... with a name)."""
+    from ..provers.base import Theorem
+    from ..provers.coq.plan import Plan, plan_proof
+
+    return isinstance(plan_proof(Theorem("", statement), "", max_chars=1, forbidden_tactics=()), Plan)
+
+
 CORPORA_ENV = "PROOFRL_CORPORA"
 """the folder holding built corpora, one sub-folder per library (default ``corpora`` in the working directory)"""
 
@@ -355,8 +363,11 @@ CORPORA_ENV = "PROOFRL_CORPORA"
 def corpus_problems(spec: str, *, root: str | Path | None = None) -> list[Any]:
     """The problems named ``coq-lib:NAME:SIDE`` (the ``novel_premises`` split) or ``coq-lib:NAME:SPLIT/SIDE``,
     read from the corpus built into ``root/NAME`` (``$PROOFRL_CORPORA``, else ``corpora``), each with its
-    file's text before it as the header. Only lemmas stated with no section or module open are problems: the
-    others' statements depend on section variables that a standalone check cannot close over."""
+    file's text before it as the header. A lemma stated inside sections and modules is stated in them (their
+    variables, hypotheses and local notations in force); the judge closes what its header leaves open after
+    the proof (:mod:`proofrl.provers.coq.blocks`), so its constant is checked generalised over the section
+    variables it uses. Lemmas whose statement the judge does not take (a ``Definition`` or ``Let`` proved by
+    tactics, a ``Goal``) are left out."""
     from ..problems import Problem
     from .corpus_splits import SIDES, SPLITS
 
@@ -379,7 +390,7 @@ def corpus_problems(spec: str, *, root: str | Path | None = None) -> list[Any]:
     out = []
     for line in path.read_text(encoding="utf-8").splitlines():
         rec = json.loads(line)
-        if not rec.get("top_level"):
+        if not _judge_states(rec["formal_statement"]):
             continue
         full = problem_with_context(rec)
         out.append(
@@ -390,7 +401,7 @@ def corpus_problems(spec: str, *, root: str | Path | None = None) -> list[Any]:
                 split=side,
                 module=full["module"],
                 proof=full["proof"],
-                extra={"file": full["file"], "premises": full["premises"]},
+                extra={"file": full["file"], "premises": full["premises"], "top_level": full.get("top_level", False)},
             )
         )
     return out
