@@ -664,6 +664,55 @@ def eval_rm(
     cli_eval_rm(data, model=model, out=out, max_new_tokens=max_new_tokens)
 
 
+# -- eval search (provers benchmark issue): @eval_app.command("search") --
+@eval_app.command("search")
+def eval_search(
+    problems: str = typer.Argument(
+        ...,
+        help="a problem set as `proofrl search` names it: FILE.jsonl or FILE.jsonl:SPLIT (miniF2F-rocq), "
+        "coq-stdlib:held-out, coq-lib:mathcomp:test",
+    ),
+    rows: str = typer.Option(
+        "a,b,c,d", help="a: Coq's automation, b: CoqHammer, c: proofrl search, d: search + automation"
+    ),
+    seconds: float = typer.Option(10.0, help="wall-clock budget per theorem, every row"),
+    policy: str = typer.Option(None, help="tactic model for c/d: hf:DIR (default: the tiny model, built once)"),
+    workers: int = typer.Option(2, "--workers", "-k", help="theorems at once (Coq processes)"),
+    limit: int = typer.Option(None, help="this many theorems, drawn with --seed (default: all)"),
+    split: str = typer.Option(None, help="keep records of this split of a JSONL file (test/valid)"),
+    seed: int = typer.Option(0),
+    tactics: str = typer.Option(
+        "lia,nia,lra,nra,ring,field,auto,easy,tauto,intuition", help="row a's automation tactics (and d's)"
+    ),
+    engines: str = typer.Option("best-first,mcts", help="search engines of rows c/d"),
+    width: int = typer.Option(4, help="tactics the model proposes per node"),
+    atp_seconds: int = typer.Option(5, help="hammer: Set Hammer ATPLimit"),
+    assets: Path = typer.Option(Path("runs"), help="where the default tiny model is built (ASSETS/tactic-assets)"),
+    out: Path = typer.Option(Path("runs/eval-search"), "--out", "-o"),
+) -> None:
+    """Coq's one-shot automation, CoqHammer and proofrl search side by side, every theorem with the same wall
+    budget and every proof rechecked by a fresh coqc (report.md, summary.json, results.jsonl in --out)."""
+    from .eval.provers import cli_eval_search
+
+    cli_eval_search(
+        problems,
+        rows=rows,
+        seconds=seconds,
+        policy=policy,
+        workers=workers,
+        limit=limit,
+        split=split,
+        seed=seed,
+        tactics=tactics,
+        engines=engines,
+        width=width,
+        atp_seconds=atp_seconds,
+        assets=assets,
+        out=out,
+        command=" ".join(["proofrl", *sys.argv[1:]]),
+    )
+
+
 def torch_threads(threads: int | None = None) -> None:
     """Set PyTorch's CPU threads (default: torch's own choice). Prover processes run beside the policy, so
     more threads than free cores makes every matmul wait (measured: 20× slower sampling on 2 busy cores)."""

@@ -1,0 +1,669 @@
+"""Coq's automation, CoqHammer and proofrl's search side by side on one problem set, one wall budget per theorem.
+
+``proofrl eval search PROBLEMS [--rows a,b,c,d] [--seconds S] [--policy hf:DIR]`` (:func:`cli_eval_search`) and
+``benchmarks/provers.py`` run these rows, every theorem with the same wall-clock budget ``S`` in every row:
+
+(a) one-shot automation: ``intros; T.`` for each tactic T of :data:`AUTOMATION` alone, and the best
+    combination, ``intros; solve [timeout t T1 | timeout t T2 | ...]`` with the tactics in the order of how many
+    theorems each proved alone in this run and the budget shared evenly (t = S / tactics);
+(b) CoqHammer: ``intros; sauto.`` (its reconstruction tactics, no external prover) and ``intros; hammer.``
+    (the ATPs it finds on ``PATH``, ``Set Hammer ATPLimit``; :func:`detect_atps`);
+(c) proofrl search with a tactic model (by default the tiny one): best-first and MCTS, ``S`` each per theorem;
+(d) (c) with the automation tactics of (a) and ``sauto`` proposed at every node before the model's own
+    (:class:`WithAutomation`, as Lean Copilot adds aesop to the model's tactics).
+
+Every header gets :data:`AUTOMATION_HEADER` (and CoqHammer's modules for (b) and (d)) so the automation exists.
+A theorem is proved only when a fresh ``coqc`` accepts the proof: for (a)/(b) the one-shot script *is* that
+check, run under the budget; for (c)/(d) the search's final check. Per row: theorems proved, wall seconds per
+theorem (the row's wall time / theorems, ``workers`` theorems at once) and CPU seconds per theorem (this process
+and its Coq and ATP processes, read from ``/proc``: :class:`DescendantCPU`). Per theorem (``results.jsonl``):
+proved, proof, wall seconds, the final check's verdict and CPU seconds, the row's CPU shared out by wall
+seconds (theorems run at once and every prover process is forked by one thread, so a process cannot be
+told to a theorem). For ``hammer`` proofs, the ATP that found the proof (CoqHammer prints ``CVC4 (nbayes-128)
+succeeded``; a proof found by its reconstruction tactics before any ATP ran names none) and the tactic
+CoqHammer says replaces ``hammer``.
+
+Debian's CoqHammer calls CVC4 through ``htimeout``, which it installs outside ``PATH``
+(:data:`HAMMER_LIBEXEC`): without it on ``PATH`` every CVC4 call fails and only E runs. Z3 is called as
+``z3_tptp``, a program Debian's ``z3`` does not ship, so CoqHammer reports Z3 not found.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import random
+import re
+import resource
+import shlex
+import shutil
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from ..problems import Problem
+
+AUTOMATION = ("lia", "nia", "lra", "nra", "ring", "field", "auto", "easy", "tauto", "intuition")
+"""Coq's one-shot automation for miniF2F's nat / Z / R statements (``interval`` is not packaged for 8.16)"""
+AUTOMATION_HEADER = "From Coq Require Import Lia Lra Psatz Ring Field ArithRing.\n"
+"""the automation's own libraries, loaded after each header: a tactic that is not loaded would make the whole
+``solve [...]`` of the combination fail to parse"""
+HAMMER_TACTICS_HEADER = "From Hammer Require Import Tactics.\n"
+HAMMER_LIBEXEC = "/usr/libexec/coq-hammer"
+"""where Debian's CoqHammer keeps ``htimeout`` (through which it runs CVC4) and ``predict``"""
+ATP_PROGRAMS = {"Vampire": "vampire", "Eprover": "eprover", "Z3": "z3_tptp", "CVC4": "cvc4"}
+"""the program CoqHammer 1.3 runs for each ATP (it detects each by running it)"""
+ROWS = ("a", "b", "c", "d")
+ENGINES = {"best-first": "reprover", "mcts": "reap"}
+"""search engine -> the recipe whose defaults it runs with"""
+ENGINE_LABEL = {"best-first": "best-first", "mcts": "MCTS"}
+SMOKE_TACTICS = ("lia", "lra", "intuition")
+_ATP_LINE = re.compile(r"^(\w+) \(([^)]*)\) succeeded", re.MULTILINE)
+_REPLACE = re.compile(r"Replace the hammer tactic with:\s*(.+?)(?:\n\S|\Z)", re.DOTALL)
+
+
+def smoke_problems() -> list[Problem]:
+    """Two miniF2F-style statements of the kinds the benchmark has (nat, R), for smoke runs and tests."""
+    return [
+        Problem("smoke_nat", "Theorem smoke_nat : forall n : nat, n + 0 = n.", split="test"),
+        Problem(
+            "smoke_r",
+            "Theorem smoke_r : forall x : R, x + 1 > x.",
+            "Require Import Reals.\nOpen Scope R_scope.\n",
+            split="test",
+        ),
+    ]
+
+
+def hammer_header(atp_seconds: int) -> str:
+    return f"From Hammer Require Import Hammer.\nSet Hammer ATPLimit {atp_seconds}.\n"
+
+
+def hammer_installed() -> bool:
+    from ..data.corpus import user_contrib
+
+    return (user_contrib() / "Hammer").is_dir()
+
+
+@contextlib.contextmanager
+def hammer_path() -> Iterator[None]:
+    """:data:`HAMMER_LIBEXEC` on ``PATH`` while the block runs (prover processes copy this process's
+    environment), so CoqHammer's CVC4 calls find ``htimeout``."""
+    old = os.environ.get("PATH", "")
+    if os.path.isdir(HAMMER_LIBEXEC) and HAMMER_LIBEXEC not in old.split(os.pathsep):
+        os.environ["PATH"] = old + os.pathsep + HAMMER_LIBEXEC
+    try:
+        yield
+    finally:
+        os.environ["PATH"] = old
+
+
+def detect_atps() -> dict[str, bool]:
+    """Which ATPs CoqHammer finds: each of :data:`ATP_PROGRAMS` on ``PATH`` (inside :func:`hammer_path`)."""
+    with hammer_path():
+        found = {atp: shutil.which(prog) is not None for atp, prog in ATP_PROGRAMS.items()}
+    return found
+
+
+def hammer_says(printed: str) -> tuple[str, str]:
+    """``(ATP, replacement)`` from what ``hammer`` printed: the ATP (and strategy) that succeeded, ``""`` when
+    its reconstruction tactics proved the goal before any ATP ran, and the tactic it says replaces it."""
+    atp = _ATP_LINE.search(printed)
+    rep = _REPLACE.search(printed)
+    return (f"{atp.group(1)} ({atp.group(2)})" if atp else "", " ".join(rep.group(1).split()) if rep else "")
+
+
+class WithAutomation:
+    """A tactic policy whose proposals at every state are the automation tactics (first, log-probability 0:
+    the engine tries them before the model's) and then the model's own."""
+
+    def __init__(self, policy: Any, tactics: tuple[str, ...]):
+        self.policy, self.tactics = policy, tactics
+        self.name = f"{getattr(policy, 'name', 'policy')}+automation"
+
+    def _with(self, proposals: list[Any]) -> list[Any]:
+        from ..policy.tactic import Proposal
+
+        fixed = [Proposal(t, 0.0, 0.0, 1) for t in self.tactics]
+        return fixed + [p for p in proposals if p.tactic not in self.tactics]
+
+    def propose(self, state_text: str, k: int) -> list[Any]:
+        return self._with(self.policy.propose(state_text, k))
+
+    def propose_many(self, states: list[str], k: int) -> list[list[Any]]:
+        from ..policy.tactic import propose_batch
+
+        return [self._with(p) for p in propose_batch(self.policy, states, k)]
+
+
+class DescendantCPU:
+    """CPU seconds of this process plus those of its descendants (coqc, coqidetop, the ATPs), read from
+    ``/proc`` every ``interval`` seconds while a row runs: the sandbox's extra process level keeps the Coq
+    processes out of ``RUSAGE_CHILDREN``. A process's last ``interval`` before it exits is missed, so the
+    figure is a lower bound."""
+
+    def __init__(self, interval: float = 0.1):
+        self.interval, self._stop = interval, threading.Event()
+        self.seen: dict[int, float] = {}
+        self.seconds = 0.0
+        self._tick = os.sysconf("SC_CLK_TCK")
+
+    def _walk(self, pid: int) -> None:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            self.seen[pid] = max(self.seen.get(pid, 0.0), (int(fields[11]) + int(fields[12])) / self._tick)
+            for task in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{task}/children") as f:
+                    for child in f.read().split():
+                        self._walk(int(child))
+        except (OSError, ValueError, IndexError):
+            pass  # it exited meanwhile
+
+    def _loop(self) -> None:
+        me = os.getpid()
+        while not self._stop.wait(self.interval):
+            for task in os.listdir(f"/proc/{me}/task"):
+                try:
+                    with open(f"/proc/{me}/task/{task}/children") as f:
+                        for child in f.read().split():
+                            self._walk(int(child))
+                except OSError:
+                    pass
+
+    def __enter__(self) -> DescendantCPU:
+        own = resource.getrusage(resource.RUSAGE_SELF)
+        self._own0 = own.ru_utime + own.ru_stime
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        own = resource.getrusage(resource.RUSAGE_SELF)
+        self.seconds = own.ru_utime + own.ru_stime - self._own0 + sum(self.seen.values())
+
+
+def with_header(problem: Problem, extra: str) -> Problem:
+    return replace(problem, header=problem.header.rstrip("\n") + "\n" + extra)
+
+
+# -- the problems ----------------------------------------------------------------------------------------------
+def select_problems(
+    spec: str, *, split: str | None = None, limit: int | None = None, seed: int = 0
+) -> tuple[list[Problem], str]:
+    """``(problems, label)`` of a problem set as ``proofrl search`` names it (``coq-stdlib:held-out``,
+    ``coq-lib:mathcomp:test``, a JSONL path), or ``PATH:SPLIT`` for one split of a JSONL file. Statements
+    marked as not compiling with this Coq (miniF2F-rocq's ``compiles_with_coq_8_16: false``) are left out;
+    ``limit`` keeps that many drawn with ``seed`` (sorted by name). Raises :class:`ConfigError` naming the fix."""
+    from ..data.splits import problem_set
+    from ..preflight import require_backend
+
+    path, sep, side = spec.rpartition(":")
+    if sep and not spec.startswith(("coq-lib:", "coq-stdlib")) and Path(path).is_file():
+        spec, split = path, side  # FILE.jsonl:test
+    if spec.startswith("coq-stdlib"):
+        require_backend("coq")  # the problems are read where coqc says the standard library is
+    try:
+        problems = problem_set(spec, split=split)
+    except (ValueError, FileNotFoundError) as e:
+        why = " ".join(str(e).split())
+        if not spec.startswith(("coq-lib:", "coq-stdlib")):  # those errors name their own fix
+            why += "; give a JSONL file (FILE or FILE:SPLIT), coq-stdlib:held-out or coq-lib:NAME:test"
+        raise ConfigError(why) from None
+    ok = [p for p in problems if p.extra.get("compiles_with_coq_8_16", True) is not False]
+    if limit is not None:
+        if limit < 1:
+            raise ConfigError(f"--limit must be at least 1, got {limit}")
+        ok = sorted(random.Random(seed).sample(ok, min(limit, len(ok))), key=lambda p: p.key)
+    if not ok:
+        raise ConfigError(f"no problems in {spec}" + (f" with split {split!r}" if split else ""))
+    if any(p.backend != "coq" for p in ok):
+        raise ConfigError(f"{spec}: these rows are Coq's automation and CoqHammer; the problems must be Coq's")
+    label = spec + (f" ({split})" if split else "")
+    return ok, label
+
+
+# -- the rows --------------------------------------------------------------------------------------------------
+@dataclass
+class RowSettings:
+    """One run's rows and budgets. ``seconds``: wall-clock budget per theorem in every row; ``tactics``: the
+    automation of (a) (and of (d)); ``engines``: of ``best-first``, ``mcts`` for (c)/(d); ``width``: tactics
+    the model proposes per node; ``atp_seconds``: ``Set Hammer ATPLimit``; ``policy``: ``hf:DIR`` for
+    (c)/(d)."""
+
+    rows: tuple[str, ...] = ROWS
+    seconds: float = 10.0
+    workers: int = 2
+    tactics: tuple[str, ...] = AUTOMATION
+    engines: tuple[str, ...] = ("best-first", "mcts")
+    width: int = 4
+    atp_seconds: int = 5
+    policy: str = ""
+
+    @property
+    def tactic_timeout(self) -> float:
+        return min(5.0, self.seconds)
+
+
+def parse_list(text: str, valid: Sequence[str], what: str) -> tuple[str, ...]:
+    """Comma-separated names, each one of ``valid`` (:class:`ConfigError` naming the valid ones)."""
+    names = tuple(dict.fromkeys(x.strip() for x in text.split(",") if x.strip()))
+    bad = [x for x in names if x not in valid]
+    if bad or not names:
+        raise ConfigError(f"unknown {what} {', '.join(bad) or repr(text)}; valid: {', '.join(valid)}")
+    return names
+
+
+def check_settings(s: RowSettings) -> None:
+    """Bad settings as one :class:`ConfigError` each, naming the fix, before anything runs."""
+    if not s.seconds > 0 or not math.isfinite(s.seconds):
+        raise ConfigError(f"--seconds must be a positive number, got {s.seconds}")
+    if s.workers < 1:
+        raise ConfigError(f"--workers must be at least 1, got {s.workers}")
+    if "b" in s.rows and not hammer_installed():
+        raise ConfigError(
+            "row b needs CoqHammer: PROOFRL_COQ_LIBS=1 bash scripts/setup.sh "
+            "(apt-get install libcoq-hammer eprover z3 cvc4), or leave b out of --rows"
+        )
+    if set(s.rows) & {"c", "d"} and s.policy:
+        kind, _, where = s.policy.partition(":")
+        if kind != "hf" or not Path(where).is_dir():
+            raise ConfigError(f"--policy {s.policy!r}: give hf:DIR, a local tactic model directory")
+
+
+@dataclass
+class Row:
+    """One row's outcome; ``results`` one record per theorem (``results.jsonl``)."""
+
+    name: str
+    results: list[dict[str, Any]]
+    wall: float
+    cpu: float
+    script: str = ""
+    notes: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def proved(self) -> int:
+        return sum(r["proved"] for r in self.results)
+
+    def summary(self) -> dict[str, Any]:
+        n = max(1, len(self.results))
+        return {
+            "proved": self.proved,
+            "theorems": len(self.results),
+            "wall_s_per_theorem": round(self.wall / n, 2),
+            "cpu_s_per_theorem": round(self.cpu / n, 2),
+            "wall_s": round(self.wall, 2),
+            "cpu_s": round(self.cpu, 2),
+            "proved_names": sorted(r["name"] for r in self.results if r["proved"]),
+            **({"script": self.script} if self.script else {}),
+            **self.notes,
+        }
+
+
+def _share_cpu(results: list[dict[str, Any]], cpu: float) -> None:
+    total = sum(r["wall_s"] for r in results) or 1.0
+    for r in results:
+        r["cpu_s"] = round(cpu * r["wall_s"] / total, 3)
+
+
+def one_shot(
+    problems: Sequence[Problem],
+    script: str,
+    header: str,
+    seconds: float,
+    workers: int,
+    on_done: Callable[[], None] | None = None,
+) -> list[dict[str, Any]]:
+    """``script`` as each theorem's whole proof through a fresh ``coqc`` under ``seconds``."""
+    from ..provers.coq.prover import CoqConfig, coqc_check
+
+    config = CoqConfig(timeout=seconds)
+
+    def run(p: Problem) -> dict[str, Any]:
+        t0 = time.monotonic()
+        v = coqc_check(with_header(p, header).theorem, script, config, timeout=seconds)
+        if on_done:
+            on_done()
+        return {
+            "name": p.key,
+            "proved": v.valid,
+            "proof": script if v.valid else "",
+            "wall_s": round(time.monotonic() - t0, 3),
+            "final_check": v.status.value,
+            "reason": "; ".join(v.reasons)[:200],
+            "printed": "\n".join(m.text for m in v.messages if m.severity == "info"),
+        }
+
+    with ThreadPoolExecutor(max_workers=workers) as ex:
+        return list(ex.map(run, problems))
+
+
+def searched(
+    problems: Sequence[Problem],
+    policy: Any,
+    recipe: str,
+    header: str,
+    settings: RowSettings,
+    out: Path,
+    progress: bool,
+) -> list[dict[str, Any]]:
+    """proofrl's search (``recipe``'s engine) under ``settings.seconds`` per theorem; ``out`` gets the search's
+    own ``results.jsonl``, trees and trace."""
+    from ..search.config import load_search_config
+    from ..search.run import search_many
+
+    s = settings
+    cfg = load_search_config(
+        recipe,
+        **{
+            "best_first.max_expansions": None,
+            "best_first.seconds": s.seconds,
+            "best_first.width": s.width,
+            "best_first.tactic_timeout": s.tactic_timeout,
+            "mcts.max_steps": 10**6,
+            "mcts.max_nodes": 10**6,
+            "mcts.seconds": s.seconds,
+            "mcts.num_samples": s.width,
+            "mcts.tactic_timeout": s.tactic_timeout,
+        },
+    )
+    probs = [with_header(p, header) for p in problems]
+    results = search_many(probs, policy, out_dir=out, workers=s.workers, config=cfg, progress=progress)
+    return [
+        {
+            "name": p.key,
+            "proved": r.status == "proved",
+            "proof": r.proof if r.status == "proved" else "",
+            "wall_s": round(r.seconds, 3),
+            "final_check": r.verdict.status.value if r.verdict else str(r.status),
+            "reason": r.reason[:200],
+        }
+        for p, r in zip(problems, results, strict=True)
+    ]
+
+
+def proof_kind(proof: str, automation: Sequence[str]) -> str:
+    """What a (d) proof is made of: ``automation`` (only automation tactics, e.g. one at the root), ``model``
+    (only the model's) or ``model + automation``."""
+    steps = [s.strip() for s in proof.splitlines()]
+    steps = [s for s in steps if s and s not in ("{", "}", "Proof.", "Qed.") and not re.fullmatch(r"[-+*]+", s)]
+    auto = [s in automation for s in steps]
+    if all(auto):
+        return "one automation tactic at the root" if len(steps) == 1 else f"{len(steps)} automation tactics"
+    return "model + automation" if any(auto) else "model"
+
+
+def run_rows(
+    problems: Sequence[Problem],
+    settings: RowSettings,
+    out: Path,
+    *,
+    progress: bool = True,
+    say: Callable[[str], None] = print,
+) -> list[Row]:
+    """Run the rows of ``settings`` on ``problems``; ``out`` gets ``results.jsonl`` (one record per theorem per
+    row, written as each row ends) and the searches' own folders. Returns the rows in run order."""
+    import torch
+
+    s = settings
+    check_settings(s)
+    torch.set_num_threads(1)  # the prover processes run beside the policy on the same cores
+    out.mkdir(parents=True, exist_ok=True)
+    results_path = out / "results.jsonl"
+    results_path.write_text("")
+    rows: list[Row] = []
+    has_hammer = hammer_installed()
+
+    def record(row: Row) -> Row:
+        _share_cpu(row.results, row.cpu)
+        for r in row.results:
+            if row.name != "(b) hammer":
+                r.pop("printed", None)  # only hammer's printing says something (its ATP)
+        rows.append(row)
+        with open(results_path, "a", encoding="utf-8") as f:
+            for r in row.results:
+                f.write(json.dumps({"row": row.name, **r}) + "\n")
+        say(
+            f"{row.name}: {row.proved}/{len(row.results)} proved, {row.summary()['wall_s_per_theorem']} s wall, "
+            f"{row.summary()['cpu_s_per_theorem']} s CPU per theorem"
+        )
+        return row
+
+    def shot(name: str, script: str, header: str) -> Row:
+        bar = _bar(progress)
+        w0 = time.monotonic()
+        with bar as b, DescendantCPU() as cpu:
+            task = b.add_task(name, total=len(problems)) if b else None
+            res = one_shot(problems, script, header, s.seconds, s.workers, (lambda: b.advance(task)) if b else None)
+        return Row(name, res, time.monotonic() - w0, cpu.seconds, script)
+
+    singles: dict[str, int] = {}
+    if "a" in s.rows:
+        for tac in s.tactics:
+            row = record(shot(f"(a) {tac}", f"intros; {tac}.", AUTOMATION_HEADER))
+            singles[tac] = row.proved
+        union = {r["name"] for row in rows for r in row.results if r["proved"]}
+        say(f"(a) any one tactic (union of {len(s.tactics)} runs): {len(union)}")
+        order = sorted(s.tactics, key=lambda t: (-singles[t], s.tactics.index(t)))
+        share = max(1, math.floor(s.seconds / len(order)))
+        combo = "intros; solve [ " + " | ".join(f"timeout {share} {t}" for t in order) + " ]."
+        record(shot("(a) best combination", combo, AUTOMATION_HEADER))
+    if "b" in s.rows:
+        record(shot("(b) sauto", "intros; sauto.", AUTOMATION_HEADER + HAMMER_TACTICS_HEADER))
+        with hammer_path():
+            row = shot("(b) hammer", "intros; hammer.", AUTOMATION_HEADER + hammer_header(s.atp_seconds))
+        for r in row.results:
+            r["atp"], r["hammer_says"] = hammer_says(r["printed"]) if r["proved"] else ("", "")
+        atps = Counter(r["atp"].split(" ")[0] or "none (reconstruction tactics)" for r in row.results if r["proved"])
+        row.notes = {"atp_seconds": s.atp_seconds, "proofs_by_atp": dict(atps)}
+        record(row)
+    if set(s.rows) & {"c", "d"}:
+        from ..policy.tactic import make_tactic_policy
+
+        policy = make_tactic_policy(s.policy)
+        auto = tuple(f"intros; {t}." for t in s.tactics) + (("intros; sauto.",) if has_hammer else ())
+        header_d = AUTOMATION_HEADER + (HAMMER_TACTICS_HEADER if has_hammer else "")
+        for engine in s.engines:
+            recipe, label = ENGINES[engine], ENGINE_LABEL[engine]
+            for kind, pol, header in (("c", policy, AUTOMATION_HEADER), ("d", WithAutomation(policy, auto), header_d)):
+                if kind not in s.rows:
+                    continue
+                name = f"({kind}) {label}" + (" + automation" if kind == "d" else "")
+                w0 = time.monotonic()
+                with DescendantCPU() as cpu:
+                    res = searched(problems, pol, recipe, header, s, out / f"{kind}-{engine}", progress)
+                row = Row(name, res, time.monotonic() - w0, cpu.seconds)
+                if kind == "d":
+                    for r in res:
+                        r["proof_kind"] = proof_kind(r["proof"], auto) if r["proved"] else ""
+                    row.notes = {"proof_kinds": dict(Counter(r["proof_kind"] for r in res if r["proved"]))}
+                record(row)
+    return rows
+
+
+def _bar(progress: bool) -> Any:
+    """A rich progress bar (one task per one-shot row), or nothing."""
+    if not progress:
+        return contextlib.nullcontext(None)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+
+
+# -- the report ------------------------------------------------------------------------------------------------
+def headline(rows: Sequence[Row]) -> dict[str, Any]:
+    """(d)'s best against the best of (a) and (b), theorems proved (``nan`` where a side did not run)."""
+    base = max((r.proved for r in rows if r.name.startswith(("(a)", "(b)"))), default=math.nan)
+    best_d = max((r.proved for r in rows if r.name.startswith("(d)")), default=math.nan)
+    ratio = best_d / base if base and not math.isnan(base) and not math.isnan(best_d) else math.nan
+    return {"best_of_a_b": base, "best_of_d": best_d, "ratio_d_over_a_b": ratio}
+
+
+def markdown(rows: Sequence[Row]) -> str:
+    lines = ["| row | proved | wall s / theorem | CPU s / theorem |", "|---|---|---|---|"]
+    for row in rows:
+        t = row.summary()
+        lines.append(
+            f"| {row.name} | {t['proved']}/{t['theorems']} | {t['wall_s_per_theorem']} | {t['cpu_s_per_theorem']} |"
+        )
+    return "\n".join(lines)
+
+
+def write_report(
+    out: Path, rows: Sequence[Row], *, label: str, settings: RowSettings, command: str, load: dict[str, Any]
+) -> dict[str, Any]:
+    """``summary.json`` and ``report.md`` (the table, the command, the load, the ATPs and (d)'s proofs)."""
+    n = len(rows[0].results) if rows else 0
+    atps = detect_atps() if "b" in settings.rows else {}
+    head = headline(rows)
+    summary = {
+        "problems": label,
+        "theorems": n,
+        "command": command,
+        "settings": asdict(settings),
+        "load_average": load,
+        "atps_found": atps,
+        "rows": {row.name: row.summary() for row in rows},
+        **head,
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+    text = [
+        "# proofrl eval search",
+        "",
+        f"{n} theorems of `{label}`, {settings.seconds:g} s wall per theorem in every row, {settings.workers} "
+        f"theorems at once; load average {load['before']} before, {load['after']} after (1, 5, 15 min).",
+        "",
+        "```",
+        command,
+        "```",
+        "",
+        markdown(rows),
+        "",
+        "Wall s / theorem: the row's wall time / theorems. CPU s / theorem: this process and its Coq and ATP "
+        "processes. Every proof is accepted by a fresh `coqc`.",
+        "",
+    ]
+    if not math.isnan(head["ratio_d_over_a_b"]):
+        text += [
+            f"(d)'s best / the best of (a) and (b): {head['best_of_d']} / {head['best_of_a_b']} = "
+            f"{head['ratio_d_over_a_b']:.3f}.",
+            "",
+        ]
+    for row in rows:
+        if row.name == "(b) hammer":
+            found = ", ".join(a for a, ok in atps.items() if ok) or "none"
+            missing = ", ".join(a for a, ok in atps.items() if not ok) or "none"
+            text += [
+                f"`hammer` (ATPLimit {settings.atp_seconds}): ATPs CoqHammer finds: {found}; not found: {missing} "
+                f"(Z3 is run as `z3_tptp`; CVC4 through `htimeout`, put on `PATH` from {HAMMER_LIBEXEC}). "
+                f"Proofs by ATP: {row.notes.get('proofs_by_atp', {})}.",
+                "",
+                "| theorem | ATP (strategy) | CoqHammer's replacement |",
+                "|---|---|---|",
+            ]
+            text += [
+                f"| {r['name']} | {r['atp'] or 'none: its reconstruction tactics'} | `{r['hammer_says']}` |"
+                for r in row.results
+                if r["proved"]
+            ] or ["| (none proved) | | |"]
+            text.append("")
+        if row.name.startswith("(d)"):
+            text += [f"{row.name} proofs:", ""]
+            text += [
+                f"- {r['name']} ({r['proof_kind']}): `{' '.join(r['proof'].split())}`"
+                for r in row.results
+                if r["proved"]
+            ] or ["- none"]
+            text.append("")
+    (out / "report.md").write_text("\n".join(text))
+    return summary
+
+
+def loadavg() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def console_table(rows: Sequence[Row]) -> Any:
+    from rich.table import Table
+
+    table = Table("row", "proved", "wall s / theorem", "CPU s / theorem")
+    for row in rows:
+        t = row.summary()
+        table.add_row(
+            row.name, f"{t['proved']}/{t['theorems']}", str(t["wall_s_per_theorem"]), str(t["cpu_s_per_theorem"])
+        )
+    return table
+
+
+def default_policy(root: Path) -> str:
+    """The tiny tactic model of the shared tactic assets under ``root`` (built there once)."""
+    from ..data.assets import tactic_assets
+
+    return tactic_assets(root).policy_spec
+
+
+def cli_eval_search(
+    problems: str,
+    *,
+    rows: str = "a,b,c,d",
+    seconds: float = 10.0,
+    policy: str | None = None,
+    workers: int = 2,
+    limit: int | None = None,
+    split: str | None = None,
+    seed: int = 0,
+    tactics: str = ",".join(AUTOMATION),
+    engines: str = "best-first,mcts",
+    width: int = 4,
+    atp_seconds: int = 5,
+    assets: Path = Path("runs"),
+    out: Path = Path("runs/eval-search"),
+    progress: bool = True,
+    command: str = "",
+) -> dict[str, Any]:
+    """``proofrl eval search``: the rows on a problem set; console table, ``report.md``, ``summary.json``,
+    ``results.jsonl`` under ``out``; ``command`` is how the report says it was run. Returns the summary."""
+    from rich.console import Console
+
+    from ..preflight import require_backend
+
+    console = Console()
+    settings = RowSettings(
+        rows=parse_list(rows, ROWS, "row(s) in --rows"),
+        seconds=seconds,
+        workers=workers,
+        tactics=parse_list(tactics, AUTOMATION, "tactic(s) in --tactics"),
+        engines=parse_list(engines, tuple(ENGINES), "engine(s) in --engines"),
+        width=width,
+        atp_seconds=atp_seconds,
+        policy=policy or "",
+    )
+    check_settings(settings)
+    require_backend("coq")
+    probs, label = select_problems(problems, split=split, limit=limit, seed=seed)
+    if set(settings.rows) & {"c", "d"} and not settings.policy:
+        settings.policy = default_policy(assets)
+    command = command or shlex.join(["proofrl", "eval", "search", problems])
+    load0 = loadavg()
+    console.print(
+        f"{len(probs)} theorems of {label}, {seconds:g} s each, {workers} workers, rows {','.join(settings.rows)}; "
+        f"load average {load0}"
+    )
+    ran = run_rows(probs, settings, out, progress=progress, say=console.print)
+    summary = write_report(
+        out, ran, label=label, settings=settings, command=command, load={"before": load0, "after": loadavg()}
+    )
+    console.print(console_table(ran))
+    console.print(f"report: {out / 'report.md'}")
+    return summary
