@@ -1,0 +1,69 @@
+"""reap's two learning claims (search-and-learn over rounds, value head against policy-only): one run per seed
+serves both, the arms are paired on the same held-out theorems, and each seed records whether its model learned
+(training theorems the rollouts solved, update steps)."""
+
+import json
+
+from conftest import requires_coq
+from typer.testing import CliRunner
+
+from proofrl.bench.reap import SEARCH_AND_LEARN, learning_facts, search_and_learn_settings
+from proofrl.cli import app
+
+NAMES = ["reap-search-and-learn", "reap-value-head"]
+
+
+def test_learning_facts_count_solves_and_update_steps_per_round():
+    rows = [
+        {"round": 0, "eval/proved": 3, "eval/theorems": 30},  # the start's evaluation: no rollout
+        {"round": 1, "rollout/theorems": 64, "rollout/solved": 0, "replay/added": 0, "learn/skipped": "nothing"},
+        {"round": 2, "rollout/theorems": 64, "rollout/solved": 4, "replay/added": 9, "learn/batches": 4.0},
+    ]
+    facts = learning_facts(rows)
+    assert facts["rounds"] == [
+        {"round": 1, "theorems": 64, "solved": 0, "replay_added": 0, "update_steps": 0},
+        {"round": 2, "theorems": 64, "solved": 4, "replay_added": 9, "update_steps": 4},
+    ]
+    assert (facts["solved"], facts["theorems"], facts["update_steps"]) == (4, 128, 4)
+    assert learning_facts(rows[:1]) == {"rounds": [], "solved": 0, "theorems": 0, "update_steps": 0}
+
+
+def test_the_smoke_size_cuts_budgets_but_keeps_the_rounds():
+    full, smoke = search_and_learn_settings(False, 30), search_and_learn_settings(True, 2)
+    assert full == SEARCH_AND_LEARN | {"eval_theorems": 30}
+    assert smoke["rounds"] == full["rounds"] and smoke["eval_theorems"] == 2
+    assert smoke["batch_theorems"] < full["batch_theorems"] and smoke["seconds"] < full["seconds"]
+
+
+@requires_coq
+def test_the_reap_learning_claims_at_smoke_size_pair_the_arms_and_record_learning(tmp_path):
+    r = CliRunner().invoke(
+        app, ["bench", "--smoke", *(x for n in NAMES for x in ("--claim", n)), "--seeds", "1", "--out", str(tmp_path)]
+    )
+    assert r.exit_code == 0, r.output
+    lines = {x["claim"]: x for x in map(json.loads, (tmp_path / "results.jsonl").read_text().splitlines())}
+    assert set(lines) == set(NAMES)
+    arms = lines["reap-search-and-learn"]["arms"]
+    assert arms == lines["reap-value-head"]["arms"]  # one run serves both claims
+    last = f"round {SEARCH_AND_LEARN['rounds']}"
+    assert set(arms) == {"round 0", last, "policy only", "policy + value head"}
+    held_out = set(arms["round 0"])
+    assert len(held_out) == 2 and all(set(v) == held_out for v in arms.values())  # paired: the same theorems
+    assert all(x in (0.0, 1.0) for v in arms.values() for x in v.values())
+    said = " ".join(r.output.split())  # the console wraps its lines
+    assert "policy+value: rollouts solved" in said and "policy-only: rollouts solved" in said
+
+    (cached,) = (tmp_path / "reap-shared").glob("seed-0-size-2-*-smoke.json")
+    kept = json.loads(cached.read_text())
+    assert kept["arms"] == arms and kept["settings"] == search_and_learn_settings(True, 2)
+    smoke = kept["settings"]
+    for arm in ("policy+value", "policy-only"):
+        facts = kept["learning"][arm]
+        assert len(facts["rounds"]) == smoke["rounds"]
+        assert facts["theorems"] == smoke["rounds"] * smoke["batch_theorems"]
+        assert 0 <= facts["solved"] <= facts["theorems"] and facts["update_steps"] >= 0
+        assert facts["update_steps"] == 0 or facts["solved"] > 0  # no solve, no update
+        metrics = [
+            json.loads(x) for x in (cached.parent / cached.stem / arm / "metrics.jsonl").read_text().splitlines()
+        ]
+        assert facts == learning_facts(metrics)  # what the loop logged, not a recount
