@@ -103,6 +103,27 @@ def test_the_correction_prompt_is_the_trainer_s_second_turn_with_coq_s_feedback(
     assert correction_item(item, completion, proof, failed, short, tok) is None
 
 
+def test_the_taught_answer_is_kimina_s_shape_with_the_proof_only_and_extracts_back():
+    from dataclasses import fields
+
+    from proofrl.bench.kimina import KIMINA, ProofOnlyAnswer
+    from proofrl.policy.prompts import PromptFormat, get_format
+    from proofrl.problems import Problem
+    from proofrl.rewards.format import FormatError, FormatRules, check_format
+
+    kimina = get_format("kimina-coq")
+    fmt = ProofOnlyAnswer(**{f.name: getattr(kimina, f.name) for f in fields(PromptFormat)})
+    problem = Problem("add_0", "Theorem add_0 : forall n : nat, n + 0 = n.", "Require Import Arith.")
+    answer = fmt.completion(problem, "Proof.\nintros n. lia.\nQed.")
+    assert answer == "<think>\n\n</think>\n```coq\nProof.\nintros n. lia.\nQed.\n```"
+    assert fmt.prompt(problem) == kimina.prompt(problem)  # the prompts are kimina's own
+    assert kimina.extract(problem, answer) == "Proof.\nintros n. lia.\nQed.\n"
+    rules = FormatRules(**KIMINA["format"])
+    assert check_format(answer, problem, rules) is FormatError.NONE
+    assert check_format(answer + "\ntrailing", problem, rules) is FormatError.TEXT_AFTER_CODE_BLOCK
+    assert check_format(answer, problem) is not FormatError.NONE  # kimina's strict rules refuse it
+
+
 def test_both_kimina_claims_are_registered_with_sizes_and_quote_the_source():
     from proofrl.bench.claims import CLAIMS
     from proofrl.bench.kimina import FORMAT_MARGIN
@@ -145,7 +166,7 @@ def test_both_kimina_claims_run_at_smoke_size_from_one_run_per_seed(tmp_path):
     assert b["attempts"] == 2 * 2 and b["generations_per_attempt"] == 2
     assert b["corrections_sampled"] + b["no_correction_prompt"] == b["first_samples_failed"]
     assert set(shared["training"]) == {"without format reward", "with format reward"}
-    assert (tmp_path / "kimina-shared" / "sft-smoke" / "sft-model" / "config.json").is_file()
+    assert len(list((tmp_path / "kimina-shared").glob("sft-*-smoke/sft-model/config.json"))) == 1  # taught once
     report = (tmp_path / "report.md").read_text()
     assert "not worse by 0.05 or more" in report and "| kimina-format-reward | kimina |" in report
     assert lines["kimina-format-reward"]["seconds"] < lines["kimina-error-correction"]["seconds"]  # read, not rerun

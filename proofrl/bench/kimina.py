@@ -3,8 +3,9 @@
 One run per seed serves both claims (computed once per seed and size, kept in ``kimina-shared``):
 
 1. the whole-proof demo's data and tiny model (:mod:`proofrl.demo.whole_proof`), taught once per bench folder
-   (seed 0, the same SFT model for every seed and both claims) in kimina's output format ``kimina-coq``:
-   ``<think> … </think>`` then a ```` ```coq ```` block restating the statement with its proof;
+   (seed 0, the same SFT model for every seed and both claims) on kimina's prompts (``kimina-coq``) to answer
+   ``<think> … </think>`` then a ```` ```coq ```` block holding the proof (``Proof. … Qed.``,
+   :class:`ProofOnlyAnswer`: the statement is not restated, see below);
 2. from it, two GRPO runs seeded with the bench seed (the ``demo`` recipe with kimina's error-correction turn
    on, rate 0.5, the feedback of :mod:`proofrl.policy.correction`): **with** the format reward
    (R = valid × format ok, :mod:`proofrl.rewards.format`) — kimina's recipe scaled down — and **without** it;
@@ -22,22 +23,41 @@ One run per seed serves both claims (computed once per seed and size, kept in ``
      of generations (2 per attempt, each at most ``max_tokens`` new tokens); the correction turn reads a longer
      prompt (the first attempt and the feedback), which ``budget.json`` counts beside the generated tokens.
 
-**The format rules** are kimina's (:class:`proofrl.rewards.format.FormatRules`) except the tactics-block rules,
-turned off (``min_tactics_blocks: 0``): the stdlib's human proofs the tiny model is taught on carry no reasoning
-with ``tactics`` blocks, so under the strict rules no sample would ever pass the format and the arm with the
-format reward would never update (a test of nothing). What stays: a closed ```` ```coq ```` block with nothing
-after it, exactly one ``<think>``/``</think>`` pair, one code block after it, no repeated reasoning lines, no
-forbidden keyword (``Axiom``, ``Parameter``, …), the statement restated in the code.
+**The format rules** are kimina's (:class:`proofrl.rewards.format.FormatRules`) but two, turned off:
+
+* the tactics-block rules (``min_tactics_blocks: 0``): the stdlib's human proofs the tiny model is taught on
+  carry no reasoning with ``tactics`` blocks, so under the strict rules no sample would ever pass the format and
+  the arm with the format reward would never update (a test of nothing);
+* the statement restated in the code (``require_statement: false``), and the answers are taught without it: a
+  first run taught the tiny model kimina's answers with the statement restated (6 epochs) and it never restated
+  one right ("statement changed" on most samples; 0 valid samples in 6 GRPO steps × 2 arms × 3 seeds and in
+  every held-out sample), so neither claim was put to the test. Coq's judge takes the statement from the
+  problem, so an answer without it is checked the same way.
+
+What stays: a closed ```` ```coq ```` block with nothing after it, exactly one ``<think>``/``</think>`` pair,
+one code block after it, no repeated reasoning lines, no forbidden keyword (``Axiom``, ``Parameter``, …).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
+from ..policy.prompts import PromptFormat
+from ..provers.backend import get_backend
 from .claim import Claim, ClaimRun, Results
+
+
+class ProofOnlyAnswer(PromptFormat):
+    """kimina's chat format whose taught answers hold the proof without restating the statement:
+    ``<think>\n\n</think>`` and a code block ``Proof. … Qed.``; prompts and extraction are the format's own."""
+
+    def completion(self, problem: Any, proof: str, *, reasoning: str = "") -> str:
+        continuation, _ = get_backend(self.backend).completion_code(problem, proof)
+        return f"<think>\n{reasoning}\n</think>\n```{self.lang}\nProof.\n{continuation}\n```"
+
 
 KIMINA: dict[str, Any] = {
     "eval_problems": 32,
@@ -45,19 +65,18 @@ KIMINA: dict[str, Any] = {
     "rl_steps": 6,
     "problems_per_step": 8,
     "group_size": 8,
-    "sft_epochs": 6,
+    "sft_epochs": 8,
     "sft_lr": 2e-3,
     "sft_batch": 16,
-    "max_tokens": 112,
+    "max_tokens": 64,
     "error_correction_rate": 0.5,
-    "format": {"min_tactics_blocks": 0},
+    "format": {"min_tactics_blocks": 0, "require_statement": False},
 }
 """the run's sizes, fixed from measured costs before any result: 32 held-out theorems; K = 8 samples per theorem
 (the format claim) and 8 attempts of 2 generations (the correction claim); 6 GRPO steps of 8 theorems × 8 samples
-per arm; the SFT model taught 6 epochs of batches of 16 at lr 2e-3 (the demo: 12 epochs of 32 at 1e-3 on a format
-half as long; kimina's costs about 110 s an epoch on 2 shared cores at load 7–9, so the same number of updates
-in half the epochs); 112 new tokens per generation (the taught answers' 95th percentile is 80 tokens, the longest
-107)"""
+per arm; the SFT model taught 8 epochs of batches of 16 at lr 2e-3 (the demo: 12 epochs of 32 at 1e-3; kimina's
+prompts are longer: 6 epochs took 104 s at load 4); 64 new tokens per generation (the demo's proofs are at most
+60 characters)"""
 
 SMOKE = {
     "samples": 2,
@@ -111,7 +130,7 @@ def _sft(run: ClaimRun, cfg: Any, fmt: Any, train: list[Any], shared: Path, cons
     from ..demo.whole_proof import _teach
     from ..policy.model import load_policy
 
-    final = shared / f"sft{'-smoke' if run.smoke else ''}"
+    final = shared / f"sft-e{cfg.sft_epochs}-b{cfg.sft_batch}-lr{cfg.sft_lr:g}{'-smoke' if run.smoke else ''}"
     if not (final / "sft-model" / "config.json").is_file():
         tmp = final.with_name(final.name + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)
@@ -176,7 +195,8 @@ def kimina_seed(run: ClaimRun) -> dict[str, dict[str, float]]:
         model=s.get("model", DemoConfig().model),
     )
     recipe = load_recipe("demo", [f"verify.workers={run.workers}", *overrides])
-    fmt = get_format(recipe.rollout.prompt_format)
+    kimina_coq = get_format(recipe.rollout.prompt_format)
+    fmt = ProofOnlyAnswer(**{f.name: getattr(kimina_coq, f.name) for f in fields(PromptFormat)})
     train, held = demo_problems(cfg)
     shared.mkdir(parents=True, exist_ok=True)
     sft_dir, tok = _sft(run, cfg, fmt, train, shared, console)
