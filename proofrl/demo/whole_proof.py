@@ -49,6 +49,15 @@ class DemoConfig:
     overrides: tuple[str, ...] = ()
     """``key=value`` overrides of the ``demo`` recipe"""
     model: dict[str, int] = field(default_factory=lambda: {"hidden": 128, "layers": 2, "heads": 4, "vocab_size": 1024})
+    sft_model: Path | None = None
+    """an SFT model taught before with these settings (an earlier run's ``sft-model``): loaded instead of teaching
+    again, so that several runs (the bench's seeds, its PPO-epochs arm) start from the same one"""
+    variants: tuple[str, ...] = ("grpo", "grpo-unlikeliness")
+    """the GRPO runs from the SFT model, names in :data:`VARIANTS`"""
+
+
+VARIANTS = {"grpo": "null", "grpo-unlikeliness": "{beta_rank: 0.25, convention: paper, reduction: mean}"}
+"""GRPO run name → its ``reward.unlikeliness`` (plain; β_rank 0.25 as in the paper)"""
 
 
 def demo_problems(cfg: DemoConfig) -> tuple[list[Problem], list[Problem]]:
@@ -81,6 +90,9 @@ def run_demo(cfg: DemoConfig, *, console: Any = None) -> dict[str, Any]:
     or ``--set verify.timeout=…``); it owns its pool and is closed when the demo ends, whatever happens."""
     from ..train.run import make_verifier
 
+    unknown = sorted(set(cfg.variants) - VARIANTS.keys())
+    if unknown:
+        raise ValueError(f"unknown GRPO variant(s) {', '.join(unknown)}: the variants are {', '.join(VARIANTS)}")
     recipe = load_recipe(
         "demo", [f"steps={cfg.rl_steps}", f"seed={cfg.seed}", f"verify.workers={cfg.workers}", *cfg.overrides]
     )
@@ -164,10 +176,9 @@ def _run_demo(cfg: DemoConfig, recipe: TrainConfig, verifier: Any, console: Any)
     timings["eval_before_s"] = time.perf_counter() - t
 
     # 5. GRPO, plain and with the unlikeliness reward, each from the SFT model
-    variants = {"grpo": "null", "grpo-unlikeliness": "{beta_rank: 0.25, convention: paper, reduction: mean}"}
-    for name, unlikely in variants.items():
+    for name in cfg.variants:
         t = time.perf_counter()
-        policy, runs[name] = _grpo_arm(cfg, name, unlikely, sft_dir, tok, verifier, train, out, console, progress)
+        policy, runs[name] = _grpo_arm(cfg, name, VARIANTS[name], sft_dir, tok, verifier, train, out, console, progress)
         timings[f"rl_{name}_s"] = time.perf_counter() - t
         t = time.perf_counter()
         results[f"after {name}"] = run_eval(name, policy)
@@ -210,9 +221,16 @@ def _teach(
     started: float,
 ) -> tuple[Any, Any, Path, list[float]]:
     """The tiny model built on the training proofs' text, then supervised fine-tuning on them; the SFT model
-    is saved in ``out/sft-model``. Returns the model, its tokenizer, that folder and the losses."""
+    is saved in ``out/sft-model``. Returns the model, its tokenizer, that folder and the losses (none when
+    ``cfg.sft_model`` was loaded instead)."""
     from ..policy.model import load_policy
     from ..policy.tiny import build_tiny_model
+
+    if cfg.sft_model is not None:
+        model, tok = load_policy(cfg.sft_model, device="cpu")
+        timings["data_and_model_s"] = time.perf_counter() - started
+        console.print(f"[bold]SFT[/]: the model taught before, loaded from {cfg.sft_model}")
+        return model, tok, Path(cfg.sft_model), []
 
     corpus = [fmt.prompt(p) + fmt.completion(p, p.proof) for p in train]
     model_dir = build_tiny_model(out / "tiny-model", corpus, seed=cfg.seed, **cfg.model)
@@ -305,7 +323,7 @@ def _report(summary: dict[str, Any], results: dict[str, EvalResult], uplifts: di
         "",
         "## Training",
         "",
-        f"SFT loss by epoch: {', '.join(f'{x:.2f}' for x in summary['sft_loss'])}.",
+        f"SFT loss by epoch: {', '.join(f'{x:.2f}' for x in summary['sft_loss']) or 'none (taught before, loaded)'}.",
         "",
         "![valid samples during GRPO](train_valid.png)",
         "",
