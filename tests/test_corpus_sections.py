@@ -16,6 +16,8 @@ from proofrl.provers.coq.prover import CoqConfig, CoqProver, coqc_check
 LIBRARY = """(* a library file: a section with variables, a hypothesis and a local notation, in nested modules *)
 Require Import Arith.
 Hypothesis cheat : False.  (* outside any section Coq makes this an axiom *)
+Module Type Sig. Parameter zero : nat. End Sig.
+Module Impl : Sig. Definition zero := 0. End Impl.  (* sealed: an open module's Print Assumptions lists zero *)
 
 Module M.
 Module N.
@@ -33,6 +35,9 @@ Qed.
 
 Lemma k_ne0 : k <> 0.
 Proof. intros E. rewrite E in k_pos. inversion k_pos. Qed.
+
+Lemma sealed : Impl.zero + k = k + Impl.zero.
+Proof. apply Nat.add_comm. Qed.
 End S.
 End N.
 
@@ -46,7 +51,8 @@ def test_open_blocks_reads_sections_innermost_first_and_refuses_what_coq_would_n
     assert open_blocks("Require Import Arith.\n") == OpenBlocks()
     head = LIBRARY[: LIBRARY.index("Lemma twice_pos")]
     assert open_blocks(head) == OpenBlocks(("S",), ("N", "M"))
-    assert open_blocks(head).close_sections == "End S." and open_blocks(head).close_modules == "End N.\nEnd M."
+    assert open_blocks(head).closing == ("End S.", "End N.", "End M.")
+    assert open_blocks(head).qualified("twice_pos") == "M.N.twice_pos"
     assert open_blocks(LIBRARY[: LIBRARY.index("Lemma after")]) == OpenBlocks((), ("M",))
     # comments, a module alias (opens nothing), an End naming what is not open, a module inside a section
     assert open_blocks("Module (* c *) A.\nModule B := Nat.\nSection (* d *) T.\n") == OpenBlocks(("T",), ("A",))
@@ -64,20 +70,21 @@ def problems(tmp_path_factory):
         mp.setattr(corpus, "user_contrib", lambda: root)
         mp.setitem(corpus.LIBRARIES, "demo", Library("demo", "demo", "demo", "none"))
         rep = build_corpus("demo", out / "demo", workers=1, progress=False)
-        assert rep.lemmas == rep.clean == 3
+        assert rep.lemmas == rep.clean == 4
         got = {p.name.rsplit(".", 1)[-1]: p for p in corpus_problems("coq-lib:demo:random/train", root=out)}
     return got
 
 
 @requires_coq
 def test_lemmas_inside_sections_are_problems_and_their_human_proofs_are_valid(problems):
-    assert set(problems) == {"twice_pos", "k_ne0", "after"}
+    assert set(problems) == {"twice_pos", "k_ne0", "sealed", "after"}
     p = problems["twice_pos"]
     assert p.name == "demo.Sec.M.N.twice_pos" and not p.extra["top_level"]
     assert p.header.rstrip().endswith("(at level 40).") and "Hypothesis k_pos" in p.header
     for name, q in problems.items():
         v = coqc_check(q.theorem, q.proof, CoqConfig())
-        assert v.valid and v.axioms == (), (name, v, v.messages)  # k and k_pos are binders, not axioms
+        # k and k_pos are binders, not axioms; nor is Impl.zero, read once the modules are closed
+        assert v.valid and v.axioms == (), (name, v, v.messages)
     prover = CoqProver(p.header)
     try:
         assert prover.check(p.theorem, p.proof).valid  # the session's check reads assumptions the same way

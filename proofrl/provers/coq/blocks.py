@@ -3,11 +3,12 @@
 A problem stated where a library states it (the file's text before the statement as its header) may sit
 inside ``Section``\\ s and ``Module``\\ s: its statement uses the section's variables, hypotheses and local
 notations. ``coqc`` refuses a file that ends with one open, and an open section's variables are listed by
-``Print Assumptions`` as if they were axioms. The judge therefore sends, after ``Qed`` and the statement's
-type check (done inside, where the statement was elaborated), ``End S.`` for each open section (innermost
-first), then ``Print Assumptions`` on the lemma's name, now resolved in the innermost open module to the
-constant generalised over the section variables it uses (ordinary binders, no longer assumptions), then
-``End M.`` for each open module. Coq forbids a module inside a section, so sections are always innermost.
+``Print Assumptions`` as if they were axioms (inside an open module, so are the fields of modules sealed by a
+signature earlier in the file). The judge therefore compares the statement's type inside, where it was
+elaborated, then sends ``End X.`` for each open section and module (innermost first; Coq forbids a module
+inside a section, so sections are the inner ones), and only then ``Print Assumptions`` on the lemma's name
+qualified by the modules (:meth:`OpenBlocks.qualified`): the constant generalised over the section variables
+it uses, ordinary binders, no longer assumptions.
 
 The header is the problem's, never the proof's: a proof may hold tactics only (``End``, ``Section``,
 ``Hypothesis`` are refused as commands), and what it might leave open would make the judge's ``End`` fail.
@@ -38,14 +39,14 @@ class OpenBlocks:
     modules: tuple[str, ...] = ()
 
     @property
-    def close_sections(self) -> str:
-        """``End S.`` per open section, innermost first (sent before ``Print Assumptions``)."""
-        return "\n".join(f"End {s}." for s in self.sections)
+    def closing(self) -> tuple[str, ...]:
+        """``End X.`` per open section, then per open module, innermost first."""
+        return tuple(f"End {x}." for x in (*self.sections, *self.modules))
 
-    @property
-    def close_modules(self) -> str:
-        """``End M.`` per open module, innermost first (sent last: ``coqc`` wants them closed)."""
-        return "\n".join(f"End {m}." for m in self.modules)
+    def qualified(self, name: str) -> str:
+        """``name``, declared where the header ends, as it is called once everything is closed (the modules'
+        names, outermost first, then ``name``: sections are no part of it)."""
+        return ".".join([*self.modules[::-1], name])
 
 
 NOTHING_OPEN = OpenBlocks()

@@ -215,14 +215,14 @@ class CoqProver:
             s.run(timeout=left())
             checked = _notices(s.query(f"Check @{plan.name}.", ref, timeout=left()))
             reference = _notices(s.query(f"Check @{REFERENCE_NAME}.", ref, timeout=left()))
-            # the assumptions once the statement's sections are closed, as coqc_check reads them (:mod:`.blocks`)
+            # the assumptions once the header's sections and modules are closed, as coqc_check reads them
             closed = s.add("Unset Printing All.", ref)
-            for line in [*blocks.close_sections.splitlines(), *PRINTING_RESET]:
+            for line in [*blocks.closing, *PRINTING_RESET]:
                 closed = s.add(line, closed)
             s.run(timeout=left())
         except CoqFailure as e:
             return Verdict(Status.ERROR, ("statement check failed",), (Message("error", e.message),))
-        assumptions = _notices(s.query(f"Print Assumptions {plan.name}.", closed, timeout=left()))
+        assumptions = _notices(s.query(f"Print Assumptions {blocks.qualified(plan.name)}.", closed, timeout=left()))
         located = {a: _notices(s.query(f"Locate {a}.", closed, timeout=left())) for a in self.config.axiom_allowlist}
         return judge_after_qed(plan.name, assumptions, located, checked, reference, restated=plan.restated)
 
@@ -467,7 +467,7 @@ def coqc_check(
 ) -> Verdict:
     """Whole file through a fresh ``coqc``: header + statement + ``Proof.`` tactics ``Qed.``, then the same
     checks as a session (the kernel type of the constant against the statement's, then, after ``End`` of each
-    section the header left open, assumptions by origin; ``End`` of each open module last: :mod:`.blocks`).
+    section and module the header left open, assumptions by origin: :mod:`.blocks`).
     Outputs are told apart by ``Locate`` of marker names, which print ``No object of basename <marker>``;
     the printing options are reset before them (:data:`~proofrl.provers.coq.rules.PRINTING_RESET`). A failure
     gets the status ``check`` gives the same failure: the line ``coqc`` names says which part failed. Its output
@@ -486,7 +486,7 @@ def coqc_check(
         return Verdict(Status.ERROR, (_UNREAD_BLOCKS,), seconds=time.monotonic() - t0, prover=version)
     # what the proof printed comes before the first marker; a marker printed by the proof adds a part. The
     # types are compared where the statement was elaborated (inside its sections), the assumptions read once
-    # the sections are closed (their variables are then binders of the constant, not assumptions).
+    # the header's sections and modules are closed (section variables are then binders of the constant).
     inside = [
         *PRINTING_RESET,
         plan.reference,
@@ -498,7 +498,7 @@ def coqc_check(
         f"Check @{REFERENCE_NAME}.",
         "Unset Printing All.",
     ]
-    after = [*PRINTING_RESET, f"Locate {_MARK}2.", f"Print Assumptions {plan.name}."]
+    after = [*PRINTING_RESET, f"Locate {_MARK}2.", f"Print Assumptions {blocks.qualified(plan.name)}."]
     for k, a in enumerate(allow, 3):
         after += [f"Locate {_MARK}{k}.", f"Locate {a}."]
     parts = [
@@ -507,9 +507,8 @@ def coqc_check(
         ("proof", "\n".join(body)),
         ("qed", "Qed."),
         ("checks", "\n".join(inside)),
-        ("close", blocks.close_sections),
+        ("close", "\n".join(blocks.closing)),
         ("checks", "\n".join(after)),
-        ("close", blocks.close_modules),
     ]
     parts = [(kind, text) for kind, text in parts if text or kind != "close"]
     text = "\n".join(t for _, t in parts) + "\n"
