@@ -37,6 +37,22 @@ def test_a_loss_near_the_margin_cannot_tell_and_names_a_size():
     assert c.verdict == "cannot tell at this size" and c.theorems_needed
 
 
+def test_a_non_inferiority_claim_cannot_hold_when_the_baseline_is_within_the_margin_of_zero():
+    """A baseline at 2 % with a 5-point margin: an arm proving nothing would be "not worse" too."""
+    from proofrl.bench.claims import CLAIMS
+    from proofrl.bench.run import compare_from, verdict_line
+
+    a = np.zeros((3, 100))
+    a[:, :2] = 1.0
+    c = compare(a, a.copy(), margin=0.05)
+    assert c.verdict == "cannot tell at this size" and c.a.low <= 0.05
+    assert compare(np.zeros((3, 100)), np.zeros((3, 100)), margin=0.05).verdict == "cannot tell at this size"
+    line = verdict_line(CLAIMS["kimina-format-reward"], compare_from(c.as_dict()))
+    assert "useless" in line and "would tell an effect" not in line
+    strong = np.ones((3, 100))
+    assert compare(strong, strong.copy(), margin=0.05).verdict == "holds"
+
+
 def test_margin_zero_is_the_ordinary_rule_and_a_negative_margin_is_refused():
     rng = np.random.default_rng(1)
     a = rng.integers(0, 2, size=(3, 60)).astype(float)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .claims import Claim, ClaimRun, get_claims
-from .stats import Comparison, compare, mean_interval
+from .stats import Comparison, baseline_within_margin, compare, mean_interval
 
 
 def cpu_seconds() -> float:
@@ -179,7 +179,13 @@ def verdict_line(claim: Claim, c: Comparison) -> str:
         f"**{c.verdict}**: {claim.treatment} − {claim.baseline} = {c.difference} (paired, 95 %), p = {c.p_value:.3g} "
         f"on {c.theorems} {claim.unit} × {c.seeds} seeds; the claim is {claimed}."
     )
-    if c.verdict == "cannot tell at this size":
+    if c.verdict == "cannot tell at this size" and baseline_within_margin(c.a, claim.direction, c.margin):
+        line += (
+            f" The baseline's interval reaches down to the margin ({c.a.low:.3g} ≤ {c.margin:g}): an arm that scored 0"
+            " everywhere would pass the same bound, so this size cannot tell 'not worse' from 'useless'; a stronger"
+            " baseline (or a smaller margin with more theorems) would."
+        )
+    elif c.verdict == "cannot tell at this size":
         line += (
             f" About {c.theorems_needed} {claim.unit} would tell an effect of this size (80 % power)."
             if c.theorems_needed

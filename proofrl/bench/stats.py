@@ -15,7 +15,9 @@ arm A uses the paired differences ``d[s, t] = b[s, t] − a[s, t]``:
 
 A non-inferiority claim ("B does not lower the metric by more than a margin δ") is the claim
 ``direction·(B − A) > −δ``: the same rule, with the differences shifted by δ (``d + δ``) for the test, the
-interval's side and the size that would tell; δ = 0 is the ordinary claim.
+interval's side and the size that would tell; δ = 0 is the ordinary claim. Such a claim can only hold where
+the baseline's interval lies above δ: where the baseline is within δ of 0, an arm that proved nothing at all
+would pass the same bound, so the comparison cannot tell "not worse" from "useless".
 """
 
 from __future__ import annotations
@@ -127,7 +129,8 @@ def compare(
 
     ``holds`` when the 95 % interval of ``direction·(B − A) + margin`` lies above 0 and the permutation test of
     ``B − A = −direction·margin`` agrees (p < 0.05); ``does not hold`` when the interval lies below 0 with
-    p < 0.05; else ``cannot tell at this size``, with :attr:`Comparison.theorems_needed`.
+    p < 0.05; else ``cannot tell at this size``, with :attr:`Comparison.theorems_needed`. A non-inferiority claim
+    (higher is better) holds only when A's interval also lies above δ (:func:`baseline_within_margin`).
     """
     if direction not in (1, -1):
         raise ValueError("direction must be +1 (B > A) or -1 (B < A)")
@@ -143,13 +146,19 @@ def compare(
     shifted = diff.mean(axis=0) + direction * margin  # 0 where B − A sits exactly on the claim's bound
     p = permutation_p_value(shifted, rounds, rng)
     signed_low, signed_high = sorted((direction * idiff.low + margin, direction * idiff.high + margin))
-    if signed_low > 0 and p < 0.05:
+    if signed_low > 0 and p < 0.05 and not baseline_within_margin(ia, direction, margin):
         verdict: Verdict = "holds"
     elif signed_high < 0 and p < 0.05:
         verdict = "does not hold"
     else:
         verdict = "cannot tell at this size"
     return Comparison(ia, ib, idiff, p, verdict, ma.shape[1], ma.shape[0], theorems_needed(shifted), margin)
+
+
+def baseline_within_margin(a: Interval, direction: int, margin: float) -> bool:
+    """For a non-inferiority claim where higher is better: the baseline's 95 % interval reaches down to the
+    margin δ, so an arm scoring 0 everywhere would be "not worse by δ" too and the claim cannot hold."""
+    return margin > 0 and direction > 0 and a.low <= margin
 
 
 def mean_interval(x: Any, *, rounds: int = 2000, seed: int = 0) -> Interval:
