@@ -1,17 +1,12 @@
-"""benchmarks/provers.py's own parts: the policy of row (d) and the CPU count of sandboxed Coq processes."""
+"""`proofrl eval search`'s own parts: the policy of row (d) and the CPU count of sandboxed Coq processes."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
-BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
-sys.path.insert(0, str(BENCHMARKS))
-
-from provers import DescendantCPU, WithAutomation  # noqa: E402
-
-from proofrl.policy.tactic import Proposal, propose_batch  # noqa: E402
+from proofrl.eval.provers import DescendantCPU, WithAutomation
+from proofrl.policy.tactic import Proposal, propose_batch
 
 
 class Fixed:
