@@ -50,6 +50,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..problems import Problem
+from ..provers.coq.backend import CoqBackend
 
 AUTOMATION = ("lia", "nia", "lra", "nra", "ring", "field", "auto", "easy", "tauto", "intuition")
 """Coq's one-shot automation for miniF2F's nat / Z / R statements (``interval`` is not packaged for 8.16)"""
@@ -227,7 +228,7 @@ def select_problems(
         ok = sorted(random.Random(seed).sample(ok, min(limit, len(ok))), key=lambda p: p.key)
     if not ok:
         raise ConfigError(f"no problems in {spec}" + (f" with split {split!r}" if split else ""))
-    if any(p.backend != "coq" for p in ok):
+    if any(p.backend != CoqBackend.name for p in ok):  # the rows are Coq's own automation
         raise ConfigError(f"{spec}: these rows are Coq's automation and CoqHammer; the problems must be Coq's")
     label = spec + (f" ({split})" if split else "")
     return ok, label
