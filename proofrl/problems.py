@@ -65,8 +65,11 @@ class Problem:
     @property
     def key(self) -> str:
         """A name unique within a problem set: ``module.name`` when the module is known (two stdlib files
-        may both define ``Z_dec``), else ``name``. Win rates and reports are keyed by it."""
-        return f"{self.module}.{self.name}" if self.module else self.name
+        may both define ``Z_dec``), else ``name``; a name already qualified by its module (a library corpus's
+        ``mathcomp.ssreflect.bigop.Monoid.mulC_id``) is kept as it is. Win rates and reports are keyed by it."""
+        if not self.module or self.name.startswith(self.module + "."):
+            return self.name
+        return f"{self.module}.{self.name}"
 
     def to_json(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v not in ("", {}, None)}

@@ -108,6 +108,8 @@ def test_key_is_module_qualified() -> None:
         Problem("Z_dec", "Theorem Z_dec : True.", module="Coq.ZArith.ZArith_dec").key == "Coq.ZArith.ZArith_dec.Z_dec"
     )
     assert Problem("p1", "Theorem p1 : True.").key == "p1"
+    qualified = "mathcomp.ssreflect.tuple.behead_bseqP"  # a library corpus names its lemmas in full already
+    assert Problem(qualified, "Lemma behead_bseqP : True.", module="mathcomp.ssreflect.tuple").key == qualified
 
 
 def test_given_backend_is_used_and_conflicts_are_errors(tmp_path) -> None:
