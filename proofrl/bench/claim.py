@@ -39,6 +39,21 @@ class ClaimRun:
     console: Any = None
     smoke: bool = False
 
+    @property
+    def smoke_suffix(self) -> str:
+        """``-smoke`` at smoke size: a smoke run never reads a full run's cache, nor the other way round."""
+        return "-smoke" if self.smoke else ""
+
+    @property
+    def seed_key(self) -> str:
+        """``seed-S-size-N`` (``-smoke``): what a run shared by several claims is kept under, per seed and size."""
+        return f"seed-{self.seed}-size-{self.size}{self.smoke_suffix}"
+
+    def shared_dir(self, name: str) -> Path:
+        """``OUT/NAME-shared``: where one run per seed that serves several claims is kept (a claim's own folder is
+        ``OUT/CLAIM/seed-S``), so the second claim reads the first one's run."""
+        return self.out.parent.parent / f"{name}-shared"
+
 
 @dataclass(frozen=True)
 class Claim:

@@ -71,11 +71,11 @@ def eva_ranking(run: ClaimRun) -> Results:
     from .eva_table4 import RegressionHeadRM, train_value_head
 
     s = eva_settings(run)
-    shared = run.out.parent.parent / "eva-shared"
-    cached = shared / f"seed-{run.seed}-size-{run.size}{'-smoke' if run.smoke else ''}.json"
+    shared = run.shared_dir("eva")
+    cached = shared / f"{run.seed_key}.json"
     if cached.is_file():
         return json.loads(cached.read_text())
-    labels = shared / f"labels-{run.size}{'-smoke' if run.smoke else ''}"
+    labels = shared / f"labels-{run.size}{run.smoke_suffix}"
     if (labels / "train.jsonl").is_file() and (labels / "held-out.jsonl").is_file():
         paths = {"train": labels / "train.jsonl", "held-out": labels / "held-out.jsonl"}
     else:

@@ -131,7 +131,7 @@ def _sft(run: ClaimRun, cfg: Any, fmt: Any, train: list[Any], shared: Path, cons
     from ..demo.whole_proof import _teach
     from ..policy.model import load_policy
 
-    final = shared / f"sft-e{cfg.sft_epochs}-b{cfg.sft_batch}-lr{cfg.sft_lr:g}{'-smoke' if run.smoke else ''}"
+    final = shared / f"sft-e{cfg.sft_epochs}-b{cfg.sft_batch}-lr{cfg.sft_lr:g}{run.smoke_suffix}"
     if not (final / "sft-model" / "config.json").is_file():
         tmp = final.with_name(final.name + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)
@@ -154,8 +154,8 @@ def _sft(run: ClaimRun, cfg: Any, fmt: Any, train: list[Any], shared: Path, cons
 
 def kimina_seed(run: ClaimRun) -> dict[str, dict[str, float]]:
     """Every arm of both kimina claims for one seed (module docstring), computed once per seed and size."""
-    shared = run.out.parent.parent / "kimina-shared"
-    cached = shared / f"seed-{run.seed}-size-{run.size}{'-smoke' if run.smoke else ''}.json"
+    shared = run.shared_dir("kimina")
+    cached = shared / f"{run.seed_key}.json"
     if cached.is_file():
         return json.loads(cached.read_text())["arms"]
     from rich.console import Console
@@ -184,7 +184,7 @@ def kimina_seed(run: ClaimRun) -> dict[str, dict[str, float]]:
         f"rollout.error_correction.max_prompt_tokens={1024 - m}",  # the tiny model's 1024 positions
     )
     cfg = DemoConfig(
-        out=shared / f"seed-{run.seed}-size-{run.size}{'-smoke' if run.smoke else ''}",
+        out=shared / run.seed_key,
         seed=0,  # the split, the held-out draw and the SFT model: the same for every seed
         eval_problems=s["eval_problems"],
         sft_epochs=s["sft_epochs"],

@@ -135,8 +135,8 @@ def search_and_learn(run: ClaimRun) -> Results:
 
     s = search_and_learn_settings(run.smoke, run.size)
     tag = hashlib.sha1(json.dumps(s, sort_keys=True).encode()).hexdigest()[:8]  # other settings: another run
-    shared = run.out.parent.parent / "reap-shared"
-    cached = shared / f"seed-{run.seed}-size-{run.size}-{tag}{'-smoke' if run.smoke else ''}.json"
+    shared = run.shared_dir("reap")
+    cached = shared / f"seed-{run.seed}-size-{run.size}-{tag}{run.smoke_suffix}.json"
     if cached.is_file():
         return json.loads(cached.read_text())["arms"]
     work = shared / cached.stem

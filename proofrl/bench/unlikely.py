@@ -67,12 +67,12 @@ def _demo_config(run: ClaimRun, out: Path, *, sft_model: Path | None, epochs: in
 
 def _shared(run: ClaimRun) -> tuple[Path, str]:
     """``OUT/unlikely-shared`` and this seed's tag in it."""
-    return run.out.parent.parent / "unlikely-shared", f"seed-{run.seed}{'-smoke' if run.smoke else ''}"
+    return run.shared_dir("unlikely"), f"seed-{run.seed}{run.smoke_suffix}"
 
 
 def _sft_model(run: ClaimRun) -> Path:
     shared, _ = _shared(run)
-    return shared / f"sft-model{'-smoke' if run.smoke else ''}"
+    return shared / f"sft-model{run.smoke_suffix}"
 
 
 def shared_demo(run: ClaimRun) -> Path:
