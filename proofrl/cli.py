@@ -379,28 +379,12 @@ def eval_(
     base_res = None
     try:
         with Progress(console=console) as bar:
-            task = bar.add_task("sampling and verifying", total=len(probs))
-            res = evaluate(
-                HFGenerator(m, tok),
-                probs,
-                fmt,
-                verifier,
-                n=samples,
-                ks=k_list,
-                temperature=temperature,
-                top_p=top_p,
-                max_tokens=max_tokens,
-                seed=seed,
-                tokenizer=tok,
-                label=model.name,
-                samples_path=out / "samples.jsonl",
-                on_chunk=lambda k: bar.update(task, advance=k),
-            )
-            if baseline is not None:
-                base, _ = load_policy(baseline)
-                task = bar.add_task("sampling from the baseline (uplift rate)", total=len(probs))
-                base_res = evaluate(
-                    HFGenerator(base, tok),
+
+            def run(policy: Any, label: str, what: str, **extra: Any) -> Any:
+                """The model and the baseline are sampled and judged alike, each with its own progress bar."""
+                task = bar.add_task(what, total=len(probs))
+                return evaluate(
+                    HFGenerator(policy, tok),
                     probs,
                     fmt,
                     verifier,
@@ -411,9 +395,15 @@ def eval_(
                     max_tokens=max_tokens,
                     seed=seed,
                     tokenizer=tok,
-                    label=baseline.name,
+                    label=label,
                     on_chunk=lambda k: bar.update(task, advance=k),
+                    **extra,
                 )
+
+            res = run(m, model.name, "sampling and verifying", samples_path=out / "samples.jsonl")
+            if baseline is not None:
+                base, _ = load_policy(baseline)
+                base_res = run(base, baseline.name, "sampling from the baseline (uplift rate)")
     finally:
         verifier.close()
     _eval_report(
