@@ -122,6 +122,26 @@ def test_the_verdict_line_gives_the_size_that_would_tell():
     assert verdict_line(claim, compare([[1] * 30] * 2, [[0] * 30] * 2)).startswith("**does not hold**")
 
 
+def test_finished_seeds_without_a_common_theorem_say_so_instead_of_no_finished_seed(tmp_path):
+    """A metric undefined on every theorem at some size (an uplift slope where no group was mixed) leaves seeds
+    finished with empty arms: the report says that, not that nothing ran."""
+    from proofrl.bench.claims import get_claims
+    from proofrl.bench.run import write_report
+
+    rows = [
+        {"claim": "unlikely-uplift-rank", "seed": s, "size": 2, "arms": {"GRPO": {}, "GRPO + unlikeliness": {}},
+         "seconds": 1.0, "cpu_seconds": 1.0, "load_before": 0.5, "load_after": 0.5}
+        for s in (0, 1)
+    ]  # fmt: skip
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    summary = write_report(tmp_path, get_claims(None), smoke=True)
+    assert summary["claims"]["unlikely-uplift-rank"]["seeds"] == [0, 1]
+    report = (tmp_path / "report.md").read_text()
+    line = next(x for x in report.splitlines() if x.startswith("| unlikely-uplift-rank |"))
+    assert "2 seeds finished, but none of their theorems has a value" in line
+    assert "no finished seed" in next(x for x in report.splitlines() if x.startswith("| kimina-error-correction |"))
+
+
 def _claim_names() -> list[str]:
     from proofrl.bench.claims import CLAIMS
 

@@ -161,6 +161,8 @@ def write_report(out: Path, claims: list[Claim], *, smoke: bool = False) -> dict
                 "arm_intervals": {arm: str(mean_interval(m)) for arm, m in mats.items()},
                 "plot": plot(claim, c, out).name,
             }
+        elif seeds:
+            entry |= {"seeds": seeds, "theorems": 0, "size": size}
         summary["claims"][claim.name] = entry
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     summary["smoke"] = smoke
@@ -237,10 +239,8 @@ def report(claims: list[Claim], summary: dict[str, Any]) -> str:
                 f"{iv(c['difference'])} | {c['p_value']:.3g} | {c['verdict']} |"
             )
         else:
-            lines.append(
-                f"| {claim.name} | {claim.paper} | {claim.baseline} → {claim.treatment} | | | | | "
-                f"{'not yet measured' if not claim.implemented else 'no finished seed'} |"
-            )
+            arms = f"{claim.baseline} → {claim.treatment}"
+            lines.append(f"| {claim.name} | {claim.paper} | {arms} | | | | | {unmeasured(claim, e)} |")
     lines.append("")
     for claim in claims:
         e = summary["claims"][claim.name]
@@ -271,10 +271,22 @@ def report(claims: list[Claim], summary: dict[str, Any]) -> str:
                 "",
                 f"![{claim.name}]({e['plot']})",
             ]
-        elif not claim.implemented:
-            lines += ["", "Not yet measured."]
+        else:
+            lines += ["", unmeasured(claim, e)[:1].upper() + unmeasured(claim, e)[1:] + "."]
         lines.append("")
     return "\n".join(lines)
+
+
+def unmeasured(claim: Claim, entry: dict[str, Any]) -> str:
+    """Why a claim has no verdict: not implemented, no seed finished, or seeds finished whose arms share no
+    theorem with a value (a metric undefined on every theorem at this size, such as an uplift slope where no group
+    of samples was mixed)."""
+    if not claim.implemented:
+        return "not yet measured"
+    if not entry.get("seeds"):
+        return "no finished seed"
+    n = len(entry["seeds"])
+    return f"no verdict: {n} seeds finished, but none of their {claim.unit} has a value in every arm and seed"
 
 
 def compare_from(d: dict[str, Any]) -> Comparison:
@@ -308,6 +320,6 @@ def cli_bench(
                 f"{claim.name}: {verdict_line(claim, compare_from(e['comparison'])).replace('**', '')}", markup=False
             )
         else:
-            console.print(f"{claim.name}: not yet measured")
+            console.print(f"{claim.name}: {unmeasured(claim, e)}")
     console.print(f"report: {out / 'report.md'}")
     return summary
