@@ -18,32 +18,32 @@ import torch
 import torch.nn.functional as F
 
 
-def left_pad(
-    rows: Sequence[Sequence[int]], pad_id: int, device: torch.device | str = "cpu"
+def _pad(
+    rows: Sequence[Sequence[int]], pad_id: int, device: torch.device | str, *, left: bool
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(ids, attention_mask)``, both (B, L), rows aligned to the right."""
     width = max((len(r) for r in rows), default=0)
     ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
     mask = torch.zeros((len(rows), width), dtype=torch.long)
     for i, r in enumerate(rows):
         if r:
-            ids[i, width - len(r) :] = torch.tensor(list(r), dtype=torch.long)
-            mask[i, width - len(r) :] = 1
+            cols = slice(width - len(r), width) if left else slice(0, len(r))
+            ids[i, cols] = torch.tensor(list(r), dtype=torch.long)
+            mask[i, cols] = 1
     return ids.to(device), mask.to(device)
+
+
+def left_pad(
+    rows: Sequence[Sequence[int]], pad_id: int, device: torch.device | str = "cpu"
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(ids, attention_mask)``, both (B, L), rows aligned to the right (prompts, for generation)."""
+    return _pad(rows, pad_id, device, left=True)
 
 
 def right_pad(
     rows: Sequence[Sequence[int]], pad_id: int, device: torch.device | str = "cpu"
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(ids, mask)``, both (B, T), rows aligned to the left."""
-    width = max((len(r) for r in rows), default=0)
-    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
-    for i, r in enumerate(rows):
-        if r:
-            ids[i, : len(r)] = torch.tensor(list(r), dtype=torch.long)
-            mask[i, : len(r)] = 1
-    return ids.to(device), mask.to(device)
+    """``(ids, mask)``, both (B, T), rows aligned to the left (responses)."""
+    return _pad(rows, pad_id, device, left=False)
 
 
 def position_ids(attention_mask: torch.Tensor) -> torch.Tensor:
