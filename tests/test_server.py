@@ -57,6 +57,22 @@ def wait_healthy(url: str, proc: subprocess.Popen | None = None, seconds: float 
     raise TimeoutError(url)
 
 
+def serve_process(
+    *args: str, env: dict[str, str] | None = None, stderr=subprocess.PIPE
+) -> tuple[subprocess.Popen, str]:
+    """``proofrl serve --backend coq --port FREE ARGS…`` in its own process, once it answers ``/health``."""
+    port = free_port()
+    cmd = [sys.executable, "-c", "from proofrl.cli import app; app()", "serve", "--backend", "coq"]
+    proc = subprocess.Popen([*cmd, "--port", str(port), *args], env=env, stderr=stderr, text=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(url, proc)
+    except BaseException:
+        proc.kill()
+        raise
+    return proc, url
+
+
 class InProcess:
     """uvicorn in a thread, so a test can reach the pool (its pids) while real HTTP goes over loopback."""
 
@@ -84,29 +100,11 @@ class InProcess:
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     """``proofrl serve`` as a subprocess, with an API key and a 64 KiB body limit from a YAML file."""
-    port = free_port()
     cfg = tmp_path_factory.mktemp("serve") / "serve.yaml"
     cfg.write_text("pool: {max_uses: 200}\nserver: {max_body_bytes: 65536, max_batch: 50}\n")
-    cmd = [
-        sys.executable,
-        "-c",
-        "from proofrl.cli import app; app()",
-        "serve",
-        "--backend",
-        "coq",
-        "--port",
-        str(port),
-        "--workers",
-        "2",
-        "--timeout",
-        "10",
-        "--config",
-        str(cfg),
-    ]
-    proc = subprocess.Popen(cmd, env={**os.environ, "PROOFRL_API_KEY": KEY}, stderr=subprocess.PIPE, text=True)
-    url = f"http://127.0.0.1:{port}"
+    env = {**os.environ, "PROOFRL_API_KEY": KEY}
+    proc, url = serve_process("--workers", "2", "--timeout", "10", "--config", str(cfg), env=env)
     try:
-        wait_healthy(url, proc)
         yield url, proc
     finally:
         if proc.poll() is None:

@@ -8,14 +8,13 @@ import select
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 
 import httpx
 import pytest
 from conftest import requires_coq
-from test_server import LOOPING, VALID, InProcess, free_port, wait_healthy
+from test_server import LOOPING, VALID, InProcess, serve_process
 
 from proofrl.provers.base import Status, Theorem
 from proofrl.provers.factory import make_pool
@@ -251,25 +250,12 @@ def test_idle_connections_are_closed():
 
 # -- 7. SIGTERM drains in-flight requests -----------------------------------------------------------------------------
 def _serve(tmp_path, yaml_text: str = "", workers: int = 2) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    cmd = [
-        sys.executable,
-        "-c",
-        "from proofrl.cli import app; app()",
-        "serve",
-        "--port",
-        str(port),
-        "--workers",
-        str(workers),
-    ]
+    args = ["--workers", str(workers)]
     if yaml_text:
         (tmp_path / "serve.yaml").write_text(yaml_text)
-        cmd += ["--config", str(tmp_path / "serve.yaml")]
+        args += ["--config", str(tmp_path / "serve.yaml")]
     with open(tmp_path / "serve.log", "w") as log:
-        proc = subprocess.Popen(cmd, stderr=log, text=True)
-    url = f"http://127.0.0.1:{port}"
-    wait_healthy(url, proc)
-    return proc, url
+        return serve_process(*args, stderr=log)
 
 
 def _post_in_background(url: str, body: dict) -> tuple[threading.Thread, list]:

@@ -4,13 +4,11 @@ loopback."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import time
 
 import pytest
 from conftest import requires_coq
-from test_server import InProcess, free_port, wait_healthy
+from test_server import InProcess, free_port, serve_process
 
 from proofrl.problems import Problem
 from proofrl.provers.base import Message, Position, Status, Verdict
@@ -52,25 +50,8 @@ def served():
     """``proofrl serve`` in its own process, with an API key (as tests/test_server.py starts it)."""
     if requires_coq.args[0]:
         pytest.skip("Coq not installed")
-    port = free_port()
-    cmd = [
-        sys.executable,
-        "-c",
-        "from proofrl.cli import app; app()",
-        "serve",
-        "--backend",
-        "coq",
-        "--port",
-        str(port),
-        "--workers",
-        "2",
-        "--timeout",
-        "10",
-    ]
-    proc = subprocess.Popen(cmd, env={**os.environ, "PROOFRL_API_KEY": KEY}, stderr=subprocess.PIPE, text=True)
-    url = f"http://127.0.0.1:{port}"
+    proc, url = serve_process("--workers", "2", "--timeout", "10", env={**os.environ, "PROOFRL_API_KEY": KEY})
     try:
-        wait_healthy(url, proc)
         yield url
     finally:
         proc.terminate()
