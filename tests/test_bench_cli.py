@@ -53,6 +53,7 @@ def test_bench_smoke_reports_and_resumes_with_the_same_numbers(tmp_path, smoke_a
     assert any(v in report for v in ("**holds**", "**does not hold**", "**cannot tell at this size**"))
     assert "| kimina-error-correction | kimina |" in report and "no finished seed" in report  # every claim listed
     assert (out / f"{CLAIM}.png").read_bytes()[:4] == b"\x89PNG"
+    assert (out / "claims.png").read_bytes()[:4] == b"\x89PNG" and "](claims.png)" in report  # the overview
     summary = json.loads((out / "summary.json").read_text())["claims"][CLAIM]
     assert summary["seeds"] == [0, 1] and summary["theorems"] == 2
     assert f"{CLAIM}:" in first

@@ -164,6 +164,9 @@ def write_report(out: Path, claims: list[Claim], *, smoke: bool = False) -> dict
         elif seeds:
             entry |= {"seeds": seeds, "theorems": 0, "size": size}
         summary["claims"][claim.name] = entry
+    measured = [c for c in claims if "comparison" in summary["claims"][c.name]]
+    if measured:
+        summary["overview"] = overview_plot(measured, summary, out).name
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     summary["smoke"] = smoke
     (out / "report.md").write_text(report(claims, summary))
@@ -221,6 +224,41 @@ def plot(claim: Claim, c: Comparison, out: Path) -> Path:
     return path
 
 
+VERDICT_COLOURS = {"holds": "tab:green", "does not hold": "tab:red", "cannot tell at this size": "tab:grey"}
+
+
+def overview_plot(claims: list[Claim], summary: dict[str, Any], out: Path) -> Path:
+    """``OUT/claims.png``: every measured claim's paired difference with its 95 % interval on one axis, turned so
+    that right is the side the paper claims (direction · (treatment − baseline)), coloured by verdict; a
+    non-inferiority claim's margin −δ is marked with a bar."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path = out / "claims.png"
+    fig, ax = plt.subplots(figsize=(8, 0.45 * len(claims) + 1.2))
+    for y, claim in enumerate(reversed(claims)):
+        c = summary["claims"][claim.name]["comparison"]
+        d = sorted(claim.direction * c["difference"][k] for k in ("low", "high"))
+        mean = claim.direction * c["difference"]["mean"]
+        colour = VERDICT_COLOURS.get(c["verdict"], "black")
+        ax.errorbar([mean], [y], xerr=[[mean - d[0]], [d[1] - mean]], fmt="o", color=colour, capsize=4)
+        if claim.margin:
+            ax.plot([-claim.margin], [y], marker="|", markersize=14, color=colour)
+    ax.axvline(0, color="black", lw=0.8)
+    ax.set_yticks(range(len(claims)), [c.name for c in reversed(claims)], fontsize=8)
+    ax.set_xlabel("paired difference, the claimed side to the right (each claim in its own metric's units)")
+    handles = [plt.Line2D([], [], marker="o", ls="", color=v) for v in VERDICT_COLOURS.values()]
+    handles.append(plt.Line2D([], [], marker="|", markersize=10, ls="", color="black"))
+    labels = [*VERDICT_COLOURS, "margin −δ (not worse by)"]
+    ax.legend(handles, labels, fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=4, frameon=False)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
 def report(claims: list[Claim], summary: dict[str, Any]) -> str:
     lines = [
         "# proofrl bench: the papers' claims, paired, with intervals",
@@ -241,6 +279,8 @@ def report(claims: list[Claim], summary: dict[str, Any]) -> str:
         else:
             arms = f"{claim.baseline} → {claim.treatment}"
             lines.append(f"| {claim.name} | {claim.paper} | {arms} | | | | | {unmeasured(claim, e)} |")
+    if "overview" in summary:
+        lines += ["", f"![every claim's paired difference]({summary['overview']})"]
     lines.append("")
     for claim in claims:
         e = summary["claims"][claim.name]
