@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import IO
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from .progress import progress_bar
 from .provers.base import Backend, Theorem, Verdict
 from .provers.factory import make_pool
 from .provers.pool import PoolConfig
@@ -75,14 +75,7 @@ def check_records(
     lock = threading.Lock()
     t0 = time.monotonic()
     with (
-        Progress(
-            TextColumn("checking"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=console,
-            transient=False,
-        ) as bar,
+        progress_bar("checking", console=console, transient=False) as bar,
         make_pool(backend, pool=PoolConfig(workers=workers, timeout=timeout)) as pool,
     ):
         task = bar.add_task("check", total=len(jobs))

@@ -160,29 +160,15 @@ def teach(
     train_jsonl: Path, model_dir: Path, settings: AssetSettings, *, seed: int = 0, console: Any = None
 ) -> dict[str, Any]:
     """Teach the tiny tactic model on ``train.jsonl`` with a progress bar; returns pairs, losses and seconds."""
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
     from ..policy.tactic import tactic_pairs, train_tiny_tactic_model
+    from ..progress import progress_bar
     from .tactics import read_transitions
 
     train = read_transitions(train_jsonl)
     n = len(tactic_pairs(train, max_state_chars=settings.max_state_chars))
     t, cpu = time.perf_counter(), time.process_time()
-    with Progress(
-        TextColumn("teaching the tiny tactic model"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[info]}"),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=console,
+    with progress_bar(
+        "teaching the tiny tactic model", detail="{task.fields[info]}", remaining=True, console=console
     ) as bar:
         task = bar.add_task("", total=settings.epochs * n, info="")
         train_tiny_tactic_model(

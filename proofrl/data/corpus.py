@@ -178,14 +178,8 @@ def build_corpus(
     """Replay the library's files (the first ``files`` of them, or those whose path ends with one of
     ``only``) ``workers`` at a time, then write the JSONL, the splits, the report and the card."""
     from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-    )
 
+    from ..progress import progress_bar
     from .corpus_splits import write_splits
 
     lib = library(name)
@@ -198,15 +192,7 @@ def build_corpus(
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     recs: dict[str, dict[str, Any]] = {}
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[info]}"),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        disable=not progress,
-    ) as bar:
+    with progress_bar(detail="{task.fields[info]}", console=Console(stderr=True), disable=not progress) as bar:
         task = bar.add_task(f"replaying {name}", total=len(paths), info="")
         # the largest files first, so the last worker is not left alone with the longest one
         order = sorted(paths, key=lambda p: -p.stat().st_size)

@@ -291,14 +291,8 @@ def build_tactic_data(
     """Step the stdlib's human proofs and write ``out/train.jsonl``, ``out/held-out.jsonl`` and
     ``out/summary.json``, with a progress bar (proofs, transitions, failures) on ``console``."""
     from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
+
+    from ..progress import progress_bar
 
     out = Path(out)
     console = console or Console(stderr=True)
@@ -306,16 +300,7 @@ def build_tactic_data(
         prefixes=prefixes, max_proof_chars=max_proof_chars, held_out_fraction=held_out_fraction, seed=seed, limit=limit
     )
     counts: Counter[str] = Counter()
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[info]}"),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=console,
-        disable=not progress,
-    ) as bar:
+    with progress_bar(detail="{task.fields[info]}", remaining=True, console=console, disable=not progress) as bar:
         task = bar.add_task("stepping human proofs", total=len(problems), info="")
 
         def on_proof(r: ProofSteps) -> None:

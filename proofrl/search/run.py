@@ -234,16 +234,9 @@ def _run_all(one: Any, n: int, workers: int, progress: bool, results: list[Searc
         with ThreadPoolExecutor(max(1, workers)) as ex:
             list(ex.map(one, range(n)))
         return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from ..progress import progress_bar
 
-    with Progress(
-        TextColumn("search"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.description}"),
-        TimeElapsedColumn(),
-        transient=False,
-    ) as bar:
+    with progress_bar("search", detail="{task.description}", transient=False) as bar:
         task = bar.add_task("", total=n)
 
         def tracked(i: int) -> None:

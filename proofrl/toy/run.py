@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from proofrl.progress import progress_bar
 from proofrl.toy.experiment import Timings, ToyConfig, config_record, get_variants, run_variant
 from proofrl.toy.report import write_report
 
@@ -40,13 +40,7 @@ def run_experiment(
     t0 = time.perf_counter()
     with (
         results.open("w", encoding="utf-8") as sink,
-        Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            disable=not show_progress,
-        ) as progress,
+        progress_bar(disable=not show_progress) as progress,
     ):
         sink.write(json.dumps(records[0]) + "\n")
         task = progress.add_task("toy", total=len(chosen) * cfg.steps)
