@@ -5,8 +5,8 @@
   step keyed by the loop's own step name (``step``, ``round``, ``epoch``), and the final summary;
 * ``checkpoints/PREFIXNNNN/``: atomic checkpoints (:mod:`.checkpoints`), the newest ``keep`` kept.
 
-The loops counted in steps (whole-proof and step-level GRPO) run through :meth:`RunDir.run_steps`: log, progress,
-checkpoint every N steps and after the last, summary.
+The loops counted in steps (whole-proof and step-level GRPO) run through :meth:`RunDir.fit`: resume from the newest
+checkpoint, then :meth:`RunDir.run_steps`: log, progress, checkpoint every N steps and after the last, summary.
 
 A run killed at any moment resumes from its newest complete checkpoint: :meth:`RunDir.start` with the step it
 resumed from drops the log lines written after it (each step is logged once), and wandb/mlflow continue the
@@ -18,7 +18,7 @@ import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 
@@ -33,6 +33,17 @@ def truncate_log(path: Path, key: str, step: int) -> None:
         return
     keep = [line for line in path.read_text().splitlines() if line.strip() and json.loads(line).get(key, 0) <= step]
     path.write_text("".join(line + "\n" for line in keep))
+
+
+class SteppedLoop(Protocol):
+    """A training loop counted in steps, as :meth:`RunDir.fit` drives it."""
+
+    cfg: Any  # .steps, .checkpoint_every
+    step: int
+
+    def latest_checkpoint(self) -> Path | None: ...
+    def resume(self) -> int: ...
+    def save_checkpoint(self) -> Path: ...
 
 
 class RunDir:
@@ -80,6 +91,28 @@ class RunDir:
             for t in self.trackers:
                 t.config(cfg)
         return self
+
+    def fit(
+        self,
+        loop: SteppedLoop,
+        step: Callable[[], tuple[int, dict[str, Any]]],
+        progress: Callable[[int, dict[str, Any]], None] | None = None,
+    ) -> list[tuple[int, dict[str, Any]]]:
+        """What a step-counted loop's ``fit`` is: resume from its newest checkpoint when there is one
+        (``loop.resume()``), then :meth:`run_steps` from ``loop.step`` to ``loop.cfg.steps``, saving with
+        ``loop.save_checkpoint`` every ``loop.cfg.checkpoint_every`` steps."""
+        resumed = loop.latest_checkpoint() is not None
+        loop.resume()
+        return self.run_steps(
+            loop.cfg,
+            step,
+            at=loop.step,
+            total=loop.cfg.steps,
+            resumed=resumed,
+            progress=progress,
+            checkpoint_every=loop.cfg.checkpoint_every,
+            save=loop.save_checkpoint,
+        )
 
     def run_steps(
         self,

@@ -431,8 +431,6 @@ class StepLevelTrainer:
     # -- the loop -----------------------------------------------------------------------------------------
     def fit(self, *, progress: Callable[[int, dict[str, float]], None] | None = None) -> list[dict[str, float]]:
         """Train until ``cfg.steps`` updates, resuming from the newest checkpoint in ``out``."""
-        resumed = self.latest_checkpoint() is not None
-        self.resume()
 
         def step() -> tuple[int, dict[str, float]]:
             m = self.train_step()
@@ -441,16 +439,7 @@ class StepLevelTrainer:
                 m |= self.evaluate()
             return self.step, m
 
-        done = self.run_dir.run_steps(
-            self.cfg,
-            step,
-            at=self.step,
-            total=self.cfg.steps,
-            resumed=resumed,
-            progress=progress,
-            checkpoint_every=self.cfg.checkpoint_every,
-            save=self.save_checkpoint,
-        )
+        done = self.run_dir.fit(self, step, progress)
         return [m for _, m in done]
 
     def evaluate(self) -> dict[str, float]:

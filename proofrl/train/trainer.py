@@ -328,8 +328,6 @@ class Trainer:
     def fit(self, *, progress: Callable[[int, dict[str, float]], None] | None = None) -> list[StepRecord]:
         """Train until ``cfg.steps``, resuming from the newest checkpoint in ``out`` when there is one; every step
         goes to the run folder's trackers, and the last step's metrics are the run's summary."""
-        resumed = self.latest_checkpoint() is not None
-        self.resume()
 
         def step() -> tuple[int, dict[str, float]]:
             metrics = self.train_step()
@@ -340,16 +338,7 @@ class Trainer:
                     metrics.update(self.eval_fn(self, self.step))
             return self.step, metrics
 
-        done = self.run.run_steps(
-            self.cfg,
-            step,
-            at=self.step,
-            total=self.cfg.steps,
-            resumed=resumed,
-            progress=progress,
-            checkpoint_every=self.cfg.checkpoint_every,
-            save=self.save_checkpoint,
-        )
+        done = self.run.fit(self, step, progress)
         return [StepRecord(n, m) for n, m in done]
 
     # ------------------------------------------------------------------------------------- checkpoints
