@@ -22,8 +22,11 @@ def progress_bar(label: str | None = None, *, detail: str | None = None, remaini
         TimeRemainingColumn,
     )
 
-    columns: list[Any] = [TextColumn(label if label is not None else "{task.description}"), BarColumn()]
-    columns.append(MofNCompleteColumn())
+    columns: list[Any] = [
+        TextColumn(label if label is not None else "{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+    ]
     if detail is not None:
         columns.append(TextColumn(detail))
     columns.append(TimeElapsedColumn())

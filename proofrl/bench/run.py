@@ -312,7 +312,8 @@ def report(claims: list[Claim], summary: dict[str, Any]) -> str:
                 f"![{claim.name}]({e['plot']})",
             ]
         else:
-            lines += ["", unmeasured(claim, e)[:1].upper() + unmeasured(claim, e)[1:] + "."]
+            why = unmeasured(claim, e)
+            lines += ["", why[0].upper() + why[1:] + "."]
         lines.append("")
     return "\n".join(lines)
 
