@@ -41,3 +41,16 @@ def programs_except(prefixes: tuple[str, ...], folder: Path) -> Path:
             if target.is_file() and os.access(target, os.X_OK):
                 link.symlink_to(target)
     return folder
+
+
+@pytest.fixture
+def blind_session(monkeypatch):
+    """Mutation: the session's audits of assumptions switched off (after ``Qed``, and of a partial term after a
+    step that closed a goal), as in a session that misses what a fresh ``coqc`` sees. The header's axiom then
+    closes goals and ends a proof in the session, and only the final check refuses it: what the search does
+    with such a leaf."""
+    from proofrl.provers.base import Status, Verdict
+    from proofrl.provers.coq.prover import CoqProver
+
+    monkeypatch.setattr(CoqProver, "_audit", lambda self, s, plan, after_qed, left: Verdict(Status.VALID))
+    monkeypatch.setattr(CoqProver, "_term_axioms", lambda self, s, term, here, timeout: None)

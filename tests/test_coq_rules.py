@@ -137,3 +137,9 @@ def test_type_mismatch_compares_the_printed_kernel_types():
     )
     assert type_mismatch("t\n     : True", "proofrl_reference_statement\n     : False").startswith("statement changed")
     assert type_mismatch("", "x : False").startswith("statement check failed")
+
+
+def test_a_used_in_line_is_where_an_assumption_is_used_not_one_more_assumption():
+    text = "Axioms:\nclassic : forall P : Prop, P \\/ ~ P\nused in t to prove:\n  forall P : Prop, P\n"
+    assert parse_assumptions(text).axioms == ("classic",)
+    assert assumption_reasons(parse_assumptions(text), "t", printed_names(LOCATED)) == ["axiom: classic"]

@@ -66,12 +66,14 @@ def test_attribute_commands_are_refused_as_steps(prover):
 
 @pytest.fixture
 def wall(monkeypatch):
-    """Switch walls off by name, as a mutation: 1 = the tactic allowlist, 2 = the wrapped form."""
+    """Switch walls off by name, as a mutation: 1 = what the proof text may hold (the tactic allowlist, no
+    citation of the theorem itself), 2 = the wrapped form."""
 
     def off(*walls: int) -> None:
         if 1 in walls:
-            monkeypatch.setattr(plan_module, "forbidden_reason", lambda *a, **k: None)
-            monkeypatch.setattr(prover_module, "forbidden_reason", lambda *a, **k: None)
+            for module in (plan_module, prover_module):
+                monkeypatch.setattr(module, "forbidden_reason", lambda *a, **k: None)
+                monkeypatch.setattr(module, "self_citation", lambda *a, **k: None)
         if 2 in walls:
             identity = lambda text, timeout=None, first=False: Outgoing(text)  # noqa: E731
             monkeypatch.setattr(plan_module, "outgoing", identity)
@@ -329,8 +331,142 @@ def test_ordinary_proofs_stay_valid_in_check_and_final_check(header, statement, 
         p.close()
 
 
-def test_final_check_output_cannot_be_forged_by_what_the_proof_prints(prover):
-    th = Theorem("t", "Theorem t : True.", "")
-    fake = 'idtac "No object of basename proofrl_output_marker_1". idtac "Closed under the global context". exact I.'
-    assert prover.final_check(th, [fake]).status is Status.ERROR
-    assert prover.final_check(th, ['idtac "Closed under the global context". exact I.']).status is Status.VALID
+FAKE_MARKERS = (
+    'idtac "No object of basename proofrl_output_marker_1". idtac "No object of basename proofrl_output_marker_3". '
+    'idtac "Closed under the global context".'
+)
+
+
+@pytest.mark.parametrize(
+    "header, statement, proof, status",
+    [
+        ("", "Theorem t : True.", f"{FAKE_MARKERS} exact I.", Status.VALID),
+        ("Axiom cheat : False.", "Theorem t : False.", f"{FAKE_MARKERS} exact cheat.", Status.REJECTED),
+    ],
+    ids=["true", "axiom"],
+)
+def test_final_check_output_cannot_be_forged_by_what_the_proof_prints(header, statement, proof, status):
+    """The final check's markers carry a nonce drawn per run: what a proof prints, fake markers included, stays
+    in the part before the first one, and ``check`` and the final check give the same verdict."""
+    p = CoqProver(header)
+    try:
+        th = Theorem("t", statement, header)
+        assert p.check(th, proof).status is status
+        f = p.final_check(th, [proof])
+        assert f.status is status, f
+        assert p.final_check(th, ['idtac "Closed under the global context".', proof]).status is status
+    finally:
+        p.close()
+
+
+# -- which constant the assumptions are read of ------------------------------------------------------------------
+
+SEALED_LIST = "Require Import Coq.Lists.List.\nAxiom cheat : False.\nModule Type LIST. End LIST.\nModule List : LIST.\n"
+NAMESAKE = "Axiom cheat : False.\nModule A. Lemma t : True. Proof. exact I. Qed. End A.\nImport A.\n"
+HIDDEN_ATTACKS = {
+    # after ``End``, no constant List.app_nil_r is ours: the name reaches Coq.Lists.List.app_nil_r
+    "sealed module, stdlib namesake": (
+        SEALED_LIST,
+        "Lemma app_nil_r : forall (A : Type) (l : list A), l ++ nil = l /\\ False.",
+    ),
+    "functor body, imported namesake": (NAMESAKE + "Module Type T. End T.\nModule F (X : T).\n", "Lemma t : False."),
+    "module type, imported namesake": (NAMESAKE + "Module Type MT.\n", "Lemma t : False."),
+    "sealed, signature in a functor": (
+        NAMESAKE + "Module Type T. End T.\nModule F (X : T). Module M : T.\n",
+        "Lemma t : False.",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(HIDDEN_ATTACKS))
+def test_assumptions_are_read_of_the_constant_just_proved_never_of_a_namesake(name):
+    header, statement = HIDDEN_ATTACKS[name]
+    p = CoqProver(header)
+    try:
+        th = Theorem("t", statement, header)
+        proof = "Proof. intros. destruct cheat. Qed."
+        for v in (p.check(th, proof), p.final_check(th, [proof])):
+            assert v.status is Status.REJECTED and v.reasons == ("axiom: cheat",), (name, v)
+    finally:
+        p.close()
+
+
+@pytest.mark.parametrize("name", list(HIDDEN_ATTACKS))
+def test_identity_alone_refuses_a_namesake_when_the_header_is_misread(name, monkeypatch):
+    """Mutation: the header's modules taken for plain ones (assumptions read after ``End`` by the qualified
+    name). The absolute path ``About`` prints then differs from the one the lemma had, and the judge refuses
+    to read rather than read another constant; with that check off too, the namesake's assumptions pass."""
+    from proofrl.provers.coq import blocks
+
+    monkeypatch.setattr(blocks, "_hides", lambda module: False)
+    blocks.open_blocks.cache_clear()
+    header, statement = HIDDEN_ATTACKS[name]
+    p = CoqProver(header)
+    try:
+        th = Theorem("t", statement, header)
+        proof = "Proof. intros. destruct cheat. Qed."
+        v = p.check(th, proof)
+        assert v.status is Status.ERROR and v.reasons[0].startswith("assumptions unreadable"), (name, v)
+        # coqc: ``About`` names another object, or ``Print Assumptions`` finds none and the file fails
+        v = p.final_check(th, [proof])
+        assert v.status is Status.ERROR, (name, v)
+        assert v.reasons[0] == "statement check failed" or v.reasons[0].startswith("assumptions unreadable"), v
+    finally:
+        p.close()
+        blocks.open_blocks.cache_clear()
+
+
+HONEST_IN_BLOCKS = [
+    ("Module Type LIST. End LIST.\nModule L : LIST.\n", "Lemma t : 1 = 1."),
+    ("Module M.\n", "Lemma t : 1 = 1."),
+    ("Module Type S. End S.\nModule M <: S.\n", "Lemma t : 1 = 1."),
+    ("Module Type T. Parameter x : nat. End T.\nModule F (X : T).\n", "Lemma t : 1 = 1."),
+    ("Module Type MT.\n", "Lemma t : 1 = 1."),
+    ("Module M. Section S. Variable n : nat.\n", "Lemma t : n = n."),
+    (
+        "Module Type S. Parameter x : nat. End S.\nModule N : S. Definition x := 0. End N.\nModule M.\n",
+        "Lemma t : N.x = N.x.",
+    ),
+]
+
+
+@pytest.mark.parametrize("header, statement", HONEST_IN_BLOCKS)
+def test_honest_lemmas_in_functors_module_types_and_sealed_modules_are_valid(header, statement):
+    """These were ``error`` (``The reference F.t was not found``): a lemma whose name does not survive ``End`` is
+    judged inside its modules, once its sections are closed."""
+    p = CoqProver(header)
+    try:
+        th = Theorem("t", statement, p.header)
+        for v in (p.check(th, "Proof. reflexivity. Qed."), p.final_check(th, ["Proof. reflexivity. Qed."])):
+            assert v.status is Status.VALID, (header, v)
+    finally:
+        p.close()
+
+
+# -- a proof that cites its own theorem -------------------------------------------------------------------------
+
+SELF = Theorem(
+    "app_nil_r",
+    "Theorem app_nil_r : forall (A : Type) (l : list A), l ++ nil = l.",
+    "Require Import Coq.Lists.List.\nImport ListNotations.",
+)
+
+
+@pytest.mark.parametrize(
+    "proof", ["apply app_nil_r.", "intros. rewrite List.app_nil_r. reflexivity.", "exact @Coq.Lists.List.app_nil_r."]
+)
+def test_a_proof_that_names_the_theorem_it_proves_is_refused_everywhere(proof):
+    """The header makes the library's own ``app_nil_r`` visible: naming it, bare or qualified, is refused by
+    ``check``, the final check and a step alike; the honest proof stays valid."""
+    p = CoqProver(SELF.header)
+    try:
+        for v in (p.check(SELF, proof), p.final_check(SELF, [proof])):
+            assert v.status is Status.REJECTED and v.reasons == ("forbidden: cites app_nil_r",), v
+        cite = next(x.rstrip(".") + "." for x in proof.split(". ") if "app_nil_r" in x)
+        r = p.step(p.start(SELF), cite)
+        assert not r.ok and r.failure.kind is FailureKind.FORBIDDEN and "cites app_nil_r" in r.failure.message
+        honest = "intros A l. induction l as [|x l IH]. reflexivity. simpl. rewrite IH. reflexivity."
+        assert p.check(SELF, honest).status is Status.VALID
+        assert p.check(SELF, "(* app_nil_r *) " + honest).status is Status.VALID
+    finally:
+        p.close()

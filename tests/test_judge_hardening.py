@@ -178,6 +178,7 @@ def test_printing_depth_cannot_blind_the_type_comparison(monkeypatch, depth):
     from proofrl.provers.coq.rules import Outgoing
 
     monkeypatch.setattr(plan_module, "forbidden_reason", lambda *a, **k: None)
+    monkeypatch.setattr(plan_module, "self_citation", lambda *a, **k: None)  # the restated ``Theorem t``
     monkeypatch.setattr(plan_module, "outgoing", lambda text, timeout=None, first=False: Outgoing(text))
     theorem = Theorem("t", "Theorem t : forall n : nat, n + 0 = S n.", f"Set Printing Depth {depth}.")
     proof = "Proof.\nAbort.\nTheorem t : forall n : nat, n + 0 = n + 0.\nintros n.\nreflexivity.\nQed."

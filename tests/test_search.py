@@ -256,7 +256,7 @@ def test_a_policy_that_raises_mid_run_stops_with_a_clear_error_and_keeps_results
     assert not (tmp_path / "trees" / "plus0c.json").exists()
 
 
-def test_a_proof_that_relies_on_a_header_axiom_is_unsound_not_proved(coq):
+def test_a_proof_that_relies_on_a_header_axiom_is_unsound_not_proved(coq, blind_session):
     header = NAT + "\nAxiom cheat : forall P : Prop, P."
     th = Theorem("hard", "Theorem hard : forall n : nat, n * n = n + 1.", header)
     from proofrl.provers.coq import CoqProver
@@ -266,7 +266,7 @@ def test_a_proof_that_relies_on_a_header_axiom_is_unsound_not_proved(coq):
         r = search_one(th, prover, ScriptedPolicy([], default=["apply cheat."]), mcts())
     finally:
         prover.close()
-    (leaf,) = [n for n in r.tree.nodes if n.goals_gone]  # no goals in the session ...
+    (leaf,) = [n for n in r.tree.nodes if n.goals_gone]  # no goals in the blinded session ...
     assert r.status == "unsound"  # ... but the fresh coqc check rejects the axiom
     assert "cheat" in leaf.unsound and leaf.dead and not r.tree.root.solved
     assert r.verdict is not None and not r.verdict.valid and any("cheat" in x for x in r.verdict.reasons)

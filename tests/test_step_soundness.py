@@ -82,6 +82,100 @@ def test_a_step_that_closes_a_goal_with_an_unguarded_call_while_others_remain_ea
     assert coq.step(before, "idtac.").ok  # the session went back to the state before the step
 
 
+TWO = Theorem("two", "Theorem two : (forall n : nat, n = 0) /\\ (forall n : nat, n + 0 = n).", NAT)
+
+
+@pytest.mark.parametrize(
+    "theorem, tactics",
+    [
+        # poisoned before: another goal's unfinished ``fix`` keeps ``Guarded.`` failing, hiding the illegal call
+        (TWO, ["split.", "2: fix IH 1.", "1: fix IH 1.", "1: intros n.", "1: exact (IH n)."]),
+        (TWO, ["split.", "2: fix IH 1.", "1: fix IH 1.", "1: intros n.", "2: idtac.", "1: apply IH."]),
+        # laundered: the illegal call is made by a step that also opens a goal; the next step closes that goal
+        (PAIR, ["fix IH 1.", "intros n.", "split.", "1: refine (eq_trans (proj1 (IH n)) _).", "1: reflexivity."]),
+        (PAIR, ["fix IH 1.", "intros n.", "split.", "1: refine (eq_trans (proj1 (IH n)) _).", "2: exact I."]),
+    ],
+    ids=["poisoned-exact", "poisoned-apply", "laundered-close-it", "laundered-close-another"],
+)
+def test_a_closing_step_earns_nothing_while_the_term_holds_an_unguarded_call_however_it_got_there(
+    coq, theorem, tactics
+):
+    """The guard is asked on the term as it stands after the step, with every other goal given its
+    abstractions (``repeat intro`` in a scratch state): what another goal still owes cannot hide an illegal call,
+    and a call made by a step that closed nothing is caught at the first step that closes a goal."""
+    before, r = walk(coq, theorem, tactics)
+    assert not r.ok and r.failure.kind is FailureKind.KERNEL, r
+    assert "ill-formed" in r.failure.message, r.failure.message
+    assert subgoal_reward(before, r) == 0.0
+    assert coq.step(before, "idtac.").ok
+
+
+@pytest.mark.parametrize(
+    "header, statement, tactics, axiom",
+    [
+        ("Require Import Coq.Logic.Classical.", "Theorem c : forall P : Prop, ~~P -> P.", ["apply NNPP."], "classic"),
+        ("Axiom cheat : False.", "Theorem c : 1 = 2.", ["destruct cheat."], "cheat"),
+        ("Lemma l : False. Admitted.", "Theorem c : 1 = 2.", ["case l."], "l"),
+        (
+            "Require Import Coq.Program.Equality.",
+            "Theorem c : forall (x : nat) (p q : x = x), p = q.",
+            ["intros x p q.", "dependent destruction p.", "dependent destruction q.", "reflexivity."],
+            "eq_rect_eq",
+        ),
+    ],
+    ids=["classical", "header-axiom", "admitted-lemma", "dependent-destruction"],
+)
+def test_a_step_that_ends_the_proof_is_paid_only_if_the_whole_judge_accepts_it(header, statement, tactics, axiom):
+    """``Qed`` accepts these; the assumption audit does not. The step that ends the proof is judged as ``check``
+    judges the proof it completes, and both refuse."""
+    from proofrl.provers.coq import CoqProver
+
+    th = Theorem("c", statement, header)
+    p = CoqProver(header)
+    try:
+        before, r = walk(p, th, tactics)
+        assert not r.ok and r.failure.kind is FailureKind.KERNEL, r
+        assert "axiom:" in r.failure.message and axiom in r.failure.message, r.failure.message
+        assert subgoal_reward(before, r) == 0.0
+        assert p.step(before, "idtac.").ok
+        v = p.check(th, "\n".join(tactics))
+        assert not v.valid and any(axiom in reason for reason in v.reasons), v
+    finally:
+        p.close()
+
+
+@pytest.mark.parametrize(
+    "tactics, axiom",
+    [
+        (["intros.", "split.", "1: apply cheat."], "cheat"),
+        (["intros.", "split.", "1: exact magic."], "cheat"),  # a notation hides the axiom's name
+        (["intros.", "split.", "1: refine (eq_trans (cheat _) _).", "1: reflexivity."], "cheat"),  # laundered
+        (["intros.", "split.", "2: apply NNPP; intro H; apply H; exact I.", "1: lia."], "classic"),
+    ],
+    ids=["apply", "notation", "laundered", "classical"],
+)
+def test_a_step_that_closes_a_goal_with_an_axiom_while_others_remain_earns_nothing(tactics, axiom):
+    """The partial term's assumptions are read name by name (``Show Proof`` under ``Printing All``) and judged
+    by origin: a goal closed by an axiom is refused when it is closed, not only when the proof ends."""
+    from proofrl.provers.coq import CoqProver
+
+    header = (
+        NAT
+        + "\nRequire Import Lia Coq.Logic.Classical.\nAxiom cheat : forall P : Prop, P.\nNotation magic := (cheat _)."
+    )
+    th = Theorem("x", "Theorem x : forall n m : nat, n + m = m + n /\\ True.", header)
+    p = CoqProver(header)
+    try:
+        before, r = walk(p, th, tactics)
+        assert not r.ok and r.failure.kind is FailureKind.KERNEL and f"axiom: {axiom}" in r.failure.message, r
+        assert subgoal_reward(before, r) == 0.0
+        assert p.step(before, "idtac.").ok
+        _, honest = walk(p, th, ["intros.", "split.", "1: lia.", "exact I."])
+        assert honest.ok and honest.state.solved
+    finally:
+        p.close()
+
+
 def test_honest_steps_that_close_a_goal_inside_a_fix_stand(coq):
     _, r = walk(
         coq,
@@ -222,7 +316,26 @@ def test_search_offered_an_unguarded_fix_beside_the_honest_proof_proves_honestly
 
 
 @pytest.mark.parametrize("config", [mcts(), bfs()], ids=["mcts", "best-first"])
-def test_a_leaf_the_final_check_refuses_is_dead_and_the_search_goes_on(config):
+def test_a_cheat_that_ends_the_proof_is_a_kernel_edge_and_the_search_proves_honestly(config):
+    """Without the mutation, the step that ends the proof with the header's axiom is refused by the step's
+    own judge: no leaf is left for the final check to refuse."""
+    from proofrl.provers.coq import CoqProver
+
+    pol = ScriptedPolicy([("⊢ forall n", ["apply cheat.", "intros n."]), ("n + 0 = n", ["apply cheat.", "lia."])])
+    prover = CoqProver(CHEAT_HEADER)
+    try:
+        r = search_one(PLUS_CHEAT, prover, pol, config)
+    finally:
+        prover.close()
+    assert r.status == "proved" and r.proof.split() == ["intros", "n.", "lia."], (r.status, r.proof, r.reason)
+    assert r.refused == 0
+    tree = r.tree_json()
+    assert not any(n["unsound"] for n in tree["nodes"])
+    assert any(e["tactic"] == "apply cheat." and e["failure"]["kind"] == "kernel" for e in tree["edges"])
+
+
+@pytest.mark.parametrize("config", [mcts(), bfs()], ids=["mcts", "best-first"])
+def test_a_leaf_the_final_check_refuses_is_dead_and_the_search_goes_on(config, blind_session):
     """``apply cheat.`` closes the goal in the session (the header's axiom), and the policy likes it best;
     only the fresh final check refuses it. The search marks that leaf unsound and finds the honest proof."""
     from proofrl.provers.coq import CoqProver
@@ -242,7 +355,7 @@ def test_a_leaf_the_final_check_refuses_is_dead_and_the_search_goes_on(config):
     assert tree["nodes"][tree["root"]]["solved"]
 
 
-def test_unsound_only_when_the_budget_ends_without_a_sound_proof():
+def test_unsound_only_when_the_budget_ends_without_a_sound_proof(blind_session):
     from proofrl.provers.coq import CoqProver
 
     pol = ScriptedPolicy([("⊢ forall n", ["apply cheat.", "intros n."]), ("n + 0 = n", ["apply cheat."])])
@@ -272,10 +385,12 @@ def test_mcts_an_unguarded_call_inside_a_focus_block_is_a_kernel_edge(coq):
     assert kernel and all(e.tactic == "apply (proj1 (IH n))." for e in kernel)
 
 
-def test_mcts_a_cheat_inside_a_focus_block_only_the_final_check_sees_marks_the_proofs_leaves_and_search_goes_on():
-    """The header's axiom closes goal 1 inside ``1: {`` (nothing a step can see); the final check refuses the
-    proof, both of its closing leaves are marked unsound (the culprit is unknown: ``exact I.`` goes too), so
-    that AND node is dead and MCTS proves through the other branch."""
+def test_mcts_a_cheat_inside_a_focus_block_only_the_final_check_sees_marks_the_proofs_leaves_and_search_goes_on(
+    blind_session,
+):
+    """The header's axiom closes goal 1 inside ``1: {`` (seen by no step once the session is blinded); the final
+    check refuses the proof, both of its closing leaves are marked unsound (the culprit is unknown: ``exact I.``
+    goes too), so that AND node is dead and MCTS proves through the other branch."""
     from proofrl.provers.coq import CoqProver
 
     th = Theorem("pair", PAIR.statement, CHEAT_HEADER)
@@ -327,7 +442,9 @@ def _scripted_app(table):
 
 
 @pytest.mark.parametrize("algorithm", ["best-first", "mcts"])
-def test_proofrl_search_with_a_cheating_policy_proves_honestly_and_keeps_the_dead_leaf(tmp_path, algorithm):
+def test_proofrl_search_with_a_cheating_policy_proves_honestly_and_keeps_the_dead_leaf(
+    tmp_path, algorithm, blind_session
+):
     from test_policy_generation import serve
     from typer.testing import CliRunner
 

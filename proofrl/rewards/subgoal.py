@@ -10,10 +10,14 @@ softplus(0) = ln 2 ≈ 0.69 for a step that changes nothing, ≈ 0.31 for one th
 one — so among the tactics of one group a valid tactic always beats an invalid one (with ``failed`` ≤ 0), and progress
 beats validity.
 
-A step that leaves no goals is accepted only when the prover would accept the proof it completes (Coq asks
-``Qed``; a step that closes a goal while others remain must not break ``fix``'s guard condition): an
-unguarded ``fix IH 1. apply IH.`` is a failed step of kind ``kernel`` and earns ``failed``, not the ≈ 1.31
-of an honest closing step (:meth:`proofrl.provers.coq.prover.CoqProver.step`).
+A step that leaves no goals is accepted only when the judge accepts the proof it completes, with every question
+``check`` asks (Coq: ``Qed``, then the statement's type and the assumptions by origin: a proof ended by ``apply
+NNPP.`` under ``Classical`` or by a header's axiom earns ``failed``). A step that closes a goal while others
+remain is accepted only when the term it completed keeps every recursive call guarded, however the call got
+there (an earlier step that opened a goal, another goal's unfinished ``fix``): an unguarded ``fix IH 1. apply
+IH.`` is a failed step of kind ``kernel`` and earns ``failed``, not the ≈ 1.31 of an honest closing step
+(:meth:`proofrl.provers.coq.prover.CoqProver.step`). What such a step does not see is an axiom used to close a
+goal while others remain: it is paid as a closing step, and the step that ends that proof is refused.
 
 The failure kind of a failed step is what the caller records beside the reward (the trainer's step log).
 Registered as ``subgoal`` in :data:`proofrl.rewards.combine.STEP_REWARDS`.

@@ -12,7 +12,15 @@ import re
 from dataclasses import dataclass
 
 from ..base import Message, Status, Theorem, Verdict
-from .rules import Outgoing, blank_comments, forbidden_reason, outgoing, proof_end, reference_statement
+from .rules import (
+    Outgoing,
+    blank_comments,
+    forbidden_reason,
+    outgoing,
+    proof_end,
+    reference_statement,
+    strip_comments_and_strings,
+)
 from .sentences import COQ_BLANKS, Sentence, SplitError, position, split_sentences
 
 _DECL = re.compile(
@@ -113,6 +121,8 @@ def plan_proof(theorem: Theorem, proof: str, *, max_chars: int, forbidden_tactic
     for i, s in enumerate(sentences):
         if why := forbidden_reason(s.text, forbidden_tactics, first=i == 0):
             return no(Status.REJECTED, why, f"{why} (only tactics may appear in a proof)", s.start)
+        if why := self_citation(s.text, decl.group(1)):
+            return no(Status.REJECTED, why, f"{why}: a proof cannot rest on its own theorem", s.start)
     return Plan(
         statement,
         decl.group(1),
@@ -122,3 +132,19 @@ def plan_proof(theorem: Theorem, proof: str, *, max_chars: int, forbidden_tactic
         reference_statement(stmt.text, decl.span(1)),
         restated,
     )
+
+
+_IDENT = re.compile(r"[A-Za-z_][\w']*(?:\.[A-Za-z_][\w']*)*")
+
+
+def self_citation(sentence: str, name: str) -> str | None:
+    """``forbidden: cites NAME`` when a tactic names the theorem being proved, bare or qualified (``apply t.``,
+    ``rewrite M.t.``; comments and strings aside), else None. While its proof runs the constant does not exist
+    yet, so such a name can only reach a namesake the header made visible: the theorem itself when a problem is
+    stated after its own module is loaded. A namesake reached without being named (a hint database) is kept out
+    by the problem sets, which state a library lemma with only what precedes it in its file."""
+    short = name.rsplit(".", 1)[-1]
+    for ident in _IDENT.findall(strip_comments_and_strings(sentence)):
+        if ident.rsplit(".", 1)[-1] == short:
+            return f"forbidden: cites {short}"
+    return None

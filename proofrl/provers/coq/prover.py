@@ -7,16 +7,19 @@ lists -> ``Qed`` (the kernel re-checks) -> ``Print Assumptions`` within the allo
 named by its tactic path and re-reached by replaying from the longest live prefix (never an ``Anomaly``
 from an expired state id). A step is refused before Coq runs it by the walls of :mod:`.rules` and for a
 tactic whose term Coq does not type-check (:func:`unchecked_reason`); a step that leaves no goals stands only
-if ``Qed`` passes, and one that closes a goal while others remain only if it did not break the guard
-condition (``Guarded.``); else it fails as ``kernel``.
+if the whole judge accepts the proof it completes (``Qed``, then the same audit as ``check``), and one that
+closes a goal while others remain only if the guard condition holds on the term as it stands (``Guarded.``,
+other goals given their abstractions first); else it fails as ``kernel``.
 """
 
 from __future__ import annotations
 
 import re
+import secrets
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,7 +39,7 @@ from ..base import (
 from ..process import run_once
 from . import xml
 from .blocks import open_blocks
-from .plan import Plan, plan_proof
+from .plan import Plan, plan_proof, self_citation, theorem_name
 from .rules import (
     DEFAULT_AXIOM_ALLOWLIST,
     FORBIDDEN_TACTICS,
@@ -45,6 +48,7 @@ from .rules import (
     Outgoing,
     assumption_reasons,
     forbidden_reason,
+    identity_reason,
     outgoing,
     parse_assumptions,
     printed_names,
@@ -93,7 +97,10 @@ class CoqProver:
         self._live: list[tuple[str, int]] = []  # the live path: (statement, sid), then (tactic, sid)...
         self._live_theorem: Theorem | None = None
         self._live_proof = ""  # the name Coq gives the proof being stepped
+        self._live_plan: Plan | None = None  # the stepped statement's plan: the judge's questions at the end
         self.session_id = 0
+        self._assumptions: dict[str, str | None] = {}  # a name -> its Print Assumptions at the statement (None: none)
+        self._allowed: dict[str, str] | None = None  # the allowlisted axioms' printed names (this session)
         self._ensure(header_timeout)
 
     # -- process management -----------------------------------------------------------------------------
@@ -102,6 +109,7 @@ class CoqProver:
             self._session = CoqSession(self.header, memory_mb=self.config.memory_mb, header_timeout=header_timeout)
             self.session_id = next(_session_ids)
             self._live, self._live_theorem = [], None
+            self._assumptions, self._allowed = {}, None
         return self._session
 
     @property
@@ -202,7 +210,13 @@ class CoqProver:
             return Verdict(Status.REJECTED, (reason,), (Message("error", e.message),))
         if s.goals() is not None or (why := _status_change(opened, s.proof_status(timeout=left()), proof_open=False)):
             return Verdict(Status.REJECTED, (why or "a proof is still open after Qed",))
-        after_qed = s.tip
+        return self._audit(s, plan, s.tip, left)
+
+    def _audit(self, s: CoqSession, plan: Plan, after_qed: int, left: Callable[[], float]) -> Verdict:
+        """Everything the judge asks once ``Qed`` has passed at state ``after_qed`` (the walls 3 and 4 of
+        :mod:`.rules`): the kernel type of the constant against the statement elaborated again, which constant
+        the lemma's name denotes (:func:`~.rules.identity_reason`), and its assumptions by origin. Shared by
+        :meth:`check` and by a step that ends a proof, so a step is paid only for what ``check`` accepts."""
         blocks = open_blocks(self.header)
         if blocks is None:
             return Verdict(Status.ERROR, (_UNREAD_BLOCKS,))
@@ -215,15 +229,34 @@ class CoqProver:
             s.run(timeout=left())
             checked = _notices(s.query(f"Check @{plan.name}.", ref, timeout=left()))
             reference = _notices(s.query(f"Check @{REFERENCE_NAME}.", ref, timeout=left()))
-            # the assumptions once the header's sections and modules are closed, as coqc_check reads them
-            closed = s.add("Unset Printing All.", ref)
-            for line in [*blocks.closing, *PRINTING_RESET]:
-                closed = s.add(line, closed)
+            # sections closed (their variables become binders), modules still open: which constant is ours
+            inner = s.add("Unset Printing All.", ref)
+            for line in [*blocks.closing_sections, *PRINTING_RESET]:
+                inner = s.add(line, inner)
             s.run(timeout=left())
+            about = _notices(s.query(f"About {plan.name}.", inner, timeout=left()))
+            about_ref = _notices(s.query(f"About {REFERENCE_NAME}.", inner, timeout=left()))
+            asked, about_asked, closed = plan.name, None, inner
+            if not blocks.hidden_after_end:  # read once the modules are closed too, as coqc_check does
+                for line in [*blocks.closing_modules, *PRINTING_RESET]:
+                    closed = s.add(line, closed)
+                s.run(timeout=left())
+                asked = blocks.qualified(plan.name)
+                try:
+                    about_asked = _notices(s.query(f"About {asked}.", closed, timeout=left()))
+                except CoqFailure:  # no object of that name at all once the modules are closed
+                    about_asked = ""
         except CoqFailure as e:
             return Verdict(Status.ERROR, ("statement check failed",), (Message("error", e.message),))
-        assumptions = _notices(s.query(f"Print Assumptions {blocks.qualified(plan.name)}.", closed, timeout=left()))
-        located = {a: _notices(s.query(f"Locate {a}.", closed, timeout=left())) for a in self.config.axiom_allowlist}
+        if why := identity_reason(plan.name, about, about_ref, about_asked):
+            return Verdict(Status.ERROR, (why,))
+        try:
+            assumptions = _notices(s.query(f"Print Assumptions {asked}.", closed, timeout=left()))
+            located = {
+                a: _notices(s.query(f"Locate {a}.", closed, timeout=left())) for a in self.config.axiom_allowlist
+            }
+        except CoqFailure as e:
+            return Verdict(Status.ERROR, ("assumptions unreadable",), (Message("error", e.message),))
         return judge_after_qed(plan.name, assumptions, located, checked, reference, restated=plan.restated)
 
     def _failed(self, e: CoqFailure, plan: Plan, sent: Sentence | None, out: Outgoing | None) -> Verdict:
@@ -258,10 +291,11 @@ class CoqProver:
             raise StatementError(
                 f"statement does not elaborate: {e.message}", messages=(Message("error", e.message),)
             ) from e
-        self._live, self._live_theorem, self._live_proof = (
+        self._live, self._live_theorem, self._live_proof, self._live_plan = (
             [(plan.statement, sid)],
             theorem,
             plan.name.rsplit(".", 1)[-1],
+            plan,
         )
         return self._state(theorem, (), goals, sid)
 
@@ -287,7 +321,11 @@ class CoqProver:
             return fail(FailureKind.PARSE_ERROR, "a step must be exactly one sentence")
         if re.match(r"(Proof|Qed|Defined)\b", sent.text):
             return fail(FailureKind.FORBIDDEN, "forbidden: proof commands are managed by the prover")
-        if why := forbidden_reason(sent.text, self.config.forbidden_tactics) or unchecked_reason(sent.text):
+        if why := (
+            forbidden_reason(sent.text, self.config.forbidden_tactics)
+            or unchecked_reason(sent.text)
+            or self_citation(sent.text, theorem_name(state.theorem))
+        ):
             return fail(FailureKind.FORBIDDEN, why)
         try:
             s = self._ensure()
@@ -317,7 +355,7 @@ class CoqProver:
             if (
                 not after.solved
                 and after.goal_count < state.goal_count
-                and (why := self._guard_broken(s, new, sid, timeout + GRACE))
+                and (why := self._closing_refused(s, new, sid, timeout + GRACE))
             ):
                 return fail(FailureKind.KERNEL, why)
             self._live.append((sent.text, new))
@@ -328,47 +366,96 @@ class CoqProver:
             return fail(FailureKind.CRASH, str(e))
 
     def _kernel_refuses(self, s: CoqSession, new: int, before: int, timeout: float) -> str | None:
-        """``Qed`` on the proof the step at ``new`` closed, then back to ``new``; None when the kernel accepts.
+        """The whole judge on the proof the step at ``new`` completed, then back to ``new``; None when it
+        accepts.
 
         Coq checks the guard condition of every ``fix``/``cofix`` in the proof term, and the types a tactic
         left to the kernel (``lra``'s ``vm_cast_no_check``), only at ``Qed``: ``fix IH 1. apply IH.`` leaves no
-        goals on any statement. ``Qed`` is the definitive question, asked once, when the goals run out (a
-        ``Guarded.`` query sees the guard only, and fails on honest partial terms: see :meth:`_guard_broken`).
-        A failed ``Qed`` sends Coq back to a state at or before ``before``."""
+        goals on any statement. And ``Qed`` alone accepts a proof by ``apply NNPP.`` under ``Classical``, by a
+        header ``Axiom`` or an ``Admitted`` lemma: the assumptions are the judge's, read after ``Qed`` exactly
+        as :meth:`check` reads them (:meth:`_audit`). A refused end sends Coq back to a state at or before
+        ``before``."""
+        deadline = time.monotonic() + timeout
+        left = lambda: max(0.1, deadline - time.monotonic())  # noqa: E731
+        why: str | None = None
         try:
-            s.add("Qed.", new)
+            qed = s.add("Qed.", new)
+            s.run(timeout=left())
+            assert self._live_plan is not None  # set by start(), which every stepped state comes from
+            verdict = self._audit(s, self._live_plan, qed, left)
+            if not verdict.valid:
+                why = "the judge refuses the completed proof: " + ", ".join(verdict.reasons)
+        except CoqFailure as e:
+            why = _first_line(e.message)
+        try:
+            s.edit_at(new if why is None else before)
+        except CoqFailure:  # Coq went back further than the step: the live path is replayed when next needed
+            s.edit_at(s.base)
+            self._live = []
+        return why
+
+    def _closing_refused(self, s: CoqSession, new: int, before: int, timeout: float) -> str | None:
+        """Why a step that closed a goal while others remain may not stand, else None: the partial term it
+        leaves uses an assumption the judge would refuse (:meth:`_term_axioms`), or a recursive call in it is
+        unguarded (``Guarded.``). Asked on scratch states after ``new``, discarded either way; a refused step
+        sends Coq back to ``before``.
+
+        Only such a step can earn a closing reward without ``Qed`` ever being asked, so it is paid only if the
+        term it completed could stand in a proof the judge accepts, whatever the other goals hold.
+        ``Guarded.`` on an honest partial proof fails for one reason only: a ``fix`` whose body is still a
+        goal, not yet a function ("Not enough abstractions"; a recursive call whose argument is still an evar
+        passes). A scratch ``repeat intro`` on every remaining goal gives each such body its abstractions, so
+        a failure left is an illegal call already in the term, which no later step can remove: made by this
+        step, by an earlier one that opened a goal (the call laundered through it), or hidden so far behind
+        another goal's unfinished ``fix``. The axioms are read on the whole term for the same reason."""
+        try:
+            shown = new
+            for line in (*PRINTING_RESET, "Set Printing All."):
+                shown = s.add(line, shown)
             s.run(timeout=timeout)
+            term = _notices(s.query("Show Proof.", shown, timeout=timeout))
+            broken = self._term_axioms(s, term, shown, timeout)
+            if broken is None:
+                scratch = s.add(outgoing("all: repeat intro.", timeout).text, shown)
+                s.run(timeout=timeout)
+                s.query("Guarded.", scratch, timeout=timeout)
         except CoqFailure as e:
-            try:
-                s.edit_at(before)
-            except CoqFailure:  # Coq went back further than the step: the live path is replayed when next needed
-                s.edit_at(s.base)
-                self._live = []
-            return _first_line(e.message)
-        s.edit_at(new)
-        return None
+            broken = _first_line(e.message)
+        s.edit_at(new if broken is None else before)
+        return broken
 
-    def _guard_broken(self, s: CoqSession, new: int, before: int, timeout: float) -> str | None:
-        """Coq's ``Guarded.`` after a step that closed a goal while others remain: the guard condition held
-        before the step and fails after it (``fix IH 1. intros n. split. apply (proj1 (IH n)).``), else None.
+    def _term_axioms(self, s: CoqSession, term: str, here: int, timeout: float) -> str | None:
+        """The judge's reasons against the assumptions of a partial proof term (``Show Proof`` under ``Set
+        Printing All``: no notation hides a constant), joined; None when there are none.
 
-        Only such a step can earn a closing reward without ``Qed`` ever being asked. ``Guarded.`` on a partial
-        proof also fails for reasons later steps remove (a ``fix`` whose body is not yet a function: "Not enough
-        abstractions"), so a failure counts only when the state before the step passed; then the step put an
-        illegal recursive call into the term. (One whose argument is still an evar could be repaired later,
-        but that evar is then a goal, shelved or not, so such a step closes no goal on balance and is not
-        asked.)"""
-        try:
-            s.query("Guarded.", new, timeout=timeout)
-            return None
-        except CoqFailure as e:
-            broken = e.message
-        try:
-            s.query("Guarded.", before, timeout=timeout)
-        except CoqFailure:
-            return None  # failing already: not this step's doing (and not yet final)
-        s.edit_at(before)
-        return _first_line(broken)
+        ``Print Assumptions`` needs a constant, and a partial proof is none, so each global name in the term is
+        asked on its own and the answers are judged together, by origin, as after ``Qed``. A name is asked at
+        the statement's state first, where only the header's objects exist (their answers are kept for the
+        session: nothing a step does changes them), then at ``here`` (constants made during the proof, such as
+        ``abstract``'s); a name neither knows is a bound variable of the term."""
+        base = self._live[0][1]
+        reasons: list[str] = []
+        for name in dict.fromkeys(_TERM_NAME.findall(term)):
+            if name in _TERM_KEYWORDS:
+                continue
+            if name not in self._assumptions:
+                try:
+                    self._assumptions[name] = _notices(s.query(f"Print Assumptions {name}.", base, timeout=timeout))
+                except CoqFailure:
+                    self._assumptions[name] = None  # not the header's: bound in the term, or made by the proof
+            known = self._assumptions[name]
+            if known is None:
+                try:
+                    known = _notices(s.query(f"Print Assumptions {name}.", here, timeout=timeout))
+                except CoqFailure:
+                    continue
+            if self._allowed is None:
+                located = {
+                    a: _notices(s.query(f"Locate {a}.", base, timeout=timeout)) for a in self.config.axiom_allowlist
+                }
+                self._allowed = printed_names(located)
+            reasons += assumption_reasons(parse_assumptions(known), "", self._allowed)
+        return ", ".join(dict.fromkeys(reasons)) or None
 
     def _goto(self, state: ProofState) -> int:
         """Make ``state`` the tip: Edit_at the longest live prefix of its path, replay the rest."""
@@ -401,6 +488,12 @@ class CoqProver:
 
 
 _UNCHECKED = re.compile(r"\b\w*_no_check\b")
+_TERM_NAME = re.compile(r"(?<![\w'.?])@?([A-Za-z_][\w']*(?:\.[A-Za-z_][\w']*)*)")
+"""a name in a printed term (``@Coq.Init.Logic.conj``, ``n``); an evar's (``?Goal``) is not one"""
+_TERM_KEYWORDS = frozenset(
+    {"fun", "forall", "let", "in", "match", "with", "end", "return", "as", "fix", "cofix", "struct", "if"}
+    | {"then", "else", "Type", "Prop", "Set", "SProp"}
+)
 
 
 def unchecked_reason(sentence: str) -> str | None:
@@ -484,33 +577,45 @@ def coqc_check(
     blocks = open_blocks(theorem.header)
     if blocks is None:
         return Verdict(Status.ERROR, (_UNREAD_BLOCKS,), seconds=time.monotonic() - t0, prover=version)
-    # what the proof printed comes before the first marker; a marker printed by the proof adds a part. The
-    # types are compared where the statement was elaborated (inside its sections), the assumptions read once
-    # the header's sections and modules are closed (section variables are then binders of the constant).
+    # Each output the verdict reads follows a marker whose name holds a fresh nonce: the proof cannot print
+    # one, so what it prints stays in the part before the first marker. The types are compared where the
+    # statement was elaborated (inside its sections), the constant's identity and assumptions read once the
+    # sections are closed, and, for modules that keep their lemmas' names, once the modules are closed too.
+    marks = _Markers()
+    asked = plan.name if blocks.hidden_after_end else blocks.qualified(plan.name)
+    assumptions = [marks.ask("assumptions", f"Print Assumptions {asked}.")]
+    assumptions += [marks.ask(f"locate:{a}", f"Locate {a}.") for a in allow]
     inside = [
         *PRINTING_RESET,
         plan.reference,
         "Admitted.",
         "Set Printing All.",
-        f"Locate {_MARK}0.",
-        f"Check @{plan.name}.",
-        f"Locate {_MARK}1.",
-        f"Check @{REFERENCE_NAME}.",
+        marks.ask("checked", f"Check @{plan.name}."),
+        marks.ask("reference", f"Check @{REFERENCE_NAME}."),
         "Unset Printing All.",
     ]
-    after = [*PRINTING_RESET, f"Locate {_MARK}2.", f"Print Assumptions {blocks.qualified(plan.name)}."]
-    for k, a in enumerate(allow, 3):
-        after += [f"Locate {_MARK}{k}.", f"Locate {a}."]
+    inner = [
+        *PRINTING_RESET,
+        marks.ask("about", f"About {plan.name}."),
+        marks.ask("about_ref", f"About {REFERENCE_NAME}."),
+    ]
+    after: list[str] = []
+    if blocks.hidden_after_end:
+        inner += assumptions
+    else:
+        after = [*PRINTING_RESET, marks.ask("about_asked", f"About {asked}."), *assumptions]
     parts = [
         ("header", theorem.header),
         ("statement", plan.statement),
         ("proof", "\n".join(body)),
         ("qed", "Qed."),
         ("checks", "\n".join(inside)),
-        ("close", "\n".join(blocks.closing)),
+        ("close", "\n".join(blocks.closing_sections)),
+        ("checks", "\n".join(inner)),
+        ("close", "\n".join(blocks.closing_modules)),
         ("checks", "\n".join(after)),
     ]
-    parts = [(kind, text) for kind, text in parts if text or kind != "close"]
+    parts = [(kind, text) for kind, text in parts if text]
     text = "\n".join(t for _, t in parts) + "\n"
     with tempfile.TemporaryDirectory(prefix="proofrl-coqc-") as d:
         path = Path(d) / "Check.v"
@@ -539,8 +644,8 @@ def coqc_check(
             res.stderr.strip() or res.stdout.strip(), res.returncode, parts, plan.restated
         )
         return Verdict(status, (reason,), (Message("error", err[-2000:]),), seconds=seconds, prover=version)
-    outputs = re.split(rf"No object of basename {_MARK}\d+\n?", res.stdout)
-    if len(outputs) != len(allow) + 4:
+    out = marks.read(res.stdout)
+    if out is None:
         return Verdict(
             Status.ERROR,
             ("final check output unreadable",),
@@ -548,11 +653,40 @@ def coqc_check(
             seconds=seconds,
             prover=version,
         )
-    located = dict(zip(allow, outputs[4:], strict=True))
-    v = judge_after_qed(plan.name, outputs[3], located, outputs[1], outputs[2], restated=plan.restated)
     # what the proof itself printed (CoqHammer names the ATP that found the proof and its reconstruction)
-    printed = (Message("info", outputs[0].strip()[-2000:]),) if outputs[0].strip() else ()
+    printed = (Message("info", out[""].strip()[-2000:]),) if out[""].strip() else ()
+    if why := identity_reason(plan.name, out["about"], out["about_ref"], out.get("about_asked")):
+        return Verdict(Status.ERROR, (why,), printed, seconds=seconds, prover=version)
+    located = {a: out[f"locate:{a}"] for a in allow}
+    v = judge_after_qed(
+        plan.name, out["assumptions"], located, out["checked"], out["reference"], restated=plan.restated
+    )
     return Verdict(v.status, v.reasons, v.messages + printed, v.axioms, seconds, version)
+
+
+class _Markers:
+    """Outputs of one ``coqc`` run told apart: before each command whose output the verdict reads, ``Locate``
+    of a name nobody can have defined, made of :data:`_MARK`, a nonce drawn for this run, and a number; Coq
+    answers ``No object of basename <name>``. The nonce is never shown to the proof, so nothing it prints can
+    pass for a marker."""
+
+    def __init__(self) -> None:
+        self.prefix = f"{_MARK}{secrets.token_hex(8)}_"
+        self.keys: list[str] = []
+
+    def ask(self, key: str, command: str) -> str:
+        """The lines that print the marker for ``key``, then run ``command``."""
+        self.keys.append(key)
+        return f"Locate {self.prefix}{len(self.keys)}.\n{command}"
+
+    def read(self, stdout: str) -> dict[str, str] | None:
+        """``{key: output}`` with ``""`` for what came before the first marker; None unless each marker was
+        printed exactly once."""
+        found = re.split(rf"No object of basename {re.escape(self.prefix)}(\d+)\n?", stdout)
+        numbers = [int(k) for k in found[1::2]]
+        if sorted(numbers) != list(range(1, len(self.keys) + 1)):
+            return None
+        return {"": found[0], **{self.keys[k - 1]: text for k, text in zip(numbers, found[2::2], strict=True)}}
 
 
 def _coqc_failure(

@@ -249,6 +249,9 @@ _UNSAFE = (
 )
 
 
+_USED_IN = re.compile(r"used in \S+ to prove\b")
+
+
 def parse_assumptions(text: str) -> Assumptions:
     """Read ``Print Assumptions`` output. Long types continue on indented lines, and a name may stand alone
     on its line with ``: type`` on the next, so only unindented lines start an entry."""
@@ -259,6 +262,8 @@ def parse_assumptions(text: str) -> Assumptions:
             continue
         if line.rstrip().endswith(":") and " " not in line.strip()[:-1]:
             continue  # a section title such as "Axioms:"
+        if _USED_IN.match(line):
+            continue  # where the entry above is used ("used in t to prove: ..."), not an assumption
         for suffix, what in _UNSAFE:
             if line.rstrip().endswith(suffix):
                 unsafe.append(what)
@@ -318,6 +323,39 @@ def checked_type(check_output: str) -> str:
     text = " ".join(check_output.split())
     _, sep, typ = text.partition(" : ")
     return typ if sep else ""
+
+
+_EXPANDS = re.compile(r"^Expands to: Constant (\S+)\s*$", re.M)
+
+
+def constant_path(about_output: str) -> str | None:
+    """The absolute path of the constant an ``About`` names (``Expands to: Constant Top.M.t``), None when it
+    names no constant, several, or nothing (a notation, an inductive, an unknown name)."""
+    found = _EXPANDS.findall(about_output)
+    return found[0] if len(found) == 1 else None
+
+
+def identity_reason(name: str, about_name: str, about_reference: str, about_asked: str | None = None) -> str | None:
+    """``None`` when the name whose assumptions are read denotes the constant just checked, else a reason.
+
+    ``about_name`` and ``about_reference`` are ``About`` of the lemma's short name and of
+    :data:`REFERENCE_NAME` where the header's sections are closed and its modules still open: the reference was
+    declared right after the lemma, so the two must share their absolute path but for the last component (a
+    short name that reaches an imported namesake has another path). ``about_asked`` is ``About`` of the name
+    the assumptions are then asked for once the modules are closed too (None when they are read inside): it
+    must expand to that same path, never to another object whose path merely ends the same way."""
+    here, ref = constant_path(about_name), constant_path(about_reference)
+    if here is None or ref is None:
+        return f"assumptions unreadable: {name} does not name one constant after its proof"
+    prefix, _, last = here.rpartition(".")
+    if last != name or ref.rpartition(".")[0] != prefix:
+        return f"assumptions unreadable: {name} names {here}, not the constant just proved"
+    if about_asked is not None and constant_path(about_asked) != here:
+        return (
+            f"assumptions unreadable: {here} is not visible under its name once its modules are closed "
+            "(a functor body, a module type or a sealed module)"
+        )
+    return None
 
 
 def type_mismatch(theorem_check: str, reference_check: str) -> str | None:
