@@ -143,3 +143,15 @@ def test_a_used_in_line_is_where_an_assumption_is_used_not_one_more_assumption()
     text = "Axioms:\nclassic : forall P : Prop, P \\/ ~ P\nused in t to prove:\n  forall P : Prop, P\n"
     assert parse_assumptions(text).axioms == ("classic",)
     assert assumption_reasons(parse_assumptions(text), "t", printed_names(LOCATED)) == ["axiom: classic"]
+
+
+def test_section_variables_are_kept_apart_from_axioms():
+    text = "Section Variables:\nH\n: n = 0\nn : nat\nAxioms:\ncheat : False\n"
+    a = parse_assumptions(text)
+    assert (a.axioms, a.section_variables) == (("cheat",), ("H", "n"))
+    assert assumption_reasons(a, "t", printed_names(LOCATED)) == [
+        "section variable: H",
+        "section variable: n",
+        "axiom: cheat",
+    ]
+    assert assumption_reasons(a, "t", printed_names(LOCATED), open_section=True) == ["axiom: cheat"]

@@ -527,3 +527,21 @@ def test_lean_a_proof_by_itself_closes_no_goal_and_earns_nothing(name, statement
         prover.close()
     assert not r.ok and r.failure.kind is FailureKind.KERNEL and "kernel type check failed" in r.failure.message
     assert subgoal_reward(s0, r) == 0.0
+
+
+def test_a_section_hypothesis_closes_a_goal_as_a_binder_not_an_axiom():
+    """Stated inside the header's section, the lemma may close goals with the section's hypotheses: they are
+    binders once the judge closes the section, so neither the closing step nor the end is refused."""
+    from proofrl.provers.coq import CoqProver
+
+    header = "Section S.\nVariable n : nat.\nHypothesis H : n = 0."
+    th = Theorem("k", "Lemma k : n = 0 /\\ True.", header)
+    p = CoqProver(header)
+    try:
+        _, r = walk(p, th, ["split.", "1: exact H."])
+        assert r.ok and r.state.goal_count == 1, r
+        _, r = walk(p, th, ["split.", "1: exact H.", "exact I."])
+        assert r.ok and r.state.solved, r
+        assert p.check(th, "split. exact H. exact I.").valid
+    finally:
+        p.close()

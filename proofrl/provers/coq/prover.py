@@ -454,7 +454,7 @@ class CoqProver:
                     a: _notices(s.query(f"Locate {a}.", base, timeout=timeout)) for a in self.config.axiom_allowlist
                 }
                 self._allowed = printed_names(located)
-            reasons += assumption_reasons(parse_assumptions(known), "", self._allowed)
+            reasons += assumption_reasons(parse_assumptions(known), "", self._allowed, open_section=True)
         return ", ".join(dict.fromkeys(reasons)) or None
 
     def _goto(self, state: ProofState) -> int:

@@ -239,6 +239,8 @@ def outgoing(sentence: str, timeout: float | None = None, *, first: bool = False
 class Assumptions:
     axioms: tuple[str, ...]
     unsafe: tuple[str, ...]  # "guard checking", "positivity checking", "universe checking", ...
+    section_variables: tuple[str, ...] = ()
+    """variables of a section still open where the question was asked: binders once it closes"""
 
 
 _UNSAFE = (
@@ -250,18 +252,24 @@ _UNSAFE = (
 
 
 _USED_IN = re.compile(r"used in \S+ to prove\b")
+_TITLE = re.compile(r"[A-Z][a-z]+(?: [A-Z]?[a-z]+)*:")
+"""a title line of ``Print Assumptions``: ``Axioms:``, ``Section Variables:``, ``Opaque constants:``"""
 
 
 def parse_assumptions(text: str) -> Assumptions:
     """Read ``Print Assumptions`` output. Long types continue on indented lines, and a name may stand alone
-    on its line with ``: type`` on the next, so only unindented lines start an entry."""
+    on its line with ``: type`` on the next, so only unindented lines start an entry. Entries come under
+    titles (``Axioms:``, ``Section Variables:``); those under ``Section Variables:`` are kept apart."""
     axioms: list[str] = []
     unsafe: list[str] = []
+    variables: list[str] = []
+    title = ""
     for line in text.splitlines():
-        if not line.strip() or line[0].isspace() or "Closed under the global context" in line:
+        if not line.strip() or line[0].isspace() or line[0] == ":" or "Closed under the global context" in line:
             continue
-        if line.rstrip().endswith(":") and " " not in line.strip()[:-1]:
-            continue  # a section title such as "Axioms:"
+        if _TITLE.fullmatch(line.rstrip()):
+            title = line.rstrip()
+            continue
         if _USED_IN.match(line):
             continue  # where the entry above is used ("used in t to prove: ..."), not an assumption
         for suffix, what in _UNSAFE:
@@ -271,8 +279,9 @@ def parse_assumptions(text: str) -> Assumptions:
         else:
             if line.startswith("Fetching opaque proofs"):
                 continue
-            axioms.append(line.split(" : ", 1)[0].strip())
-    return Assumptions(tuple(axioms), tuple(dict.fromkeys(unsafe)))
+            name = line.split(" : ", 1)[0].strip()
+            (variables if title == "Section Variables:" else axioms).append(name)
+    return Assumptions(tuple(axioms), tuple(dict.fromkeys(unsafe)), tuple(variables))
 
 
 _LOCATED = re.compile(r"^\S+ ([\w'.]+)(?:\s*\(shorter name to refer to it in current context is ([\w'.]+)\))?", re.M)
@@ -292,10 +301,16 @@ def printed_names(locate_outputs: dict[str, str]) -> dict[str, str]:
     return out
 
 
-def assumption_reasons(a: Assumptions, theorem_name: str, allowed_printed: dict[str, str] | set[str]) -> list[str]:
+def assumption_reasons(
+    a: Assumptions, theorem_name: str, allowed_printed: dict[str, str] | set[str], *, open_section: bool = False
+) -> list[str]:
     """Reasons to reject: unsafe flags, the theorem itself (``Admitted``), and any assumption whose printed
-    name is not one of ``allowed_printed`` (from :func:`printed_names`: exact names, never suffixes)."""
+    name is not one of ``allowed_printed`` (from :func:`printed_names`: exact names, never suffixes). Section
+    variables are reasons too, unless ``open_section`` says the question was asked inside the problem's own
+    sections, which the judge closes before the proof counts (they are binders then)."""
     reasons = [f"unsafe: {u}" for u in a.unsafe]
+    if not open_section:
+        reasons += [f"section variable: {v}" for v in a.section_variables]
     for ax in a.axioms:
         if ax == theorem_name:
             reasons.append("admitted")
