@@ -152,7 +152,8 @@ class CorpusReport:
     clean: int = 0
     transitions: int = 0
     failures: dict[str, int] = field(default_factory=dict)
-    """failure kind (``admitted``, ``statement``, ``tactic``, ``timeout``, ``crash``) → lemmas;
+    """failure kind (``admitted``, ``statement``, ``tactic``, ``kernel``, ``timeout``, ``crash``: see
+    :data:`~proofrl.data.replay.FAILURE_KINDS`) → lemmas;
     ``vernacular`` counts commands outside proofs"""
     premises: int = 0
     premises_unresolved: int = 0

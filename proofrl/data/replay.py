@@ -12,7 +12,11 @@ reached where the file states it. What comes out per lemma:
 * its whole-proof problem: the statement, the context needed to state it (the file's text before the
   statement: offset ``context_chars``), and the human proof as written;
 * or, when it cannot be used, its reason (:data:`FAILURE_KINDS`): the lemma is skipped and the file goes on
-  (a proof that fails midway is closed with ``Admitted.`` so later lemmas still see the constant).
+  (a proof that fails midway, or whose ``Qed`` Coq refuses, is closed with ``Admitted.`` so later lemmas still
+  see the constant).
+
+A sentence is read as Coq reads it (:func:`command_of`): ``Time Admitted.`` ends a proof unfinished, ``Fail Qed.``
+ends nothing.
 
 Names the current file defines are reported by Coq under ``Top.`` (and, inside a section, under its name);
 they are renamed to the constant the compiled file has: the file's logical module, no section
@@ -29,15 +33,25 @@ from typing import Any
 from ..errors import ProofrlError, ProverTimeout
 from ..provers.backend import get_backend, goal_count, state_text
 from ..provers.base import ProofState, Theorem
+from ..provers.coq.rules import blank_comments
 
-FAILURE_KINDS = ("admitted", "statement", "tactic", "timeout", "crash", "vernacular")
-"""why a lemma gives no data: closed by ``Admitted``/``Abort`` in the source; its statement failed; a tactic
-Coq rejected; a sentence past its time limit; the prover process died; a failing command before it (counted
-per file, not per lemma)"""
+FAILURE_KINDS = ("admitted", "statement", "tactic", "kernel", "timeout", "crash", "vernacular")
+"""why a lemma gives no data: closed by ``Admitted``/``Abort`` in the source (or given-up goals at its end); its
+statement failed; a tactic Coq rejected (or goals left at the proof's end); its tactics left no goal but Coq
+refused the proof's end (the term failed the check at ``Qed``: a guard or universe violation, a ``*_no_check``
+tactic); a sentence past its time limit; the prover process died; a failing command before it (counted per
+file, not per lemma)"""
 
 _PROOF_END = re.compile(r"(?:Qed|Defined|Admitted|Abort|Save)\b")
 _PROOF_OPEN = re.compile(r"Proof\b")
 _ABANDONED = re.compile(r"(?:Admitted|Abort)\b")
+_CONTROL = re.compile(
+    r'(?:Time|Instructions|Fail|Succeed|Redirect\s+"(?:[^"]|"")*"|Timeout\s+\d+)(?![\w\'])|#\[[^\]]*\]'
+)
+"""a control prefix Coq runs a command under (``Time``, ``Instructions``, ``Redirect "file"``, ``Timeout n``,
+``Fail``, ``Succeed``; any nesting) or an attribute (``#[local] Qed.`` is Coq's ``Qed``)"""
+_UNDONE = ("Fail", "Succeed")
+"""controls that run their command and then drop its effect"""
 _STARTER = re.compile(
     r"(?:#\[[^\]]*\]\s*)?(?:(?:Local|Global|Polymorphic|Program)\s+)*"
     r"(?:Lemma|Theorem|Fact|Remark|Corollary|Proposition|Property|Example|Goal)\b"
@@ -269,7 +283,7 @@ class Replayer:
             out.error = f"crash: coqidetop would not start: {e}"
             return out
         theorem = Theorem(self.module, "")
-        tip = session.base
+        path: list[tuple[str, int]] = [("", session.base)]  # the sentences Coq accepted, each with its state
         lemma: LemmaResult | None = None
         goals: Any = None  # the goals at the tip (None: no proof open)
         skipping = False  # a proof that failed: its sentences up to its end are not run
@@ -289,19 +303,30 @@ class Replayer:
                 out.lemmas.append(lemma)
             lemma = None
 
+        def admit_in_place(end: Any, failure: str) -> None:
+            """Coq refused the proof's end: the lemma fails and ``Admitted.`` closes its proof where it stands
+            (no later sentence is this proof's end to wait for)."""
+            nonlocal goals
+            if lemma is not None:
+                lemma.failure = lemma.failure or failure
+                lemma.proof = self.text[getattr(lemma, "proof_start", end.start) : end.end]
+            goals = self._add(session, path, "Admitted.")
+            close(None)
+
         try:
             for s in sentences:
                 sent = s.text
                 if skip_statement:
-                    if _PROOF_END.match(sent):
+                    if _ends_proof(sent):
                         skip_statement = False
                     continue
                 if skipping:
-                    if not _PROOF_END.match(sent):
+                    if not _ends_proof(sent):
                         continue
                     skipping = False
                     sent = "Admitted."  # the constant still exists for the lemmas after it
-                before, in_proof = goals, goals is not None
+                cmd, undone = command_of(sent)
+                before, in_proof, tip = goals, goals is not None, path[-1][1]
                 if in_proof and lemma is not None and not lemma.proof:
                     lemma.proof = self.text[s.start :]  # trimmed at the proof's end below
                     lemma.proof_start = s.start  # type: ignore[attr-defined]
@@ -310,15 +335,16 @@ class Replayer:
                     new = session.add(sent, tip, timeout=self.timeout)
                     now = session.goals(timeout=self.timeout)
                 except CoqFailure as e:
-                    if session.tip != tip:
-                        session.edit_at(tip)
+                    session = self._recover(session, path)
                     msg = " ".join(e.message.split())[:300]
-                    if in_proof:
+                    if in_proof and _ends_proof(sent):
+                        admit_in_place(s, _refused_end(before, sent, msg))
+                    elif in_proof:
                         if lemma is not None:
                             lemma.failure = f"tactic: {sent[:80]}: {msg}"
                         skipping = True
-                    elif _STARTER.match(sent) or (re.match(r"(?:#\[[^\]]*\]\s*)?\w+", sent) and _opens_proof(sent)):
-                        out.lemmas.append(LemmaResult(_lemma_name(sent), sent, s.start, failure=f"statement: {msg}"))
+                    elif _opens_proof(cmd):
+                        out.lemmas.append(LemmaResult(_lemma_name(cmd), sent, s.start, failure=f"statement: {msg}"))
                         skip_statement = True
                     else:
                         out.vernacular_failures.append(f"{sent[:80]}: {msg}")
@@ -328,45 +354,37 @@ class Replayer:
                         if lemma is not None:
                             lemma.failure = f"crash: killed after a timeout on {sent[:80]}"
                         raise
-                    if in_proof:
+                    if in_proof and _ends_proof(sent):
+                        admit_in_place(s, f"timeout: {sent[:80]}")
+                    elif in_proof:
                         if lemma is not None:
                             lemma.failure = f"timeout: {sent[:80]}"
                         skipping = True
-                    elif _opens_proof(sent):
-                        out.lemmas.append(LemmaResult(_lemma_name(sent), sent, s.start, failure="timeout: statement"))
+                    elif _opens_proof(cmd):
+                        out.lemmas.append(LemmaResult(_lemma_name(cmd), sent, s.start, failure="timeout: statement"))
                         skip_statement = True
                     else:
                         out.vernacular_failures.append(f"{sent[:80]}: timeout")
                     continue
-                prev, tip = tip, new
-                if m := _SECTION.match(sent):
-                    self._sections.append(m.group(1))
-                    self._open.append(m.group(1))
-                elif (m := _MODULE.match(sent)) and ":=" not in sent:
-                    self._open.append(m.group(1))
-                    self._modules.append(m.group(1))
-                elif (m := _END.match(sent)) and self._open and self._open[-1] == m.group(1):
-                    closed = self._open.pop()
-                    if self._sections and self._sections[-1] == closed:
-                        self._sections.pop()
-                    elif self._modules and self._modules[-1] == closed:
-                        self._modules.pop()
+                path.append((sent, new))
+                if not undone:
+                    self._track_blocks(cmd)
                 if not in_proof and now is not None:  # a proof opened: a lemma (or a definition by tactics)
                     close(None)
                     lemma_t0 = time.monotonic()
                     lemma = LemmaResult(
-                        ".".join([*self._modules, _lemma_name(sent)]), sent, s.start, top_level=not self._open
+                        ".".join([*self._modules, _lemma_name(cmd)]), sent, s.start, top_level=not self._open
                     )
                 elif in_proof and now is None:  # the proof closed
                     if lemma is not None:
                         start = getattr(lemma, "proof_start", s.start)
                         lemma.proof = self.text[start : s.end]
-                    close(f"admitted: {sent}" if _ABANDONED.match(sent) else None)
+                    close(f"admitted: {sent}" if _abandons_proof(sent) else None)
                 elif (
                     in_proof
                     and lemma is not None
                     and not lemma.failure
-                    and not _PROOF_OPEN.match(sent)
+                    and not _PROOF_OPEN.match(cmd)
                     and not _VERNAC_IN_PROOF.match(sent)
                 ):
                     hyps = {
@@ -377,7 +395,7 @@ class Replayer:
                         for h in g.hypotheses
                         for n in h.names
                     }
-                    found, unresolved = self.premises(session, sent, hyps, prev)
+                    found, unresolved = self.premises(session, sent, hyps, tip)
                     sb, sa = state_of(before), state_of(now)
                     lemma.transitions.append(
                         {
@@ -403,6 +421,116 @@ class Replayer:
             session.close()
         out.seconds = time.monotonic() - t0
         return out
+
+    def _track_blocks(self, cmd: str) -> None:
+        """Follow the sections and modules a command opens or closes: a lemma's name has its modules, and
+        :meth:`_locate` drops its sections."""
+        if m := _SECTION.match(cmd):
+            self._sections.append(m.group(1))
+            self._open.append(m.group(1))
+        elif (m := _MODULE.match(cmd)) and ":=" not in cmd:
+            self._open.append(m.group(1))
+            self._modules.append(m.group(1))
+        elif (m := _END.match(cmd)) and self._open and self._open[-1] == m.group(1):
+            closed = self._open.pop()
+            if self._sections and self._sections[-1] == closed:
+                self._sections.pop()
+            elif self._modules and self._modules[-1] == closed:
+                self._modules.pop()
+
+    # -- recovery -----------------------------------------------------------------------------------------
+    def _add(self, session: Any, path: list[tuple[str, int]], sentence: str) -> Any:
+        """Run ``sentence`` after the last state of ``path`` and record it there; returns the goals after it."""
+        tip = path[-1][1]
+        session.base = tip
+        new = session.add(sentence, tip, timeout=self.timeout)
+        goals = session.goals(timeout=self.timeout)
+        path.append((sentence, new))
+        return goals
+
+    def _recover(self, session: Any, path: list[tuple[str, int]]) -> Any:
+        """Coq back on the last state of ``path`` after a refused sentence; returns the session to go on with.
+
+        A refused sentence leaves Coq on it (``Edit_at`` goes back) or further back: a ``Qed`` whose term fails
+        the kernel's check leaves it on the lemma's statement with the proof's states gone (``Edit_at`` to one
+        of them is Coq's anomaly ``Stm.Vcs_aux.Expired``), so the sentences accepted after where it stands are
+        run again. Where that fails too, a fresh session replays the whole path: slow, but the rest of the file
+        is kept."""
+        from ..provers.coq.session import CoqFailure
+
+        if session.tip == path[-1][1]:
+            return session
+        at = next((i for i, (_, state) in enumerate(path) if state == session.tip), None)
+        try:
+            if at is None:  # Coq stands on the refused sentence itself
+                session.edit_at(path[-1][1])
+            else:
+                self._rerun(session, path, at + 1)
+            return session
+        except CoqFailure:
+            return self._restart(session, path)
+
+    def _rerun(self, session: Any, path: list[tuple[str, int]], start: int) -> None:
+        """Run ``path[start:]`` again after ``path[start - 1]``, recording the new states."""
+        for i in range(start, len(path)):
+            sentence, prev = path[i][0], path[i - 1][1]
+            session.base = prev
+            state = session.add(sentence, prev, timeout=self.timeout)
+            session.goals(timeout=self.timeout)
+            path[i] = (sentence, state)
+
+    def _restart(self, session: Any, path: list[tuple[str, int]]) -> Any:
+        """A fresh session with every accepted sentence of the file run again: what is left when Coq cannot
+        be brought back to the last of them."""
+        from ..provers.coq.session import CoqSession
+
+        session.close()
+        fresh = CoqSession("", memory_mb=self.memory_mb)
+        path[0] = ("", fresh.base)
+        try:
+            self._rerun(fresh, path, 1)
+        except ProofrlError:
+            fresh.close()
+            raise
+        return fresh
+
+
+def command_of(sentence: str) -> tuple[str, bool]:
+    """The command a sentence runs, read as Coq reads it: comments blanked, then every control prefix and
+    attribute in front stripped, however nested (``Time Timeout 5 (* c *) Admitted.`` is ``Admitted.``); and
+    whether one of them is ``Fail`` or ``Succeed``, which run the command and then drop what it did, so that
+    ``Fail Qed.`` closes nothing. A first word alone would take ``Time Admitted.`` for a command named ``Time``."""
+    text, undone = blank_comments(sentence).strip(), False
+    while m := _CONTROL.match(text):
+        undone = undone or m.group().startswith(_UNDONE)
+        text = text[m.end() :].lstrip()
+    return text, undone
+
+
+def _ends_proof(sentence: str) -> bool:
+    """The sentence ends the open proof when it runs (``Time Qed.`` does, ``Fail Qed.`` does not)."""
+    cmd, undone = command_of(sentence)
+    return bool(_PROOF_END.match(cmd)) and not undone
+
+
+def _abandons_proof(sentence: str) -> bool:
+    """The sentence ends the proof unfinished (``Admitted``, ``Abort``, under any control prefix)."""
+    cmd, undone = command_of(sentence)
+    return bool(_ABANDONED.match(cmd)) and not undone
+
+
+def _refused_end(goals: Any, sentence: str, message: str) -> str:
+    """Why a lemma fails when Coq refuses its proof's end: ``admitted`` when the tactics gave goals up, ``tactic``
+    when they left goals, else ``kernel``: they closed every goal but the term they built failed the check at
+    the end (the kernel's guard or type check), so their transitions would teach steps to a proof that is not
+    one."""
+    if goals is not None and goals.given_up:
+        kind = "admitted"
+    elif goals is not None and (goals.foreground or goals.background or goals.shelved):
+        kind = "tactic"
+    else:
+        kind = "kernel"
+    return f"{kind}: {sentence[:80]}: {message}"
 
 
 def _opens_proof(sentence: str) -> bool:
