@@ -155,3 +155,15 @@ def test_section_variables_are_kept_apart_from_axioms():
         "axiom: cheat",
     ]
     assert assumption_reasons(a, "t", printed_names(LOCATED), open_section=True) == ["axiom: cheat"]
+
+
+def test_a_long_constant_path_that_about_puts_on_the_next_line_is_read():
+    from proofrl.provers.coq.rules import constant_path, identity_reason
+
+    name = "fun_choice_and_ext_functions_repr_and_excluded_middle_imp_setoid_fun_choice"
+    about = f"{name} : Prop\n\n{name} is opaque\nExpands to: Constant\nTop.{name}\n"
+    ref = "proofrl_reference_statement : Prop\nExpands to: Constant Top.proofrl_reference_statement\n"
+    assert constant_path(about) == f"Top.{name}"
+    assert identity_reason(name, about, ref, about) is None
+    assert identity_reason(name, about, ref, "Expands to: Constant Coq.Lists.List." + name) is not None
+    assert constant_path("Notation Top.nn\nExpands to: Notation Top.nn") is None

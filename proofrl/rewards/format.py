@@ -1,7 +1,7 @@
 """kimina-prover-rl's format reward: the completion must be a reasoning-then-code answer of the agreed shape.
 
 The reward is 1.0 when :func:`check_format` finds no :class:`FormatError`, else 0.0; the kimina recipe
-multiplies it into the verifier reward (R = valid × format ok, rl-anchors.md §2). The shape, in order of
+multiplies it into the verifier reward (R = valid × format ok, as kimina-prover-rl does). The shape, in order of
 the checks (the first failing one is reported):
 
     <think>

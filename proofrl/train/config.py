@@ -99,7 +99,7 @@ class DataConfig(Section):
 
 
 class ErrorCorrectionConfig(Section):
-    """kimina-prover-rl's second turn (rl-anchors.md §2)."""
+    """kimina-prover-rl's second turn (error correction)."""
 
     enabled: bool = False
     rate: Probability = 0.5

@@ -22,7 +22,7 @@ Where verdicts come from (``via``):
   ``num_workers`` ways;
 * ``server``: a running ``proofrl serve`` (``server_url``, ``api_key``), shared by every worker;
 * ``ray``: the named Ray verification actor (``ray_actor``), one per node, shared by every worker
-  (:mod:`proofrl.distributed.verification`, the Ray part of issue 17).
+  (:mod:`proofrl.distributed.verification`, the Ray part of verification).
 
 verl loads this file by its path (``load_extern_object``), outside the package: imports here are absolute, and
 that copy hands ``compute_score`` over to the package's module, so a process keeps one set of verifiers.

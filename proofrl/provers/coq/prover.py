@@ -99,7 +99,6 @@ class CoqProver:
         self._live_proof = ""  # the name Coq gives the proof being stepped
         self._live_plan: Plan | None = None  # the stepped statement's plan: the judge's questions at the end
         self.session_id = 0
-        self._assumptions: dict[str, str | None] = {}  # a name -> its Print Assumptions at the statement (None: none)
         self._allowed: dict[str, str] | None = None  # the allowlisted axioms' printed names (this session)
         self._ensure(header_timeout)
 
@@ -109,7 +108,7 @@ class CoqProver:
             self._session = CoqSession(self.header, memory_mb=self.config.memory_mb, header_timeout=header_timeout)
             self.session_id = next(_session_ids)
             self._live, self._live_theorem = [], None
-            self._assumptions, self._allowed = {}, None
+            self._allowed = None
         return self._session
 
     @property
@@ -430,20 +429,23 @@ class CoqProver:
 
         ``Print Assumptions`` needs a constant, and a partial proof is none, so each global name in the term is
         asked on its own and the answers are judged together, by origin, as after ``Qed``. A name is asked at
-        the statement's state first, where only the header's objects exist (their answers are kept for the
-        session: nothing a step does changes them), then at ``here`` (constants made during the proof, such as
-        ``abstract``'s); a name neither knows is a bound variable of the term."""
+        the statement's state first, where only the header's objects exist (their answers are kept per header
+        text, for every session loaded with it: nothing a step does changes them), then at ``here`` (constants
+        made during the proof, such as ``abstract``'s); a name neither knows is a bound variable of the term."""
         base = self._live[0][1]
         reasons: list[str] = []
         for name in dict.fromkeys(_TERM_NAME.findall(term)):
             if name in _TERM_KEYWORDS:
                 continue
-            if name not in self._assumptions:
+            key = (self.header, name)
+            if key not in _HEADER_ASSUMPTIONS:
+                if len(_HEADER_ASSUMPTIONS) >= _HEADER_ASSUMPTIONS_CAP:
+                    _HEADER_ASSUMPTIONS.clear()
                 try:
-                    self._assumptions[name] = _notices(s.query(f"Print Assumptions {name}.", base, timeout=timeout))
+                    _HEADER_ASSUMPTIONS[key] = _notices(s.query(f"Print Assumptions {name}.", base, timeout=timeout))
                 except CoqFailure:
-                    self._assumptions[name] = None  # not the header's: bound in the term, or made by the proof
-            known = self._assumptions[name]
+                    _HEADER_ASSUMPTIONS[key] = None  # not the header's: bound in the term, or made by the proof
+            known = _HEADER_ASSUMPTIONS[key]
             if known is None:
                 try:
                     known = _notices(s.query(f"Print Assumptions {name}.", here, timeout=timeout))
@@ -487,6 +489,10 @@ class CoqProver:
         return coqc_check(theorem, "\n".join(tactics), self.config, timeout=timeout, version=self.version)
 
 
+_HEADER_ASSUMPTIONS: dict[tuple[str, str], str | None] = {}
+"""(header, name) -> ``Print Assumptions name`` where only the header is loaded (None: no such object there);
+shared by every session of one header, emptied when it reaches :data:`_HEADER_ASSUMPTIONS_CAP` entries"""
+_HEADER_ASSUMPTIONS_CAP = 100_000
 _UNCHECKED = re.compile(r"\b\w*_no_check\b")
 _TERM_NAME = re.compile(r"(?<![\w'.?])@?([A-Za-z_][\w']*(?:\.[A-Za-z_][\w']*)*)")
 """a name in a printed term (``@Coq.Init.Logic.conj``, ``n``); an evar's (``?Goal``) is not one"""

@@ -340,7 +340,7 @@ def checked_type(check_output: str) -> str:
     return typ if sep else ""
 
 
-_EXPANDS = re.compile(r"^Expands to: Constant (\S+)\s*$", re.M)
+_EXPANDS = re.compile(r"^Expands to:\s+Constant\s+(\S+)\s*$", re.M)  # a long path goes to the next line
 
 
 def constant_path(about_output: str) -> str | None:
