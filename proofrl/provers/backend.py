@@ -32,7 +32,7 @@ from .base import ProofState, Prover
 
 if TYPE_CHECKING:
     from .base import Verdict
-    from .snippets import Job, Snippet, StatedProblem
+    from .jobs import Job, Snippet, StatedProblem
 
 
 def state_text(state: ProofState) -> str:

@@ -24,32 +24,11 @@ snippet ``rejected`` with its reason before Coq runs. The proof itself may hold 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol
-
 from .backend import get_backend
-from .base import Message, Position, Status, Theorem, Verdict
+from .base import Message, Position, Status, Verdict
+from .jobs import Job, Snippet, StatedProblem
 
-
-class StatedProblem(Protocol):
-    """What the join needs of a problem (:class:`proofrl.problems.Problem` has it)."""
-
-    @property
-    def header(self) -> str: ...
-    @property
-    def formal_statement(self) -> str: ...
-    @property
-    def informal_prefix(self) -> str: ...
-    @property
-    def backend(self) -> str: ...
-
-
-@dataclass(frozen=True)
-class Job:
-    theorem: Theorem
-    proof: str
-    proof_at: Position = Position(1, 0)
-    """where the proof starts in the snippet (to move message positions back into the snippet)"""
+__all__ = ["Job", "Snippet", "StatedProblem", "header_lines", "into_snippet", "make_job", "position_at", "snippet_for"]
 
 
 def make_job(code: str, backend: str) -> Job | Verdict:
@@ -77,28 +56,6 @@ def position_at(text: str, offset: int) -> Position:
     """The line (1-based) and column of character ``offset`` of ``text``."""
     before = text[:offset]
     return Position(before.count("\n") + 1, offset - (before.rfind("\n") + 1))
-
-
-# -- snippets and positions -----------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Snippet:
-    """The whole source text sent to a server for one proof, and where the proof sits in it.
-
-    Proof line ``l`` is snippet line ``l + line_offset``; its columns are shifted by ``first_column`` on the
-    proof's first line and by ``indent`` on the others (Lean bodies are indented under the statement).
-    """
-
-    code: str
-    line_offset: int
-    first_column: int = 0
-    indent: int = 0
-
-    def to_proof(self, p: Position | None) -> Position | None:
-        """A snippet position in the proof's coordinates; None when it falls before the proof."""
-        if p is None or p.line - self.line_offset < 1:
-            return None
-        line = p.line - self.line_offset
-        return Position(line, max(0, p.column - (self.first_column if line == 1 else self.indent)))
 
 
 def snippet_for(problem: StatedProblem, proof: str) -> Snippet:

@@ -13,7 +13,7 @@ from ..base import ProofState, Prover
 
 if TYPE_CHECKING:
     from ..base import Verdict
-    from ..snippets import Job, Snippet, StatedProblem
+    from ..jobs import Job, Snippet, StatedProblem
 
 _END = re.compile(r"(?<![\w'.])(?:Qed|Defined|Admitted)\.(?=\s|$)")
 _BRACES = re.compile(r"\s*(?:\[\s*\w+\s*\]\s*:\s*\{|all\s*:\s*\{|[-+*{}]+\s*\.?)\s*")

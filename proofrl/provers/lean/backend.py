@@ -14,7 +14,7 @@ from . import goals as lean_goals
 
 if TYPE_CHECKING:
     from ..base import Verdict
-    from ..snippets import Job, Snippet, StatedProblem
+    from ..jobs import Job, Snippet, StatedProblem
 
 _FORBIDDEN = re.compile(r"(?<![\w.'])(sorry|admit)(?![\w'])")
 _QUERY = re.compile(r"[\w'!]\?")  # exact?, apply?, simp?, simp_all? ... (``?_`` holes start with ``?``)
