@@ -358,9 +358,9 @@ def eval_(
         raise typer.BadParameter("give --model DIR and --problems FILE (or a subcommand: tactics, rm)")
 
     from rich.console import Console
-    from rich.progress import Progress
 
     from .preflight import require_backend
+    from .progress import progress_bar
 
     k_list, fmt, probs = _eval_inputs(problems, prompt_format, samples, ks, split, limit)
     be = backend or probs[0].backend
@@ -378,7 +378,7 @@ def eval_(
     verifier = Verifier(server_url=server_url or None, timeout=timeout, backend=be, workers=workers)  # owns its pool
     base_res = None
     try:
-        with Progress(console=console) as bar:
+        with progress_bar(console=console) as bar:
 
             def run(policy: Any, label: str, what: str, **extra: Any) -> Any:
                 """The model and the baseline are sampled and judged alike, each with its own progress bar."""

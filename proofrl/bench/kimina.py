@@ -126,10 +126,9 @@ def _sft(run: ClaimRun, cfg: Any, fmt: Any, train: list[Any], shared: Path, cons
     import shutil
     import time
 
-    from rich.progress import Progress
-
     from ..demo.whole_proof import _teach
     from ..policy.model import load_policy
+    from ..progress import progress_bar
 
     final = shared / f"sft-e{cfg.sft_epochs}-b{cfg.sft_batch}-lr{cfg.sft_lr:g}{run.smoke_suffix}"
     if not (final / "sft-model" / "config.json").is_file():
@@ -142,7 +141,7 @@ def _sft(run: ClaimRun, cfg: Any, fmt: Any, train: list[Any], shared: Path, cons
             train,
             tmp,
             console,
-            lambda: Progress(console=console, transient=True),
+            lambda: progress_bar(console=console, transient=True),
             timings,
             started=time.perf_counter(),
         )
@@ -159,11 +158,11 @@ def kimina_seed(run: ClaimRun) -> dict[str, dict[str, float]]:
     if cached.is_file():
         return json.loads(cached.read_text())["arms"]
     from rich.console import Console
-    from rich.progress import Progress
 
     from ..demo.whole_proof import DemoConfig, _grpo_arm, demo_problems
     from ..policy.generation import HFGenerator, SamplingParams
     from ..policy.prompts import get_format
+    from ..progress import progress_bar
     from ..rollout import first_turn, sample_and_verify
     from ..train.config import load_recipe
     from ..train.run import make_verifier
@@ -223,7 +222,7 @@ def kimina_seed(run: ClaimRun) -> dict[str, dict[str, float]]:
                 train,
                 Path(cfg.out),
                 console,
-                lambda: Progress(console=console, transient=True),
+                lambda: progress_bar(console=console, transient=True),
             )
             diagnostics[name] = {
                 key: [None if r.get(key) is None else round(r[key], 4) for r in rows]

@@ -264,8 +264,7 @@ def build_labels(
     """Label proposals at states of ``transitions`` (records of :mod:`proofrl.data.tactics`), at most
     ``theorems`` theorems; returns the records and a summary (counts by kind, by Coq's answer, seconds).
     A theorem whose replay fails is skipped and counted; it never stops the others."""
-    from rich.progress import Progress
-
+    from ..progress import progress_bar
     from ..provers.factory import make_pool
     from ..provers.pool import PoolConfig
 
@@ -297,7 +296,7 @@ def build_labels(
     failed: Counter = Counter()
     lock = threading.Lock()
     try:
-        with Progress(transient=True, console=console) as bar:
+        with progress_bar(transient=True, console=console) as bar:
             task = bar.add_task("labelling proposals with Coq", total=len(jobs))
 
             def one(j: int) -> None:

@@ -28,6 +28,7 @@ from ..eval.uplift import UpliftRate
 from ..policy.prompts import PromptFormat, get_format
 from ..policy.sft import supervised_finetune
 from ..problems import Problem
+from ..progress import progress_bar
 from ..train.config import TrainConfig, load_recipe
 
 
@@ -105,7 +106,6 @@ def run_demo(cfg: DemoConfig, *, console: Any = None) -> dict[str, Any]:
 
 def _run_demo(cfg: DemoConfig, recipe: TrainConfig, verifier: Any, console: Any) -> dict[str, Any]:
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from transformers.utils import logging as hf_logging
 
     from ..policy.generation import HFGenerator
@@ -119,15 +119,8 @@ def _run_demo(cfg: DemoConfig, recipe: TrainConfig, verifier: Any, console: Any)
     timings: dict[str, float] = {}
     fmt: PromptFormat = get_format(recipe.rollout.prompt_format)
 
-    def progress() -> Progress:
-        return Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=console,
-            transient=True,
-        )
+    def progress() -> Any:
+        return progress_bar(console=console, transient=True)
 
     # 1-3. data, the tiny model, supervised fine-tuning on the human proofs
     t = time.perf_counter()

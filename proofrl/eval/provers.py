@@ -497,9 +497,9 @@ def _bar(progress: bool) -> Any:
     """A rich progress bar (one task per one-shot row), or nothing."""
     if not progress:
         return contextlib.nullcontext(None)
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from ..progress import progress_bar
 
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    return progress_bar()
 
 
 # -- the report ------------------------------------------------------------------------------------------------

@@ -552,16 +552,16 @@ def cli_eval_tactics(
 ) -> TacticMetrics:
     """What ``proofrl eval tactics`` runs: metrics of one model on the states of one file, and a report."""
     from rich.console import Console
-    from rich.progress import Progress
 
     from ..policy.model import load_policy
+    from ..progress import progress_bar
 
     console = console or Console()
     if k < 1:
         raise ConfigError(f"-k must be >= 1, got {k}")
     points = load_points(states, limit=limit, seed=seed)
     m, tok = load_policy(model_dir, device="cpu")
-    with coq_pool(workers, timeout) as pool, Progress(console=console) as bar:
+    with coq_pool(workers, timeout) as pool, progress_bar(console=console) as bar:
         task = bar.add_task(f"Prec@{k} on {len(points)} states", total=len(points))
         res = tactic_metrics(
             m,

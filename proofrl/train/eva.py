@@ -292,9 +292,8 @@ def train_eva(
 ) -> list[dict[str, float]]:
     """AdamW on :func:`eva_loss` (gradient norm clipped at 1, a seeded shuffle per epoch, as the SFT loop of
     :mod:`proofrl.policy.sft`, whose loss it extends). Returns per-epoch means of total, LM and EVA loss."""
-    from rich.progress import Progress
-
     from ..policy.sft import BatchLoss, supervised_loop
+    from ..progress import progress_bar
 
     anchors = anchor_token_ids(tokenizer)
     params = [p for p in model.parameters() if p.requires_grad]
@@ -313,7 +312,7 @@ def train_eva(
 
     hist = []
     model.train()
-    with Progress(transient=True, console=console) as bar:
+    with progress_bar(transient=True, console=console) as bar:
         task = bar.add_task("EVA training" if alpha else "SFT (generative RM)", total=epochs * len(examples))
 
         def epoch_done(epoch: int, m: dict[str, float]) -> None:

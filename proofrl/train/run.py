@@ -103,9 +103,9 @@ def build_trainer(cfg: TrainConfig, *, extra_eval: Sequence[Problem] | None = No
 def run(cfg: TrainConfig) -> Any:
     """Train by ``cfg`` (resuming in ``cfg.out``) with a progress bar; returns the trainer."""
     from rich.console import Console
-    from rich.progress import Progress
 
     from ..preflight import require_backend
+    from ..progress import progress_bar
 
     if not cfg.verify.server_url:
         require_backend(cfg.verify.backend)
@@ -117,7 +117,7 @@ def run(cfg: TrainConfig) -> Any:
         raise ConfigError(str(e)) from e
     console = Console()
     try:
-        with Progress(console=console) as bar:
+        with progress_bar(console=console) as bar:
             task = bar.add_task(f"training ({cfg.name})", total=cfg.steps, completed=trainer.resume())
 
             def show(step: int, m: dict[str, float]) -> None:

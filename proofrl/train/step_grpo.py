@@ -559,10 +559,10 @@ def run(cfg: StepLevelConfig, *, console: Any = None) -> StepLevelTrainer:
     """``proofrl train --recipe leanlistener``: train by ``cfg`` with a rich progress bar; returns the trainer (its
     ``out`` holds everything)."""
     from rich.console import Console
-    from rich.progress import Progress
 
     from ..eval.tactics import coq_pool
     from ..preflight import require_backend
+    from ..progress import progress_bar
 
     require_backend("coq")
     console = console or Console()
@@ -570,7 +570,7 @@ def run(cfg: StepLevelConfig, *, console: Any = None) -> StepLevelTrainer:
         torch.set_num_threads(cfg.threads)
     with coq_pool(cfg.rollout.workers, cfg.rollout.tactic_timeout) as pool:
         trainer = build_trainer(cfg, pool=pool, console=console)
-        with Progress(console=console) as bar:
+        with progress_bar(console=console) as bar:
             task = bar.add_task(f"step-level {cfg.algorithm.objective}", total=cfg.steps)
 
             def show(step: int, m: dict[str, float]) -> None:
