@@ -315,18 +315,23 @@ def test_search_offered_an_unguarded_fix_beside_the_honest_proof_proves_honestly
     assert cheat.failure is not None and cheat.failure.kind == "kernel"
 
 
-@pytest.mark.parametrize("config", [mcts(), bfs()], ids=["mcts", "best-first"])
-def test_a_cheat_that_ends_the_proof_is_a_kernel_edge_and_the_search_proves_honestly(config):
-    """Without the mutation, the step that ends the proof with the header's axiom is refused by the step's
-    own judge: no leaf is left for the final check to refuse."""
+def _search_offered_the_cheat_first(config):
+    """``plus0`` searched under the header's axiom, the policy offering ``apply cheat.`` before the honest steps."""
     from proofrl.provers.coq import CoqProver
 
     pol = ScriptedPolicy([("⊢ forall n", ["apply cheat.", "intros n."]), ("n + 0 = n", ["apply cheat.", "lia."])])
     prover = CoqProver(CHEAT_HEADER)
     try:
-        r = search_one(PLUS_CHEAT, prover, pol, config)
+        return search_one(PLUS_CHEAT, prover, pol, config)
     finally:
         prover.close()
+
+
+@pytest.mark.parametrize("config", [mcts(), bfs()], ids=["mcts", "best-first"])
+def test_a_cheat_that_ends_the_proof_is_a_kernel_edge_and_the_search_proves_honestly(config):
+    """Without the mutation, the step that ends the proof with the header's axiom is refused by the step's
+    own judge: no leaf is left for the final check to refuse."""
+    r = _search_offered_the_cheat_first(config)
     assert r.status == "proved" and r.proof.split() == ["intros", "n.", "lia."], (r.status, r.proof, r.reason)
     assert r.refused == 0
     tree = r.tree_json()
@@ -338,14 +343,7 @@ def test_a_cheat_that_ends_the_proof_is_a_kernel_edge_and_the_search_proves_hone
 def test_a_leaf_the_final_check_refuses_is_dead_and_the_search_goes_on(config, blind_session):
     """``apply cheat.`` closes the goal in the session (the header's axiom), and the policy likes it best;
     only the fresh final check refuses it. The search marks that leaf unsound and finds the honest proof."""
-    from proofrl.provers.coq import CoqProver
-
-    pol = ScriptedPolicy([("⊢ forall n", ["apply cheat.", "intros n."]), ("n + 0 = n", ["apply cheat.", "lia."])])
-    prover = CoqProver(CHEAT_HEADER)
-    try:
-        r = search_one(PLUS_CHEAT, prover, pol, config)
-    finally:
-        prover.close()
+    r = _search_offered_the_cheat_first(config)
     assert r.status == "proved" and r.proof.split() == ["intros", "n.", "lia."], (r.status, r.proof, r.reason)
     assert r.refused >= 1 and r.line()["refused_proofs"] == r.refused
     tree = r.tree_json()

@@ -54,7 +54,7 @@ class OpenBlocks:
     @property
     def closing(self) -> tuple[str, ...]:
         """``End X.`` per open section, then per open module, innermost first."""
-        return tuple(f"End {x}." for x in (*self.sections, *self.modules))
+        return self.closing_sections + self.closing_modules
 
     @property
     def closing_sections(self) -> tuple[str, ...]:

@@ -433,6 +433,10 @@ class CoqProver:
         text, for every session loaded with it: nothing a step does changes them), then at ``here`` (constants
         made during the proof, such as ``abstract``'s); a name neither knows is a bound variable of the term."""
         base = self._live[0][1]
+        if self._allowed is None:
+            located = {a: _notices(s.query(f"Locate {a}.", base, timeout=timeout)) for a in self.config.axiom_allowlist}
+            self._allowed = printed_names(located)
+        allowed = self._allowed
         reasons: list[str] = []
         for name in dict.fromkeys(_TERM_NAME.findall(term)):
             if name in _TERM_KEYWORDS:
@@ -451,12 +455,7 @@ class CoqProver:
                     known = _notices(s.query(f"Print Assumptions {name}.", here, timeout=timeout))
                 except CoqFailure:
                     continue
-            if self._allowed is None:
-                located = {
-                    a: _notices(s.query(f"Locate {a}.", base, timeout=timeout)) for a in self.config.axiom_allowlist
-                }
-                self._allowed = printed_names(located)
-            reasons += assumption_reasons(parse_assumptions(known), "", self._allowed, open_section=True)
+            reasons += assumption_reasons(parse_assumptions(known), "", allowed, open_section=True)
         return ", ".join(dict.fromkeys(reasons)) or None
 
     def _goto(self, state: ProofState) -> int:
