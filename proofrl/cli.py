@@ -488,9 +488,19 @@ def search(
         "or a library corpus split: coq-lib:mathcomp:test",
     ),
     algorithm: str = typer.Option("mcts", help="mcts (reap's AND-OR MCTS) or best-first, or a recipe name"),
-    policy: str = typer.Option(..., help="tactic policy: hf:DIR, vllm:DIR, openai:URL or openai-chat:URL"),
+    policy: str = typer.Option(
+        ...,
+        help="tactic policy: hf:DIR, vllm:DIR, openai:URL, openai-chat:URL, a proof memory knn:DIR or "
+        "knn-online:DIR, the automation menu auto[:T,...], or several joined by + (any order)",
+    ),
     model: str = typer.Option(None, help="model name sent to an OpenAI-compatible endpoint"),
     out: Path = typer.Option(Path("runs/search"), "--out", "-o"),
+    save_memory: Path = typer.Option(
+        None,
+        "--save-memory",
+        help="knn-online: where the memory is saved at the end (default: OUT/memory; may be the folder it was "
+        "loaded from, to update it)",
+    ),
     recipe: str = typer.Option(None, help="defaults: reap, bfs-prover, reprover (or a YAML file)"),
     workers: int = typer.Option(1, "--workers", "-k", help="prover processes (theorems searched at once)"),
     expansions: int = typer.Option(None, help="best-first: expansions per theorem"),
@@ -523,14 +533,17 @@ def search(
     if not probs:
         raise typer.BadParameter(f"no problems in {problems}")
     require_backend(probs[0].backend)
-    kind, _, where = policy.partition(":")
-    if kind in ("hf", "vllm") and not Path(where).is_dir():
-        raise typer.BadParameter(
-            f"no model directory at {where!r} (models are loaded from local paths only)", param_hint="--policy"
+    kinds = _policy_kinds(policy)
+    if ray and ("knn-online" in kinds or save_memory):
+        from .errors import ConfigError
+
+        raise ConfigError(
+            "--policy knn-online:DIR / --save-memory: an online proof memory learns in one process; with --ray each "
+            "worker would learn apart and keep nothing: use knn:DIR with --ray"
         )
     torch_threads(threads)
     policy_obj = None
-    if kind in ("openai", "openai-chat"):
+    if kinds & {"openai", "openai-chat"}:
         from .search.policy import policy_from_spec
 
         policy_obj = policy_from_spec(policy, model, api_key=api_key)
@@ -550,7 +563,23 @@ def search(
 
         cli_search_ray(ray, probs, algorithm, policy, model, out, api_key=api_key, **options)
         return
-    cli_search(probs, algorithm, policy, model, out, policy_obj=policy_obj, **options)
+    cli_search(probs, algorithm, policy, model, out, policy_obj=policy_obj, save_memory=save_memory, **options)
+
+
+def _policy_kinds(spec: str) -> set[str]:
+    """The source kinds of a ``--policy`` spec, each part checked (in any order): a bad part is one line, and a
+    model folder that is not there is named alone (not with the sources joined after it)."""
+    from .errors import ConfigError
+    from .policy.sources import SPEC_FORMS, spec_parts
+
+    parts = spec_parts(spec)
+    for kind, where in parts:
+        if kind in ("hf", "vllm") and not Path(where).is_dir():
+            joined = f" (sources are joined by + before one of {SPEC_FORMS})" if "+" in where else ""
+            raise ConfigError(
+                f"--policy: no model directory at {where!r} (models are loaded from local paths only){joined}"
+            )
+    return {kind for kind, _ in parts}
 
 
 @app.command()

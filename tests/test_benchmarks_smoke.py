@@ -62,7 +62,7 @@ def smoke_runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
 
 def test_the_glob_finds_the_benchmarks():
     names = {p.stem for p in SCRIPTS}
-    assert {"server_overhead", "rl_step", "verify_throughput", "eva"} <= names, names
+    assert {"server_overhead", "rl_step", "verify_throughput", "eva", "memory"} <= names, names
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=[p.stem for p in SCRIPTS])

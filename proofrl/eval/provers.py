@@ -49,15 +49,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..policy.sources import AUTOMATION, AUTOMATION_HEADER, HAMMER_TACTICS_HEADER, MenuPolicy, MixedPolicy
 from ..problems import Problem
 from ..provers.coq.backend import CoqBackend
 
-AUTOMATION = ("lia", "nia", "lra", "nra", "ring", "field", "auto", "easy", "tauto", "intuition")
-"""Coq's one-shot automation for miniF2F's nat / Z / R statements (``interval`` is not packaged for 8.16)"""
-AUTOMATION_HEADER = "From Coq Require Import Lia Lra Psatz Ring Field ArithRing.\n"
-"""the automation's own libraries, loaded after each header: a tactic that is not loaded would make the whole
-``solve [...]`` of the combination fail to parse"""
-HAMMER_TACTICS_HEADER = "From Hammer Require Import Tactics.\n"
 HAMMER_LIBEXEC = "/usr/libexec/coq-hammer"
 """where Debian's CoqHammer keeps ``htimeout`` (through which it runs CVC4) and ``predict``"""
 ATP_PROGRAMS = {"Vampire": "vampire", "Eprover": "eprover", "Z3": "z3_tptp", "CVC4": "cvc4"}
@@ -122,27 +117,15 @@ def hammer_says(printed: str) -> tuple[str, str]:
     return (f"{atp.group(1)} ({atp.group(2)})" if atp else "", " ".join(rep.group(1).split()) if rep else "")
 
 
-class WithAutomation:
+class WithAutomation(MixedPolicy):
     """A tactic policy whose proposals at every state are the automation tactics (first, log-probability 0:
-    the engine tries them before the model's) and then the model's own."""
+    the engine tries them before the model's) and then the model's own (the policy floor's
+    :class:`~proofrl.policy.sources.MixedPolicy` of a menu and the model)."""
 
     def __init__(self, policy: Any, tactics: tuple[str, ...]):
+        super().__init__([MenuPolicy(tactics, source="automation"), policy])
         self.policy, self.tactics = policy, tactics
         self.name = f"{getattr(policy, 'name', 'policy')}+automation"
-
-    def _with(self, proposals: list[Any]) -> list[Any]:
-        from ..policy.tactic import Proposal
-
-        fixed = [Proposal(t, 0.0, 0.0, 1) for t in self.tactics]
-        return fixed + [p for p in proposals if p.tactic not in self.tactics]
-
-    def propose(self, state_text: str, k: int) -> list[Any]:
-        return self._with(self.policy.propose(state_text, k))
-
-    def propose_many(self, states: list[str], k: int) -> list[list[Any]]:
-        from ..policy.tactic import propose_batch
-
-        return [self._with(p) for p in propose_batch(self.policy, states, k)]
 
 
 class DescendantCPU:

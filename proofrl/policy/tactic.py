@@ -9,7 +9,9 @@
   (:class:`VLLMTacticPolicy`), any OpenAI-compatible endpoint (:class:`OpenAITacticPolicy`:
   ``/v1/completions`` or ``/v1/chat/completions`` with ``n`` and ``logprobs``, as reap calls its policy
   service). :func:`make_tactic_policy` builds one from ``hf:DIR`` / ``vllm:DIR`` / ``openai:URL`` /
-  ``openai-chat:URL``.
+  ``openai-chat:URL``, and any policy spec: a proof memory (``knn:DIR``), the automation menu (``auto``), several
+  sources joined by ``+`` (:mod:`proofrl.policy.sources`, where :class:`Proposal` and :class:`TacticPolicy` are
+  defined; this module re-exports them).
 * **Merging duplicates**: samples whose cleaned tactic strings are equal become one proposal. Its
   ``logprob_sum`` is the logsumexp of the log-probabilities of the *distinct token sequences* among them,
   ``log Σ_seq exp(logprob_sum_seq)``: the probability that the model writes this tactic string, summed over
@@ -52,6 +54,8 @@ import httpx
 
 from ..errors import ConfigError
 from .generation import Completion, GenerationError, OpenAIGenerator, SamplingParams, openai_sampling
+from .sources import MODEL_KINDS, MixedPolicy, Proposal, TacticPolicy, automation_menu, spec_parts
+from .sources import propose_batch as propose_batch  # (re-exported: the search and tests import it from here)
 
 GOAL_TAG, PROOFSTEP_TAG = "[GOAL]", "[PROOFSTEP]"
 
@@ -75,18 +79,6 @@ def clean_tactic(text: str) -> str:
     for tag in (GOAL_TAG, PROOFSTEP_TAG):
         text = text.split(tag, 1)[0]
     return text.strip()
-
-
-@dataclass(frozen=True)
-class Proposal:
-    """One distinct tactic: ``logprob_sum`` = log π(tactic | state) summed over its tokens (merged duplicates:
-    see the module docstring), ``logprob_mean`` = ``logprob_sum / tokens``; ``count`` samples gave it."""
-
-    tactic: str
-    logprob_sum: float
-    logprob_mean: float
-    tokens: int = 0
-    count: int = 1
 
 
 def _logaddexp(a: float, b: float) -> float:
@@ -120,24 +112,6 @@ def merge_proposals(samples: Sequence[tuple[Any, ...]], k: int | None = None) ->
             merged[tactic] = Proposal(tactic, total, total / max(old.tokens, 1), old.tokens, old.count + 1)
     out = sorted(merged.values(), key=lambda p: -p.logprob_sum)  # stable: ties keep first appearance
     return out if k is None else out[:k]
-
-
-@runtime_checkable
-class TacticPolicy(Protocol):
-    """What a search engine calls to expand a state."""
-
-    name: str
-
-    def propose(self, state_text: str, k: int) -> list[Proposal]:
-        """At most ``k`` distinct tactics for the state (``k`` samples, duplicates merged), best first."""
-        ...
-
-
-def propose_batch(policy: TacticPolicy, states: Sequence[str], k: int) -> list[list[Proposal]]:
-    """:meth:`TacticPolicy.propose` for several states: one batched call where the backend has one."""
-    if hasattr(policy, "propose_many"):
-        return policy.propose_many(states, k)
-    return [policy.propose(s, k) for s in states]
 
 
 def call_seed(seed: int, key: str, index: int) -> int:
@@ -472,17 +446,36 @@ def _what(e: GenerationError) -> str:
 
 # -- factory -----------------------------------------------------------------------------------------------
 
-POLICY_KINDS = ("hf", "vllm", "openai", "openai-chat")
+POLICY_KINDS = MODEL_KINDS
+"""the model sources of a spec (the other sources: :data:`proofrl.policy.sources.SOURCE_KINDS`)"""
 
 
 def make_tactic_policy(spec: str, *, model: str | None = None, **kw: Any) -> TacticPolicy:
-    """``hf:DIR`` (a local model directory; ``device``, ``beam``, sampling settings in ``kw``), ``vllm:DIR``,
-    ``openai:URL`` (``/v1/completions``; ``model=`` names the served model) or ``openai-chat:URL``
-    (``/v1/chat/completions``). ``kw`` go to the policy class (``temperature``, ``max_tokens``, ``seed``,
-    ``api_key``, ...)."""
-    kind, sep, where = spec.partition(":")
-    if not sep or not where or kind not in POLICY_KINDS:
-        raise ConfigError(f"unknown tactic policy {spec!r}; use one of " + ", ".join(f"{k}:..." for k in POLICY_KINDS))
+    """The policy a spec names: ``hf:DIR`` (a local model directory; ``device``, ``beam``, sampling settings in
+    ``kw``), ``vllm:DIR``, ``openai:URL`` (``/v1/completions``; ``model=`` names the served model) or
+    ``openai-chat:URL`` (``/v1/chat/completions``); a proof memory (``knn:DIR``, ``knn-online:DIR``), the
+    automation menu (``auto``, ``auto:lia,easy``), or several of these joined by ``+`` in any order
+    (:func:`proofrl.policy.sources.spec_parts`), pooled by a :class:`~proofrl.policy.sources.MixedPolicy`. ``kw``
+    go to the model sources' classes (``temperature``, ``max_tokens``, ``seed``, ``api_key``, ...). A bad part is
+    one :class:`~proofrl.errors.ConfigError` line naming it, raised before any source is built."""
+    parts = spec_parts(spec)
+    for kind, where in parts:
+        if kind in ("openai", "openai-chat") and not model:
+            raise ConfigError(
+                f"{kind}:{where}: an OpenAI-compatible endpoint needs the served model's name (model=...)"
+            )
+    sources = [_source(kind, where, model, dict(kw)) for kind, where in parts]
+    return sources[0] if len(sources) == 1 else MixedPolicy(sources)
+
+
+def _source(kind: str, where: str, model: str | None, kw: dict[str, Any]) -> Any:
+    """One part of a spec, built (``model``: the served model's name, for an endpoint)."""
+    if kind in ("knn", "knn-online"):
+        from .memory import knn_policy
+
+        return knn_policy(where, online=kind == "knn-online")
+    if kind == "auto":
+        return automation_menu(tuple(t for t in where.split(",") if t)) if where else automation_menu()
     if kind == "hf":
         from .model import load_policy
 
@@ -491,9 +484,7 @@ def make_tactic_policy(spec: str, *, model: str | None = None, **kw: Any) -> Tac
         return HFTacticPolicy(m, tok, **kw)
     if kind == "vllm":
         return VLLMTacticPolicy(where, **kw)
-    if not model:
-        raise ConfigError(f"{spec!r}: an OpenAI-compatible endpoint needs the served model's name (model=...)")
-    return OpenAITacticPolicy(where, model, chat=kind == "openai-chat", **kw)
+    return OpenAITacticPolicy(where, str(model), chat=kind == "openai-chat", **kw)
 
 
 # -- values ------------------------------------------------------------------------------------------------

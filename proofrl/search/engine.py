@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -79,7 +80,17 @@ class SearchResult:
             "nodes": len(self.tree.nodes) if self.tree else 0,
             "refused_proofs": self.refused,
             "failed_edges": sum(e.failure is not None for e in self.tree.edges) if self.tree else 0,
+            "proof_sources": dict(Counter(s for _, _, s in self.proof_steps())) if self.status == "proved" else {},
         }
+
+    def proof_steps(self) -> list[tuple[str, str, str]]:
+        """The found proof's tactic steps as ``(state text the policy saw, tactic, source)``, in tree order (focus
+        steps left out: the search writes those itself); empty when no proof was found."""
+        tree = self.tree
+        if tree is None or not tree.root.solved:
+            return []
+        steps = (tree.edges[i] for i in tree.solution())
+        return [(state_text(tree.nodes[e.src].state), e.tactic, e.source) for e in steps if e.kind == "tactic"]
 
     def tree_json(self, scores: dict[int, dict[str, float]] | None = None) -> dict[str, Any]:
         """The whole tree (``SearchTree.to_json``) under a ``search`` header (reap's raw tree, extended)."""
@@ -276,14 +287,20 @@ class Search:
         self.expansions += 1
         node.evaluations += 1
         merged: dict[str, list[float]] = {}  # tactic -> [prior, logprob_sum, logprob_mean]
+        sources: dict[str, str] = {}  # tactic -> the policy source(s) that proposed it
+        default_source = str(getattr(self.policy, "name", "")).split(":")[0]
         for p in props:
             t = normalize_tactic(p.tactic, self.config.backend)
+            src = getattr(p, "source", "") or default_source
             if t in merged:
                 merged[t][0] += self.prior(p)
                 merged[t][1] = max(merged[t][1], p.logprob_sum)
                 merged[t][2] = max(merged[t][2], p.logprob_mean)
+                if src not in sources[t].split("+"):
+                    sources[t] += "+" + src
             else:
                 merged[t] = [self.prior(p), p.logprob_sum, p.logprob_mean]
+                sources[t] = src
         new: list[Edge] = []
         for t, (prior, lp_sum, lp_mean) in merged.items():
             if (old := tree.edge_for(node, t)) is not None:  # proposed again (progressive sampling)
@@ -299,6 +316,7 @@ class Search:
                     logprob_sum=lp_sum,
                     logprob_mean=lp_mean,
                     prior=prior,
+                    source=sources[t],
                 )
                 continue
             r = self.step(node, t)
@@ -311,11 +329,19 @@ class Search:
                     logprob_mean=lp_mean,
                     prior=prior,
                     seconds=r.seconds,
+                    source=sources[t],
                 )
                 continue
             n_before = len(tree.nodes)
             e = tree.add_child(
-                node, t, r.state, logprob_sum=lp_sum, logprob_mean=lp_mean, prior=prior, seconds=r.seconds
+                node,
+                t,
+                r.state,
+                logprob_sum=lp_sum,
+                logprob_mean=lp_mean,
+                prior=prior,
+                seconds=r.seconds,
+                source=sources[t],
             )
             if e is None:
                 continue

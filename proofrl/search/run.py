@@ -7,6 +7,7 @@ Output directory::
     trees/NAME.json   the whole tree of each search (see docs/search.md, "Export and profiling")
     trace.jsonl       wall-clock spans of every search (policy, value, tactic, final_check, select, backup, search)
     summary.json      counts by status and where the time went
+    memory/           with an online proof memory (``knn-online:DIR``): the memory at the end of the run
 
 Searches run ``workers`` at a time, each on a prover process leased from one pool (header affinity, crash
 replacement). A policy that fails ends its theorem with ``error`` and stops the run: the theorems already
@@ -22,10 +23,11 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import ProverError, StatementError
+from ..errors import ConfigError, ProverError, StatementError
 from ..policy.tactic import sampling_stream
 from ..provers.base import Prover, Theorem
 from ..provers.pool import PoolConfig, ProverPool
@@ -115,6 +117,11 @@ class LockedPolicy:
         with self._lock:
             return self._inner.value(state_text)
 
+    def record_proof(self, theorem: str, steps: Sequence[tuple[str, str]]) -> None:
+        if hasattr(self._inner, "record_proof"):
+            with self._lock:
+                self._inner.record_proof(theorem, steps)
+
 
 def search_many(
     problems: str | Path | Iterable[Any],
@@ -129,13 +136,22 @@ def search_many(
     progress: bool = True,
     backend_options: dict[str, Any] | None = None,
     value_fn: ValueFn | None = None,
+    memory_out: str | Path | None = None,
 ) -> list[SearchResult]:
     """Search every problem; write ``results.jsonl``, ``trees/``, ``trace.jsonl`` and ``summary.json`` under
     ``out_dir``. ``algorithm`` (``mcts`` / ``best-first`` or a recipe name such as ``reap``) and ``budgets``
-    (dotted config keys: ``{"mcts.max_steps": 16}``) adjust ``config``."""
+    (dotted config keys: ``{"mcts.max_steps": 16}``) adjust ``config``.
+
+    A policy with a ``header`` (the automation menu's libraries) has it added to every theorem's header; a policy
+    with ``record_proof`` (an online proof memory) gets each proof's steps as soon as it is found (span
+    ``memory`` in the trace), so the theorems searched after it can reuse them. At the end an online memory is
+    saved, the pairs it was loaded with and the run's own, into ``memory_out`` (default ``out_dir/memory``;
+    ``summary.json`` says what in ``memory``). The default never replaces the folder the memory was loaded from:
+    that is refused before any search, and only a ``memory_out`` naming that folder updates it."""
     config = _settings(config, algorithm, budgets)
-    theorems = _theorems(problems)
+    theorems = _with_header(_theorems(problems), str(getattr(policy, "header", "") or ""))
     out = Path(out_dir)
+    memories, memory_dir = _memory_target(policy, out, memory_out)
     (out / "trees").mkdir(parents=True, exist_ok=True)
     results_path = out / "results.jsonl"
     results_path.write_text("")
@@ -154,12 +170,21 @@ def search_many(
     results: list[SearchResult | None] = [None] * len(theorems)
     files = tree_files([th.name for th in theorems])  # two theorems of one name never share a tree file
     policy_errors: list[str] = []
+    learns = hasattr(policy, "record_proof")  # (the lock wrapper always has the method)
 
     def one(i: int) -> SearchResult | None:
         if stop.is_set():
             return None
         th = theorems[i]
         results[i] = r = _search_leased(th, pool, shared_policy, config, tracer, value_fn)
+        if r.status == "proved" and learns:
+            with tracer.child(th.name).span("memory") as info:
+                steps = [(state, tactic) for state, tactic, _ in r.proof_steps()]
+                info["steps"] = len(steps)
+                try:
+                    shared_policy.record_proof(th.name, steps)
+                except Exception as e:  # a memory that fails to learn never sinks the run
+                    info["error"] = f"{type(e).__name__}: {e}"[:300]
         if r.policy_error:
             policy_errors.append(f"{th.name}: {r.policy_error}")
             stop.set()
@@ -178,6 +203,11 @@ def search_many(
             pool.close()
     done = [r for r in results if r is not None]
     summary = summarize_results(done, tracer.events)
+    for memory in memories:
+        try:
+            summary["memory"] = memory.save_memory(memory_dir)
+        except OSError as e:  # the results stand; the summary (and the table) say the memory was not saved
+            summary["memory"] = {"folder": str(memory_dir), "error": f"{type(e).__name__}: {e}"[:300]}
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
     if policy_errors:
         raise PolicyError(
@@ -185,6 +215,32 @@ def search_many(
             f"{policy_errors[0]}"
         )
     return done
+
+
+def _memory_target(policy: Any, out: Path, memory_out: str | Path | None) -> tuple[list[Any], Path]:
+    """The online proof memories among ``policy`` and its sources (at most one), and the folder the run saves
+    them into; a default folder that is the one a memory was loaded from is refused (:func:`search_many`)."""
+    sources = [policy, *getattr(policy, "sources", ())]
+    memories = [s for s in sources if getattr(s, "online", False) and hasattr(s, "save_memory")]
+    target = Path(memory_out) if memory_out is not None else out / "memory"
+    if len(memories) > 1:
+        raise ConfigError(f"a search saves one online proof memory, this policy has {len(memories)}")
+    if memory_out is not None and not memories:
+        raise ConfigError(f"nothing to save into {target}: the policy has no online proof memory (knn-online:DIR)")
+    loaded = memories[0].folder if memories else None
+    if memory_out is None and loaded is not None and loaded.resolve() == target.resolve():
+        raise ConfigError(
+            f"this run would save its online memory over the one it loaded ({loaded}); search into another folder, "
+            f"or name that folder as where to save the memory (--save-memory {loaded}) to update it"
+        )
+    return memories, target
+
+
+def _with_header(theorems: list[Theorem], extra: str) -> list[Theorem]:
+    """``extra`` after each theorem's header (once: a header that holds it already is left as it is)."""
+    if not extra:
+        return theorems
+    return [th if extra in th.header else replace(th, header=th.header.rstrip("\n") + "\n" + extra) for th in theorems]
 
 
 def _settings(config: SearchConfig | None, algorithm: str | None, budgets: dict[str, Any] | None) -> SearchConfig:
@@ -281,12 +337,14 @@ def cli_search(
     progress: bool = True,
     value: str | None = None,
     policy_obj: TacticPolicy | None = None,
+    save_memory: str | Path | None = None,
 ) -> dict[str, Any]:
     """``proofrl search PROBLEMS --algorithm mcts|best-first --policy hf:DIR|openai:URL [--model NAME] --out DIR``.
 
     ``recipe`` (``reap``, ``bfs-prover``, ``reprover`` or a YAML path) gives the defaults; ``algorithm`` picks
     the engine (a recipe name is accepted there too); the budget flags override the chosen engine's section;
-    ``value`` (``none``, ``endpoint:URL``) is the value function of MCTS leaves.
+    ``value`` (``none``, ``endpoint:URL``) is the value function of MCTS leaves; ``save_memory`` is where an
+    online proof memory is saved at the end (default ``out/memory``: :func:`search_many`).
     Prints a summary table and returns the summary (``summary.json``)."""
     cfg = load_search_config(
         recipe
@@ -316,7 +374,14 @@ def cli_search(
 
         probs = load_problems(problems, limit=limit) if isinstance(problems, (str, Path)) else list(problems)[:limit]
     results = search_many(
-        probs, pol, out_dir=out, workers=workers, config=cfg, progress=progress, value_fn=value_from_spec(value)
+        probs,
+        pol,
+        out_dir=out,
+        workers=workers,
+        config=cfg,
+        progress=progress,
+        value_fn=value_from_spec(value),
+        memory_out=save_memory,
     )
     summary = json.loads((Path(out) / "summary.json").read_text())
     _print_table(results, summary)
@@ -339,3 +404,8 @@ def _print_table(results: Sequence[SearchResult], summary: dict[str, Any]) -> No
         f"time: prover {tm['prover_seconds']:.1f}s, model {tm['model_seconds']:.1f}s, "
         f"outside both {tm['outside_seconds']:.2f}s ({100 * tm['outside_share']:.1f}% of search time)"
     )
+    if mem := summary.get("memory"):
+        if "error" in mem:
+            Console().print(f"proof memory NOT saved in {mem['folder']}: {mem['error']}")
+        else:
+            Console().print(f"proof memory: {mem['pairs']} pairs ({mem['learned']} learned) saved in {mem['folder']}")

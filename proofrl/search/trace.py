@@ -2,7 +2,8 @@
 ``{theorem, name, start_ns, stop_ns, seconds, extra}``.
 
 Span names: ``policy`` (tactic proposals), ``value``, ``tactic`` (one prover step), ``final_check`` (the
-fresh-process replay), ``select`` and ``backup`` (the engine's own bookkeeping), ``search`` (a whole theorem).
+fresh-process replay), ``select`` and ``backup`` (the engine's own bookkeeping), ``search`` (a whole theorem),
+``memory`` (a found proof's steps put into an online proof memory, after its search).
 :func:`summarize` says where the time went and the share spent outside the prover and the model.
 """
 

@@ -124,6 +124,8 @@ class Edge:
     value_sum: float = 0.0
     failure: Failure | None = None
     seconds: float = 0.0
+    source: str = ""
+    """which policy source proposed the tactic (``knn``, ``hf``, ``auto``; ``knn+hf`` when both did)"""
 
     @property
     def cost(self) -> float:
@@ -179,6 +181,7 @@ class SearchTree:
         logprob_mean: float = 0.0,
         prior: float = 0.0,
         seconds: float = 0.0,
+        source: str = "",
     ) -> Edge:
         e = Edge(
             len(self.edges),
@@ -189,6 +192,7 @@ class SearchTree:
             prior_raw=prior,
             failure=failure,
             seconds=seconds,
+            source=source,
         )
         self.edges.append(e)
         src.children.append(e.id)
@@ -206,6 +210,7 @@ class SearchTree:
         prior: float = 0.0,
         seconds: float = 0.0,
         focus_index: int | None = None,
+        source: str = "",
     ) -> Edge | None:
         """The edge ``src --tactic--> node(state)``, merging as the module says; None when dropped."""
         depth = src.depth + (kind == "tactic")
@@ -238,6 +243,7 @@ class SearchTree:
             prior,
             focus_index=focus_index,
             seconds=seconds,
+            source=source,
         )
         self.edges.append(e)
         src.children.append(e.id)
@@ -406,6 +412,7 @@ class SearchTree:
                 "value": e.value_sum / e.visits if e.visits else None,
                 "seconds": e.seconds,
                 "failure": e.failure.to_json() if e.failure else None,
+                "source": e.source,
             }
             d.update({k: fin(v) for k, v in scores.get(e.id, {}).items()})
             edges.append(d)
