@@ -8,7 +8,14 @@ from collections import Counter
 
 import pytest
 
-from proofrl.data.splits import HELD_OUT, TRAIN, coq_stdlib_problems, kimina_filter, problem_set, split_by_module
+from proofrl.data.splits import (
+    HELD_OUT,
+    TRAIN,
+    coq_stdlib_problems,
+    kimina_filter,
+    problem_set,
+    split_by_module,
+)
 from proofrl.problems import Problem
 
 requires_coqc = pytest.mark.skipif(shutil.which("coqc") is None, reason="Coq not installed")
@@ -30,12 +37,39 @@ def test_stdlib_problems_carry_module_and_human_proof(stdlib) -> None:
     assert len(stdlib) > 500
     assert all(p.backend == "coq" and p.module.startswith("Coq.") for p in stdlib)
     assert all(p.proof.startswith("Proof.") and p.proof.endswith("Qed.") for p in stdlib)
-    assert all(f"Require Import {p.module}." in p.header for p in stdlib)
     assert all({"file", "line"} <= set(p.extra) for p in stdlib)
     # names repeat across modules; keys do not
     assert len({p.key for p in stdlib}) == len(stdlib) > len({p.name for p in stdlib})
     primed = [p for p in stdlib if p.name == "Z_dec'"]
     assert len(primed) == 1 and primed[0].formal_statement.startswith("Lemma Z_dec' :")
+
+
+def test_stdlib_header_loads_the_module_and_places_the_theorem_in_it(stdlib) -> None:
+    """The header loads the theorem's compiled module (its definitions and notations) and says where the
+    theorem stands in it: the judge keeps a proof to what precedes that place."""
+    from proofrl.provers.coq.placement import placement
+
+    for p in stdlib:
+        assert f"Require Import {p.module}." in p.header, p.key
+        assert placement(p.header) == f"{p.module}.{p.name}", p.key
+
+
+@requires_coqc
+def test_a_stdlib_theorem_cannot_cite_itself_but_its_human_proof_is_valid() -> None:
+    """Under its header the compiled theorem exists (``coqc`` compiles a proof that applies it by its
+    qualified name); the judge refuses that proof in ``check`` and in the final check (the route through a hint
+    database, where no name is spelled: tests/test_placement.py). The human proof stays valid (the control)."""
+    from proofrl.provers.coq.prover import CoqConfig, coqc_check
+    from proofrl.provers.factory import make_pool
+    from proofrl.provers.pool import PoolConfig
+
+    (p,) = [p for p in coq_stdlib_problems(prefixes=("Coq.NArith.Ndist",)) if p.name == "Nplength_infty"]
+    cite = f"Proof. exact {p.module}.{p.name}. Qed."
+    with make_pool("coq", pool=PoolConfig(workers=1)) as pool:
+        assert pool.check(p.theorem, p.proof, timeout=60).status.value == "valid"
+        checked = pool.check(p.theorem, cite, timeout=60)
+    final = coqc_check(p.theorem, cite, CoqConfig())
+    assert checked.reasons == final.reasons == ("forbidden: cites Nplength_infty",)
 
 
 @requires_coqc
@@ -57,6 +91,46 @@ def test_split_keeps_modules_whole_and_is_deterministic(stdlib) -> None:
     assert [p.key for p in again[1]] == [p.key for p in held]
     other = split_by_module(stdlib, held_out_fraction=0.2, seed=1)
     assert {p.module for p in other[1]} != {p.module for p in held}
+
+
+def test_no_stdlib_set_holds_out_what_another_trains_on(stdlib) -> None:
+    """Every stdlib set, built with the defaults and with the demo's settings, takes its sides from one split
+    decided by module before any filter: no theorem held out by one set is on another set's training side
+    (a model taught on the demo's tactic assets and scored on ``coq-stdlib:held-out`` meets none it was taught)."""
+    from proofrl.data.assets import AssetSettings, asset_problems
+    from proofrl.data.tactics import stdlib_tactic_problems
+    from proofrl.demo.whole_proof import DemoConfig, demo_problems
+
+    def sides(problems: list[Problem]) -> tuple[set[str], set[str]]:
+        return {p.key for p in problems if p.split == TRAIN}, {p.key for p in problems if p.split == HELD_OUT}
+
+    demo = AssetSettings()
+    sets = {
+        "coq-stdlib": (
+            {p.key for p in problem_set("coq-stdlib:train")},
+            {p.key for p in problem_set("coq-stdlib:held-out")},
+        ),
+        f"coq-stdlib, max_proof_chars={demo.max_proof_chars}": (
+            {p.key for p in problem_set("coq-stdlib:train", max_proof_chars=demo.max_proof_chars)},
+            {p.key for p in problem_set("coq-stdlib:held-out", max_proof_chars=demo.max_proof_chars)},
+        ),
+        "tactic transitions": sides(stdlib_tactic_problems()),
+        "demo's tactic data": sides(stdlib_tactic_problems(max_proof_chars=demo.max_proof_chars)),
+        "demo's tactic assets": tuple({p.key for p in ps} for ps in asset_problems(demo)),
+        "whole-proof demo": tuple({p.key for p in ps} for ps in demo_problems(DemoConfig())),
+    }
+    assert all(train and held for train, held in sets.values())
+    leaks = {
+        (held_by, trained_by): len(held & sets[trained_by][0])
+        for held_by, (_, held) in sets.items()
+        for trained_by in sets
+        if held & sets[trained_by][0]
+    }
+    assert leaks == {}
+    # a filtered list split again keeps the sides the whole library decided
+    whole = {p.module: p.split for ps in split_by_module(stdlib) for p in ps}
+    again = [p for ps in split_by_module([p for p in stdlib if len(p.proof) <= 60]) for p in ps]
+    assert [p.split for p in again] == [whole[p.module] for p in again]
 
 
 def test_split_preserves_input_order() -> None:

@@ -3,8 +3,9 @@ tactic model taught on the training side, built once in ``ROOT/tactic-assets/`` 
 
 Whichever part runs first builds them; a later part (or a later ``proofrl demo --part …``) finds
 ``ready.json`` written with the same settings and loads them (other settings: built again). Held-out
-theorems are those of the held-out modules (the whole-proof split), so no part ever searches or scores a
-theorem whose module the model was taught on.
+theorems are those of the held-out modules, the sides every stdlib set shares (decided over the unfiltered
+library before the proof-length cut: :func:`proofrl.data.splits.stdlib_sides`), so no part ever searches or
+scores a theorem whose module the model was taught on, nor does an evaluation on ``coq-stdlib:held-out``.
 
 The settings are chosen by measurement to fit the demo's budget on 2 CPU cores (``benchmarks/tactic_teaching.py``
 and docs/search.md, "The demo's tactic assets"): teaching costs far more than stepping, and most of an epoch

@@ -2,9 +2,12 @@
 
 Each record is a standalone problem in the miniF2F JSONL shape (``name``, ``header``, ``formal_statement``,
 ``proof``) plus ``module``, ``file`` and ``line``. The header imports the theorem's own module (so the
-definitions and notations before it exist) and reopens the scopes the file opened. Theorems inside a
-``Section`` (they may use section variables) or a ``Module`` are left out, as are proofs that contain
-commands other than tactics, and proofs closed by ``Admitted``/``Abort``.
+definitions and notations before it exist) and reopens the scopes the file opened. That module holds the
+theorem itself and everything after it too, so the header ends by placing the problem where its file states
+it (:func:`~proofrl.provers.coq.placement.placement_line`): the judge refuses a proof that depends on the
+theorem or on anything its module declares after it. Theorems inside a ``Section`` (they may use section
+variables) or a ``Module`` are left out, as are proofs that contain commands other than tactics, and proofs
+closed by ``Admitted``/``Abort``.
 
 Nothing is copied into the project: the sources are read where ``coqc -where`` says they are.
 """
@@ -16,6 +19,7 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
+from ..provers.coq.placement import placement_line
 from ..provers.coq.rules import forbidden_reason
 from ..provers.coq.sentences import SplitError, split_sentences
 
@@ -89,6 +93,7 @@ def theorems_in_file(lib: Path, file: Path) -> Iterator[dict]:
             if clean:
                 statement = re.sub(r"^#\[[^\]]*\]\s*", "", s)
                 header = _module_first(list(dict.fromkeys(context)), module)
+                header += placement_line(f"{module}.{m.group(2)}") + "\n"
                 yield {
                     "name": m.group(2),
                     "module": module,

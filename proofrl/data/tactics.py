@@ -15,9 +15,10 @@ One transition (one JSONL line)::
   unfocused + shelved + given up, the count LeanListener's step reward uses).
 * ``structural`` marks bullets and braces (``-``, ``+``, ``{``, ``2: {``): stepped so the proof replays, kept
   in the data, and skipped by default when a tactic model is taught (a search focuses goals itself).
-* ``split`` is ``train`` or ``held-out`` from :func:`proofrl.data.splits.split_by_module` over the same
-  problem list the whole-proof split uses (:func:`~proofrl.data.splits.coq_stdlib_problems` with the same
-  prefixes, proof-length cut, fraction and seed), so a held-out module is never seen in training.
+* ``split`` is ``train`` or ``held-out``: the module's side as every stdlib set has it
+  (:func:`~proofrl.data.splits.coq_stdlib_problems`, decided over the unfiltered library of the same prefixes,
+  fraction and seed before the proof-length cut), so a held-out module is never seen in training, whatever
+  cut another set makes.
 
 A proof whose stepping fails midway (a tactic Coq rejects on its own, e.g. after a ``Proof with`` that the
 corpus drops, a timeout, a crash) keeps the transitions before the failure and is counted as failed.
@@ -125,7 +126,7 @@ def split_problems(
     problems: Sequence[Problem], *, held_out_fraction: float = 0.2, seed: int = 0
 ) -> list[tuple[Problem, str]]:
     """Each problem with its side, ``train`` or ``held-out``: :func:`~proofrl.data.splits.split_by_module`
-    over the whole list (the one split function), returned in input order."""
+    (the one split function; a stdlib problem keeps its module's side), returned in input order."""
     from .splits import _group, split_by_module
 
     _, held = split_by_module(problems, held_out_fraction=held_out_fraction, seed=seed)
@@ -237,17 +238,17 @@ def stdlib_tactic_problems(
     seed: int = 0,
     limit: int | None = None,
 ) -> list[Problem]:
-    """The Coq stdlib theorems with their human proofs, each with ``split`` set by the whole-proof split
-    (over the full list, before ``limit`` takes the first N)."""
-    from dataclasses import replace
-
+    """The Coq stdlib theorems with their human proofs, each with ``split`` set by its module's side (decided
+    over the unfiltered library, before the proof-length cut and before ``limit`` takes the first N)."""
     from .coq_stdlib import CORE_PREFIXES
     from .splits import coq_stdlib_problems
 
-    probs = coq_stdlib_problems(prefixes=prefixes or CORE_PREFIXES, max_proof_chars=max_proof_chars)
-    sided = [
-        replace(p, split=side) for p, side in split_problems(probs, held_out_fraction=held_out_fraction, seed=seed)
-    ]
+    sided = coq_stdlib_problems(
+        prefixes=prefixes or CORE_PREFIXES,
+        max_proof_chars=max_proof_chars,
+        held_out_fraction=held_out_fraction,
+        seed=seed,
+    )
     return sided if limit is None else sided[:limit]
 
 

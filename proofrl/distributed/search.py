@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BackendUnavailable, ConfigError
-from ..provers.base import Verdict
+from ..provers.base import Verdict, loaded_header
 from . import connect
 
 
@@ -97,7 +97,7 @@ def chunks(problems: list[Any], workers: int) -> list[list[Any]]:
     size = max(1, math.ceil(len(problems) / (2 * max(1, workers))))
     by_header: dict[str, list[Any]] = defaultdict(list)
     for p in problems:
-        by_header[p.header].append(p)
+        by_header[loaded_header(p.header)].append(p)  # one process serves every placement of a header
     return [group[i : i + size] for group in by_header.values() for i in range(0, len(group), size)]
 
 

@@ -32,7 +32,7 @@ from typing import Any
 
 from ..errors import BackendUnavailable
 from ..problems import Problem
-from ..provers.base import Status, Theorem, Verdict
+from ..provers.base import Status, Theorem, Verdict, loaded_header
 from ..provers.factory import make_pool
 from ..provers.pool import PoolConfig, ProverPool
 from ..verification import DEFAULT_TIMEOUT, answer_unchecked
@@ -206,7 +206,7 @@ def _split(jobs: Sequence[tuple[Problem, str | None]], todo: list[int], nodes: i
     size = max(1, math.ceil(len(todo) / nodes))
     by_header: dict[str, list[int]] = defaultdict(list)
     for i in todo:
-        by_header[jobs[i][0].header].append(i)
+        by_header[loaded_header(jobs[i][0].header)].append(i)  # one process serves every placement
     pieces = sorted(
         (g[k : k + size] for g in by_header.values() for k in range(0, len(g), size)), key=len, reverse=True
     )

@@ -18,11 +18,23 @@ from __future__ import annotations
 
 import enum
 import hashlib
+import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 Backend = Literal["coq", "lean"]
+
+PLACEMENT = re.compile(r"\(\*\s*proofrl:\s*stated before\s+([A-Za-z_][\w']*(?:\.[A-Za-z_][\w']*)+)\s*\*\)")
+"""A header comment that says where a library theorem stands (``(* proofrl: stated before Coq.Lists.List.t *)``):
+the judge keeps its proof to what precedes it there (:mod:`proofrl.provers.coq.placement`)."""
+
+
+def loaded_header(header: str) -> str:
+    """What a prover process loads for ``header``: the header without its placement comment, which says where
+    one problem stands and loads nothing. Processes are shared by this text, so the theorems of one file
+    share one process however many places they stand in."""
+    return PLACEMENT.sub("", header)
 
 
 class Status(enum.StrEnum):

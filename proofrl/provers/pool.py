@@ -30,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from ..errors import OutputTooLarge, ProverCrashed, ProverError, ProverFailed, ProverTimeout, StatementError
-from .base import Message, Prover, Status, Theorem, Verdict
+from .base import Message, Prover, Status, Theorem, Verdict, loaded_header
 
 ProverFactory = Callable[..., Prover]
 """``factory(header)``: a started prover for a header (the header is loaded once, at start). A factory that
@@ -111,6 +111,7 @@ class ProverPool:
     def lease(self, header: str, *, timeout: float | None = None) -> Iterator[Prover]:
         """A process loaded with ``header``, exclusively yours inside the ``with`` (search uses this). A process
         started for it loads the header within ``timeout`` seconds when the factory takes a time limit."""
+        header = loaded_header(header)
         slot = self._acquire(header)
         try:
             if slot.prover is None or not slot.prover.alive or slot.header != header:
@@ -304,7 +305,7 @@ class ProverPool:
         """One worker: judge queued jobs, preferring those whose header this worker's process holds."""
         header: str | None = None
         while (item := self._backlog.take(header)) is not None:
-            header = item.theorem.header
+            header = loaded_header(item.theorem.header)
             try:
                 v = self.check(item.theorem, item.proof, timeout=item.timeout)
             except BaseException as e:  # one item never sinks a batch
@@ -400,7 +401,7 @@ class _Backlog:
             if self._closed:
                 return None
             for it in items:
-                self._queues.setdefault(it.theorem.header, {}).setdefault(it.owner, deque()).append(it)
+                self._queues.setdefault(loaded_header(it.theorem.header), {}).setdefault(it.owner, deque()).append(it)
             start = min(self._max_workers - self._workers, len(items))
             self._workers += start
             return start

@@ -35,10 +35,20 @@ from ..base import (
     StepResult,
     Theorem,
     Verdict,
+    loaded_header,
 )
 from ..process import run_once
 from . import xml
 from .blocks import open_blocks
+from .placement import (
+    DEPENDENCY_DEPTH,
+    PlacementUnreadable,
+    candidates,
+    dependency_names,
+    later_fields,
+    placement,
+    reach_reasons,
+)
 from .plan import Plan, plan_proof, self_citation, theorem_name
 from .rules import (
     DEFAULT_AXIOM_ALLOWLIST,
@@ -146,7 +156,7 @@ class CoqProver:
         s = self._ensure()
         self._live, self._live_theorem = [], None
         try:
-            return self._done(self._check(s, plan, t0 + timeout), t0)
+            return self._done(self._check(s, plan, t0 + timeout, theorem.header), t0)
         except ProverTimeout:
             return self._done(Verdict(Status.TIMEOUT, (f"timeout after {timeout:g}s",)), t0)
         except ProverCrashed as e:
@@ -166,7 +176,7 @@ class CoqProver:
     def _done(self, v: Verdict, t0: float) -> Verdict:
         return Verdict(v.status, v.reasons, v.messages, v.axioms, time.monotonic() - t0, self.version)
 
-    def _check(self, s: CoqSession, plan: Plan, deadline: float) -> Verdict:
+    def _check(self, s: CoqSession, plan: Plan, deadline: float, header: str) -> Verdict:
         left = lambda: max(0.1, deadline - time.monotonic()) + GRACE  # noqa: E731
         s.edit_at(s.base)
         try:
@@ -209,9 +219,9 @@ class CoqProver:
             return Verdict(Status.REJECTED, (reason,), (Message("error", e.message),))
         if s.goals() is not None or (why := _status_change(opened, s.proof_status(timeout=left()), proof_open=False)):
             return Verdict(Status.REJECTED, (why or "a proof is still open after Qed",))
-        return self._audit(s, plan, s.tip, left)
+        return self._audit(s, plan, s.tip, left, header)
 
-    def _audit(self, s: CoqSession, plan: Plan, after_qed: int, left: Callable[[], float]) -> Verdict:
+    def _audit(self, s: CoqSession, plan: Plan, after_qed: int, left: Callable[[], float], header: str) -> Verdict:
         """Everything the judge asks once ``Qed`` has passed at state ``after_qed`` (the walls 3 and 4 of
         :mod:`.rules`): the kernel type of the constant against the statement elaborated again, which constant
         the lemma's name denotes (:func:`~.rules.identity_reason`), and its assumptions by origin. Shared by
@@ -256,7 +266,31 @@ class CoqProver:
             }
         except CoqFailure as e:
             return Verdict(Status.ERROR, ("assumptions unreadable",), (Message("error", e.message),))
-        return judge_after_qed(plan.name, assumptions, located, checked, reference, restated=plan.restated)
+        v = judge_after_qed(plan.name, assumptions, located, checked, reference, restated=plan.restated)
+        if v.status is not Status.VALID or not _placed(header):
+            return v
+        try:
+            names = dependency_names(_notices(s.query(f"Print All Dependencies {asked}.", closed, timeout=left())))
+            wall = self._reach(s, header, names, closed, left())
+        except (CoqFailure, ValueError) as e:
+            why = e.message if isinstance(e, CoqFailure) else str(e)
+            return Verdict(Status.ERROR, ("dependencies unreadable",), (Message("error", why),))
+        return v if wall is None else Verdict(*wall, axioms=v.axioms)
+
+    def _reach(
+        self, s: CoqSession, header: str, names: list[str], here: int, timeout: float
+    ) -> tuple[Status, tuple[str, ...]] | None:
+        """The placement wall of the problem's ``header`` (:mod:`.placement`) at state ``here``: the status and
+        reasons against ``names`` (what a constant depends on, or a partial term's names), or None when the
+        header places nothing or nothing they name comes at or after the theorem."""
+        later = _later_fields(header, lambda cmds: [_asked(s, c, here, timeout) for c in cmds])
+        if isinstance(later, str):
+            return Status.ERROR, (later,)
+        if later is None:
+            return None
+        located = "\n".join(_asked(s, f"Locate {p}.", here, timeout) for p in candidates(names, later))
+        reasons = reach_reasons(names, located, later, placement(header) or "")
+        return (Status.REJECTED, tuple(reasons)) if reasons else None
 
     def _failed(self, e: CoqFailure, plan: Plan, sent: Sentence | None, out: Outgoing | None) -> Verdict:
         pos = end = None
@@ -380,8 +414,9 @@ class CoqProver:
         try:
             qed = s.add("Qed.", new)
             s.run(timeout=left())
-            assert self._live_plan is not None  # set by start(), which every stepped state comes from
-            verdict = self._audit(s, self._live_plan, qed, left)
+            # set by start(), which every stepped state comes from
+            assert self._live_plan is not None and self._live_theorem is not None
+            verdict = self._audit(s, self._live_plan, qed, left, self._live_theorem.header)
             if not verdict.valid:
                 why = "the judge refuses the completed proof: " + ", ".join(verdict.reasons)
         except CoqFailure as e:
@@ -414,6 +449,10 @@ class CoqProver:
             s.run(timeout=timeout)
             term = _notices(s.query("Show Proof.", shown, timeout=timeout))
             broken = self._term_axioms(s, term, shown, timeout)
+            header = self._live_theorem.header if self._live_theorem else self.header
+            wall = None if broken else self._reach(s, header, _term_names(term), shown, timeout)
+            if wall:
+                broken = ", ".join(wall[1])
             if broken is None:
                 scratch = s.add(outgoing("all: repeat intro.", timeout).text, shown)
                 s.run(timeout=timeout)
@@ -438,9 +477,7 @@ class CoqProver:
             self._allowed = printed_names(located)
         allowed = self._allowed
         reasons: list[str] = []
-        for name in dict.fromkeys(_TERM_NAME.findall(term)):
-            if name in _TERM_KEYWORDS:
-                continue
+        for name in _term_names(term):
             key = (self.header, name)
             if key not in _HEADER_ASSUMPTIONS:
                 if len(_HEADER_ASSUMPTIONS) >= _HEADER_ASSUMPTIONS_CAP:
@@ -486,6 +523,56 @@ class CoqProver:
     ) -> Verdict:
         """Replay in a fresh ``coqc`` (no session state), then ``Print Assumptions``."""
         return coqc_check(theorem, "\n".join(tactics), self.config, timeout=timeout, version=self.version)
+
+
+def _term_names(term: str) -> list[str]:
+    """The global names a printed proof term may hold (bound variables too: a name Coq knows is asked)."""
+    return [n for n in dict.fromkeys(_TERM_NAME.findall(term)) if n not in _TERM_KEYWORDS]
+
+
+def _asked(s: CoqSession, command: str, at: int, timeout: float) -> str:
+    """A query's output, or its error message: ``Locate`` and ``Print Module`` of what is not there."""
+    try:
+        return _notices(s.query(command, at, timeout=timeout))
+    except CoqFailure as e:
+        return e.message
+
+
+_LATER: dict[str, frozenset[str] | str | None] = {}
+"""header -> the full paths its placement puts out of reach (:func:`~.placement.later_fields`), the reason it
+cannot be read, or None for a header that places nothing; shared by sessions and final checks"""
+
+
+def _placed(header: str) -> bool:
+    """Whether ``header`` places its problem (an unreadable placement counts: the wall then refuses)."""
+    try:
+        return placement(header) is not None
+    except ValueError:
+        return True
+
+
+_MODULES: dict[tuple[str, str], str] = {}
+"""(loaded header, ``Print Module M.``) -> its output: the theorems of one file all read the same module"""
+
+
+def _later_fields(header: str, ask: Callable[[list[str]], list[str]]) -> frozenset[str] | str | None:
+    if header not in _LATER:
+        if len(_LATER) >= 10_000:
+            _LATER.clear()
+            _MODULES.clear()
+        loads = loaded_header(header)
+
+        def remembered(commands: list[str]) -> list[str]:
+            new = [c for c in commands if (loads, c) not in _MODULES]
+            _MODULES.update({(loads, c): out for c, out in zip(new, ask(new) if new else [], strict=True)})
+            return [_MODULES[loads, c] for c in commands]
+
+        try:
+            path = placement(header)
+            _LATER[header] = None if path is None else later_fields(path, remembered)
+        except (ValueError, PlacementUnreadable) as e:
+            _LATER[header] = f"placement unreadable: {e}"
+    return _LATER[header]
 
 
 _HEADER_ASSUMPTIONS: dict[tuple[str, str], str | None] = {}
@@ -588,8 +675,20 @@ def coqc_check(
     # sections are closed, and, for modules that keep their lemmas' names, once the modules are closed too.
     marks = _Markers()
     asked = plan.name if blocks.hidden_after_end else blocks.qualified(plan.name)
+    try:
+        later = _later_fields(theorem.header, lambda cmds: _coqc_ask(theorem.header, cmds, config, timeout))
+    except ProverTimeout as e:
+        seconds = time.monotonic() - t0
+        return Verdict(Status.TIMEOUT, (f"timeout after {e.seconds:g}s",), seconds=seconds, prover=version)
+    if isinstance(later, str):
+        return Verdict(Status.ERROR, (later,), seconds=time.monotonic() - t0, prover=version)
     assumptions = [marks.ask("assumptions", f"Print Assumptions {asked}.")]
     assumptions += [marks.ask(f"locate:{a}", f"Locate {a}.") for a in allow]
+    if later is not None:  # all of them: which the proof may print is known only once it has run
+        assumptions.append(marks.ask("later", "\n".join(f"Locate {p}." for p in sorted(later))))
+        assumptions.append(f"Set Printing Depth {DEPENDENCY_DEPTH}.")
+        assumptions.append(marks.ask("dependencies", f"Print All Dependencies {asked}."))
+        assumptions.append("Unset Printing Depth.")
     inside = [
         *PRINTING_RESET,
         plan.reference,
@@ -666,7 +765,39 @@ def coqc_check(
     v = judge_after_qed(
         plan.name, out["assumptions"], located, out["checked"], out["reference"], restated=plan.restated
     )
+    if v.status is Status.VALID and later is not None:
+        place = placement(theorem.header) or ""
+        try:
+            reasons = reach_reasons(dependency_names(out["dependencies"]), out["later"], later, place)
+        except ValueError as e:
+            v, reasons = Verdict(Status.ERROR, ("dependencies unreadable",), (Message("error", str(e)),)), []
+        if reasons:
+            v = Verdict(Status.REJECTED, tuple(reasons), axioms=v.axioms)
     return Verdict(v.status, v.reasons, v.messages + printed, v.axioms, seconds, version)
+
+
+def _coqc_ask(header: str, commands: list[str], config: CoqConfig, timeout: float) -> list[str]:
+    """Outputs of ``commands`` run by a fresh ``coqc`` after ``header``, one per command (a failing command
+    ends the run: its output, and every later one's, is the error). For reading the header's libraries."""
+    marks = _Markers()
+    text = "\n".join([header, *PRINTING_RESET, *(marks.ask(str(i), c) for i, c in enumerate(commands))]) + "\n"
+    with tempfile.TemporaryDirectory(prefix="proofrl-coqc-") as d:
+        (Path(d) / "Ask.v").write_text(text, encoding="utf-8")
+        res = run_once(
+            ["coqc", "-q", "Ask.v"],
+            timeout=timeout,
+            memory_mb=config.memory_mb,
+            cwd=d,
+            readable=coq_library(),
+            max_output=MAX_REPLY_BYTES,
+        )
+    if res.timed_out:
+        raise ProverTimeout(timeout, "coqc reading the header's libraries")
+    found = re.split(rf"No object of basename {re.escape(marks.prefix)}(\d+)\n?", res.stdout)
+    out = dict(zip((int(k) for k in found[1::2]), found[2::2], strict=True))
+    error = (res.stderr or res.stdout).strip()[-500:] or f"coqc exit {res.returncode}"
+    ran = lambda i: i + 1 in out and (res.returncode == 0 or i + 2 in out)  # noqa: E731  (a failure ends the run)
+    return [out[i + 1] if ran(i) else error for i in range(len(commands))]
 
 
 class _Markers:
