@@ -204,3 +204,47 @@ def test_problems_of_one_file_share_one_process(pool) -> None:
     assert pool.check(other, "Proof. intros. symmetry. apply app_nil_r. Qed.", timeout=60).status is Status.VALID
     assert pool.check(APP_NIL_R, "Proof. intros. symmetry. apply app_nil_end. Qed.", timeout=60).reasons
     assert pool.stats.started - started <= 1
+
+
+FACT = Theorem(
+    "fact_neq_0",
+    "Lemma fact_neq_0 n : fact n <> 0.",
+    "Require Import Coq.Arith.Arith.\nRequire Import Coq.Arith.Factorial.\nRequire Import Lia.\n"
+    + placement_line("Coq.Arith.Factorial.fact_neq_0")
+    + "\n",
+)
+
+
+@requires_coq
+def test_a_dependency_list_too_long_for_a_reply_is_judged_by_the_fresh_check(monkeypatch) -> None:
+    """coqidetop prints each dependency's type whole; ``lia`` alone reaches hundreds of constants. With the
+    reply cap lowered below that list (the process is then killed mid-reply), ``check`` and a step that ends
+    the proof take the fresh ``coqc`` check's answer: the honest proof stays valid, the later lemma
+    (``fact_le``) stays refused."""
+    import proofrl.provers.coq.session as session
+    from proofrl.provers.coq.prover import CoqProver
+
+    prover = CoqProver(FACT.header)
+    honest = "Proof. assert (1 + 1 = 2) by lia. apply Nat.neq_0_lt_0, lt_O_fact. Qed."
+    later = "Proof. pose proof (fact_le 0 n (Nat.le_0_l n)) as K. simpl in K. lia. Qed."
+    try:
+        assert prover.check(FACT, honest, timeout=60).status is Status.VALID  # module fields read and kept
+        monkeypatch.setattr(session, "MAX_REPLY_BYTES", 200_000)
+        before = prover.pid
+        assert prover.check(FACT, honest, timeout=60).status is Status.VALID
+        assert prover.pid != before or not prover.alive  # the list did not fit: the session was lost
+        cheat = prover.check(FACT, later, timeout=60)
+        assert cheat.status is Status.REJECTED, cheat
+        assert "forbidden: uses Coq.Arith.Factorial.fact_le, stated after fact_neq_0" in cheat.reasons
+        s0 = prover.start(FACT)
+        s1 = prover.step(s0, "pose proof (fact_le 0 n (Nat.le_0_l n)) as K.")
+        end = prover.step(s1.state, "simpl in K; lia.")
+        assert end.failure is not None and end.failure.kind is FailureKind.KERNEL
+        assert "fact_le, stated after fact_neq_0" in end.failure.message
+        s1 = prover.step(prover.start(FACT), "assert (1 + 1 = 2) by lia.")
+        done = prover.step(s1.state, "apply Nat.neq_0_lt_0, lt_O_fact.")
+        assert done.ok and done.state.solved, done.failure
+        again = prover.step(s1.state, "apply Nat.neq_0_lt_0, lt_O_fact.")  # the live path replayed
+        assert again.ok and again.state.solved, again.failure
+    finally:
+        prover.close()

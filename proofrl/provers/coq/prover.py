@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...errors import ProverCrashed, ProverTimeout, StatementError
+from ...errors import OutputTooLarge, ProverCrashed, ProverTimeout, StatementError
 from ..base import (
     Backend,
     FailureKind,
@@ -156,7 +156,10 @@ class CoqProver:
         s = self._ensure()
         self._live, self._live_theorem = [], None
         try:
-            return self._done(self._check(s, plan, t0 + timeout, theorem.header), t0)
+            deep = lambda: coqc_check(  # noqa: E731
+                theorem, proof, self.config, timeout=max(1.0, t0 + timeout - time.monotonic()), version=self.version
+            )
+            return self._done(self._check(s, plan, t0 + timeout, theorem.header, deep), t0)
         except ProverTimeout:
             return self._done(Verdict(Status.TIMEOUT, (f"timeout after {timeout:g}s",)), t0)
         except ProverCrashed as e:
@@ -176,7 +179,7 @@ class CoqProver:
     def _done(self, v: Verdict, t0: float) -> Verdict:
         return Verdict(v.status, v.reasons, v.messages, v.axioms, time.monotonic() - t0, self.version)
 
-    def _check(self, s: CoqSession, plan: Plan, deadline: float, header: str) -> Verdict:
+    def _check(self, s: CoqSession, plan: Plan, deadline: float, header: str, deep: Callable[[], Verdict]) -> Verdict:
         left = lambda: max(0.1, deadline - time.monotonic()) + GRACE  # noqa: E731
         s.edit_at(s.base)
         try:
@@ -219,13 +222,25 @@ class CoqProver:
             return Verdict(Status.REJECTED, (reason,), (Message("error", e.message),))
         if s.goals() is not None or (why := _status_change(opened, s.proof_status(timeout=left()), proof_open=False)):
             return Verdict(Status.REJECTED, (why or "a proof is still open after Qed",))
-        return self._audit(s, plan, s.tip, left, header)
+        return self._audit(s, plan, s.tip, left, header, deep)
 
-    def _audit(self, s: CoqSession, plan: Plan, after_qed: int, left: Callable[[], float], header: str) -> Verdict:
+    def _audit(
+        self,
+        s: CoqSession,
+        plan: Plan,
+        after_qed: int,
+        left: Callable[[], float],
+        header: str,
+        deep: Callable[[], Verdict],
+    ) -> Verdict:
         """Everything the judge asks once ``Qed`` has passed at state ``after_qed`` (the walls 3 and 4 of
         :mod:`.rules`): the kernel type of the constant against the statement elaborated again, which constant
         the lemma's name denotes (:func:`~.rules.identity_reason`), and its assumptions by origin. Shared by
-        :meth:`check` and by a step that ends a proof, so a step is paid only for what ``check`` accepts."""
+        :meth:`check` and by a step that ends a proof, so a step is paid only for what ``check`` accepts.
+
+        coqidetop prints a dependency list with every type whole; a long honest list can pass the reply cap
+        (the process is then gone). The placement wall is then decided by ``deep``, the fresh-``coqc`` check
+        of the same proof, whose list is printed with its types elided."""
         blocks = open_blocks(self.header)
         if blocks is None:
             return Verdict(Status.ERROR, (_UNREAD_BLOCKS,))
@@ -270,7 +285,13 @@ class CoqProver:
         if v.status is not Status.VALID or not _placed(header):
             return v
         try:
-            names = dependency_names(_notices(s.query(f"Print All Dependencies {asked}.", closed, timeout=left())))
+            printed = _notices(s.query(f"Print All Dependencies {asked}.", closed, timeout=left()))
+        except OutputTooLarge:
+            return deep()
+        except CoqFailure as e:
+            return Verdict(Status.ERROR, ("dependencies unreadable",), (Message("error", e.message),))
+        try:
+            names = dependency_names(printed)
             wall = self._reach(s, header, names, closed, left())
         except (CoqFailure, ValueError) as e:
             why = e.message if isinstance(e, CoqFailure) else str(e)
@@ -383,7 +404,7 @@ class CoqProver:
                     f"forbidden: the step changed which proofs are open ({', '.join(st.open_proofs) or 'none'})",
                 )
             after = self._state(state.theorem, (*state.tactics, sent.text), goals, new)
-            if after.solved and (why := self._kernel_refuses(s, new, sid, timeout + GRACE)):
+            if after.solved and (why := self._kernel_refuses(s, new, sid, after.tactics, timeout + GRACE)):
                 return fail(FailureKind.KERNEL, why)
             if (
                 not after.solved
@@ -391,14 +412,20 @@ class CoqProver:
                 and (why := self._closing_refused(s, new, sid, timeout + GRACE))
             ):
                 return fail(FailureKind.KERNEL, why)
-            self._live.append((sent.text, new))
+            if self._live:  # empty when the judge's questions cost the live path (replayed when next needed)
+                self._live.append((sent.text, new))
             return StepResult(tactic, after, seconds=time.monotonic() - t0)
         except ProverTimeout:
             return fail(FailureKind.TIMEOUT, f"no answer within {timeout:g}s; process restarted")
         except ProverCrashed as e:
             return fail(FailureKind.CRASH, str(e))
+        except OutputTooLarge as e:  # the step printed without end (the process is gone): its doing
+            self._live = []
+            return fail(FailureKind.ERROR, f"rejected: {e}")
 
-    def _kernel_refuses(self, s: CoqSession, new: int, before: int, timeout: float) -> str | None:
+    def _kernel_refuses(
+        self, s: CoqSession, new: int, before: int, tactics: tuple[str, ...], timeout: float
+    ) -> str | None:
         """The whole judge on the proof the step at ``new`` completed, then back to ``new``; None when it
         accepts.
 
@@ -416,11 +443,16 @@ class CoqProver:
             s.run(timeout=left())
             # set by start(), which every stepped state comes from
             assert self._live_plan is not None and self._live_theorem is not None
-            verdict = self._audit(s, self._live_plan, qed, left, self._live_theorem.header)
+            theorem = self._live_theorem
+            deep = lambda: self.final_check(theorem, tactics, timeout=left())  # noqa: E731
+            verdict = self._audit(s, self._live_plan, qed, left, theorem.header, deep)
             if not verdict.valid:
                 why = "the judge refuses the completed proof: " + ", ".join(verdict.reasons)
         except CoqFailure as e:
             why = _first_line(e.message)
+        if not s.alive:  # the judge's fresh check stood in for a reply too long to read
+            self._live = []
+            return why
         try:
             s.edit_at(new if why is None else before)
         except CoqFailure:  # Coq went back further than the step: the live path is replayed when next needed
