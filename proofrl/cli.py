@@ -689,10 +689,12 @@ def eval_search(
     problems: str = typer.Argument(
         ...,
         help="a problem set as `proofrl search` names it: FILE.jsonl or FILE.jsonl:SPLIT (miniF2F-rocq), "
-        "coq-stdlib:held-out, coq-lib:mathcomp:test",
+        "coq-stdlib:held-out, coq-lib:mathcomp:test; or coq-stdlib-files:N, N stdlib files proved in order",
     ),
     rows: str = typer.Option(
-        "a,b,c,d", help="a: Coq's automation, b: CoqHammer, c: proofrl search, d: search + automation"
+        None,
+        help="a: Coq's automation, b: CoqHammer, c: proofrl search, d: search + automation, e/f: k-NN over a "
+        "proof memory offline/online, g: f + automation (default: a,b,c,d; a,b,e,f,g for coq-stdlib-files:N)",
     ),
     seconds: float = typer.Option(10.0, help="wall-clock budget per theorem, every row"),
     policy: str = typer.Option(None, help="tactic model for c/d: hf:DIR (default: the tiny model, built once)"),
@@ -711,7 +713,7 @@ def eval_search(
 ) -> None:
     """Coq's one-shot automation, CoqHammer and proofrl search side by side, every theorem with the same wall
     budget and every proof rechecked by a fresh coqc (report.md, summary.json, results.jsonl in --out)."""
-    from .eval.provers import cli_eval_search
+    from .eval.search_command import cli_eval_search
 
     cli_eval_search(
         problems,

@@ -111,8 +111,10 @@ def test_every_reported_proof_passes_a_fresh_coqc(run):
         (["{smoke}", "--rows", "c", "--policy", "hf:/no/such/model"], {}, "hf:DIR"),
         (["{smoke}:valid"], {}, "no problems"),
         (["{smoke}", "--rows", "b"], {"COQLIB": "{empty}"}, "scripts/setup.sh"),  # a Coq without CoqHammer
+        (["coq-stdlib-files:2", "--rows", "a,c"], {}, "do not run in file order"),
+        (["coq-stdlib-files:two"], {}, "coq-stdlib-files:N"),
     ],
-    ids=["unknown-set", "bad-row", "bad-engine", "no-model", "empty-split", "no-coqhammer"],
+    ids=["unknown-set", "bad-row", "bad-engine", "no-model", "empty-split", "no-coqhammer", "files-c", "files-n"],
 )
 @requires_coq
 def test_bad_input_is_one_line_and_exit_2(tmp_path, args, env, words):

@@ -10,7 +10,14 @@
     (the ATPs it finds on ``PATH``, ``Set Hammer ATPLimit``; :func:`detect_atps`);
 (c) proofrl search with a tactic model (by default the tiny one): best-first and MCTS, ``S`` each per theorem;
 (d) (c) with the automation tactics of (a) and ``sauto`` proposed at every node before the model's own
-    (:class:`WithAutomation`, as Lean Copilot adds aesop to the model's tactics).
+    (:class:`WithAutomation`, as Lean Copilot adds aesop to the model's tactics);
+(e) best-first search with the k-NN source over a proof memory of the standard library's human proofs
+    (:mod:`proofrl.policy.memory`; the modules of the problems themselves left out), offline;
+(f) the same memory online: each proof the run finds goes in at once;
+(g) (f) with the automation of (a) proposed at every node.
+
+``coq-stdlib-files:N`` runs the anchors' protocol instead, each file's lemmas in order with what precedes them
+(:mod:`proofrl.eval.library`).
 
 Every header gets :data:`AUTOMATION_HEADER` (and CoqHammer's modules for (b) and (d)) so the automation exists.
 A theorem is proved only when a fresh ``coqc`` accepts the proof: for (a)/(b) the one-shot script *is* that
@@ -37,7 +44,6 @@ import os
 import random
 import re
 import resource
-import shlex
 import shutil
 import threading
 import time
@@ -58,6 +64,10 @@ HAMMER_LIBEXEC = "/usr/libexec/coq-hammer"
 ATP_PROGRAMS = {"Vampire": "vampire", "Eprover": "eprover", "Z3": "z3_tptp", "CVC4": "cvc4"}
 """the program CoqHammer 1.3 runs for each ATP (it detects each by running it)"""
 ROWS = ("a", "b", "c", "d")
+"""the rows run by default"""
+ALL_ROWS = (*ROWS, "e", "f", "g")
+MEMORY_ROWS = ("e", "f", "g")
+"""the rows whose policy is the proof memory"""
 ENGINES = {"best-first": "reprover", "mcts": "reap"}
 """search engine -> the recipe whose defaults it runs with"""
 ENGINE_LABEL = {"best-first": "best-first", "mcts": "MCTS"}
@@ -372,6 +382,7 @@ def searched(
             "wall_s": round(r.seconds, 3),
             "final_check": r.verdict.status.value if r.verdict else str(r.status),
             "reason": r.reason[:200],
+            "proof_sources": r.line()["proof_sources"],
         }
         for p, r in zip(problems, results, strict=True)
     ]
@@ -395,9 +406,11 @@ def run_rows(
     *,
     progress: bool = True,
     say: Callable[[str], None] = print,
+    transitions: Sequence[dict[str, Any]] = (),
 ) -> list[Row]:
     """Run the rows of ``settings`` on ``problems``; ``out`` gets ``results.jsonl`` (one record per theorem per
-    row, written as each row ends) and the searches' own folders. Returns the rows in run order."""
+    row, written as each row ends) and the searches' own folders. Returns the rows in run order. Rows e-g take
+    their memory from ``transitions`` (:func:`proofrl.eval.library.library_transitions`)."""
     import torch
 
     s = settings
@@ -473,7 +486,43 @@ def run_rows(
                         r["proof_kind"] = proof_kind(r["proof"], auto) if r["proved"] else ""
                     row.notes = {"proof_kinds": dict(Counter(r["proof_kind"] for r in res if r["proved"]))}
                 record(row)
+    for kind in MEMORY_ROWS:
+        if kind in s.rows:
+            record(_memory_row(problems, kind, s, out, transitions, progress))
     return rows
+
+
+def _memory_row(
+    problems: Sequence[Problem],
+    kind: str,
+    s: RowSettings,
+    out: Path,
+    transitions: Sequence[dict[str, Any]],
+    progress: bool,
+) -> Row:
+    """Row e, f or g: best-first search with the k-NN source over the human proofs of every module in
+    ``transitions`` that holds none of ``problems`` (a theorem's own proof is never in its memory)."""
+    from ..policy.memory import KNNPolicy, ProofMemory
+    from ..policy.sources import automation_menu
+
+    own = {p.module for p in problems if p.module}
+    mem = ProofMemory(cap=None)
+    for t in transitions:
+        if t.get("module") not in own and not t.get("structural"):
+            mem.add(t["state_before"], t["tactic"], theorem=str(t.get("theorem", "")), online=False)
+    knn = KNNPolicy(mem, online=kind != "e")
+    policy: Any = MixedPolicy([knn, automation_menu(s.tactics)]) if kind == "g" else knn
+    name = {"e": "(e) k-NN, offline memory", "f": "(f) k-NN, online memory", "g": "(g) k-NN online + automation"}
+    w0, start = time.monotonic(), len(mem)
+    with DescendantCPU() as cpu:
+        res = searched(problems, policy, "reprover", "", s, out / f"{kind}-best-first", progress)
+    row = Row(name[kind], res, time.monotonic() - w0, cpu.seconds)
+    shares = Counter("+".join(sorted(r["proof_sources"])) or "none" for r in res if r["proved"])
+    row.notes = {
+        "memory": {"start": start, "end": len(mem), "learned": mem.online_count},
+        "proofs_by_source": dict(shares),
+    }
+    return row
 
 
 def _bar(progress: bool) -> Any:
@@ -588,66 +637,3 @@ def console_table(rows: Sequence[Row]) -> Any:
             row.name, f"{t['proved']}/{t['theorems']}", str(t["wall_s_per_theorem"]), str(t["cpu_s_per_theorem"])
         )
     return table
-
-
-def default_policy(root: Path) -> str:
-    """The tiny tactic model of the shared tactic assets under ``root`` (built there once)."""
-    from ..data.assets import tactic_assets
-
-    return tactic_assets(root).policy_spec
-
-
-def cli_eval_search(
-    problems: str,
-    *,
-    rows: str = "a,b,c,d",
-    seconds: float = 10.0,
-    policy: str | None = None,
-    workers: int = 2,
-    limit: int | None = None,
-    split: str | None = None,
-    seed: int = 0,
-    tactics: str = ",".join(AUTOMATION),
-    engines: str = "best-first,mcts",
-    width: int = 4,
-    atp_seconds: int = 5,
-    assets: Path = Path("runs"),
-    out: Path = Path("runs/eval-search"),
-    progress: bool = True,
-    command: str = "",
-) -> dict[str, Any]:
-    """``proofrl eval search``: the rows on a problem set; console table, ``report.md``, ``summary.json``,
-    ``results.jsonl`` under ``out``; ``command`` is how the report says it was run. Returns the summary."""
-    from rich.console import Console
-
-    from ..preflight import require_backend
-
-    console = Console()
-    settings = RowSettings(
-        rows=parse_list(rows, ROWS, "row(s) in --rows"),
-        seconds=seconds,
-        workers=workers,
-        tactics=parse_list(tactics, AUTOMATION, "tactic(s) in --tactics"),
-        engines=parse_list(engines, tuple(ENGINES), "engine(s) in --engines"),
-        width=width,
-        atp_seconds=atp_seconds,
-        policy=policy or "",
-    )
-    check_settings(settings)
-    require_backend("coq")
-    probs, label = select_problems(problems, split=split, limit=limit, seed=seed)
-    if set(settings.rows) & {"c", "d"} and not settings.policy:
-        settings.policy = default_policy(assets)
-    command = command or shlex.join(["proofrl", "eval", "search", problems])
-    load0 = loadavg()
-    console.print(
-        f"{len(probs)} theorems of {label}, {seconds:g} s each, {workers} workers, rows {','.join(settings.rows)}; "
-        f"load average {load0}"
-    )
-    ran = run_rows(probs, settings, out, progress=progress, say=console.print)
-    summary = write_report(
-        out, ran, label=label, settings=settings, command=command, load={"before": load0, "after": loadavg()}
-    )
-    console.print(console_table(ran))
-    console.print(f"report: {out / 'report.md'}")
-    return summary

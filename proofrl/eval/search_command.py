@@ -1,0 +1,105 @@
+"""``proofrl eval search``: the problems, the rows and the report, from the command line's settings.
+
+A problem set in file order (``coq-stdlib-files:N``) goes to :func:`proofrl.eval.library.run_file_rows`, any
+other to :func:`proofrl.eval.provers.run_rows`; both write the report of :func:`~proofrl.eval.provers.write_report`.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from ..policy.sources import AUTOMATION
+from .library import FILE_ROWS, file_problems, is_files_spec, library_transitions, run_file_rows
+from .provers import (
+    ALL_ROWS,
+    ENGINES,
+    MEMORY_ROWS,
+    ROWS,
+    RowSettings,
+    check_settings,
+    console_table,
+    loadavg,
+    parse_list,
+    run_rows,
+    select_problems,
+    write_report,
+)
+
+
+def default_policy(root: Path) -> str:
+    """The tiny tactic model of the shared tactic assets under ``root`` (built there once)."""
+    from ..data.assets import tactic_assets
+
+    return tactic_assets(root).policy_spec
+
+
+def cli_eval_search(
+    problems: str,
+    *,
+    rows: str | None = None,
+    seconds: float = 10.0,
+    policy: str | None = None,
+    workers: int = 2,
+    limit: int | None = None,
+    split: str | None = None,
+    seed: int = 0,
+    tactics: str = ",".join(AUTOMATION),
+    engines: str = "best-first,mcts",
+    width: int = 4,
+    atp_seconds: int = 5,
+    assets: Path = Path("runs"),
+    out: Path = Path("runs/eval-search"),
+    progress: bool = True,
+    command: str = "",
+) -> dict[str, Any]:
+    """``proofrl eval search``: the rows on a problem set; console table, ``report.md``, ``summary.json``,
+    ``results.jsonl`` under ``out``; ``command`` is how the report says it was run. Returns the summary."""
+    from rich.console import Console
+
+    from ..preflight import require_backend
+
+    console = Console()
+    files = is_files_spec(problems)
+    settings = RowSettings(
+        rows=parse_list(rows or ",".join(FILE_ROWS if files else ROWS), ALL_ROWS, "row(s) in --rows"),
+        seconds=seconds,
+        workers=workers,
+        tactics=parse_list(tactics, AUTOMATION, "tactic(s) in --tactics"),
+        engines=parse_list(engines, tuple(ENGINES), "engine(s) in --engines"),
+        width=width,
+        atp_seconds=atp_seconds,
+        policy=policy or "",
+    )
+    check_settings(settings)
+    require_backend("coq")
+    if files and (bad := sorted(set(settings.rows) - set(FILE_ROWS))):
+        raise ConfigError(
+            f"rows {','.join(bad)} do not run in file order (their headers load the automation's libraries, "
+            f"which may come after the file); choose among {','.join(FILE_ROWS)}"
+        )
+    if files:
+        probs, label = file_problems(problems, seed=seed)
+    else:
+        probs, label = select_problems(problems, split=split, limit=limit, seed=seed)
+    if set(settings.rows) & {"c", "d"} and not settings.policy:
+        settings.policy = default_policy(assets)
+    transitions = library_transitions(assets, progress=progress) if set(settings.rows) & set(MEMORY_ROWS) else []
+    command = command or shlex.join(["proofrl", "eval", "search", problems])
+    load0 = loadavg()
+    console.print(
+        f"{len(probs)} theorems of {label}, {seconds:g} s each, {workers} workers, rows {','.join(settings.rows)}; "
+        f"load average {load0}"
+    )
+    if files:
+        ran = run_file_rows(probs, settings, out, transitions, progress=progress, say=console.print)
+    else:
+        ran = run_rows(probs, settings, out, progress=progress, say=console.print, transitions=transitions)
+    summary = write_report(
+        out, ran, label=label, settings=settings, command=command, load={"before": load0, "after": loadavg()}
+    )
+    console.print(console_table(ran))
+    console.print(f"report: {out / 'report.md'}")
+    return summary

@@ -1,0 +1,102 @@
+"""The anchors' protocol (``proofrl eval search coq-stdlib-files:N``): files drawn from the held-out side, each
+file's lemmas in order, the automation a file loads and nothing else, a memory that holds only what precedes
+each lemma (offline: the loaded libraries' proofs; online: the file's own proofs as they come too)."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import requires_coq
+
+from proofrl.errors import ConfigError
+from proofrl.eval.library import ORDER, available_tactics, combination, file_problems
+
+ZPOWER = "Coq.ZArith.Zpower"
+
+
+def test_automation_is_what_the_file_loads() -> None:
+    init = ("Coq.Init.Prelude",)
+    assert available_tactics(("lia", "ring", "auto", "tauto"), init) == ("auto", "tauto")
+    loaded = (*init, "Coq.micromega.Lia", "Coq.setoid_ring.Ring")
+    assert available_tactics(("lia", "nia", "lra", "ring", "field", "easy"), loaded) == ("lia", "nia", "ring", "easy")
+    assert combination(("auto", "easy"), 5) == "intros; solve [ timeout 2 auto | timeout 2 easy ]."
+    assert combination((), 5) == "intros."  # closes nothing that intros alone does not
+
+
+@requires_coq
+def test_files_come_from_the_held_out_side_whole_and_in_file_order() -> None:
+    problems, label = file_problems("coq-stdlib-files:3", seed=0)
+    again, _ = file_problems("coq-stdlib-files:3", seed=0)
+    assert [p.key for p in problems] == [p.key for p in again]
+    assert {p.split for p in problems} == {"held-out"}
+    modules = list(dict.fromkeys(p.module for p in problems))
+    assert len(modules) == 3 and all(m in label for m in modules)
+    for m in modules:
+        mine = [p for p in problems if p.module == m]
+        assert [p.extra[ORDER] for p in mine] == list(range(len(mine)))
+        assert [p.extra["line"] for p in mine] == sorted(p.extra["line"] for p in mine)
+    for bad in ("coq-stdlib-files:x", "coq-stdlib-files:0"):
+        with pytest.raises(ConfigError, match="coq-stdlib-files"):
+            file_problems(bad)
+
+
+@requires_coq
+def test_the_memory_holds_only_what_precedes_each_lemma(tmp_path) -> None:
+    """Zpower's first two lemmas are both ``reflexivity.``. Offline the memory holds the loaded libraries'
+    proofs only (one decoy pair of BinInt, loaded by Zpower), so neither is proved; a pair of a module Zpower
+    does not load, and the file's own later proofs, are never in it. Online the first lemma's human proof goes
+    in once the lemma was tried, and the second is proved from it by the k-NN source."""
+    from proofrl.data.tactics import extract_transitions
+    from proofrl.eval.library import run_file_rows
+    from proofrl.eval.provers import RowSettings
+
+    problems, _ = file_problems("coq-stdlib-files:10", seed=0)
+    zpower = [p for p in problems if p.module == ZPOWER]
+    assert [" ".join(p.proof.split()) for p in zpower[:2]] == ["Proof. reflexivity. Qed."] * 2
+    stepped, _ = extract_transitions(zpower[:3], workers=1)
+    transitions = [t for r in stepped for t in r.transitions]
+    assert [t["tactic"] for t in transitions[:2]] == ["reflexivity.", "reflexivity."]
+    decoy = {"module": "Coq.ZArith.BinInt", "theorem": "decoy", "state_before": "x : Z\n⊢ x = x", "tactic": "idtac."}
+    unloaded = {
+        **decoy,
+        "module": "Coq.Reals.Rbase",
+        "tactic": "reflexivity.",
+        "state_before": transitions[1]["state_before"],
+    }
+    transitions += [decoy, unloaded]
+
+    settings = RowSettings(rows=("e", "f"), seconds=5.0, workers=1, width=4)
+    rows = run_file_rows(zpower[:2], settings, tmp_path, transitions, progress=False, say=lambda _: None)
+    offline, online = rows
+    assert [r["proved"] for r in offline.results] == [False, False]
+    assert offline.notes["memory_by_module"][ZPOWER] == {"start": 1, "end": 1, "learned": 0}
+    assert [r["proved"] for r in online.results] == [False, True]
+    assert online.results[1]["proof_sources"] == {"knn": 1}
+    assert [r["memory_pairs"] for r in online.results] == [2, 3]  # after each lemma: its own proof, then the found one
+    assert online.notes["proofs_by_source"] == {"knn": 1}
+
+
+@requires_coq
+def test_memory_rows_on_any_problem_set_leave_the_problems_own_modules_out(tmp_path) -> None:
+    """Rows e-g of ``proofrl eval search`` on a problem set that is not in file order: the memory is every
+    module's human proofs but those of the problems' own modules."""
+    from dataclasses import replace
+
+    from proofrl.eval.provers import RowSettings, run_rows, smoke_problems
+    from proofrl.provers.backend import state_text
+    from proofrl.provers.coq.prover import CoqProver
+
+    nat = replace(smoke_problems()[0], module="Smoke.Nat")
+    prover = CoqProver(nat.header)
+    try:
+        text = state_text(prover.start(nat.theorem))
+    finally:
+        prover.close()
+    tactic = "intros; rewrite <- plus_n_O; reflexivity."
+    other = {"module": "Other.Module", "theorem": "t", "state_before": text, "tactic": tactic}
+    own = {**other, "module": "Smoke.Nat", "tactic": "intros; rewrite <- plus_n_O; exact eq_refl."}
+    settings = RowSettings(rows=("e", "f"), seconds=5.0, workers=1, width=4)
+    offline, online = run_rows([nat], settings, tmp_path, progress=False, say=lambda _: None, transitions=[other, own])
+    assert offline.results[0]["proved"] and offline.results[0]["proof_sources"] == {"knn": 1}
+    assert offline.results[0]["proof"].count("exact eq_refl") == 0  # its own module's proof was never offered
+    assert offline.notes["memory"] == {"start": 1, "end": 1, "learned": 0}
+    assert online.notes["memory"]["learned"] == 1  # the found proof, remembered at once
