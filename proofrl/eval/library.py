@@ -9,9 +9,8 @@ demo's assets never saw them), every lemma of each file in order:
 
 * **What a lemma may use.** Its header loads its compiled module (the file's ``Require``\\ s with it) and its
   placement comment keeps the proof to what precedes it in the module (the judge's fifth wall). Nothing else is
-  loaded: automation is offered only where the file loads it (``lia`` where :func:`loaded_libraries` holds
-  ``Coq.micromega.Lia``; :data:`NEEDS`), as it would be at that point of the file. Rows (b) add CoqHammer's
-  modules, as CoqHammer's own evaluation loads its plugin.
+  loaded: automation is offered only where the file imports it (:func:`available_tactics`), as it would be at
+  that point of the file. Rows (b) add CoqHammer's modules, as CoqHammer's own evaluation loads its plugin.
 * **The memory** (:mod:`proofrl.policy.memory`) holds the (state → tactic) pairs of the human proofs of the
   modules the file loads (:func:`loaded_libraries`; the pairs come from stepping every human proof of
   :data:`~proofrl.data.coq_stdlib.CORE_PREFIXES` once, :func:`library_transitions`). **Offline** (row e) it stays
@@ -49,15 +48,6 @@ FILES_SPEC = "coq-stdlib-files"
 FILE_ROWS = ("a", "b", "e", "f", "g")
 INIT_TACTICS = ("auto", "easy", "tauto", "intuition")
 """automation every Coq file has (``Coq.Init``)"""
-NEEDS = {
-    "lia": "Coq.micromega.Lia",
-    "nia": "Coq.micromega.Lia",
-    "lra": "Coq.micromega.Lra",
-    "nra": "Coq.micromega.Lra",
-    "ring": "Coq.setoid_ring.Ring",
-    "field": "Coq.setoid_ring.Field",
-}
-"""the library a tactic of :data:`~proofrl.policy.sources.AUTOMATION` lives in, when not in ``Coq.Init``"""
 ORDER = "file_order"
 """``extra`` key of a file-order problem: its place among its module's theorems"""
 
@@ -115,10 +105,26 @@ def loaded_libraries(header: str, *, timeout: float = 120.0) -> tuple[str, ...]:
     return libs
 
 
-def available_tactics(tactics: Sequence[str], libraries: Sequence[str]) -> tuple[str, ...]:
-    """Those of ``tactics`` that exist where ``libraries`` are loaded (:data:`NEEDS`), in order."""
-    loaded = set(libraries)
-    return tuple(t for t in tactics if t in INIT_TACTICS or NEEDS.get(t) in loaded)
+_AVAILABLE: dict[tuple[str, str], bool] = {}
+
+
+def available_tactics(tactics: Sequence[str], header: str, *, timeout: float = 120.0) -> tuple[str, ...]:
+    """Those of ``tactics`` that a proof after ``header`` can call, in order: each outside :data:`INIT_TACTICS` is
+    asked of a fresh ``coqc`` (``Ltac proofrl_probe := T.`` fails for a tactic the header loads but does not
+    import, as ``Require`` without ``Import`` leaves ``ring``), once per header."""
+    from ..provers.base import loaded_header
+    from ..provers.coq.prover import CoqConfig, _coqc_ask
+
+    header = loaded_header(header)
+    out = []
+    for t in tactics:
+        if t not in INIT_TACTICS and (header, t) not in _AVAILABLE:
+            (printed,) = _coqc_ask(header, [f"Ltac proofrl_probe := {t}."], CoqConfig(), timeout)
+            with _LOADED_LOCK:
+                _AVAILABLE[(header, t)] = "Error" not in printed
+        if t in INIT_TACTICS or _AVAILABLE[(header, t)]:
+            out.append(t)
+    return tuple(out)
 
 
 def combination(tactics: Sequence[str], seconds: float) -> str:
@@ -201,7 +207,7 @@ def run_file_rows(
                 res += one_shot(mine, script_of(m), header, s.seconds, s.workers)
         return Row(name, res, time.monotonic() - w0, cpu.seconds)
 
-    avail = {m: available_tactics(s.tactics, libraries[m]) for m in modules}
+    avail = {m: available_tactics(s.tactics, next(p.header for p in problems if p.module == m)) for m in modules}
     if "a" in s.rows:
         row = shots("(a) automation available", lambda m: combination(avail[m], s.seconds), "")
         row.notes = {"tactics_by_module": {m: list(t) for m, t in avail.items()}}
