@@ -445,3 +445,37 @@ def test_train_and_eval_rm_commands(tiny, tmp_path):
     assert "no model directory" in _one_line(
         runner.invoke(app, ["eval", "rm", "--data", str(data), "--model", str(tmp_path / "nope")])
     )
+
+
+def test_an_eva_run_resumes_where_it_stopped_and_ends_as_an_unbroken_one(tiny, tmp_path):
+    """Each epoch leaves a checkpoint (weights, optimiser, the shuffle's generator, every RNG): a run of 3 epochs
+    cut after the first and resumed ends with the same weights and the same log as one run straight through; a
+    resume that changes what the run computes is one line."""
+    from safetensors.torch import load_file
+
+    from proofrl.errors import ConfigError
+    from proofrl.train.eva import load_eva_recipe, run
+
+    d, _, _ = tiny
+    data = tmp_path / "train.jsonl"
+    rows = [{"state": r.state, "proposal": r.proposal, "critique": r.critique, "scores": r.scores} for r in _records(6)]
+    data.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    common = [f"model.path={d}", f"data.train={data}", "data.eval=", "optim.batch=2", "logger=[jsonl]"]
+
+    def recipe(out, *more):
+        return load_eva_recipe("eva", [*common, f"out={out}", *more])
+
+    straight = run(recipe(tmp_path / "straight", "optim.epochs=3"))
+    run(recipe(tmp_path / "cut", "optim.epochs=1"))
+    assert sorted(p.name for p in (tmp_path / "cut" / "checkpoints").iterdir()) == ["epoch_0001"]
+    with pytest.raises(ConfigError, match=r"optim\.lr: 2e-05 -> 0\.001"):
+        run(recipe(tmp_path / "cut", "optim.epochs=3", "optim.lr=0.001"))
+    resumed = run(recipe(tmp_path / "cut", "optim.epochs=3"))
+    assert [h["epoch"] for h in resumed["history"]] == [0, 1, 2]
+    assert [h["loss"] for h in resumed["history"]] == [h["loss"] for h in straight["history"]]
+    logged = [json.loads(x)["epoch"] for x in (tmp_path / "cut" / "metrics.jsonl").read_text().splitlines()]
+    assert logged == [1, 2, 3]
+    (weights,) = [p.name for p in (tmp_path / "straight" / "model").glob("*.safetensors")]  # LoRA: the adapter
+    a = load_file(str(tmp_path / "straight" / "model" / weights))
+    b = load_file(str(tmp_path / "cut" / "model" / weights))
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)

@@ -122,7 +122,7 @@ def test_a_round_that_solves_nothing_makes_no_update_and_the_loop_goes_on(files,
         assert rows[r]["rollout/solved"] == 0 and rows[r]["replay/size"] == 0
         assert rows[r]["learn/skipped"] == "nothing solved this round" and "learn/lm_loss" not in rows[r]
         assert rows[r]["eval/theorems"] == 1
-    assert (tmp_path / "run" / "checkpoints" / "round_0002" / "learner_state.pt").exists()
+    assert (tmp_path / "run" / "checkpoints" / "round_0002" / "state.pt").exists()
     assert json.loads((tmp_path / "run" / "weights" / "latest.json").read_text())["version"] == 2
     # the recipe's logger list, through the one run folder: mlflow holds each round's values and the config
     client = mlflow.tracking.MlflowClient((tmp_path / "run" / "mlruns").resolve().as_uri())
@@ -152,7 +152,7 @@ def test_an_interrupted_run_resumes_exactly(files, tmp_path):
         return [{k: r.get(k) for k in keep} for r in map(json.loads, (out / "metrics.jsonl").read_text().splitlines())]
 
     def final_state(out):
-        st = torch.load(out / "checkpoints" / "round_0002" / "learner_state.pt", weights_only=False)
+        st = torch.load(out / "checkpoints" / "round_0002" / "state.pt", weights_only=False)
         from safetensors.torch import load_file
 
         return st, load_file(str(out / "checkpoints" / "round_0002" / "model.safetensors"))
@@ -173,5 +173,5 @@ def test_an_interrupted_run_resumes_exactly(files, tmp_path):
     assert a == b
     assert a[0]["rollout/solved"] > 0 and a[0]["replay/size"] > 0 and a[0]["learn/lm_loss"] > 0  # it did learn
     (sa, wa), (sb, wb) = final_state(tmp_path / "straight"), final_state(tmp_path / "cut")
-    assert sa["buffer"] == sb["buffer"] and sa["sampler"] == sb["sampler"]
+    assert sa["buffer"] == sb["buffer"] and sa["problems"] == sb["problems"]
     assert all(torch.equal(wa[k], wb[k]) for k in wa)

@@ -52,3 +52,25 @@ def test_a_resumed_run_logs_each_step_once(tmp_path):
     run, done, saved, _ = _run(tmp_path, at=7, total=7, resumed=True)
     assert done == [] and saved == []
     assert json.loads((tmp_path / "summary.json").read_text()) == {"steps": 7, "last": {}}
+
+
+def test_a_resumed_run_with_other_settings_is_refused_in_one_line(tmp_path, caplog):
+    """What a run computes may not change across a resume (torchtune refuses the same); how long it runs and
+    how it is logged may, and the change is said. Nothing of the folder is touched by a refused resume."""
+    from proofrl.errors import ConfigError
+
+    settings = {"seed": 0, "steps": 4, "optim": {"lr": 1e-5, "betas": [0.9, 0.99]}, "logger": ["jsonl"]}
+    RunDir(tmp_path, loggers=()).start(settings)
+    (tmp_path / "metrics.jsonl").write_text('{"step": 1}\n{"step": 2}\n')
+    changed = {**settings, "optim": {"lr": 3e-5, "betas": [0.9, 0.99]}, "seed": 1}
+    with pytest.raises(ConfigError, match=r"optim\.lr: 1e-05 -> 3e-05; seed: 0 -> 1; resume with") as e:
+        RunDir(tmp_path, loggers=()).start(changed, resumed_from=1)
+    assert "\n" not in str(e.value)
+    assert (tmp_path / "metrics.jsonl").read_text() == '{"step": 1}\n{"step": 2}\n'
+    longer = {**settings, "steps": 8, "logger": ["jsonl", "wandb"]}
+    with caplog.at_level("WARNING"):
+        RunDir(tmp_path, loggers=()).start(longer, resumed_from=1)
+    assert "steps: 4 -> 8" in caplog.text
+    assert (tmp_path / "metrics.jsonl").read_text() == '{"step": 1}\n'
+    # a fresh start over the folder is a new run: nothing is compared
+    RunDir(tmp_path, loggers=()).start(changed)

@@ -183,7 +183,7 @@ def test_a_short_run_over_coq_logs_rewards_checkpoints_and_resumes(tiny_dir, tmp
     with coq_pool(1, 3.0) as pool:
         tr = StepLevelTrainer(cfg, model, tok, STATES, pool, out=tmp_path)
         hist = tr.fit()
-        assert len(hist) == 1 and (tmp_path / "checkpoints" / "step_000001" / "trainer_state.pt").is_file()
+        assert len(hist) == 1 and (tmp_path / "checkpoints" / "step_000001" / "state.pt").is_file()
         rows = [json.loads(x) for x in (tmp_path / "tactics.jsonl").read_text().splitlines()]
         assert len(rows) == 3 * 4 and all(r["step"] == 1 for r in rows)
         assert all((r["reward"] > 0) == r["valid"] for r in rows)  # valid: softplus > 0; failed: 0

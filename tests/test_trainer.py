@@ -128,7 +128,7 @@ def test_killed_run_resumes_and_matches_an_uninterrupted_one(tmp_path, taught):
     full = _run_cli(path, tmp_path / "full")
     killed = _run_cli(path, tmp_path / "killed")
     deadline = time.monotonic() + 240
-    while not (tmp_path / "killed" / "checkpoints" / "step_000001" / "trainer_state.pt").exists():
+    while not (tmp_path / "killed" / "checkpoints" / "step_000001" / "state.pt").exists():
         assert killed.poll() is None, killed.stdout.read()
         assert time.monotonic() < deadline
         time.sleep(0.2)
@@ -180,7 +180,7 @@ def test_resume_with_a_non_empty_buffer_equals_an_uninterrupted_run(tmp_path, ta
     assert any(m.get("loss/steps", 0) > 0 for m in whole.values()), "no update ran: the test would prove nothing"
     first = _trainer(load_recipe("demo", [*over, "steps=1", f"out={tmp_path / 'cut'}"]), taught, verifier)
     first.fit()
-    state = torch.load(tmp_path / "cut" / "checkpoints" / "step_000001" / "trainer_state.pt", weights_only=False)
+    state = torch.load(tmp_path / "cut" / "checkpoints" / "step_000001" / "state.pt", weights_only=False)
     assert state["buffer"]["num_samples"] > 0 and state["buffer"]["items"]
     resumed = _trainer(load_recipe("demo", [*over, "steps=3", f"out={tmp_path / 'cut'}"]), taught, verifier)
     rest = {r.step: r.metrics for r in resumed.fit()}

@@ -222,7 +222,7 @@ def uplift_over_rank(run: ClaimRun) -> Results:
     correct = torch.tensor([grp.correct for grp in groups], dtype=torch.bool)
     out: Results = {}
     for arm, label in ARMS:
-        ckpt = latest(work / label / "checkpoints", "step_", "trainer_state.pt")
+        ckpt = latest(work / label / "checkpoints", "step_")
         if ckpt is None:
             raise RuntimeError(f"{work / label}: the GRPO run left no checkpoint")
         trained, _ = load_policy(ckpt, device="cpu")

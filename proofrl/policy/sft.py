@@ -89,17 +89,19 @@ def supervised_loop(
     on_batch: Callable[[int], None] | None = None,
     on_epoch: Callable[[int, dict[str, float]], None] | None = None,
     on_step: Callable[[BatchLoss, float | None], None] | None = None,
+    start_epoch: int = 0,
 ) -> LoopResult:
     """``epochs`` passes over ``n`` examples: each a ``torch.randperm(n, generator)`` cut into ``batch``-sized
         batches (or ``batches(epoch)``), ``batch_loss(indices)`` on each, one :func:`optimizer_step` over ``params``
         (default: the optimiser's). ``on_batch(size)`` and ``on_step(batch_loss, grad_norm or None)`` after each
-    batch, ``on_epoch(epoch, means)`` after each epoch."""
+    batch, ``on_epoch(epoch, means)`` after each epoch. ``start_epoch``: a resumed run's first epoch (the
+    optimiser and ``generator`` as they were after the one before)."""
     params = list(params) if params is not None else [p for g in optimizer.param_groups for p in g["params"]]
     history: list[dict[str, float]] = []
     total: dict[str, list[float]] = {}
     norms: list[float] = []
     count = 0
-    for epoch in range(epochs):
+    for epoch in range(start_epoch, epochs):
         if batches is not None:
             plan = batches(epoch)
         else:

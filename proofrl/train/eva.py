@@ -289,15 +289,27 @@ def train_eva(
     dims: Sequence[str] = DIMENSIONS,
     console: Any = None,
     on_epoch: Callable[[int, dict[str, float]], None] | None = None,
+    save: Callable[[int, dict[str, Any]], None] | None = None,
+    resume: dict[str, Any] | None = None,
 ) -> list[dict[str, float]]:
     """AdamW on :func:`eva_loss` (gradient norm clipped at 1, a seeded shuffle per epoch, as the SFT loop of
-    :mod:`proofrl.policy.sft`, whose loss it extends). Returns per-epoch means of total, LM and EVA loss."""
+    :mod:`proofrl.policy.sft`, whose loss it extends). Returns per-epoch means of total, LM and EVA loss.
+
+    ``save(epochs done, state)`` after each epoch, ``state`` what a resumed run needs beside the weights
+    (``optimizer``, the shuffle's ``generator``); ``resume``: such a state (with ``epoch``), to go on from there
+    on a model that already holds that epoch's weights."""
     from ..policy.sft import BatchLoss, supervised_loop
     from ..progress import progress_bar
 
     anchors = anchor_token_ids(tokenizer)
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
+    generator = torch.Generator().manual_seed(seed)
+    start = 0
+    if resume is not None:
+        opt.load_state_dict(resume["optimizer"])
+        generator.set_state(resume["generator"])
+        start = int(resume["epoch"])
 
     def batch_loss(idx: list[int]) -> BatchLoss:  # L_SFT and L_EVA read the logits of one forward pass
         part = [examples[i] for i in idx]
@@ -313,12 +325,18 @@ def train_eva(
     hist = []
     model.train()
     with progress_bar(transient=True, console=console) as bar:
-        task = bar.add_task("EVA training" if alpha else "SFT (generative RM)", total=epochs * len(examples))
+        task = bar.add_task(
+            "EVA training" if alpha else "SFT (generative RM)",
+            total=epochs * len(examples),
+            completed=start * len(examples),
+        )
 
         def epoch_done(epoch: int, m: dict[str, float]) -> None:
             hist.append({"epoch": epoch, "loss": m["loss"], "lm": m["lm"], "eva_mse": m.get("eva_mse", float("nan"))})
             if on_epoch:
                 on_epoch(epoch, hist[-1])
+            if save:
+                save(epoch + 1, {"optimizer": opt.state_dict(), "generator": generator.get_state()})
 
         supervised_loop(
             opt,
@@ -326,10 +344,11 @@ def train_eva(
             batch_loss,
             epochs=epochs,
             batch=batch,
-            generator=torch.Generator().manual_seed(seed),
+            generator=generator,
             params=params,
             on_batch=lambda k: bar.advance(task, k),
             on_epoch=epoch_done,
+            start_epoch=start,
         )
     model.eval()
     return hist
@@ -386,18 +405,24 @@ def run(cfg: EvaRecipe) -> dict[str, Any]:
     step name ``epoch``) gets ``config.yaml``, one record per epoch and ``summary.json`` in the recipe's trackers."""
     from rich.console import Console
 
+    from .checkpoints import load_state
     from .rundir import RunDir
 
     console = Console()
     out = Path(cfg.out)
-    run_dir = RunDir(out, step_key="epoch", loggers=cfg.logger, name="eva").start(cfg)
+    run_dir = RunDir(out, step_key="epoch", loggers=cfg.logger, name="eva")
+    ckpt = run_dir.latest("epoch_")
+    state = load_state(ckpt) if ckpt is not None else None
+    run_dir.start(cfg, resumed_from=state["epoch"] if state is not None else None)
     try:
-        return _train_and_score(cfg, out, run_dir, console)
+        return _train_and_score(cfg, out, run_dir, console, ckpt, state)
     finally:
         run_dir.close()
 
 
-def _train_and_score(cfg: EvaRecipe, out: Path, run_dir: Any, console: Any) -> dict[str, Any]:
+def _train_and_score(
+    cfg: EvaRecipe, out: Path, run_dir: Any, console: Any, ckpt: Path | None, state: dict[str, Any] | None
+) -> dict[str, Any]:
     t0 = time.perf_counter()
     train_path, eval_path = cfg.data.train, cfg.data.eval
     if not train_path:
@@ -416,7 +441,15 @@ def _train_and_score(cfg: EvaRecipe, out: Path, run_dir: Any, console: Any) -> d
     if not records:
         raise ConfigError(f"{train_path}: no usable EVA record (skipped: {dict(skipped)})")
     base = cfg.model.path or str(build_tiny_base(out / "tiny-base", records, seed=cfg.optim.seed))
+    torch.manual_seed(cfg.optim.seed)  # LoRA's initial weights, and anything else drawn from the global stream
     model, tok = load_base(base, lora=cfg.model.lora, device=cfg.model.device or None)
+    if ckpt is not None and state is not None:
+        from ..policy.model import load_weights
+        from .checkpoints import set_rng_state
+
+        load_weights(model, ckpt)
+        set_rng_state(state["rng"])
+        console.print(f"EVA: resumed from {ckpt.name} (epoch {state['epoch']})")
     examples, rep = build_examples(
         records, tok, dims=cfg.loss.dims, max_tokens=cfg.data.max_tokens, max_state_chars=cfg.data.max_state_chars
     )
@@ -427,6 +460,14 @@ def _train_and_score(cfg: EvaRecipe, out: Path, run_dir: Any, console: Any) -> d
     def epoch_done(e: int, h: dict[str, float]) -> None:
         run_dir.log(e + 1, h)
         console.print(f"epoch {e + 1}: loss {h['loss']:.4f} (LM {h['lm']:.4f}, EVA MSE {h['eva_mse']:.4f})")
+
+    def save(epochs_done: int, parts: dict[str, Any]) -> None:  # one checkpoint per epoch, the newest two kept
+        from .checkpoints import save_state
+
+        with run_dir.checkpoint(f"epoch_{epochs_done:04d}", 2) as tmp:
+            model.save_pretrained(tmp)
+            tok.save_pretrained(tmp)
+            save_state(tmp, epoch=epochs_done, **parts)
 
     hist = train_eva(
         model,
@@ -442,7 +483,14 @@ def _train_and_score(cfg: EvaRecipe, out: Path, run_dir: Any, console: Any) -> d
         dims=cfg.loss.dims,
         console=console,
         on_epoch=epoch_done,
+        save=save,
+        resume=state,
     )
+    if state is not None:  # the epochs before the resume, as the folder's log has them
+        before = [r for r in run_dir.rows() if r["epoch"] <= state["epoch"]]
+        hist = [
+            {"epoch": r["epoch"] - 1, **{k: r[k] for k in ("loss", "lm", "eva_mse") if k in r}} for r in before
+        ] + hist
     model_dir = save_rm(model, tok, out / "model", cfg, {"base": base})
     summary: dict[str, Any] = {
         "train": train_path,

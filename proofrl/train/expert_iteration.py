@@ -39,6 +39,7 @@ from ..data.search_samples import ReplayFilter, human_samples, samples_from_tree
 from ..errors import ConfigError
 from ..schema import Section
 from . import checkpoints
+from .checkpoints import load_state, save_state, set_rng_state
 from .replay_buffer import ReplayBuffer, rehearsal_draw
 from .sections import LOGGER_FIELD, Loggers, LoraSection
 
@@ -358,7 +359,7 @@ class ExpertIteration:
         return self.run_dir.checkpoint_dir
 
     def latest_checkpoint(self) -> Path | None:
-        return self.run_dir.latest("round_", "learner_state.pt")
+        return self.run_dir.latest("round_")
 
     def search_config(self) -> Any:
         from ..search.config import MCTSConfig, SearchConfig
@@ -425,13 +426,12 @@ class ExpertIteration:
         rng = random.Random(cfg.seed)
         round_ = 0
         if ckpt is not None:
-            state = torch.load(ckpt / "learner_state.pt", weights_only=False)
+            state = load_state(ckpt)
             round_ = state["round"]
             learner.optimizer.load_state_dict(state["optimizer"])
             buffer.load_state_dict(state["buffer"])
-            sampler.load_state_dict(state["sampler"])
-            rng.setstate(state["rng"]["random"])
-            torch.set_rng_state(state["rng"]["torch"])
+            sampler.load_state_dict(state["problems"])
+            set_rng_state(state["rng"], own=rng)
             self.console.print(f"reap: resumed from {ckpt.name} (round {round_}, {len(buffer)} replay samples)")
         self.run_dir.start(cfg, resumed_from=round_ if ckpt is not None else None)
         if ckpt is None:
@@ -529,15 +529,13 @@ class ExpertIteration:
             learner.model.save(
                 tmp, head=True
             )  # the head travels with the checkpoint either way (it is untouched when off)
-            torch.save(
-                {
-                    "round": round_,
-                    "optimizer": learner.optimizer.state_dict(),
-                    "buffer": buffer.state_dict(),
-                    "sampler": sampler.state_dict(),
-                    "rng": {"random": rng.getstate(), "torch": torch.get_rng_state()},
-                },
-                tmp / "learner_state.pt",
+            save_state(
+                tmp,
+                own_rng=rng,
+                round=round_,
+                optimizer=learner.optimizer.state_dict(),
+                buffer=buffer.state_dict(),
+                problems=sampler.state_dict(),
             )
         return self.checkpoint_dir / name
 

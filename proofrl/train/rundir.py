@@ -10,11 +10,15 @@ checkpoint, then :meth:`RunDir.run_steps`: log, progress, checkpoint every N ste
 
 A run killed at any moment resumes from its newest complete checkpoint: :meth:`RunDir.start` with the step it
 resumed from drops the log lines written after it (each step is logged once), and wandb/mlflow continue the
-same run (their ids are kept in ``trackers.json``)."""
+same run (their ids are kept in ``trackers.json``). A resumed run's settings are compared with the folder's
+``config.yaml`` first, as torchtune compares a resumed recipe: a difference in what a run computes is refused in
+one line naming the keys (:func:`settings_changed`); one in how long it runs or how it is logged
+(:data:`RESUMABLE`) is allowed and said."""
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,8 +26,51 @@ from typing import Any, Protocol
 
 import yaml
 
+from ..errors import ConfigError
 from . import checkpoints
 from .tracking import DEFAULT_LOGGERS, LOGGERS
+
+log = logging.getLogger(__name__)
+
+RESUMABLE = (
+    "steps",
+    "rounds",
+    "optim.epochs",
+    "checkpoint_every",
+    "keep_checkpoints",
+    "logger",
+    "progress",
+    "out",
+    "name",
+)
+"""settings (and the settings under them) a resumed run may change: how long it runs (EVA counts in
+``optim.epochs``), how often it saves, how it is logged and shown, where its folder is (the folder itself is how
+it was found)"""
+
+
+def _flat(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, Mapping) and v:
+            out.update(_flat(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
+def settings_changed(before: Mapping[str, Any], now: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """``(refused, allowed)``: the dotted keys whose values differ between a run folder's saved settings and a
+    resumed run's, as ``key: old -> new``; those under :data:`RESUMABLE` are allowed, the others refused."""
+    a, b = _flat(before), _flat(now)
+    refused, allowed = [], []
+    for key in sorted(set(a) | set(b)):
+        if a.get(key, "(unset)") == b.get(key, "(unset)"):
+            continue
+        line = f"{key}: {a.get(key, '(unset)')!r} -> {b.get(key, '(unset)')!r}"
+        free = any(key == r or key.startswith(r + ".") for r in RESUMABLE)
+        (allowed if free else refused).append(line)
+    return refused, allowed
 
 
 def truncate_log(path: Path, key: str, step: int) -> None:
@@ -80,6 +127,17 @@ class RunDir:
         """Write ``config.yaml``, cut the logs back to ``resumed_from`` (a fresh run, None, starts them empty),
         open the trackers and give them the config."""
         cfg = config.to_dict() if hasattr(config, "to_dict") else dict(config)
+        saved = self.out / "config.yaml"
+        if resumed_from is not None and saved.is_file():
+            refused, allowed = settings_changed(yaml.safe_load(saved.read_text()) or {}, cfg)
+            if refused:
+                more = f" (and {len(refused) - 3} more)" if len(refused) > 3 else ""
+                raise ConfigError(
+                    f"{self.out} was run with other settings than this resumed run: {'; '.join(refused[:3])}{more}; "
+                    "resume with the folder's config.yaml, or start a new run folder"
+                )
+            for line in allowed:
+                log.warning("resuming %s with %s", self.out, line)
         for p in (self.metrics_path, *(self.out / n for n in self.logs)):
             if resumed_from is None:
                 p.write_text("")
@@ -183,5 +241,6 @@ class RunDir:
             yield tmp
         checkpoints.prune(self.checkpoint_dir, name.rstrip("0123456789"), keep)
 
-    def latest(self, prefix: str, marker: str) -> Path | None:
-        return checkpoints.latest(self.checkpoint_dir, prefix, marker)
+    def latest(self, prefix: str) -> Path | None:
+        """The newest complete checkpoint ``PREFIXNNNN`` (one holding :data:`.checkpoints.STATE`), or None."""
+        return checkpoints.latest(self.checkpoint_dir, prefix)

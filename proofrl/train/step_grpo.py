@@ -47,6 +47,7 @@ from ..eval.tactics import GroupRun, StatePoint, TacticSampler, run_groups, stat
 from ..rewards import subgoal as _subgoal  # noqa: F401  (registers the ``subgoal`` step reward)
 from ..rewards.combine import STEP_REWARDS
 from ..schema import Section, one_of
+from .checkpoints import load_state, save_state, set_rng_state
 from .grpo import ADV_ESTIMATORS, AGG_MODES, informative_groups
 from .lm_update import LMPolicy, lm_grpo_update
 from .rundir import RunDir
@@ -469,29 +470,26 @@ class StepLevelTrainer:
         return self.run_dir.checkpoint_dir
 
     def save_checkpoint(self) -> Path:
-        """Weights (``save_pretrained``) and ``trainer_state.pt``; written to a temporary folder, then renamed,
-        so a run killed mid-write leaves the previous checkpoint as the newest complete one."""
+        """Weights (``save_pretrained``) and the saved state (:func:`.checkpoints.save_state`); written to a
+        temporary folder, then renamed, so a run killed mid-write leaves the previous checkpoint as the newest."""
         name = f"step_{self.step:06d}"
         with self.run_dir.checkpoint(name, self.cfg.keep_checkpoints) as tmp:
             self.model.save_pretrained(tmp)
             self.tokenizer.save_pretrained(tmp)
-            torch.save(
-                {
-                    "step": self.step,
-                    "synced_at": self.synced_at,
-                    "optimizer": self.optimizer.state_dict(),
-                    "sampler": self.sampler_model.state_dict(),
-                    "sampler_calls": self.sampler.calls,
-                    "rng": self.rng.getstate(),
-                    "torch_rng": torch.get_rng_state(),
-                    "source": self.source.state_dict(),
-                },
-                tmp / "trainer_state.pt",
+            save_state(
+                tmp,
+                own_rng=self.rng,
+                step=self.step,
+                synced_at=self.synced_at,
+                optimizer=self.optimizer.state_dict(),
+                sampler_model=self.sampler_model.state_dict(),
+                sampler_calls=self.sampler.calls,
+                problems=self.source.state_dict(),
             )
         return self.checkpoint_dir / name
 
     def latest_checkpoint(self) -> Path | None:
-        return self.run_dir.latest("step_", "trainer_state.pt")
+        return self.run_dir.latest("step_")
 
     def resume(self) -> int:
         """Load the newest complete checkpoint, if any (:meth:`fit` then cuts the logs back to its step)."""
@@ -501,13 +499,12 @@ class StepLevelTrainer:
         if ckpt is None:
             return 0
         load_weights(self.model, ckpt)
-        st = torch.load(ckpt / "trainer_state.pt", weights_only=False)
+        st = load_state(ckpt)
         self.optimizer.load_state_dict(st["optimizer"])
-        self.sampler_model.load_state_dict(st["sampler"])
+        self.sampler_model.load_state_dict(st["sampler_model"])
         self.sampler.calls = st["sampler_calls"]
-        self.rng.setstate(st["rng"])
-        torch.set_rng_state(st["torch_rng"])
-        self.source.load_state_dict(st["source"])
+        set_rng_state(st["rng"], own=self.rng)
+        self.source.load_state_dict(st["problems"])
         self.step, self.synced_at = st["step"], st["synced_at"]
         return self.step
 

@@ -24,7 +24,6 @@ the optimiser, the RNG states, the problem sampler and the buffer, so a killed r
 from __future__ import annotations
 
 import logging
-import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -41,6 +40,7 @@ from ..provers.base import Verdict
 from ..rewards.compose import RewardConfig, base_rewards, reward_config_from_dict, shape_group
 from ..rollout import Group, PromptItem, RolloutTimings, first_turn, sample_and_verify
 from ..verification import Verifier
+from .checkpoints import load_state, save_state, set_rng_state
 from .config import ErrorCorrectionConfig, TrainConfig
 from .grpo import ADV_ESTIMATORS, GroupBuffer, PPOConfig
 from .lm_update import LMPolicy, compute_dtype, lm_grpo_update, pad_rows  # noqa: F401  (re-exported)
@@ -348,28 +348,24 @@ class Trainer:
         return self.run.checkpoint_dir
 
     def latest_checkpoint(self) -> Path | None:
-        return self.run.latest("step_", "trainer_state.pt")
+        return self.run.latest("step_")
 
     def save_checkpoint(self) -> Path:
-        """Weights (or the LoRA adapter) + tokenizer + optimiser/RNG/sampler/buffer state, written atomically."""
+        """Weights (or the LoRA adapter) + tokenizer, and the saved state (:func:`.checkpoints.save_state`):
+        optimiser, problem sampler, buffer, correction cache, reference weights, every RNG; written atomically."""
         name = f"step_{self.step:06d}"
         with self.run.checkpoint(name, self.cfg.keep_checkpoints) as tmp:
             self.model.save_pretrained(tmp)
             self.tokenizer.save_pretrained(tmp)
-            state = {
-                "step": self.step,
-                "optimizer": self.optimizer.state_dict(),
-                "sampler": self.sampler.state_dict(),
-                "buffer": self.buffer.state_dict(),
-                "cache": self.cache.state_dict() if self.cache is not None else None,
-                "rng": {
-                    "torch": torch.get_rng_state(),
-                    "random": random.getstate(),
-                    "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
-                },
-                "ref": self.ref_model.state_dict() if isinstance(self.ref_model, torch.nn.Module) else None,
-            }
-            torch.save(state, tmp / "trainer_state.pt")
+            save_state(
+                tmp,
+                step=self.step,
+                optimizer=self.optimizer.state_dict(),
+                problems=self.sampler.state_dict(),
+                buffer=self.buffer.state_dict(),
+                cache=self.cache.state_dict() if self.cache is not None else None,
+                ref=self.ref_model.state_dict() if isinstance(self.ref_model, torch.nn.Module) else None,
+            )
         return self.checkpoint_dir / name
 
     def resume(self) -> int:
@@ -382,20 +378,14 @@ class Trainer:
         if ckpt is None:
             return 0
         load_weights(self.model, ckpt)
-        state = torch.load(ckpt / "trainer_state.pt", weights_only=False)
+        state = load_state(ckpt)
         self.step = state["step"]
         self.optimizer.load_state_dict(state["optimizer"])
-        self.sampler.load_state_dict(state["sampler"])
-        buffer = state["buffer"]
-        if isinstance(buffer, tuple):  # checkpoints written before GroupBuffer.state_dict: (items, num_samples)
-            buffer = {"items": buffer[0], "num_samples": buffer[1]}
-        self.buffer.load_state_dict(buffer)
+        self.sampler.load_state_dict(state["problems"])
+        self.buffer.load_state_dict(state["buffer"])
         if self.cache is not None and state["cache"] is not None:
             self.cache.load_state_dict(state["cache"])
-        torch.set_rng_state(state["rng"]["torch"])
-        if state["rng"].get("cuda") is not None and torch.cuda.is_available():
-            torch.cuda.set_rng_state_all(state["rng"]["cuda"])
-        random.setstate(state["rng"]["random"])
+        set_rng_state(state["rng"])
         if isinstance(self.ref_model, torch.nn.Module) and state["ref"] is not None:
             self.ref_model.load_state_dict(state["ref"])
         self._resumed = self.step
