@@ -15,14 +15,16 @@ if TYPE_CHECKING:
 
 class _Commands(TyperGroup):
     """Every command: a bad setting (:class:`~proofrl.errors.ConfigError`) or a prover that is not installed
-    (:class:`~proofrl.errors.BackendUnavailable`) is one line on stderr and exit status 2, never a traceback."""
+    (:class:`~proofrl.errors.BackendUnavailable`) is one line on stderr and exit status 2, never a traceback; a
+    search whose policy failed (:class:`~proofrl.errors.PolicyError`: its results so far are written) is one line
+    and exit status 1."""
 
     def invoke(self, ctx: Any) -> Any:  # click's Context (typer's own copy of click in newer typer)
-        from .errors import BackendUnavailable, ConfigError
+        from .errors import BackendUnavailable, ConfigError, PolicyError
 
         try:
             return super().invoke(ctx)
-        except (ConfigError, BackendUnavailable) as e:
+        except (ConfigError, BackendUnavailable, PolicyError) as e:
             nested: list[str] = []
             c = ctx
             while c.parent is not None:  # the group's own name as typed (`python -m proofrl.cli`) is left out
@@ -31,7 +33,7 @@ class _Commands(TyperGroup):
             words = ["proofrl", *nested, *([ctx.invoked_subcommand] if ctx.invoked_subcommand else [])]
             name = " ".join(words)  # `proofrl eval`, `proofrl eval tactics`
             print(f"{name}: {' '.join(str(e).split())}", file=sys.stderr)
-            raise typer.Exit(2) from None
+            raise typer.Exit(1 if isinstance(e, PolicyError) else 2) from None
 
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__, cls=_Commands)

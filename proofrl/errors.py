@@ -11,6 +11,7 @@ things that are broken or misused.
   + StatementError              the theorem statement itself does not elaborate (``messages`` attached)
   + BackendUnavailable          the backend is not installed here (``why`` says what is missing)
   + ConfigError                 a bad setting or an unknown registered name
+  + PolicyError                 the tactic policy (a model, an endpoint) failed during a search, which stopped
 """
 
 from __future__ import annotations
@@ -80,3 +81,8 @@ class BackendUnavailable(ProofrlError):
 class ConfigError(ProofrlError, ValueError):
     """A bad setting or an unknown registered name: one line naming the key and what it accepts. The CLI prints
     it as is and exits with status 2. (A ``ValueError`` too, as the trainer's own config error was.)"""
+
+
+class PolicyError(ProofrlError):
+    """The policy (model or endpoint) failed during a search: the search stops and says so (what was found
+    before stays written)."""

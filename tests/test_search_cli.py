@@ -133,3 +133,24 @@ def test_search_through_an_openai_compatible_endpoint(tmp_path, model_dir):
     results = [json.loads(line) for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
     assert [x["status"] for x in results] == ["proved", "proved"]
     assert any(b.get("model") == "tiny" for b in seen)  # the proposals came from the endpoint
+
+
+def test_a_policy_endpoint_that_is_not_there_is_one_line_and_exit_1(tmp_path):
+    """Nothing listens at the URL: the search stops at its first theorem, writes it as ``error``, and says so in
+    one line (exit status 1: the settings were fine, the run failed)."""
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    problems = tmp_path / "p.jsonl"
+    problems.write_text("".join(json.dumps(p) + "\n" for p in PROBLEMS[:2]))
+    out = tmp_path / "out"
+    r = run("search", str(problems), "--algorithm", "best-first", "--policy", f"openai:http://127.0.0.1:{port}",
+            "--model", "tiny", "--out", str(out))  # fmt: skip
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 1 and len(lines) == 1 and "Traceback" not in r.stderr, r.stderr[-3000:]
+    assert lines[0].startswith("proofrl search: the policy failed; 1 of 2 theorems have results")
+    assert "unreachable or died" in lines[0]
+    (kept,) = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    assert kept["name"] == "t_true" and kept["status"] == "error"

@@ -388,10 +388,10 @@ class OpenAITacticPolicy(_SeededCalls):
         if self._gen is not None:
             try:
                 groups = self._gen.generate([tactic_prompt(s) for s in states], params)
-            except GenerationError as e:
-                raise PolicyEndpointError(
-                    f"tactic policy endpoint {self.url}: {_what(e)}", status=e.status, body=e.body
-                ) from e
+            except GenerationError as e:  # its message names the status and body already
+                err = PolicyEndpointError(f"tactic policy endpoint {self.url}: {_what(e)}")
+                err.status, err.body = e.status, e.body
+                raise err from e
             return [_proposals(g, k) for g in groups]
         return [_proposals(self._chat(s, params), k) for s in states]
 

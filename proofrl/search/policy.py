@@ -5,14 +5,10 @@ methods (tests use small scripted policies)."""
 
 from __future__ import annotations
 
-from ..errors import ProofrlError
+from ..errors import PolicyError
 from ..policy.tactic import Proposal, TacticPolicy, ValueFn, make_tactic_policy, make_value_fn
 
 __all__ = ["PolicyError", "Proposal", "TacticPolicy", "ValueFn", "policy_from_spec", "value_from_spec"]
-
-
-class PolicyError(ProofrlError):
-    """The policy (model or endpoint) failed during a search: the search stops and says so."""
 
 
 def policy_from_spec(spec: str, model: str | None = None, **kw: object) -> TacticPolicy:
