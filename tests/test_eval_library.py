@@ -65,15 +65,23 @@ def test_the_memory_holds_only_what_precedes_each_lemma(tmp_path) -> None:
     }
     transitions += [decoy, unloaded]
 
-    settings = RowSettings(rows=("e", "f"), seconds=5.0, workers=1, width=4)
+    settings = RowSettings(rows=("e", "f", "h"), seconds=5.0, workers=1, width=4)
     rows = run_file_rows(zpower[:2], settings, tmp_path, transitions, progress=False, say=lambda _: None)
-    offline, online = rows
+    offline, online, premises = rows
     assert [r["proved"] for r in offline.results] == [False, False]
     assert offline.notes["memory_by_module"][ZPOWER] == {"start": 1, "end": 1, "learned": 0}
     assert [r["proved"] for r in online.results] == [False, True]
     assert online.results[1]["proof_sources"] == {"knn": 1}
     assert [r["memory_pairs"] for r in online.results] == [2, 3]  # after each lemma: its own proof, then the found one
     assert online.notes["proofs_by_source"] == {"knn": 1}
+    # row h's premises: the statements of the libraries Zpower loads, then each of its lemmas once tried
+    from proofrl.data.splits import stdlib_lemmas
+    from proofrl.eval.library import loaded_libraries
+
+    lemmas = stdlib_lemmas()
+    loaded = [m for m in loaded_libraries(zpower[0].header) if m != ZPOWER]
+    assert premises.notes["memory_by_module"][ZPOWER]["premises"] == sum(len(lemmas.get(m, ())) for m in loaded) + 2
+    assert premises.results[1]["proved"]
 
 
 @requires_coq

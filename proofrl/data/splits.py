@@ -54,6 +54,15 @@ def coq_stdlib_problems(
     ]
 
 
+def stdlib_lemmas(prefixes: Sequence[str] = CORE_PREFIXES) -> dict[str, list[tuple[str, str]]]:
+    """Module -> its extractable theorems as ``(qualified name, statement)``, in file order: what a proof in a
+    later file may cite (the premises of :mod:`proofrl.policy.premises`)."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    for p in sorted(coq_stdlib_problems(prefixes=prefixes), key=lambda p: (p.module, int(p.extra.get("line", 0)))):
+        out.setdefault(p.module, []).append((p.key, p.formal_statement))
+    return out
+
+
 def _stdlib_problems(prefixes: tuple[str, ...]) -> list[Problem]:
     out: list[Problem] = []
     for prefix in prefixes:

@@ -21,7 +21,9 @@ demo's assets never saw them), every lemma of each file in order:
   (b) ``sauto`` and ``hammer`` (CoqHammer);
   (e) best-first search with k-NN proposals, offline memory;
   (f) the same, online memory;
-  (g) (f) with the automation of (a) proposed at every node (the sources' shares of its proofs reported).
+  (g) (f) with the automation of (a) proposed at every node (the sources' shares of its proofs reported);
+  (h) (g) with premise retrieval (:mod:`proofrl.policy.premises`): the lemmas of the libraries the file loads and
+  of the file before the lemma, by statement, applied and rewritten with.
 
 What the issue's row (f) also asks, a tactic model with the retrieved tactics in its prompt, is not built: the
 k-NN source stands alone here.
@@ -45,7 +47,7 @@ from ..errors import ConfigError
 from ..problems import Problem
 
 FILES_SPEC = "coq-stdlib-files"
-FILE_ROWS = ("a", "b", "e", "f", "g")
+FILE_ROWS = ("a", "b", "e", "f", "g", "h")
 INIT_TACTICS = ("auto", "easy", "tauto", "intuition")
 """automation every Coq file has (``Coq.Init``)"""
 ORDER = "file_order"
@@ -171,6 +173,7 @@ def run_file_rows(
 ) -> list[Any]:
     """The rows of :data:`FILE_ROWS` in ``settings.rows`` on file-order ``problems`` (module docstring); ``out``
     gets ``results.jsonl`` and each search row's trees. Returns the rows (:class:`~.provers.Row`) in run order."""
+    from ..data.splits import stdlib_lemmas
     from ..policy.sources import HAMMER_TACTICS_HEADER
     from .provers import Row, _share_cpu, hammer_header, hammer_path, hammer_says, one_shot
 
@@ -219,12 +222,20 @@ def run_file_rows(
         for r in row.results:
             r["atp"], r["hammer_says"] = hammer_says(r["printed"]) if r["proved"] else ("", "")
         record(row)
-    for kind, label in (("e", "k-NN, offline memory"), ("f", "k-NN, online memory"), ("g", "k-NN online + automation")):
+    lemmas = stdlib_lemmas() if "h" in s.rows else {}
+    for kind in MEMORY_LABELS:
         if kind in s.rows:
-            record(
-                _searched_in_order(problems, kind, f"({kind}) {label}", avail, libraries, transitions, s, out, progress)
-            )
+            name = f"({kind}) {MEMORY_LABELS[kind]}"
+            record(_searched_in_order(problems, kind, name, avail, libraries, transitions, lemmas, s, out, progress))
     return rows
+
+
+MEMORY_LABELS = {
+    "e": "k-NN, offline memory",
+    "f": "k-NN, online memory",
+    "g": "k-NN online + automation",
+    "h": "k-NN online + automation + premises",
+}
 
 
 def _searched_in_order(
@@ -234,13 +245,15 @@ def _searched_in_order(
     avail: dict[str, tuple[str, ...]],
     libraries: dict[str, tuple[str, ...]],
     transitions: Sequence[dict[str, Any]],
+    lemmas: dict[str, list[tuple[str, str]]],
     settings: Any,
     out: Path,
     progress: bool,
 ) -> Any:
     """Best-first search over each module's lemmas in file order, ``settings.workers`` modules at once, each
-    module with its own memory (offline for ``e``, online for ``f``/``g``)."""
+    module with its own memory (offline for ``e``, online for ``f``-``h``) and, for ``h``, its own premises."""
     from ..policy.memory import KNNPolicy, ProofMemory
+    from ..policy.premises import PremisePolicy
     from ..policy.sources import MenuPolicy, MixedPolicy
     from ..progress import progress_bar
     from ..search.config import load_search_config
@@ -276,9 +289,15 @@ def _searched_in_order(
         for state, tactic, theorem in memory_pairs(transitions, [x for x in libraries[m] if x != m]):
             mem.add(state, tactic, theorem=theorem, online=False)
         knn = KNNPolicy(mem, online=kind != "e")
-        policy: Any = knn
-        if kind == "g":
-            policy = MixedPolicy([knn, MenuPolicy([f"intros; {t}." for t in avail[m]])]) if avail[m] else knn
+        premises = PremisePolicy()
+        if kind == "h":
+            premises.add_many(pair for lib in libraries[m] if lib != m for pair in lemmas.get(lib, ()))
+        sources: list[Any] = [knn]
+        if kind in ("g", "h") and avail[m]:
+            sources.append(MenuPolicy([f"intros; {t}." for t in avail[m]]))
+        if kind == "h":
+            sources.append(premises)
+        policy: Any = MixedPolicy(sources) if len(sources) > 1 else knn
         start = len(mem)
         for i, p in enumerate(problems):
             if p.module != m:
@@ -288,6 +307,8 @@ def _searched_in_order(
                 knn.record_proof(p.name, [(st, tac) for st, tac, _ in r.proof_steps()])
             if knn.online:  # the library's own proof of the lemma, read once the lemma has been tried
                 mem.add_many(by_theorem.get((m, p.name), ()), theorem=p.name, online=False)
+            if kind == "h":  # and the lemma itself, citable from the next one on
+                premises.add(p.key, p.formal_statement)
             line = {
                 "name": p.key,
                 "proved": r.status == "proved",
@@ -304,6 +325,8 @@ def _searched_in_order(
                 if bar is not None:
                     bar.update(task, advance=1)
         memory_sizes[m] = {"start": start, "end": len(mem), "learned": mem.online_count}
+        if kind == "h":
+            memory_sizes[m]["premises"] = len(premises.memory)
 
     w0 = time.monotonic()
     mods = list(dict.fromkeys(p.module for p in problems))

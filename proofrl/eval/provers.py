@@ -14,7 +14,9 @@
 (e) best-first search with the k-NN source over a proof memory of the standard library's human proofs
     (:mod:`proofrl.policy.memory`; the modules of the problems themselves left out), offline;
 (f) the same memory online: each proof the run finds goes in at once;
-(g) (f) with the automation of (a) proposed at every node.
+(g) (f) with the automation of (a) proposed at every node;
+(h) (g) with premise retrieval (:mod:`proofrl.policy.premises`) over the statements of the standard library's
+    theorems (the problems' own modules left out).
 
 ``coq-stdlib-files:N`` runs the anchors' protocol instead, each file's lemmas in order with what precedes them
 (:mod:`proofrl.eval.library`).
@@ -65,8 +67,8 @@ ATP_PROGRAMS = {"Vampire": "vampire", "Eprover": "eprover", "Z3": "z3_tptp", "CV
 """the program CoqHammer 1.3 runs for each ATP (it detects each by running it)"""
 ROWS = ("a", "b", "c", "d")
 """the rows run by default"""
-ALL_ROWS = (*ROWS, "e", "f", "g")
-MEMORY_ROWS = ("e", "f", "g")
+ALL_ROWS = (*ROWS, "e", "f", "g", "h")
+MEMORY_ROWS = ("e", "f", "g", "h")
 """the rows whose policy is the proof memory"""
 ENGINES = {"best-first": "reprover", "mcts": "reap"}
 """search engine -> the recipe whose defaults it runs with"""
@@ -500,9 +502,12 @@ def _memory_row(
     transitions: Sequence[dict[str, Any]],
     progress: bool,
 ) -> Row:
-    """Row e, f or g: best-first search with the k-NN source over the human proofs of every module in
-    ``transitions`` that holds none of ``problems`` (a theorem's own proof is never in its memory)."""
+    """Row e, f, g or h: best-first search with the k-NN source over the human proofs of every module in
+    ``transitions`` that holds none of ``problems`` (a theorem's own proof is never in its memory); h's premises
+    are the statements of the standard library's theorems outside those modules."""
+    from ..data.splits import stdlib_lemmas
     from ..policy.memory import KNNPolicy, ProofMemory
+    from ..policy.premises import PremisePolicy
     from ..policy.sources import automation_menu
 
     own = {p.module for p in problems if p.module}
@@ -511,8 +516,18 @@ def _memory_row(
         if t.get("module") not in own and not t.get("structural"):
             mem.add(t["state_before"], t["tactic"], theorem=str(t.get("theorem", "")), online=False)
     knn = KNNPolicy(mem, online=kind != "e")
-    policy: Any = MixedPolicy([knn, automation_menu(s.tactics)]) if kind == "g" else knn
-    name = {"e": "(e) k-NN, offline memory", "f": "(f) k-NN, online memory", "g": "(g) k-NN online + automation"}
+    sources: list[Any] = [knn, *([automation_menu(s.tactics)] if kind in ("g", "h") else [])]
+    if kind == "h":
+        premises = PremisePolicy()
+        premises.add_many(pair for module, pairs in stdlib_lemmas().items() if module not in own for pair in pairs)
+        sources.append(premises)
+    policy: Any = MixedPolicy(sources) if len(sources) > 1 else knn
+    name = {
+        "e": "(e) k-NN, offline memory",
+        "f": "(f) k-NN, online memory",
+        "g": "(g) k-NN online + automation",
+        "h": "(h) k-NN online + automation + premises",
+    }
     w0, start = time.monotonic(), len(mem)
     with DescendantCPU() as cpu:
         res = searched(problems, policy, "reprover", "", s, out / f"{kind}-best-first", progress)
@@ -540,7 +555,19 @@ def headline(rows: Sequence[Row]) -> dict[str, Any]:
     base = max((r.proved for r in rows if r.name.startswith(("(a)", "(b)"))), default=math.nan)
     best_d = max((r.proved for r in rows if r.name.startswith("(d)")), default=math.nan)
     ratio = best_d / base if base and not math.isnan(base) and not math.isnan(best_d) else math.nan
-    return {"best_of_a_b": base, "best_of_d": best_d, "ratio_d_over_a_b": ratio}
+    automation = {r["name"] for row in rows if row.name.startswith(("(a)", "(b)")) for r in row.results if r["proved"]}
+    beyond = {
+        row.name: sorted(r["name"] for r in row.results if r["proved"] and r["name"] not in automation)
+        for row in rows
+        if not row.name.startswith(("(a)", "(b)"))
+    }
+    return {
+        "best_of_a_b": base,
+        "best_of_d": best_d,
+        "ratio_d_over_a_b": ratio,
+        "proved_by_a_or_b": len(automation),
+        "beyond_a_and_b": beyond,
+    }
 
 
 def markdown(rows: Sequence[Row]) -> str:
@@ -593,6 +620,13 @@ def write_report(
             f"{head['ratio_d_over_a_b']:.3f}.",
             "",
         ]
+    if head["beyond_a_and_b"]:
+        text += [
+            f"Proved by no row of (a) and (b) (those prove {head['proved_by_a_or_b']} between them): "
+            + ", ".join(f"{name} {len(names)}" for name, names in head["beyond_a_and_b"].items())
+            + ".",
+            "",
+        ]
     for row in rows:
         if row.name == "(b) hammer":
             found = ", ".join(a for a, ok in atps.items() if ok) or "none"
@@ -611,6 +645,8 @@ def write_report(
                 if r["proved"]
             ] or ["| (none proved) | | |"]
             text.append("")
+        if "proofs_by_source" in row.notes:
+            text += [f"{row.name}: proofs by the sources of their steps {row.notes['proofs_by_source']}.", ""]
         if row.name.startswith("(d)"):
             text += [f"{row.name} proofs:", ""]
             text += [
