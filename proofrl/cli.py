@@ -696,7 +696,8 @@ def eval_search(
     rows: str = typer.Option(
         None,
         help="a: Coq's automation, b: CoqHammer, c: proofrl search, d: search + automation, e/f: k-NN over a "
-        "proof memory offline/online, g: f + automation (default: a,b,c,d; a,b,e,f,g for coq-stdlib-files:N)",
+        "proof memory offline/online, g: f + automation, h: g + premise retrieval (default: a,b,c,d; a,b,e,f,g,h "
+        "for coq-stdlib-files:N)",
     ),
     seconds: float = typer.Option(10.0, help="wall-clock budget per theorem, every row"),
     policy: str = typer.Option(None, help="tactic model for c/d: hf:DIR (default: the tiny model, built once)"),
