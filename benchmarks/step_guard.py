@@ -46,7 +46,7 @@ def main() -> None:
     from proofrl.provers.coq.session import CoqFailure
 
     class Unchecked(CoqProver):
-        def _kernel_refuses(self, s, new, before, timeout):  # the baseline: no question asked
+        def _kernel_refuses(self, s, new, before, tactics, timeout):  # the baseline: no question asked
             return None
 
         def _closing_refused(self, s, new, before, timeout):
