@@ -52,5 +52,5 @@ def blind_session(monkeypatch):
     from proofrl.provers.base import Status, Verdict
     from proofrl.provers.coq.prover import CoqProver
 
-    monkeypatch.setattr(CoqProver, "_audit", lambda self, s, plan, after_qed, left, header: Verdict(Status.VALID))
+    monkeypatch.setattr(CoqProver, "_audit", lambda self, s, plan, after_qed, left, header, deep: Verdict(Status.VALID))
     monkeypatch.setattr(CoqProver, "_term_axioms", lambda self, s, term, here, timeout: None)
