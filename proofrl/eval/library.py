@@ -334,8 +334,8 @@ def _searched_in_order(
         with DescendantCPU() as cpu, progress_bar(name, disable=not progress) as bar:
             task = bar.add_task(name, total=len(problems))
             with ThreadPoolExecutor(max(1, s.workers)) as ex:
-                for f in [ex.submit(module, m, bar, task) for m in mods]:
-                    f.result()
+                for job in [ex.submit(module, m, bar, task) for m in mods]:
+                    job.result()
     finally:
         tracer.close()
         pool.close()

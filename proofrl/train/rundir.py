@@ -63,7 +63,8 @@ def settings_changed(before: Mapping[str, Any], now: Mapping[str, Any]) -> tuple
     """``(refused, allowed)``: the dotted keys whose values differ between a run folder's saved settings and a
     resumed run's, as ``key: old -> new``; those under :data:`RESUMABLE` are allowed, the others refused."""
     a, b = _flat(before), _flat(now)
-    refused, allowed = [], []
+    refused: list[str] = []
+    allowed: list[str] = []
     for key in sorted(set(a) | set(b)):
         if a.get(key, "(unset)") == b.get(key, "(unset)"):
             continue
