@@ -7,7 +7,7 @@ import math
 
 from conftest import requires_coq
 
-from proofrl.policy.premises import TEMPLATES, PremisePolicy
+from proofrl.policy.premises import TEMPLATES, PremisePolicy, unresolved
 from proofrl.provers.base import Theorem
 
 PLUS_N_O = ("Coq.Init.Peano.plus_n_O", "Lemma plus_n_O : forall n:nat, n = n + 0.")
@@ -51,5 +51,11 @@ def test_a_search_proves_a_goal_by_a_retrieved_lemma_it_was_never_shown_a_proof_
         assert prover.check(theorem, r.proof).valid
         empty = search_one(theorem, prover, PremisePolicy(), bfs())
         assert empty.status == "failed"
+        # a retrieved name Coq does not know (as a lemma of a module nested in its file): failed steps, counted
+        nowhere = PremisePolicy()
+        nowhere.add_many([("Coq.Nowhere.plus_n_O", PLUS_N_O[1]), *LEMMAS])
+        r = search_one(theorem, prover, nowhere, bfs())
+        assert r.status == "proved" and r.proof_steps()[0][1] == "apply Coq.Init.Peano.plus_n_O."
+        assert unresolved(r.tree.edges) == len(TEMPLATES)
     finally:
         prover.close()

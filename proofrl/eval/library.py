@@ -253,7 +253,7 @@ def _searched_in_order(
     """Best-first search over each module's lemmas in file order, ``settings.workers`` modules at once, each
     module with its own memory (offline for ``e``, online for ``f``-``h``) and, for ``h``, its own premises."""
     from ..policy.memory import KNNPolicy, ProofMemory
-    from ..policy.premises import PremisePolicy
+    from ..policy.premises import PremisePolicy, unresolved
     from ..policy.sources import MenuPolicy, MixedPolicy
     from ..progress import progress_bar
     from ..search.config import load_search_config
@@ -318,6 +318,7 @@ def _searched_in_order(
                 "reason": r.reason[:200],
                 "memory_pairs": len(mem),
                 "proof_sources": r.line()["proof_sources"],
+                **({"premises_unresolved": unresolved(r.tree.edges)} if kind == "h" and r.tree else {}),
             }
             (folder / "trees" / files[i]).write_text(json.dumps(r.tree_json(), default=str))
             with lock:
@@ -346,4 +347,6 @@ def _searched_in_order(
     row = Row(name, res, time.monotonic() - w0, cpu.seconds)
     shares = Counter("+".join(sorted(r["proof_sources"])) or "none" for r in res if r["proved"])
     row.notes = {"memory_by_module": memory_sizes, "proofs_by_source": dict(shares)}
+    if kind == "h":  # retrieved names Coq did not know (a lemma of a module nested in its file): failed steps
+        row.notes["premise_steps_unresolved"] = sum(r.get("premises_unresolved", 0) for r in res)
     return row

@@ -647,6 +647,12 @@ def write_report(
             text.append("")
         if "proofs_by_source" in row.notes:
             text += [f"{row.name}: proofs by the sources of their steps {row.notes['proofs_by_source']}.", ""]
+        if "premise_steps_unresolved" in row.notes:
+            text += [
+                f"{row.name}: {row.notes['premise_steps_unresolved']} steps cited a retrieved premise whose name Coq "
+                "did not know (a lemma of a module nested in its file).",
+                "",
+            ]
         if row.name.startswith("(d)"):
             text += [f"{row.name} proofs:", ""]
             text += [

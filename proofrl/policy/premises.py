@@ -12,13 +12,14 @@
   log-probability (the k-NN source's convention, :func:`~proofrl.policy.memory.knn_proposals`).
 * **What it cannot know**: whether a lemma is stated before the theorem (the judge's placement wall refuses a
   proof that uses one that is not), and whether the name resolves (a lemma inside a nested module of its file
-  does not under its file's name: the step fails and the search goes on).
+  does not under its file's name: the step fails and the search goes on; :func:`unresolved` counts them).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from .memory import ProofMemory
 from .sources import Proposal
@@ -64,3 +65,14 @@ class PremisePolicy:
             lp = math.log(n.score / total / len(self.templates))
             out += [Proposal(t.format(n.tactic), lp, lp, 1, 1, self.source) for t in self.templates]
         return out[:k]
+
+
+def unresolved(edges: Iterable[Any]) -> int:
+    """How many of a search tree's tactic edges proposed from retrieved premises failed because Coq does not
+    know the premise's name (the tree's ``edges``: each with ``source`` and ``failure``)."""
+    return sum(
+        "premises" in (e.source or "")
+        and e.failure is not None
+        and "was not found in the current environment" in e.failure.message
+        for e in edges
+    )
