@@ -36,7 +36,7 @@ import math
 import random
 import threading
 import time
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -151,16 +151,6 @@ def library_transitions(root: Path, *, workers: int = 2, progress: bool = True) 
     return [t for side in ("train", "held-out") for t in read_transitions(folder / f"{side}.jsonl")]
 
 
-def memory_pairs(transitions: Sequence[dict[str, Any]], modules: Sequence[str]) -> list[tuple[str, str, str]]:
-    """``(state, tactic, theorem)`` of the non-structural steps of the human proofs of ``modules``."""
-    keep = set(modules)
-    return [
-        (t["state_before"], t["tactic"], t["theorem"])
-        for t in transitions
-        if t.get("module") in keep and not t.get("structural")
-    ]
-
-
 # -- the rows ----------------------------------------------------------------------------------------------------
 def run_file_rows(
     problems: Sequence[Problem],
@@ -175,30 +165,19 @@ def run_file_rows(
     gets ``results.jsonl`` and each search row's trees. Returns the rows (:class:`~.provers.Row`) in run order."""
     from ..data.splits import stdlib_lemmas
     from ..policy.sources import HAMMER_TACTICS_HEADER
-    from .provers import Row, _share_cpu, hammer_header, hammer_path, hammer_says, one_shot
+    from .provers import MEMORY_LABELS, Row, hammer_header, hammer_path, hammer_says, one_shot, record_row
 
     s = settings
     out.mkdir(parents=True, exist_ok=True)
     results_path = out / "results.jsonl"
     results_path.write_text("")
-    modules = list(dict.fromkeys(p.module for p in problems))
-    libraries = {m: loaded_libraries(next(p.header for p in problems if p.module == m)) for m in modules}
+    headers = {p.module: p.header for p in problems}  # every lemma of a file has the file's header
+    modules = list(headers)
+    libraries = {m: loaded_libraries(headers[m]) for m in modules}
     rows: list[Row] = []
 
     def record(row: Row) -> None:
-        _share_cpu(row.results, row.cpu)
-        for r in row.results:
-            if row.name != "(b) hammer":
-                r.pop("printed", None)
-        rows.append(row)
-        with open(results_path, "a", encoding="utf-8") as f:
-            for r in row.results:
-                f.write(json.dumps({"row": row.name, **r}) + "\n")
-        summary = row.summary()
-        say(
-            f"{row.name}: {row.proved}/{len(row.results)} proved, {summary['wall_s_per_theorem']} s wall, "
-            f"{summary['cpu_s_per_theorem']} s CPU per lemma"
-        )
+        record_row(row, rows, results_path, say, "lemma")
 
     def shots(name: str, script_of: Callable[[str], str], header: str) -> Row:
         from .provers import DescendantCPU
@@ -210,7 +189,7 @@ def run_file_rows(
                 res += one_shot(mine, script_of(m), header, s.seconds, s.workers)
         return Row(name, res, time.monotonic() - w0, cpu.seconds)
 
-    avail = {m: available_tactics(s.tactics, next(p.header for p in problems if p.module == m)) for m in modules}
+    avail = {m: available_tactics(s.tactics, headers[m]) for m in modules}
     if "a" in s.rows:
         row = shots("(a) automation available", lambda m: combination(avail[m], s.seconds), "")
         row.notes = {"tactics_by_module": {m: list(t) for m, t in avail.items()}}
@@ -228,14 +207,6 @@ def run_file_rows(
             name = f"({kind}) {MEMORY_LABELS[kind]}"
             record(_searched_in_order(problems, kind, name, avail, libraries, transitions, lemmas, s, out, progress))
     return rows
-
-
-MEMORY_LABELS = {
-    "e": "k-NN, offline memory",
-    "f": "k-NN, online memory",
-    "g": "k-NN online + automation",
-    "h": "k-NN online + automation + premises",
-}
 
 
 def _searched_in_order(
@@ -256,21 +227,12 @@ def _searched_in_order(
     from ..policy.premises import PremisePolicy, unresolved
     from ..policy.sources import MenuPolicy, MixedPolicy
     from ..progress import progress_bar
-    from ..search.config import load_search_config
     from ..search.run import _search_leased, _search_pool, tree_files
     from ..search.trace import Tracer
-    from .provers import DescendantCPU, Row
+    from .provers import DescendantCPU, Row, proofs_by_source, row_search_config, search_record
 
     s = settings
-    cfg = load_search_config(
-        "reprover",
-        **{
-            "best_first.max_expansions": None,
-            "best_first.seconds": s.seconds,
-            "best_first.width": s.width,
-            "best_first.tactic_timeout": s.tactic_timeout,
-        },
-    )
+    cfg = row_search_config("reprover", s)
     folder = out / f"{kind}-best-first"
     (folder / "trees").mkdir(parents=True, exist_ok=True)
     tracer = Tracer(folder / "trace.jsonl")
@@ -285,9 +247,8 @@ def _searched_in_order(
     pool = _search_pool(cfg, s.workers, None)
 
     def module(m: str, bar: Any, task: Any) -> None:
-        mem = ProofMemory(cap=None)
-        for state, tactic, theorem in memory_pairs(transitions, [x for x in libraries[m] if x != m]):
-            mem.add(state, tactic, theorem=theorem, online=False)
+        before = set(libraries[m]) - {m}  # what the file loads: the modules that precede it
+        mem = ProofMemory.from_transitions([t for t in transitions if t.get("module") in before], cap=None)
         knn = KNNPolicy(mem, online=kind != "e")
         premises = PremisePolicy()
         if kind == "h":
@@ -309,17 +270,9 @@ def _searched_in_order(
                 mem.add_many(by_theorem.get((m, p.name), ()), theorem=p.name, online=False)
             if kind == "h":  # and the lemma itself, citable from the next one on
                 premises.add(p.key, p.formal_statement)
-            line = {
-                "name": p.key,
-                "proved": r.status == "proved",
-                "proof": r.proof if r.status == "proved" else "",
-                "wall_s": round(r.seconds, 3),
-                "final_check": r.verdict.status.value if r.verdict else str(r.status),
-                "reason": r.reason[:200],
-                "memory_pairs": len(mem),
-                "proof_sources": r.line()["proof_sources"],
-                **({"premises_unresolved": unresolved(r.tree.edges)} if kind == "h" and r.tree else {}),
-            }
+            line = search_record(p, r) | {"memory_pairs": len(mem)}
+            if kind == "h" and r.tree:
+                line["premises_unresolved"] = unresolved(r.tree.edges)
             (folder / "trees" / files[i]).write_text(json.dumps(r.tree_json(), default=str))
             with lock:
                 results[i] = line
@@ -345,8 +298,7 @@ def _searched_in_order(
         for r in res:
             f.write(json.dumps(r) + "\n")
     row = Row(name, res, time.monotonic() - w0, cpu.seconds)
-    shares = Counter("+".join(sorted(r["proof_sources"])) or "none" for r in res if r["proved"])
-    row.notes = {"memory_by_module": memory_sizes, "proofs_by_source": dict(shares)}
+    row.notes = {"memory_by_module": memory_sizes, "proofs_by_source": proofs_by_source(res)}
     if kind == "h":  # retrieved names Coq did not know (a lemma of a module nested in its file): failed steps
         row.notes["premise_steps_unresolved"] = sum(r.get("premises_unresolved", 0) for r in res)
     return row

@@ -70,6 +70,12 @@ ROWS = ("a", "b", "c", "d")
 ALL_ROWS = (*ROWS, "e", "f", "g", "h")
 MEMORY_ROWS = ("e", "f", "g", "h")
 """the rows whose policy is the proof memory"""
+MEMORY_LABELS = {
+    "e": "k-NN, offline memory",
+    "f": "k-NN, online memory",
+    "g": "k-NN online + automation",
+    "h": "k-NN online + automation + premises",
+}
 ENGINES = {"best-first": "reprover", "mcts": "reap"}
 """search engine -> the recipe whose defaults it runs with"""
 ENGINE_LABEL = {"best-first": "best-first", "mcts": "MCTS"}
@@ -356,11 +362,20 @@ def searched(
 ) -> list[dict[str, Any]]:
     """proofrl's search (``recipe``'s engine) under ``settings.seconds`` per theorem; ``out`` gets the search's
     own ``results.jsonl``, trees and trace."""
-    from ..search.config import load_search_config
     from ..search.run import search_many
 
-    s = settings
-    cfg = load_search_config(
+    probs = [with_header(p, header) for p in problems]
+    cfg = row_search_config(recipe, settings)
+    results = search_many(probs, policy, out_dir=out, workers=settings.workers, config=cfg, progress=progress)
+    return [search_record(p, r) for p, r in zip(problems, results, strict=True)]
+
+
+def row_search_config(recipe: str, s: RowSettings) -> Any:
+    """``recipe``'s search settings with a row's budget: ``s.seconds`` of wall time per theorem (no expansion,
+    step or node cap), ``s.width`` tactics per node, ``s.tactic_timeout`` per tactic."""
+    from ..search.config import load_search_config
+
+    return load_search_config(
         recipe,
         **{
             "best_first.max_expansions": None,
@@ -374,20 +389,44 @@ def searched(
             "mcts.tactic_timeout": s.tactic_timeout,
         },
     )
-    probs = [with_header(p, header) for p in problems]
-    results = search_many(probs, policy, out_dir=out, workers=s.workers, config=cfg, progress=progress)
-    return [
-        {
-            "name": p.key,
-            "proved": r.status == "proved",
-            "proof": r.proof if r.status == "proved" else "",
-            "wall_s": round(r.seconds, 3),
-            "final_check": r.verdict.status.value if r.verdict else str(r.status),
-            "reason": r.reason[:200],
-            "proof_sources": r.line()["proof_sources"],
-        }
-        for p, r in zip(problems, results, strict=True)
-    ]
+
+
+def search_record(p: Problem, r: Any) -> dict[str, Any]:
+    """A search row's ``results.jsonl`` record of ``p`` from its :class:`~proofrl.search.engine.SearchResult`."""
+    proved = r.status == "proved"
+    return {
+        "name": p.key,
+        "proved": proved,
+        "proof": r.proof if proved else "",
+        "wall_s": round(r.seconds, 3),
+        "final_check": r.verdict.status.value if r.verdict else str(r.status),
+        "reason": r.reason[:200],
+        "proof_sources": r.line()["proof_sources"],
+    }
+
+
+def record_row(row: Row, rows: list[Row], results_path: Path, say: Callable[[str], None], unit: str) -> Row:
+    """A finished row: its CPU shared out over its theorems, hammer's printing kept only in its own row, its
+    records appended to ``results_path``, a line said (per ``unit``), and ``row`` appended to ``rows``."""
+    _share_cpu(row.results, row.cpu)
+    for r in row.results:
+        if row.name != "(b) hammer":
+            r.pop("printed", None)  # only hammer's printing says something (its ATP)
+    rows.append(row)
+    with open(results_path, "a", encoding="utf-8") as f:
+        for r in row.results:
+            f.write(json.dumps({"row": row.name, **r}) + "\n")
+    summary = row.summary()
+    say(
+        f"{row.name}: {row.proved}/{len(row.results)} proved, {summary['wall_s_per_theorem']} s wall, "
+        f"{summary['cpu_s_per_theorem']} s CPU per {unit}"
+    )
+    return row
+
+
+def proofs_by_source(results: Sequence[dict[str, Any]]) -> dict[str, int]:
+    """How many proved records' steps came from each combination of policy sources (``knn``, ``auto+knn``)."""
+    return dict(Counter("+".join(sorted(r["proof_sources"])) or "none" for r in results if r["proved"]))
 
 
 def proof_kind(proof: str, automation: Sequence[str]) -> str:
@@ -425,19 +464,7 @@ def run_rows(
     has_hammer = hammer_installed()
 
     def record(row: Row) -> Row:
-        _share_cpu(row.results, row.cpu)
-        for r in row.results:
-            if row.name != "(b) hammer":
-                r.pop("printed", None)  # only hammer's printing says something (its ATP)
-        rows.append(row)
-        with open(results_path, "a", encoding="utf-8") as f:
-            for r in row.results:
-                f.write(json.dumps({"row": row.name, **r}) + "\n")
-        say(
-            f"{row.name}: {row.proved}/{len(row.results)} proved, {row.summary()['wall_s_per_theorem']} s wall, "
-            f"{row.summary()['cpu_s_per_theorem']} s CPU per theorem"
-        )
-        return row
+        return record_row(row, rows, results_path, say, "theorem")
 
     def shot(name: str, script: str, header: str) -> Row:
         bar = _bar(progress)
@@ -511,10 +538,7 @@ def _memory_row(
     from ..policy.sources import automation_menu
 
     own = {p.module for p in problems if p.module}
-    mem = ProofMemory(cap=None)
-    for t in transitions:
-        if t.get("module") not in own and not t.get("structural"):
-            mem.add(t["state_before"], t["tactic"], theorem=str(t.get("theorem", "")), online=False)
+    mem = ProofMemory.from_transitions([t for t in transitions if t.get("module") not in own], cap=None)
     knn = KNNPolicy(mem, online=kind != "e")
     sources: list[Any] = [knn, *([automation_menu(s.tactics)] if kind in ("g", "h") else [])]
     if kind == "h":
@@ -522,20 +546,13 @@ def _memory_row(
         premises.add_many(pair for module, pairs in stdlib_lemmas().items() if module not in own for pair in pairs)
         sources.append(premises)
     policy: Any = MixedPolicy(sources) if len(sources) > 1 else knn
-    name = {
-        "e": "(e) k-NN, offline memory",
-        "f": "(f) k-NN, online memory",
-        "g": "(g) k-NN online + automation",
-        "h": "(h) k-NN online + automation + premises",
-    }
     w0, start = time.monotonic(), len(mem)
     with DescendantCPU() as cpu:
         res = searched(problems, policy, "reprover", "", s, out / f"{kind}-best-first", progress)
-    row = Row(name[kind], res, time.monotonic() - w0, cpu.seconds)
-    shares = Counter("+".join(sorted(r["proof_sources"])) or "none" for r in res if r["proved"])
+    row = Row(f"({kind}) {MEMORY_LABELS[kind]}", res, time.monotonic() - w0, cpu.seconds)
     row.notes = {
         "memory": {"start": start, "end": len(mem), "learned": mem.online_count},
-        "proofs_by_source": dict(shares),
+        "proofs_by_source": proofs_by_source(res),
     }
     return row
 
