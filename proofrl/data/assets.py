@@ -158,15 +158,22 @@ def asset_problems(settings: AssetSettings, seed: int = 0) -> tuple[list[Problem
 
 
 def teach(
-    train_jsonl: Path, model_dir: Path, settings: AssetSettings, *, seed: int = 0, console: Any = None
+    train_jsonl: Path,
+    model_dir: Path,
+    settings: AssetSettings,
+    *,
+    seed: int = 0,
+    console: Any = None,
+    retriever: Any = None,
 ) -> dict[str, Any]:
-    """Teach the tiny tactic model on ``train.jsonl`` with a progress bar; returns pairs, losses and seconds."""
+    """Teach the tiny tactic model on ``train.jsonl`` with a progress bar; returns pairs, losses and seconds.
+    ``retriever``: each prompt holds the state's retrieved context (:mod:`proofrl.policy.retrieval`)."""
     from ..policy.tactic import tactic_pairs, train_tiny_tactic_model
     from ..progress import progress_bar
     from .tactics import read_transitions
 
     train = read_transitions(train_jsonl)
-    n = len(tactic_pairs(train, max_state_chars=settings.max_state_chars))
+    n = len(tactic_pairs(train, max_state_chars=settings.max_state_chars))  # (the count needs no context)
     t, cpu = time.perf_counter(), time.process_time()
     with progress_bar(
         "teaching the tiny tactic model", detail="{task.fields[info]}", remaining=True, console=console
@@ -182,6 +189,7 @@ def teach(
             max_state_chars=settings.max_state_chars,
             model=settings.model,
             group_by_length=True,
+            retriever=retriever,
             on_batch=lambda k: bar.advance(task, k),
             on_epoch=lambda e, loss: bar.update(task, info=f"epoch {e + 1}: loss {loss:.2f}"),
         )

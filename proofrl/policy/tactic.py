@@ -2,7 +2,8 @@
 
 * **Prompt** (ReProver / BFS-Prover style): ``[GOAL]\\n<state>\\n[PROOFSTEP]\\n`` and the model answers one
   tactic, ended by EOS (:func:`tactic_prompt`). ``<state>`` is :func:`proofrl.provers.backend.state_text` of a
-  prover state (the same text the tactic data holds in ``state_before``).
+  prover state (the same text the tactic data holds in ``state_before``). A model taught with retrieved context
+  (:mod:`proofrl.policy.retrieval`) reads the nearest remembered tactics and premises before ``[GOAL]``.
 * **Proposals**: :class:`TacticPolicy` ``.propose(state_text, k)`` samples ``k`` tactics and returns them as
   :class:`Proposal` ``(tactic, logprob_sum, logprob_mean)``, deduplicated and sorted by ``logprob_sum``,
   best first. Backends: a local HF model (:class:`HFTacticPolicy`, sampling or beam search), vLLM
@@ -54,16 +55,20 @@ import httpx
 
 from ..errors import ConfigError
 from .generation import Completion, GenerationError, OpenAIGenerator, SamplingParams, openai_sampling
+from .retrieval import CONTEXT_FILE, Context, ContextShape, Retriever, save_shape, taught_shape
 from .sources import MODEL_KINDS, MixedPolicy, Proposal, TacticPolicy, automation_menu, spec_parts
 from .sources import propose_batch as propose_batch  # (re-exported: the search and tests import it from here)
 
 GOAL_TAG, PROOFSTEP_TAG = "[GOAL]", "[PROOFSTEP]"
 
 
-def tactic_prompt(state_text: str) -> str:
+def tactic_prompt(state_text: str, context: Context | None = None) -> str:
     """``[GOAL]\\n<state>\\n[PROOFSTEP]\\n``: ReProver's tags (its ``[GOAL]``/``[PROOFSTEP]`` input format),
-    one state and one tactic per prompt as BFS-Prover. The model's answer is the tactic, then EOS."""
-    return f"{GOAL_TAG}\n{state_text.strip()}\n{PROOFSTEP_TAG}\n"
+    one state and one tactic per prompt as BFS-Prover. The model's answer is the tactic, then EOS. A retrieved
+    ``context`` (:class:`~proofrl.policy.retrieval.Context`) goes first, its ``[TACTICS]``/``[PREMISES]`` blocks
+    one entry a line."""
+    head = context.text() if context is not None else ""
+    return f"{head}{GOAL_TAG}\n{state_text.strip()}\n{PROOFSTEP_TAG}\n"
 
 
 _FENCE = re.compile(r"^```[\w-]*\n(.*?)(?:\n```.*)?$", re.S)
@@ -174,7 +179,10 @@ class HFTacticPolicy(_SeededCalls):
 
     ``seed``: the i-th call samples under ``seed + i``, or the stream's seed inside :func:`sampling_stream`
     (reproducible runs, yet a re-expanded state gets new samples). A state too long for the model's positions loses its
-    first characters (the conclusion is at the end of a goal, so it stays)."""
+    first characters (the conclusion is at the end of a goal, so it stays).
+
+    ``retriever``: a model taught with retrieved context (:mod:`proofrl.policy.retrieval`) gets each state's
+    context from it in its prompt; the context is kept whole when a long state is cut."""
 
     name = "hf"
 
@@ -189,24 +197,28 @@ class HFTacticPolicy(_SeededCalls):
         seed: int | None = 0,
         beam: bool = False,
         batch_size: int = 64,
+        retriever: Retriever | None = None,
     ):
         from .generation import HFGenerator
 
-        self.model, self.tokenizer = model, tokenizer
+        self.model, self.tokenizer, self.retriever = model, tokenizer, retriever
         self.temperature, self.top_p, self.max_tokens, self.seed, self.beam = temperature, top_p, max_tokens, seed, beam
         self._gen = HFGenerator(model, tokenizer, batch_size=batch_size)
         self._calls = 0
         limit = getattr(getattr(model, "config", None), "max_position_embeddings", None)
         self.max_prompt_tokens = None if limit is None else max(16, limit - max_tokens)
+        self.context_shape: ContextShape | None = None
+        """the retrieved context the model was taught with (None: the state alone), from its folder"""
 
     def prompt(self, state_text: str) -> str:
-        p = tactic_prompt(state_text)
+        context = self.retriever.context(state_text) if self.retriever is not None else None
+        p = tactic_prompt(state_text, context)
         if self.max_prompt_tokens is None:
             return p
         while (n := len(self.tokenizer(p)["input_ids"])) > self.max_prompt_tokens and len(state_text) > 1:
             keep = min(len(state_text) - 1, int(len(state_text) * self.max_prompt_tokens / n * 0.9))
             state_text = state_text[len(state_text) - max(keep, 1) :]  # the end holds the conclusion
-            p = tactic_prompt(state_text)
+            p = tactic_prompt(state_text, context)
         return p
 
     def propose(self, state_text: str, k: int) -> list[Proposal]:
@@ -464,8 +476,27 @@ def make_tactic_policy(spec: str, *, model: str | None = None, **kw: Any) -> Tac
             raise ConfigError(
                 f"{kind}:{where}: an OpenAI-compatible endpoint needs the served model's name (model=...)"
             )
+    for kind, where in parts:
+        if kind == "vllm" and taught_shape(where) is not None:
+            raise ConfigError(f"vllm:{where} was taught with retrieved context, which only hf:{where} is given")
     sources = [_source(kind, where, model, dict(kw)) for kind, where in parts]
+    _give_context(sources, spec)
     return sources[0] if len(sources) == 1 else MixedPolicy(sources)
+
+
+def _give_context(sources: Sequence[Any], spec: str) -> None:
+    """Hand each model taught with retrieved context the spec's proof memory (its k-NN source's)."""
+    from .memory import KNNPolicy
+
+    memories = [s.memory for s in sources if isinstance(s, KNNPolicy)]
+    for s in sources:
+        if isinstance(s, HFTacticPolicy) and (shape := getattr(s, "context_shape", None)) is not None:
+            if not memories:
+                raise ConfigError(
+                    f"{spec}: the model was taught with retrieved tactics in its prompt; add the memory they come "
+                    "from to the spec (knn:DIR+hf:MODEL)"
+                )
+            s.retriever = Retriever(memories[0], None, shape)
 
 
 def _source(kind: str, where: str, model: str | None, kw: dict[str, Any]) -> Any:
@@ -481,7 +512,9 @@ def _source(kind: str, where: str, model: str | None, kw: dict[str, Any]) -> Any
 
         device = kw.pop("device", None)
         m, tok = load_policy(where, device=device)
-        return HFTacticPolicy(m, tok, **kw)
+        policy = HFTacticPolicy(m, tok, **kw)
+        policy.context_shape = taught_shape(where)
+        return policy
     if kind == "vllm":
         return VLLMTacticPolicy(where, **kw)
     return OpenAITacticPolicy(where, str(model), chat=kind == "openai-chat", **kw)
@@ -613,10 +646,12 @@ def tactic_pairs(
     include_structural: bool = False,
     max_state_chars: int | None = 2000,
     max_tactic_chars: int | None = 300,
+    retriever: Retriever | None = None,
 ) -> list[tuple[str, str]]:
     """(prompt, tactic) pairs of transition records: bullets and braces left out unless
     ``include_structural``; states or tactics longer than the limits left out (a tiny model's 1024
-    positions); a (state, tactic) pair that occurs twice is kept twice (it is twice as common)."""
+    positions); a (state, tactic) pair that occurs twice is kept twice (it is twice as common). With a
+    ``retriever`` each prompt holds the state's retrieved context, the transition's own theorem hidden from it."""
     out = []
     for t in transitions:
         if t.get("structural") and not include_structural:
@@ -628,7 +663,11 @@ def tactic_pairs(
             or (max_tactic_chars is not None and len(tac) > max_tactic_chars)
         ):
             continue
-        out.append((tactic_prompt(state), tac))
+        context = None
+        if retriever is not None:
+            module, name = t.get("module", ""), t.get("theorem", "")
+            context = retriever.context(state, exclude=f"{module}.{name}" if module else name)
+        out.append((tactic_prompt(state, context), tac))
     return out
 
 
@@ -647,6 +686,7 @@ def train_tiny_tactic_model(
     on_epoch: Callable[[int, float], None] | None = None,
     group_by_length: bool = False,
     on_batch: Callable[[int], None] | None = None,
+    retriever: Retriever | None = None,
 ) -> Path:
     """Build the tiny Llama (:func:`~proofrl.policy.tiny.build_tiny_model`, tokenizer trained on the pairs'
     text) and teach it state → tactic with the one SFT implementation
@@ -655,7 +695,9 @@ def train_tiny_tactic_model(
     the tiny model's shape (``hidden``, ``layers``, ``heads``, ``vocab_size``); the per-epoch losses are
     written to ``out_dir/sft_losses.json``. ``group_by_length`` batches pairs of similar length (a state's
     length varies tenfold, and padding every batch to its longest pair cost half of an epoch on a CPU; the
-    demo's assets use it); ``on_batch(n)`` / ``on_epoch(epoch, loss)`` report progress."""
+    demo's assets use it); ``on_batch(n)`` / ``on_epoch(epoch, loss)`` report progress. ``retriever``: teach with
+    each state's retrieved context in the prompt (:mod:`proofrl.policy.retrieval`; the folder records its
+    shape, so a search hands the model its memory)."""
     import json
 
     from .model import load_policy
@@ -667,6 +709,7 @@ def train_tiny_tactic_model(
         include_structural=include_structural,
         max_state_chars=max_state_chars,
         max_tactic_chars=max_tactic_chars,
+        retriever=retriever,
     )
     if not pairs:
         raise ValueError("no transitions to teach: every one was structural or over the length limits")
@@ -688,5 +731,8 @@ def train_tiny_tactic_model(
     )
     m.save_pretrained(out_dir)
     tok.save_pretrained(out_dir)
+    (out_dir / CONTEXT_FILE).unlink(missing_ok=True)
+    if retriever is not None:
+        save_shape(out_dir, retriever.shape)
     (out_dir / "sft_losses.json").write_text(json.dumps({"pairs": len(pairs), "epochs": epochs, "losses": losses}))
     return out_dir
