@@ -696,8 +696,8 @@ def eval_search(
     rows: str = typer.Option(
         None,
         help="a: Coq's automation, b: CoqHammer, c: proofrl search, d: search + automation, e/f: k-NN over a "
-        "proof memory offline/online, g: f + automation, h: g + premise retrieval (default: a,b,c,d; a,b,e,f,g,h "
-        "for coq-stdlib-files:N)",
+        "proof memory offline/online, g: f + automation, h: g + premise retrieval, i: h + the tactic model reading "
+        "the retrieved context (default: every row; coq-stdlib-files:N runs a,b,e-i; b left out without CoqHammer)",
     ),
     seconds: float = typer.Option(10.0, help="wall-clock budget per theorem, every row"),
     policy: str = typer.Option(None, help="tactic model for c/d: hf:DIR (default: the tiny model, built once)"),
@@ -711,7 +711,12 @@ def eval_search(
     engines: str = typer.Option("best-first,mcts", help="search engines of rows c/d"),
     width: int = typer.Option(4, help="tactics the model proposes per node"),
     atp_seconds: int = typer.Option(5, help="hammer: Set Hammer ATPLimit"),
-    assets: Path = typer.Option(Path("runs"), help="where the default tiny model is built (ASSETS/tactic-assets)"),
+    context_model: Path = typer.Option(
+        None, help="row i's tactic model, taught with retrieved context (default: built once under --assets)"
+    ),
+    assets: Path = typer.Option(
+        Path("runs"), help="where the default models and the memory's transitions are built, once"
+    ),
     out: Path = typer.Option(Path("runs/eval-search"), "--out", "-o"),
 ) -> None:
     """Coq's one-shot automation, CoqHammer and proofrl search side by side, every theorem with the same wall
@@ -731,6 +736,7 @@ def eval_search(
         engines=engines,
         width=width,
         atp_seconds=atp_seconds,
+        context_model=context_model,
         assets=assets,
         out=out,
         command=" ".join(["proofrl", *sys.argv[1:]]),

@@ -109,3 +109,38 @@ def test_memory_rows_on_any_problem_set_leave_the_problems_own_modules_out(tmp_p
     assert offline.results[0]["proof"].count("exact eq_refl") == 0  # its own module's proof was never offered
     assert offline.notes["memory"] == {"start": 1, "end": 1, "learned": 0}
     assert online.notes["memory"]["learned"] == 1  # the found proof, remembered at once
+
+
+@requires_coq
+def test_row_i_asks_the_model_that_reads_the_retrieved_context(tmp_path) -> None:
+    """Row i is row h with the tactic model taught with retrieved context among its sources: its tree has edges
+    the model proposed, and a folder that is not such a model is refused in one line before anything runs."""
+    import json
+    from dataclasses import replace
+
+    from proofrl.errors import ConfigError
+    from proofrl.eval.provers import RowSettings, check_settings, run_rows, smoke_problems
+    from proofrl.policy.memory import ProofMemory
+    from proofrl.policy.retrieval import Retriever
+    from proofrl.policy.tactic import train_tiny_tactic_model
+
+    nat = replace(smoke_problems()[0], module="Smoke.Nat")
+    other = {"module": "Other.Module", "theorem": "t", "state_before": "⊢ forall n : nat, n + 0 = n", "tactic": "lia."}
+    train_tiny_tactic_model(
+        [other] * 4,
+        tmp_path / "model",
+        epochs=2,
+        batch=4,
+        model={"hidden": 32, "layers": 1, "heads": 2, "vocab_size": 300},
+        retriever=Retriever(ProofMemory.from_transitions([other], cap=None)),
+    )
+    with pytest.raises(ConfigError) as e:
+        check_settings(RowSettings(rows=("i",), context_model=str(tmp_path)))
+    assert "\n" not in str(e.value) and "--context-model" in str(e.value)
+    settings = RowSettings(rows=("i",), seconds=5.0, workers=1, width=4, context_model=str(tmp_path / "model"))
+    check_settings(settings)
+    (row,) = run_rows([nat], settings, tmp_path / "out", progress=False, say=lambda _: None, transitions=[other])
+    assert row.name.startswith("(i)") and row.results[0]["proved"]
+    (tree,) = (tmp_path / "out" / "i-best-first" / "trees").iterdir()
+    sources = {e.get("source") or "" for e in json.loads(tree.read_text())["edges"]}
+    assert any("hf" in s for s in sources), sources

@@ -76,9 +76,7 @@ def taught(tmp_path_factory):
     root = tmp_path_factory.mktemp("retrieval")
     mem = memory()
     mem.save(root / "memory")
-    ts = [
-        {"state_before": p.state, "tactic": p.tactic, "theorem": p.theorem, "structural": False} for p in mem.pairs()
-    ]
+    ts = [{"state_before": p.state, "tactic": p.tactic, "theorem": p.theorem, "structural": False} for p in mem.pairs()]
     train_tiny_tactic_model(
         ts,
         root / "model",

@@ -23,10 +23,10 @@ demo's assets never saw them), every lemma of each file in order:
   (f) the same, online memory;
   (g) (f) with the automation of (a) proposed at every node (the sources' shares of its proofs reported);
   (h) (g) with premise retrieval (:mod:`proofrl.policy.premises`): the lemmas of the libraries the file loads and
-  of the file before the lemma, by statement, applied and rewritten with.
-
-What the issue's row (f) also asks, a tactic model with the retrieved tactics in its prompt, is not built: the
-k-NN source stands alone here.
+  of the file before the lemma, by statement, applied and rewritten with;
+  (i) (h) with the tactic model that reads the retrieved context (:mod:`proofrl.policy.retrieval`): the tactics
+  of the module's memory and the premises of (h), in its prompt. The model (:func:`library_model`) is taught
+  once on the training side of the module split, so it never saw a held-out file's proofs.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from ..errors import ConfigError
 from ..problems import Problem
 
 FILES_SPEC = "coq-stdlib-files"
-FILE_ROWS = ("a", "b", "e", "f", "g", "h")
+FILE_ROWS = ("a", "b", "e", "f", "g", "h", "i")
 INIT_TACTICS = ("auto", "easy", "tauto", "intuition")
 """automation every Coq file has (``Coq.Init``)"""
 ORDER = "file_order"
@@ -151,6 +151,39 @@ def library_transitions(root: Path, *, workers: int = 2, progress: bool = True) 
     return [t for side in ("train", "held-out") for t in read_transitions(folder / f"{side}.jsonl")]
 
 
+def library_model(root: Path, *, retrieval: bool = True, seed: int = 0, console: Any = None) -> Path:
+    """The tiny tactic model of row (i), taught once into ``root/library-tactic-model`` on the training side of
+    :func:`library_transitions` (the demo's model shape and epochs, :class:`~proofrl.data.assets.AssetSettings`),
+    each prompt holding the state's retrieved context: the tactics of the nearest training states (its own
+    theorem's hidden) and the nearest statements among the training modules' lemmas. ``retrieval=False``
+    teaches the same model on the same pairs without context (``library-tactic-model-plain``), the comparison
+    that says what the context is worth."""
+    from ..data.assets import AssetSettings, teach
+    from ..data.splits import stdlib_lemmas
+    from ..data.tactics import read_transitions
+    from ..policy.memory import ProofMemory
+    from ..policy.retrieval import Retriever
+
+    folder = Path(root) / ("library-tactic-model" if retrieval else "library-tactic-model-plain")
+    ready = folder / "ready.json"
+    if ready.is_file():
+        return folder
+    library_transitions(root, progress=console is not None)
+    train_path = Path(root) / "stdlib-transitions" / "train.jsonl"
+    retriever = None
+    if retrieval:
+        train = read_transitions(train_path)
+        modules = {t.get("module") for t in train}
+        premises = ProofMemory(cap=None)
+        for module, lemmas in stdlib_lemmas().items():
+            if module in modules:
+                premises.add_many(((statement, name) for name, statement in lemmas), online=False)
+        retriever = Retriever(ProofMemory.from_transitions(train, cap=None), premises)
+    taught = teach(train_path, folder, AssetSettings(), seed=seed, console=console, retriever=retriever)
+    ready.write_text(json.dumps({"retrieval": retrieval, "seed": seed, **taught}, indent=2))
+    return folder
+
+
 # -- the rows ----------------------------------------------------------------------------------------------------
 def run_file_rows(
     problems: Sequence[Problem],
@@ -201,7 +234,7 @@ def run_file_rows(
         for r in row.results:
             r["atp"], r["hammer_says"] = hammer_says(r["printed"]) if r["proved"] else ("", "")
         record(row)
-    lemmas = stdlib_lemmas() if "h" in s.rows else {}
+    lemmas = stdlib_lemmas() if {"h", "i"} & set(s.rows) else {}
     for kind in MEMORY_LABELS:
         if kind in s.rows:
             name = f"({kind}) {MEMORY_LABELS[kind]}"
@@ -222,14 +255,15 @@ def _searched_in_order(
     progress: bool,
 ) -> Any:
     """Best-first search over each module's lemmas in file order, ``settings.workers`` modules at once, each
-    module with its own memory (offline for ``e``, online for ``f``-``h``) and, for ``h``, its own premises."""
+    module with its own memory (offline for ``e``, online for ``f``-``i``) and, for ``h`` and ``i``, its own
+    premises."""
     from ..policy.memory import KNNPolicy, ProofMemory
     from ..policy.premises import PremisePolicy, unresolved
     from ..policy.sources import MenuPolicy, MixedPolicy
     from ..progress import progress_bar
     from ..search.run import _search_leased, _search_pool, tree_files
     from ..search.trace import Tracer
-    from .provers import DescendantCPU, Row, proofs_by_source, row_search_config, search_record
+    from .provers import DescendantCPU, Row, context_source, proofs_by_source, row_search_config, search_record
 
     s = settings
     cfg = row_search_config("reprover", s)
@@ -251,13 +285,15 @@ def _searched_in_order(
         mem = ProofMemory.from_transitions([t for t in transitions if t.get("module") in before], cap=None)
         knn = KNNPolicy(mem, online=kind != "e")
         premises = PremisePolicy()
-        if kind == "h":
+        if kind in ("h", "i"):
             premises.add_many(pair for lib in libraries[m] if lib != m for pair in lemmas.get(lib, ()))
         sources: list[Any] = [knn]
-        if kind in ("g", "h") and avail[m]:
+        if kind in ("g", "h", "i") and avail[m]:
             sources.append(MenuPolicy([f"intros; {t}." for t in avail[m]]))
-        if kind == "h":
+        if kind in ("h", "i"):
             sources.append(premises)
+        if kind == "i":
+            sources.append(context_source(s, mem, premises.memory))
         policy: Any = MixedPolicy(sources) if len(sources) > 1 else knn
         start = len(mem)
         for i, p in enumerate(problems):
@@ -268,10 +304,10 @@ def _searched_in_order(
                 knn.record_proof(p.name, [(st, tac) for st, tac, _ in r.proof_steps()])
             if knn.online:  # the library's own proof of the lemma, read once the lemma has been tried
                 mem.add_many(by_theorem.get((m, p.name), ()), theorem=p.name, online=False)
-            if kind == "h":  # and the lemma itself, citable from the next one on
+            if kind in ("h", "i"):  # and the lemma itself, citable from the next one on
                 premises.add(p.key, p.formal_statement)
             line = search_record(p, r) | {"memory_pairs": len(mem)}
-            if kind == "h" and r.tree:
+            if kind in ("h", "i") and r.tree:
                 line["premises_unresolved"] = unresolved(r.tree.edges)
             (folder / "trees" / files[i]).write_text(json.dumps(r.tree_json(), default=str))
             with lock:
@@ -279,7 +315,7 @@ def _searched_in_order(
                 if bar is not None:
                     bar.update(task, advance=1)
         memory_sizes[m] = {"start": start, "end": len(mem), "learned": mem.online_count}
-        if kind == "h":
+        if kind in ("h", "i"):
             memory_sizes[m]["premises"] = len(premises.memory)
 
     w0 = time.monotonic()
@@ -299,6 +335,6 @@ def _searched_in_order(
             f.write(json.dumps(r) + "\n")
     row = Row(name, res, time.monotonic() - w0, cpu.seconds)
     row.notes = {"memory_by_module": memory_sizes, "proofs_by_source": proofs_by_source(res)}
-    if kind == "h":  # retrieved names Coq did not know (a lemma of a module nested in its file): failed steps
+    if kind in ("h", "i"):  # retrieved names Coq did not know (a lemma of a module nested in its file): failed steps
         row.notes["premise_steps_unresolved"] = sum(r.get("premises_unresolved", 0) for r in res)
     return row

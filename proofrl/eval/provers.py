@@ -66,15 +66,16 @@ HAMMER_LIBEXEC = "/usr/libexec/coq-hammer"
 ATP_PROGRAMS = {"Vampire": "vampire", "Eprover": "eprover", "Z3": "z3_tptp", "CVC4": "cvc4"}
 """the program CoqHammer 1.3 runs for each ATP (it detects each by running it)"""
 ROWS = ("a", "b", "c", "d")
-"""the rows run by default"""
-ALL_ROWS = (*ROWS, "e", "f", "g", "h")
-MEMORY_ROWS = ("e", "f", "g", "h")
+"""the first comparison's rows: Coq's automation, CoqHammer, the tactic model's search with and without it"""
+ALL_ROWS = (*ROWS, "e", "f", "g", "h", "i")
+MEMORY_ROWS = ("e", "f", "g", "h", "i")
 """the rows whose policy is the proof memory"""
 MEMORY_LABELS = {
     "e": "k-NN, offline memory",
     "f": "k-NN, online memory",
     "g": "k-NN online + automation",
     "h": "k-NN online + automation + premises",
+    "i": "(h) + tactic model reading the retrieved context",
 }
 ENGINES = {"best-first": "reprover", "mcts": "reap"}
 """search engine -> the recipe whose defaults it runs with"""
@@ -241,7 +242,7 @@ class RowSettings:
     """One run's rows and budgets. ``seconds``: wall-clock budget per theorem in every row; ``tactics``: the
     automation of (a) (and of (d)); ``engines``: of ``best-first``, ``mcts`` for (c)/(d); ``width``: tactics
     the model proposes per node; ``atp_seconds``: ``Set Hammer ATPLimit``; ``policy``: ``hf:DIR`` for
-    (c)/(d)."""
+    (c)/(d); ``context_model``: the folder of row (i)'s tactic model, taught with retrieved context."""
 
     rows: tuple[str, ...] = ROWS
     seconds: float = 10.0
@@ -251,6 +252,7 @@ class RowSettings:
     width: int = 4
     atp_seconds: int = 5
     policy: str = ""
+    context_model: str = ""
 
     @property
     def tactic_timeout(self) -> float:
@@ -281,6 +283,14 @@ def check_settings(s: RowSettings) -> None:
         kind, _, where = s.policy.partition(":")
         if kind != "hf" or not Path(where).is_dir():
             raise ConfigError(f"--policy {s.policy!r}: give hf:DIR, a local tactic model directory")
+    if "i" in s.rows and s.context_model:
+        from ..policy.retrieval import taught_shape
+
+        if not Path(s.context_model).is_dir() or taught_shape(s.context_model) is None:
+            raise ConfigError(
+                f"--context-model {s.context_model!r}: give the folder of a tactic model taught with retrieved "
+                "context (leave the option out to build the default one)"
+            )
 
 
 @dataclass
@@ -529,9 +539,10 @@ def _memory_row(
     transitions: Sequence[dict[str, Any]],
     progress: bool,
 ) -> Row:
-    """Row e, f, g or h: best-first search with the k-NN source over the human proofs of every module in
-    ``transitions`` that holds none of ``problems`` (a theorem's own proof is never in its memory); h's premises
-    are the statements of the standard library's theorems outside those modules."""
+    """Row e, f, g, h or i: best-first search with the k-NN source over the human proofs of every module in
+    ``transitions`` that holds none of ``problems`` (a theorem's own proof is never in its memory); h's and i's
+    premises are the statements of the standard library's theorems outside those modules; i adds the tactic
+    model that reads the memory's and the premises' retrieval (:func:`context_source`)."""
     from ..data.splits import stdlib_lemmas
     from ..policy.memory import KNNPolicy, ProofMemory
     from ..policy.premises import PremisePolicy
@@ -540,11 +551,13 @@ def _memory_row(
     own = {p.module for p in problems if p.module}
     mem = ProofMemory.from_transitions([t for t in transitions if t.get("module") not in own], cap=None)
     knn = KNNPolicy(mem, online=kind != "e")
-    sources: list[Any] = [knn, *([automation_menu(s.tactics)] if kind in ("g", "h") else [])]
-    if kind == "h":
+    sources: list[Any] = [knn, *([automation_menu(s.tactics)] if kind in ("g", "h", "i") else [])]
+    if kind in ("h", "i"):
         premises = PremisePolicy()
         premises.add_many(pair for module, pairs in stdlib_lemmas().items() if module not in own for pair in pairs)
         sources.append(premises)
+        if kind == "i":
+            sources.append(context_source(s, mem, premises.memory))
     policy: Any = MixedPolicy(sources) if len(sources) > 1 else knn
     w0, start = time.monotonic(), len(mem)
     with DescendantCPU() as cpu:
@@ -555,6 +568,24 @@ def _memory_row(
         "proofs_by_source": proofs_by_source(res),
     }
     return row
+
+
+_LOADED_MODELS: dict[str, tuple[Any, Any]] = {}
+_MODELS_LOCK = threading.Lock()
+
+
+def context_source(s: RowSettings, memory: Any, premises: Any) -> Any:
+    """Row (i)'s tactic model (``s.context_model``, loaded once and shared) reading the retrieved context of
+    ``memory`` and ``premises`` (:mod:`proofrl.policy.retrieval`), sampling the tactics the search asks for."""
+    from ..policy.model import load_policy
+    from ..policy.retrieval import Retriever, taught_shape
+    from ..policy.tactic import HFTacticPolicy
+
+    with _MODELS_LOCK:
+        if s.context_model not in _LOADED_MODELS:
+            _LOADED_MODELS[s.context_model] = load_policy(s.context_model, device="cpu")
+        model, tok = _LOADED_MODELS[s.context_model]
+    return HFTacticPolicy(model, tok, retriever=Retriever(memory, premises, taught_shape(s.context_model)))
 
 
 def _bar(progress: bool) -> Any:

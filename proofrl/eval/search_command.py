@@ -12,15 +12,15 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..policy.sources import AUTOMATION
-from .library import FILE_ROWS, file_problems, is_files_spec, library_transitions, run_file_rows
+from .library import FILE_ROWS, file_problems, is_files_spec, library_model, library_transitions, run_file_rows
 from .provers import (
     ALL_ROWS,
     ENGINES,
     MEMORY_ROWS,
-    ROWS,
     RowSettings,
     check_settings,
     console_table,
+    hammer_installed,
     loadavg,
     parse_list,
     run_rows,
@@ -34,6 +34,12 @@ def default_policy(root: Path) -> str:
     from ..data.assets import tactic_assets
 
     return tactic_assets(root).policy_spec
+
+
+def default_rows(files: bool) -> tuple[str, ...]:
+    """Every row (in file order, those of :data:`~proofrl.eval.library.FILE_ROWS`), (b) only where CoqHammer is
+    installed."""
+    return tuple(r for r in (FILE_ROWS if files else ALL_ROWS) if r != "b" or hammer_installed())
 
 
 def cli_eval_search(
@@ -50,21 +56,30 @@ def cli_eval_search(
     engines: str = "best-first,mcts",
     width: int = 4,
     atp_seconds: int = 5,
+    context_model: Path | None = None,
     assets: Path = Path("runs"),
     out: Path = Path("runs/eval-search"),
     progress: bool = True,
     command: str = "",
 ) -> dict[str, Any]:
     """``proofrl eval search``: the rows on a problem set; console table, ``report.md``, ``summary.json``,
-    ``results.jsonl`` under ``out``; ``command`` is how the report says it was run. Returns the summary."""
+    ``results.jsonl`` under ``out``; ``command`` is how the report says it was run. Returns the summary.
+
+    With no ``rows`` every row runs (those of :data:`~proofrl.eval.library.FILE_ROWS` in file order), row (b) left
+    out, with a line saying so, where CoqHammer is not installed; the default models and the memory's transitions
+    are built once under ``assets``."""
     from rich.console import Console
 
     from ..preflight import require_backend
 
     console = Console()
     files = is_files_spec(problems)
+    if rows is None and "b" not in default_rows(files):
+        console.print(
+            "[yellow]row b left out: CoqHammer is not installed (PROOFRL_COQ_LIBS=1 bash scripts/setup.sh)[/]"
+        )
     settings = RowSettings(
-        rows=parse_list(rows or ",".join(FILE_ROWS if files else ROWS), ALL_ROWS, "row(s) in --rows"),
+        rows=parse_list(rows or ",".join(default_rows(files)), ALL_ROWS, "row(s) in --rows"),
         seconds=seconds,
         workers=workers,
         tactics=parse_list(tactics, AUTOMATION, "tactic(s) in --tactics"),
@@ -72,6 +87,7 @@ def cli_eval_search(
         width=width,
         atp_seconds=atp_seconds,
         policy=policy or "",
+        context_model=str(context_model or ""),
     )
     check_settings(settings)
     require_backend("coq")
@@ -87,6 +103,8 @@ def cli_eval_search(
     if set(settings.rows) & {"c", "d"} and not settings.policy:
         settings.policy = default_policy(assets)
     transitions = library_transitions(assets, progress=progress) if set(settings.rows) & set(MEMORY_ROWS) else []
+    if "i" in settings.rows and not settings.context_model:
+        settings.context_model = str(library_model(assets, console=console if progress else None))
     command = command or shlex.join(["proofrl", "eval", "search", problems])
     load0 = loadavg()
     console.print(
