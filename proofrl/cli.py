@@ -712,7 +712,7 @@ def eval_search(
     width: int = typer.Option(4, help="tactics the model proposes per node"),
     atp_seconds: int = typer.Option(5, help="hammer: Set Hammer ATPLimit"),
     context_model: Path = typer.Option(
-        None, help="row i's tactic model, taught with retrieved context (default: built once under --assets)"
+        None, help="row i's tactic model (default: one taught with retrieved context, built once under --assets)"
     ),
     assets: Path = typer.Option(
         Path("runs"), help="where the default models and the memory's transitions are built, once"

@@ -283,14 +283,11 @@ def check_settings(s: RowSettings) -> None:
         kind, _, where = s.policy.partition(":")
         if kind != "hf" or not Path(where).is_dir():
             raise ConfigError(f"--policy {s.policy!r}: give hf:DIR, a local tactic model directory")
-    if "i" in s.rows and s.context_model:
-        from ..policy.retrieval import taught_shape
-
-        if not Path(s.context_model).is_dir() or taught_shape(s.context_model) is None:
-            raise ConfigError(
-                f"--context-model {s.context_model!r}: give the folder of a tactic model taught with retrieved "
-                "context (leave the option out to build the default one)"
-            )
+    if "i" in s.rows and s.context_model and not (Path(s.context_model) / "config.json").is_file():
+        raise ConfigError(
+            f"--context-model {s.context_model!r}: give the folder of a tactic model (leave the option out to build "
+            "the default one, taught with retrieved context)"
+        )
 
 
 @dataclass
@@ -576,7 +573,8 @@ _MODELS_LOCK = threading.Lock()
 
 def context_source(s: RowSettings, memory: Any, premises: Any) -> Any:
     """Row (i)'s tactic model (``s.context_model``, loaded once and shared) reading the retrieved context of
-    ``memory`` and ``premises`` (:mod:`proofrl.policy.retrieval`), sampling the tactics the search asks for."""
+    ``memory`` and ``premises`` (:mod:`proofrl.policy.retrieval`), sampling the tactics the search asks for. A
+    model taught on states alone gets none (the comparison that says what the context is worth)."""
     from ..policy.model import load_policy
     from ..policy.retrieval import Retriever, taught_shape
     from ..policy.tactic import HFTacticPolicy
@@ -585,7 +583,8 @@ def context_source(s: RowSettings, memory: Any, premises: Any) -> Any:
         if s.context_model not in _LOADED_MODELS:
             _LOADED_MODELS[s.context_model] = load_policy(s.context_model, device="cpu")
         model, tok = _LOADED_MODELS[s.context_model]
-    return HFTacticPolicy(model, tok, retriever=Retriever(memory, premises, taught_shape(s.context_model)))
+    shape = taught_shape(s.context_model)
+    return HFTacticPolicy(model, tok, retriever=Retriever(memory, premises, shape) if shape else None)
 
 
 def _bar(progress: bool) -> Any:
