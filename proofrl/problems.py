@@ -146,17 +146,25 @@ def load_problems(
     return out if limit is None else out[:limit]
 
 
-def save_problems(problems: Iterable[Problem], path: str | Path) -> None:
-    """Write JSONL that :func:`load_problems` reads back equal (written to a temporary file, then renamed,
-    so a crash never leaves half a file)."""
+def write_jsonl(records: Iterable[dict[str, Any]], path: str | Path) -> int:
+    """Write records as JSONL (to a temporary file, then renamed, so a crash never leaves half a file); returns
+    how many."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    n = 0
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            for p in problems:
-                f.write(json.dumps(p.to_json(), ensure_ascii=False) + "\n")
+            for r in records:
+                f.write(json.dumps(r, ensure_ascii=False) + "\n")
+                n += 1
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    return n
+
+
+def save_problems(problems: Iterable[Problem], path: str | Path) -> None:
+    """Write JSONL that :func:`load_problems` reads back equal (:func:`write_jsonl`)."""
+    write_jsonl((p.to_json() for p in problems), path)

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ProofrlError
-from .tactics import write_jsonl
+from ..problems import write_jsonl
 
 
 @dataclass(frozen=True)

@@ -87,7 +87,7 @@ def write_splits(
 ) -> dict[str, dict[str, int]]:
     """``out/splits.json`` (split → lemma → side) and ``out/splits/<split>/<side>.jsonl`` (the transitions,
     then ``problems-<side>.jsonl``); returns lemma counts per split and side."""
-    from .tactics import write_jsonl
+    from ..problems import write_jsonl
 
     sides = assign(problems, seed=seed)
     (out / "splits.json").write_text(json.dumps(sides, indent=1))

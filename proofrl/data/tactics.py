@@ -31,20 +31,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
-import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import ProofrlError
-from ..problems import Problem
+from ..problems import Problem, write_jsonl
 from ..provers.backend import get_backend, goal_count, state_text
 
 
@@ -250,24 +248,6 @@ def stdlib_tactic_problems(
         seed=seed,
     )
     return sided if limit is None else sided[:limit]
-
-
-def write_jsonl(records: Iterable[dict[str, Any]], path: str | Path) -> int:
-    """Write records as JSONL (to a temporary file, then renamed); returns how many."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    n = 0
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            for r in records:
-                f.write(json.dumps(r, ensure_ascii=False) + "\n")
-                n += 1
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return n
 
 
 def read_transitions(path: str | Path) -> list[dict[str, Any]]:
