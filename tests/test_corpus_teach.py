@@ -69,3 +69,31 @@ def test_missing_corpus_is_one_line(tmp_path, capsys):
     out = capsys.readouterr().out
     assert out.count("\n") == 1 and "no novel_premises training transitions" in out
     assert not (tmp_path / "m").exists()
+
+
+def test_teaching_with_retrieval_reads_only_the_training_side(tmp_path):
+    """``--retrieval``: the context comes from the training transitions and the training lemmas' statements; a
+    held-out lemma's name or tactic is in no prompt, and the model says it was taught with context."""
+    from proofrl.data.corpus_teach import gather, training_retriever
+    from proofrl.policy.retrieval import taught_shape
+    from proofrl.policy.tactic import tactic_pairs
+
+    a = _corpus(
+        tmp_path,
+        "liba",
+        [
+            _transition("a.x", "n : nat\n⊢ n + 0 = n", "by rewrite addn0."),
+            _transition("a.y", "n : nat\n⊢ n = n", "done."),
+        ],
+        [_transition("a.held", "n : nat\n⊢ n + 0 = n", "held_out_tactic.")],
+    )
+    split = a / "splits" / "novel_premises"
+    (split / "problems-train.jsonl").write_text(json.dumps({"name": "a.x", "formal_statement": "n + 0 = n"}) + "\n")
+    (split / "problems-test.jsonl").write_text(json.dumps({"name": "a.held", "formal_statement": "n + 0 = n"}) + "\n")
+    transitions, _ = gather([a])
+    prompts = " ".join(p for p, _ in tactic_pairs(transitions, retriever=training_retriever(transitions, [a])))
+    assert "done." in prompts and "a.x" in prompts  # a.y's context holds a.x's tactic and name
+    assert "held_out_tactic" not in prompts and "a.held" not in prompts
+    out = tmp_path / "model"
+    assert main(["--corpora", str(a), "--out", str(out), "--hidden", "16", "--epochs", "1", "--retrieval"]) == 0
+    assert json.loads((out / "teach.json").read_text())["retrieval"] is True and taught_shape(out) is not None

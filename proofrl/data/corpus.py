@@ -2,7 +2,8 @@
 (:mod:`proofrl.data.replay`), written as LeanDojo-style state→tactic data and whole-proof problems, with
 fixed splits (:mod:`proofrl.data.corpus_splits`) and a data card.
 
-Run: ``python -m proofrl.data.corpus --library mathcomp --out DIR [--files N] [--workers 2]``. ``DIR`` gets
+Run: ``python -m proofrl.data.corpus --library mathcomp --out DIR [--files N] [--workers 2]`` (``--library stdlib``:
+the standard library, every file but ``Init``'s, in path order). ``DIR`` gets
 
 * ``files/<file>.json``: one replayed file (written when the file is done: a second run skips the files
   whose source has not changed, so an interrupted extraction resumes);
@@ -16,7 +17,8 @@ Run: ``python -m proofrl.data.corpus --library mathcomp --out DIR [--files N] [-
 * ``report.json`` (files, lemmas, stepped cleanly, transitions, failures by kind, seconds) and ``README.md``
   (the data card).
 
-Sources are read where Coq installed them (``$(coqc -where)/user-contrib``): nothing is copied.
+Sources are read where Coq installed them (``$(coqc -where)/user-contrib``, the standard library's
+``$(coqc -where)/theories``): nothing is copied.
 """
 
 from __future__ import annotations
@@ -41,11 +43,22 @@ from ..problems import write_jsonl
 class Library:
     name: str
     folder: str
-    """under ``user-contrib``"""
+    """under :attr:`base`"""
     logical: str
     """the logical prefix of its modules"""
     package: str
     """the Debian package that installs it"""
+    base: str = "user-contrib"
+    """where under ``$(coqc -where)`` its sources are (the standard library's: ``theories``)"""
+    skip: tuple[str, ...] = ()
+    """folders left out (the stdlib's ``Init``, compiled without the prelude it defines)"""
+
+    @property
+    def root(self) -> Path:
+        """The folder its files' paths are relative to (``file`` in the corpus records)."""
+        from .coq_stdlib import coq_lib_dir
+
+        return coq_lib_dir() / self.base
 
 
 LIBRARIES = {
@@ -56,6 +69,7 @@ LIBRARIES = {
         Library("stdpp", "stdpp", "stdpp", "libcoq-stdpp"),
         Library("hammer", "Hammer", "Hammer", "libcoq-hammer"),
         Library("coquelicot", "Coquelicot", "Coquelicot", "libcoq-coquelicot"),
+        Library("stdlib", "", "Coq", "libcoq-stdlib", base="theories", skip=("Init",)),
     )
 }
 """the libraries known by name (Debian 12, Coq 8.16)"""
@@ -81,8 +95,10 @@ def library_files(name: str) -> list[Path]:
     """The ``.v`` files of an installed library, sorted by path; raises :class:`LibraryMissing` (naming the
     apt package) when its sources are not there."""
     lib = library(name)
-    root = user_contrib() / lib.folder
-    files = sorted(root.rglob("*.v")) if root.is_dir() else []
+    root = lib.root / lib.folder
+    files = (
+        sorted(f for f in root.rglob("*.v") if f.relative_to(root).parts[0] not in lib.skip) if root.is_dir() else []
+    )
     if not files:
         raise LibraryMissing(f"library {name!r} is not installed (apt-get install {lib.package})")
     return files
@@ -102,7 +118,7 @@ def replay_file(lib: Library, path: Path, out: Path, *, timeout: float, memory_m
     """Replay one file (or read its finished result from ``out/files``); returns the stored record."""
     from .replay import Replayer
 
-    rel = str(path.relative_to(user_contrib()))
+    rel = str(path.relative_to(lib.root))
     text = path.read_text(encoding="utf-8", errors="replace")
     done = out / "files" / (rel + ".json")
     sha = _sha(text)
@@ -205,7 +221,7 @@ def build_corpus(
                     rec = f.result()
                 except (OSError, ProofrlError) as e:  # one file never stops the run
                     rec = {
-                        "file": str(p.relative_to(user_contrib())),
+                        "file": str(p.relative_to(lib.root)),
                         "error": f"crash: {e}"[:300],
                         "lemmas": [],
                         "vernacular_failures": [],
@@ -325,10 +341,11 @@ def _package_version(package: str) -> str:
     return v.stdout.strip() if v.returncode == 0 else ""
 
 
-def problem_with_context(record: dict[str, Any]) -> dict[str, Any]:
+def problem_with_context(record: dict[str, Any], lib: Library | None = None) -> dict[str, Any]:
     """A problem record with ``header`` filled: the text of its file before the statement, read from the
-    installed source (which must be the version the corpus was made from)."""
-    path = user_contrib() / record["file"]
+    installed source of ``lib`` (default: a library under ``user-contrib``; it must be the version the corpus
+    was made from)."""
+    path = (lib.root if lib is not None else user_contrib()) / record["file"]
     text = path.read_text(encoding="utf-8", errors="replace")
     if record.get("file_sha256") and _sha(text) != record["file_sha256"]:
         raise LibraryMissing(f"{record['file']} changed since the corpus was made; rebuild the corpus")
@@ -379,7 +396,7 @@ def corpus_problems(spec: str, *, root: str | Path | None = None) -> list[Any]:
         rec = json.loads(line)
         if not _judge_states(rec["formal_statement"]):
             continue
-        full = problem_with_context(rec)
+        full = problem_with_context(rec, LIBRARIES.get(name))
         out.append(
             Problem(
                 name=full["name"],

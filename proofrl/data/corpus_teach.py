@@ -68,6 +68,28 @@ def gather(
     return pooled, counts
 
 
+def training_retriever(
+    transitions: Sequence[dict[str, Any]], corpora: Sequence[str | Path], *, split: str = "novel_premises"
+) -> Any:
+    """The retrieval a model is taught with: a memory of the training ``transitions`` and the statements of the
+    training side's lemmas (each corpus's ``problems-train.jsonl``, and the stdlib modules the transitions come
+    from), so nothing held out is in a prompt."""
+    from ..policy.memory import ProofMemory
+    from ..policy.retrieval import Retriever
+    from .splits import stdlib_lemmas
+
+    premises = ProofMemory(cap=None)
+    for c in corpora:
+        path = Path(c) / "splits" / split / "problems-train.jsonl"
+        if path.is_file():
+            recs = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+            premises.add_many(((r["formal_statement"], r["name"]) for r in recs), online=False)
+    modules = {str(t.get("module")) for t in transitions if "file" not in t}  # the stdlib's (a corpus's have files)
+    lemmas = stdlib_lemmas()
+    premises.add_many(((st, name) for m in modules & set(lemmas) for name, st in lemmas[m]), online=False)
+    return Retriever(ProofMemory.from_transitions(transitions, cap=None), premises)
+
+
 def _cpu_seconds() -> float:
     """CPU seconds of this process (all its threads: torch's intra-op pool) and its children."""
     t = os.times()
@@ -89,13 +111,17 @@ def teach_on_corpora(
     lr: float = 2e-3,
     batch: int = 32,
     seed: int = 0,
+    retrieval: bool = False,
 ) -> dict[str, Any]:
     """Teach the tiny tactic model on the corpora's training transitions; returns (and writes to
     ``out/teach.json``) what it cost. Defaults follow the demo's assets (hidden 64, lr 2e-3, states at most
-    1000 characters, batches grouped by length)."""
+    1000 characters, batches grouped by length). ``retrieval``: each prompt holds the state's retrieved
+    context (:mod:`proofrl.policy.retrieval`; :func:`training_retriever`), and the model reads it when searching
+    beside the k-NN source (``knn:MEM+hf:OUT``)."""
     from ..policy.tactic import train_tiny_tactic_model
 
     transitions, counts = gather(corpora, split=split, stdlib=stdlib, max_pairs=max_pairs, seed=seed)
+    retriever = training_retriever(transitions, corpora, split=split) if retrieval else None
     load_before = os.getloadavg()
     cpu0, t0 = _cpu_seconds(), time.perf_counter()
     train_tiny_tactic_model(
@@ -108,6 +134,7 @@ def teach_on_corpora(
         max_state_chars=max_state_chars,
         group_by_length=True,
         model={"hidden": hidden, "layers": layers, "heads": heads, "vocab_size": 1024},
+        retriever=retriever,
     )
     wall, cpu = time.perf_counter() - t0, _cpu_seconds() - cpu0
     losses = json.loads((Path(out) / "sft_losses.json").read_text())
@@ -118,6 +145,7 @@ def teach_on_corpora(
         "split": split,
         "model": {"hidden": hidden, "layers": layers, "heads": heads},
         "epochs": epochs,
+        "retrieval": retrieval,
         "losses": losses["losses"],
         "wall_seconds": round(wall, 3),
         "cpu_seconds": round(cpu, 3),
@@ -149,6 +177,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--max-pairs", type=int, default=None, help="teach on a seeded sample of this many transitions")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--retrieval",
+        action="store_true",
+        help="teach with each state's retrieved tactics and premises in its prompt (search with knn:MEM+hf:OUT)",
+    )
     args = ap.parse_args(argv)
     corpora = [c for c in args.corpora.split(",") if c]
     try:
@@ -162,6 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             epochs=args.epochs,
             max_pairs=args.max_pairs,
             seed=args.seed,
+            retrieval=args.retrieval,
         )
     except (CorpusNotFound, ValueError) as e:
         print(f"proofrl corpus_teach: {e}")
