@@ -503,7 +503,12 @@ def search(
         help="knn-online: where the memory is saved at the end (default: OUT/memory; may be the folder it was "
         "loaded from, to update it)",
     ),
-    recipe: str = typer.Option(None, help="defaults: reap, bfs-prover, reprover (or a YAML file)"),
+    recipe: str = typer.Option(
+        None, help="defaults: reap, bfs-prover, reprover (proofrl/recipes/search/NAME.yaml) or a YAML file"
+    ),
+    set_: list[str] = typer.Option(
+        [], "--set", help="override a search setting: key.sub=value (repeatable), e.g. mcts.c_base=1000"
+    ),
     workers: int = typer.Option(1, "--workers", "-k", help="prover processes (theorems searched at once)"),
     expansions: int = typer.Option(None, help="best-first: expansions per theorem"),
     max_steps: int = typer.Option(None, help="MCTS: simulations per theorem"),
@@ -559,6 +564,7 @@ def search(
         seconds=seconds,
         tactic_timeout=tactic_timeout,
         value=value,
+        overrides=list(set_),
     )
     if ray:
         from .distributed.search import cli_search_ray  # the distributed extra

@@ -16,6 +16,7 @@ import dataclasses
 import types
 import typing
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
 
 import annotated_types
@@ -258,3 +259,44 @@ def _num(x: Any) -> str:
 def _bound(kind: str, ctx: Mapping[str, Any]) -> str:
     sign = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<", "less_than_equal": "<="}[kind]
     return f"{sign} {_num(next(iter(ctx.values()), '?'))}"
+
+
+def read_mapping(path: Path, what: str = "a recipe") -> dict[str, Any]:
+    """The YAML mapping in ``path``; one :class:`ConfigError` line when it is not YAML or not a mapping."""
+    import yaml
+
+    try:
+        tree = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path}: not YAML: {' '.join(str(e).split())}") from None
+    if not isinstance(tree, dict):
+        raise ConfigError(f"{path}: {what} must be a mapping")
+    return tree
+
+
+def _set(tree: dict[str, Any], dotted: str, value: Any) -> None:
+    *parents, leaf = dotted.split(".")
+    node = tree
+    for p in parents:
+        node = node.setdefault(p, {})
+        if not isinstance(node, dict):
+            raise ConfigError(f"{dotted}: {p} is not a section")
+    node[leaf] = value
+
+
+def apply_overrides(tree: dict[str, Any], overrides: Iterable[str]) -> dict[str, Any]:
+    """Set each ``key.sub=value`` of ``overrides`` in ``tree`` (values parsed as YAML: ``8``, ``true``,
+    ``[1, 8]``); a malformed override is one :class:`ConfigError` line. Every recipe (training loops, search)
+    takes ``--set`` through this."""
+    import yaml
+
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"override {item!r}: expected key.sub=value")
+        try:
+            value = yaml.safe_load(raw)
+        except yaml.YAMLError as e:
+            raise ConfigError(f"override {item!r}: the value is not YAML: {' '.join(str(e).split())}") from None
+        _set(tree, key.strip(), value)
+    return tree

@@ -442,3 +442,23 @@ def test_progressive_sampling_re_expands_and_adds_priors(coq):
     first = r.tree.edges[root.children[0]]
     once = math.exp(-1 / 50) + math.exp(-2 / 50)  # intros n. and intro n. (same state) merged
     assert first.prior_raw == pytest.approx(root.evaluations * once)
+
+
+def test_search_recipes_are_yaml_files_overridden_like_training_recipes(tmp_path):
+    from proofrl.search.config import SEARCH_RECIPES_DIR, search_recipe_names
+
+    assert search_recipe_names() == ["bfs-prover", "reap", "reprover"]
+    assert all((SEARCH_RECIPES_DIR / f"{n}.yaml").is_file() for n in search_recipe_names())
+    cfg = load_search_config("reap", "mcts.c_base=1000", "mcts.value=goals")
+    assert (cfg.mcts.c_base, cfg.mcts.value, cfg.mcts.num_samples) == (1000, "goals", 6)
+    assert load_search_config("reap").with_set(["algorithm=best-first"]).algorithm == "best-first"
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("algorithm: best-first\nbest_first:\n  width: 3\n")
+    assert load_search_config(mine, "best_first.seconds=5").best_first.seconds == 5
+    with pytest.raises(ConfigError) as e:
+        load_search_config("reap", "mcts.c_bse=1")
+    assert "\n" not in str(e.value) and "c_bse" in str(e.value) and "c_base" in str(e.value)
+    mine.write_text("- a list\n")
+    with pytest.raises(ConfigError) as e:
+        load_search_config(mine)
+    assert "mapping" in str(e.value)

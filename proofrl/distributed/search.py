@@ -27,6 +27,7 @@ import math
 import sys
 import tempfile
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +122,7 @@ def cli_search_ray(
     api_key: str | None = None,
     limit: int | None = None,
     policy_obj: Any = None,
+    overrides: Sequence[str] = (),
 ) -> dict[str, Any]:
     """:func:`proofrl.search.run.cli_search` on a Ray cluster (``address``: ``local``, ``auto`` or ``host:port``).
     ``workers``: search workers (one CPU each); left at 1, one per CPU of the cluster. Returns the summary."""
@@ -146,6 +148,7 @@ def cli_search_ray(
         "seconds": seconds,
         "tactic_timeout": tactic_timeout,
         "value": value,
+        "overrides": list(overrides),
     }
     actor = ray.remote(SearchWorker).options(num_cpus=1, scheduling_strategy="SPREAD")
     start = lambda: actor.remote(policy, model, api_key, policy_obj)  # noqa: E731

@@ -1,4 +1,6 @@
-"""Typed search settings (pydantic, unknown keys refused) and the published defaults of each search.
+"""Typed search settings (:class:`~proofrl.schema.Section`: unknown keys refused, one-line errors) and the
+published defaults of each search, as YAML recipes in ``proofrl/recipes/search/`` overridden with ``--set``, as
+the training recipes are.
 
 * ``reap`` — frenzymath/reap ``Reap/Options.lean`` (AlphaProof pseudocode constants): ``num_samples`` 6,
   ``c_base`` 3200, ``c_init`` 0.001, ``visit_discount`` (γ) 0.99, ``prior_temperature`` (τ) 50,
@@ -14,20 +16,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field
 
 from ..errors import ConfigError
+from ..schema import Section, _set, apply_overrides, read_mapping, validate
 
 Positive = Annotated[float, Field(gt=0)]
 PositiveInt = Annotated[int, Field(ge=1)]
+SEARCH_RECIPES_DIR = Path(__file__).resolve().parent.parent / "recipes" / "search"
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class BestFirstConfig(_Section):
+class BestFirstConfig(Section):
     """Best-first search over whole goal lists (no AND decomposition), as ReProver / BFS-Prover."""
 
     priority: Literal["cum_logprob", "length_normalized"] = "cum_logprob"
@@ -47,7 +46,7 @@ class BestFirstConfig(_Section):
     """seconds a tactic may run (BFS-Prover-V2: 18 s wall)"""
 
 
-class MCTSConfig(_Section):
+class MCTSConfig(Section):
     """AND-OR MCTS as reap / the AlphaProof pseudocode (defaults from ``Reap/Options.lean``)."""
 
     num_samples: PositiveInt = 6
@@ -76,7 +75,7 @@ class MCTSConfig(_Section):
     """the value of a leaf whose value call failed and of a dead end (reap: −1000 on failure)"""
 
 
-class SearchConfig(_Section):
+class SearchConfig(Section):
     algorithm: Literal["best-first", "mcts"] = "mcts"
     best_first: BestFirstConfig = BestFirstConfig()
     mcts: MCTSConfig = MCTSConfig()
@@ -90,54 +89,31 @@ class SearchConfig(_Section):
 
     def with_overrides(self, **changes: Any) -> SearchConfig:
         """A copy with top-level or dotted keys changed (``{"mcts.max_steps": 8}``), validated again."""
-        data = self.model_dump()
+        data = self.to_dict()
         for key, value in changes.items():
-            *path, leaf = key.replace("__", ".").split(".")
-            d = data
-            for p in path:
-                d = d[p]
-            d[leaf] = value
-        return validate_config(data)
+            _set(data, key.replace("__", "."), value)
+        return validate(SearchConfig, data, "search")
+
+    def with_set(self, overrides: tuple[str, ...] | list[str]) -> SearchConfig:
+        """A copy with ``--set`` overrides applied (``mcts.max_steps=8``, values read as YAML), validated again."""
+        return validate(SearchConfig, apply_overrides(self.to_dict(), overrides), "search") if overrides else self
 
 
-RECIPES: dict[str, dict[str, Any]] = {
-    "reap": {"algorithm": "mcts"},
-    "bfs-prover": {
-        "algorithm": "best-first",
-        "best_first": {
-            "priority": "length_normalized",
-            "logprob": "mean",
-            "alpha": 2.0,
-            "width": 4,
-            "seconds": 600.0,
-            "tactic_timeout": 18.0,
-        },
-    },
-    "reprover": {
-        "algorithm": "best-first",
-        "best_first": {"priority": "cum_logprob", "logprob": "sum", "width": 64, "seconds": 600.0},
-    },
-}
+def search_recipe_names() -> list[str]:
+    return sorted(p.stem for p in SEARCH_RECIPES_DIR.glob("*.yaml"))
 
 
-def validate_config(data: Any) -> SearchConfig:
-    try:
-        return SearchConfig.model_validate(data)
-    except ValidationError as e:
-        first = e.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "search"
-        raise ConfigError(f"search config: {where}: {first['msg']}") from None
-
-
-def load_search_config(recipe: str | Path | None = None, **overrides: Any) -> SearchConfig:
-    """A recipe name (``reap``, ``bfs-prover``, ``reprover``) or a YAML file, then dotted overrides."""
+def load_search_config(recipe: str | Path | None = None, /, *overrides: str, **changes: Any) -> SearchConfig:
+    """A recipe name (``reap``, ``bfs-prover``, ``reprover``: ``proofrl/recipes/search/NAME.yaml``) or a YAML
+    file, then ``--set`` style ``overrides`` (``"mcts.max_steps=8"``), then dotted ``changes`` from code
+    (``**{"mcts.max_steps": 8}``)."""
     if recipe is None:
-        data: Any = {}
-    elif str(recipe) in RECIPES:
-        data = RECIPES[str(recipe)]
+        tree: dict[str, Any] = {}
+    elif str(recipe) in search_recipe_names():
+        tree = read_mapping(SEARCH_RECIPES_DIR / f"{recipe}.yaml")
     elif Path(recipe).is_file():
-        data = yaml.safe_load(Path(recipe).read_text()) or {}
+        tree = read_mapping(Path(recipe))
     else:
-        raise ConfigError(f"unknown search recipe {recipe!r}; valid: {sorted(RECIPES)} or a YAML path")
-    cfg = validate_config(data)
-    return cfg.with_overrides(**overrides) if overrides else cfg
+        raise ConfigError(f"unknown search recipe {str(recipe)!r}; valid: {search_recipe_names()} or a YAML path")
+    cfg = validate(SearchConfig, apply_overrides(tree, overrides), "search")
+    return cfg.with_overrides(**changes) if changes else cfg

@@ -122,7 +122,7 @@ class Search:
         self.prover = prover
         self.policy = policy
         self.value_fn = value_fn
-        self.config = config or SearchConfig(algorithm=self.algorithm)  # type: ignore[arg-type]
+        self.config = config or SearchConfig(algorithm=self.algorithm)
         self.lang = get_backend(self.config.backend)
         self.tracer = tracer or Tracer()
         self.tree: SearchTree | None = None

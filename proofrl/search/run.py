@@ -338,13 +338,15 @@ def cli_search(
     value: str | None = None,
     policy_obj: TacticPolicy | None = None,
     save_memory: str | Path | None = None,
+    overrides: Sequence[str] = (),
 ) -> dict[str, Any]:
     """``proofrl search PROBLEMS --algorithm mcts|best-first --policy hf:DIR|openai:URL [--model NAME] --out DIR``.
 
     ``recipe`` (``reap``, ``bfs-prover``, ``reprover`` or a YAML path) gives the defaults; ``algorithm`` picks
     the engine (a recipe name is accepted there too); the budget flags override the chosen engine's section;
     ``value`` (``none``, ``endpoint:URL``) is the value function of MCTS leaves; ``save_memory`` is where an
-    online proof memory is saved at the end (default ``out/memory``: :func:`search_many`).
+    online proof memory is saved at the end (default ``out/memory``: :func:`search_many`); ``overrides``
+    (``--set mcts.max_steps=8``, any key of :class:`~proofrl.search.config.SearchConfig`) come last.
     Prints a summary table and returns the summary (``summary.json``)."""
     cfg = load_search_config(
         recipe
@@ -367,6 +369,7 @@ def cli_search(
         changes[f"{sec}.tactic_timeout"] = tactic_timeout
     if changes:
         cfg = cfg.with_overrides(**changes)
+    cfg = cfg.with_set(list(overrides))
     pol = policy_obj if policy_obj is not None else policy_from_spec(policy, model)
     probs: Any = problems
     if limit is not None:

@@ -27,7 +27,8 @@ import yaml
 
 from ..errors import ConfigError
 from ..registry import load_target
-from ..schema import validate
+from ..schema import apply_overrides as apply_overrides
+from ..schema import read_mapping, validate
 
 RECIPES_DIR = Path(__file__).resolve().parent.parent / "recipes"
 
@@ -77,38 +78,7 @@ def recipe_tree(recipe: str | Path) -> dict[str, Any]:
     path = RECIPES_DIR / f"{recipe}.yaml" if str(recipe) in recipe_names() else Path(recipe)
     if not path.is_file():
         raise ConfigError(f"unknown recipe {str(recipe)!r}; valid: {recipe_names()} or a YAML path")
-    try:
-        tree = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{path}: not YAML: {' '.join(str(e).split())}") from None
-    if not isinstance(tree, dict):
-        raise ConfigError(f"{path}: a recipe must be a mapping")
-    return tree
-
-
-def _set(tree: dict[str, Any], dotted: str, value: Any) -> None:
-    *parents, leaf = dotted.split(".")
-    node = tree
-    for p in parents:
-        node = node.setdefault(p, {})
-        if not isinstance(node, dict):
-            raise ConfigError(f"{dotted}: {p} is not a section")
-    node[leaf] = value
-
-
-def apply_overrides(tree: dict[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
-    """Set each ``key.sub=value`` of ``overrides`` in ``tree`` (values parsed as YAML: ``8``, ``true``,
-    ``[1, 8]``); a malformed override is one :class:`ConfigError` line."""
-    for item in overrides:
-        key, sep, raw = item.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"override {item!r}: expected key.sub=value")
-        try:
-            value = yaml.safe_load(raw)
-        except yaml.YAMLError as e:
-            raise ConfigError(f"override {item!r}: the value is not YAML: {' '.join(str(e).split())}") from None
-        _set(tree, key.strip(), value)
-    return tree
+    return read_mapping(path)
 
 
 def loop_for(recipe: str | Path) -> Loop:
