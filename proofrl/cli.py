@@ -482,6 +482,88 @@ def _eval_report(out: Path, name: str, what: str, res: Any, baseline: tuple | No
     (out / "report.md").write_text("\n".join(report))
 
 
+@app.command("filter")
+def filter_(
+    model: Path = typer.Option(..., exists=True, file_okay=False, help="the base model (local Hugging Face folder)"),
+    problems: str = typer.Option(..., help="JSONL problems, or coq-stdlib:train (the set to curate)"),
+    out: Path = typer.Option(Path("runs/filter"), "--out", "-o", help="win_rates.jsonl, filtered.jsonl; resumes"),
+    samples: int = typer.Option(8, "-n", help="samples per problem (kimina: 8 rollouts)"),
+    backend: str = typer.Option("hf", help="hf (transformers) or vllm (the engine in this process)"),
+    max_win_rate: float = typer.Option(0.5, help="drop problems won more often than this (kimina: 0.5)"),
+    duplicate_below: float = typer.Option(0.25, help="repeat problems won less often than this (negative: never)"),
+    copies: int = typer.Option(2, help="how many times a hard problem appears"),
+    prompt_format: str = typer.Option("coq", "--format", help="prompt format (see proofrl.policy.prompts.FORMATS)"),
+    split: str = typer.Option("", help="keep records of this split (valid/test)"),
+    limit: int = typer.Option(None, help="at most this many problems"),
+    workers: int = typer.Option(2, "--workers", "-k", help="prover processes verifying at once"),
+    timeout: float = typer.Option(60.0, help="seconds per verification"),
+    temperature: float = typer.Option(1.0),
+    max_tokens: int = typer.Option(512),
+    seed: int = typer.Option(0),
+) -> None:
+    """kimina-prover-rl's data filter: sample the base model -n times per problem, verify every sample, write each
+    problem's win rate, then the set without the problems won more than half the time and with the hard ones
+    repeated (OUT/filtered.jsonl: proofrl train --set data.train=OUT/filtered.jsonl). A killed run resumes."""
+    from rich.console import Console
+
+    from .errors import ConfigError
+    from .eval.evaluate import evaluate
+    from .eval.win_rates import FilterRule, measure_and_filter
+    from .preflight import require_backend
+    from .progress import progress_bar
+    from .verification import Verifier
+
+    if backend not in ("hf", "vllm"):
+        raise ConfigError(f"--backend {backend!r}: choose hf or vllm")
+    if not 0.0 <= max_win_rate <= 1.0 or copies < 1:
+        raise ConfigError("--max-win-rate must be in [0, 1] and --copies at least 1")
+    _, fmt, probs = _eval_inputs(problems, prompt_format, samples, "1", split, limit)
+    require_backend(probs[0].backend)
+    if backend == "vllm":
+        from transformers import AutoTokenizer
+
+        from .policy.generation import VLLMGenerator
+
+        try:
+            generator: Any = VLLMGenerator(model)
+        except ImportError as e:
+            raise ConfigError(str(e)) from None
+        tok: Any = AutoTokenizer.from_pretrained(model)
+    else:
+        from .policy.generation import HFGenerator
+        from .policy.model import load_policy
+
+        m, tok = load_policy(model)
+        generator = HFGenerator(m, tok)
+    position = {p.key: i for i, p in enumerate(probs)}
+    verifier = Verifier(timeout=timeout, backend=probs[0].backend, workers=workers)
+
+    def sample_and_judge(part: Any) -> list[list[bool]]:
+        res = evaluate(
+            generator, part, fmt, verifier, n=samples, ks=(1,), temperature=temperature, max_tokens=max_tokens,
+            seed=seed + position[part[0].key], tokenizer=tok,
+        )  # fmt: skip
+        return [r.correct for r in res.results]
+
+    rule = FilterRule(max_win_rate, duplicate_below if duplicate_below >= 0 else None, copies)
+    key = {"model": str(model.resolve()), "problems": problems, "temperature": temperature, "max_tokens": max_tokens,
+           "seed": seed, "format": prompt_format, "backend": backend}  # fmt: skip
+    try:
+        with progress_bar(console=Console()) as bar:
+            task = bar.add_task(f"sampling {samples} and verifying, per problem", total=len(probs))
+            summary = measure_and_filter(
+                probs, sample_and_judge, out, n=samples, run_key=key, rule=rule,
+                on_problems=lambda k: bar.update(task, advance=k),
+            )  # fmt: skip
+    finally:
+        verifier.close()
+    print(
+        f"{summary['problems']} problems, mean win rate {summary['mean_win_rate']:.3f}: {summary['dropped_as_easy']} "
+        f"dropped as easy, {summary['repeated']} repeated ×{copies}, {summary['filtered_set']} in "
+        f"{out / 'filtered.jsonl'}"
+    )
+
+
 @app.command()
 def search(
     problems: str = typer.Argument(
