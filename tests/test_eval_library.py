@@ -144,3 +144,60 @@ def test_row_i_asks_the_model_that_reads_the_retrieved_context(tmp_path) -> None
     (tree,) = (tmp_path / "out" / "i-best-first" / "trees").iterdir()
     sources = {e.get("source") or "" for e in json.loads(tree.read_text())["edges"]}
     assert any("hf" in s for s in sources), sources
+
+
+def test_a_corpus_s_training_side_is_its_memory(tmp_path, monkeypatch) -> None:
+    """``coq-lib:NAME:SIDE``: the memory and the premises are the corpus split's training side, read from its
+    folder; a split keeps its test side out, so the problems' own modules stay in the memory (only the problems
+    themselves are left out), and a missing corpus is one line naming the command that builds it."""
+    import json
+
+    from proofrl.data.corpus import corpus_training_side
+
+    split = tmp_path / "lib" / "splits" / "novel_premises"
+    split.mkdir(parents=True)
+    train = [{"module": "lib.a", "theorem": "lib.a.x", "state_before": "⊢ True", "tactic": "exact I."}]
+    (split / "train.jsonl").write_text("".join(json.dumps(t) + "\n" for t in train))
+    (split / "problems-train.jsonl").write_text(
+        json.dumps({"name": "lib.a.x", "module": "lib.a", "formal_statement": "Lemma x : True."}) + "\n"
+    )
+    monkeypatch.setenv("PROOFRL_CORPORA", str(tmp_path))
+    transitions, lemmas = corpus_training_side("coq-lib:lib:test")
+    assert transitions == train and lemmas == {"lib.a": [("lib.a.x", "Lemma x : True.")]}
+    with pytest.raises(FileNotFoundError) as e:
+        corpus_training_side("coq-lib:other:test")
+    assert "python -m proofrl.data.corpus --library other" in str(e.value)
+
+
+@requires_coq
+def test_memory_rows_split_by_theorem_keep_the_problems_modules(tmp_path) -> None:
+    from dataclasses import replace
+
+    from proofrl.eval.provers import RowSettings, run_rows, smoke_problems
+    from proofrl.provers.backend import state_text
+    from proofrl.provers.coq.prover import CoqProver
+
+    nat = replace(smoke_problems()[0], module="Lib.Nat")
+    prover = CoqProver(nat.header)
+    try:
+        text = state_text(prover.start(nat.theorem))
+    finally:
+        prover.close()
+    same_module = {
+        "module": "Lib.Nat",
+        "theorem": "other",
+        "state_before": text,
+        "tactic": "intros; rewrite <- plus_n_O; reflexivity.",
+    }
+    itself = {**same_module, "theorem": nat.name, "tactic": "intros; rewrite <- plus_n_O; exact eq_refl."}
+    settings = RowSettings(rows=("e",), seconds=5.0, workers=1, width=4)
+    (row,) = run_rows(
+        [nat], settings, tmp_path, progress=False, say=lambda _: None, transitions=[same_module, itself],
+        split_by_module=False,
+    )  # fmt: skip
+    assert (
+        row.results[0]["proved"] and "lia" in row.results[0]["proof"] and "exact eq_refl" not in row.results[0]["proof"]
+    )
+    assert row.notes["memory"]["start"] == 1
+    (row,) = run_rows([nat], settings, tmp_path / "m", progress=False, say=lambda _: None, transitions=[same_module])
+    assert not row.results[0]["proved"] and row.notes["memory"]["start"] == 0  # split by module: its module is out

@@ -50,7 +50,7 @@ import shutil
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -455,10 +455,15 @@ def run_rows(
     progress: bool = True,
     say: Callable[[str], None] = print,
     transitions: Sequence[dict[str, Any]] = (),
+    lemmas: Mapping[str, Sequence[tuple[str, str]]] | None = None,
+    split_by_module: bool = True,
 ) -> list[Row]:
     """Run the rows of ``settings`` on ``problems``; ``out`` gets ``results.jsonl`` (one record per theorem per
-    row, written as each row ends) and the searches' own folders. Returns the rows in run order. Rows e-g take
-    their memory from ``transitions`` (:func:`proofrl.eval.library.library_transitions`)."""
+    row, written as each row ends) and the searches' own folders. Returns the rows in run order. Rows e-i take
+    their memory from ``transitions`` (:func:`proofrl.eval.library.library_transitions`, or a corpus's training
+    side) and h-i their premises from ``lemmas`` (module -> ``(name, statement)``; None: the standard library's);
+    ``split_by_module``: leave the problems' own modules out of both (the stdlib's memory holds every module),
+    else only the problems themselves (a corpus's split already keeps its test side out)."""
     import torch
 
     s = settings
@@ -524,7 +529,7 @@ def run_rows(
                 record(row)
     for kind in MEMORY_ROWS:
         if kind in s.rows:
-            record(_memory_row(problems, kind, s, out, transitions, progress))
+            record(_memory_row(problems, kind, s, out, transitions, progress, lemmas, split_by_module))
     return rows
 
 
@@ -535,23 +540,31 @@ def _memory_row(
     out: Path,
     transitions: Sequence[dict[str, Any]],
     progress: bool,
+    lemmas: Mapping[str, Sequence[tuple[str, str]]] | None = None,
+    split_by_module: bool = True,
 ) -> Row:
-    """Row e, f, g, h or i: best-first search with the k-NN source over the human proofs of every module in
-    ``transitions`` that holds none of ``problems`` (a theorem's own proof is never in its memory); h's and i's
-    premises are the statements of the standard library's theorems outside those modules; i adds the tactic
-    model that reads the memory's and the premises' retrieval (:func:`context_source`)."""
+    """Row e, f, g, h or i: best-first search with the k-NN source over the human proofs of ``transitions``
+    (:func:`run_rows`: with ``split_by_module``, of every module that holds none of ``problems``; else all but the
+    problems' own: a theorem's own proof is never in its memory); h's and i's premises are the statements of
+    ``lemmas`` left out alike; i adds the tactic model that reads the memory's and the premises' retrieval
+    (:func:`context_source`)."""
     from ..data.splits import stdlib_lemmas
     from ..policy.memory import KNNPolicy, ProofMemory
     from ..policy.premises import PremisePolicy
     from ..policy.sources import automation_menu
 
-    own = {p.module for p in problems if p.module}
-    mem = ProofMemory.from_transitions([t for t in transitions if t.get("module") not in own], cap=None)
+    own = {p.module for p in problems if p.module} if split_by_module else set()
+    mine = {p.key for p in problems} | {p.name for p in problems}
+    kept = [t for t in transitions if t.get("module") not in own and t.get("theorem") not in mine]
+    mem = ProofMemory.from_transitions(kept, cap=None)
     knn = KNNPolicy(mem, online=kind != "e")
     sources: list[Any] = [knn, *([automation_menu(s.tactics)] if kind in ("g", "h", "i") else [])]
     if kind in ("h", "i"):
         premises = PremisePolicy()
-        premises.add_many(pair for module, pairs in stdlib_lemmas().items() if module not in own for pair in pairs)
+        known = stdlib_lemmas() if lemmas is None else lemmas
+        premises.add_many(
+            pair for module, pairs in known.items() if module not in own for pair in pairs if pair[0] not in mine
+        )
         sources.append(premises)
         if kind == "i":
             sources.append(context_source(s, mem, premises.memory))

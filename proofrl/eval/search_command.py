@@ -102,7 +102,18 @@ def cli_eval_search(
         probs, label = select_problems(problems, split=split, limit=limit, seed=seed)
     if set(settings.rows) & {"c", "d"} and not settings.policy:
         settings.policy = default_policy(assets)
-    transitions = library_transitions(assets, progress=progress) if set(settings.rows) & set(MEMORY_ROWS) else []
+    memory_rows = bool(set(settings.rows) & set(MEMORY_ROWS))
+    lemmas, by_module = None, True
+    if memory_rows and problems.startswith("coq-lib:"):  # the corpus's own training side, as its split keeps it
+        from ..data.corpus import corpus_training_side
+
+        try:
+            transitions, lemmas = corpus_training_side(problems)
+        except FileNotFoundError as e:
+            raise ConfigError(str(e)) from None
+        by_module = False
+    else:
+        transitions = library_transitions(assets, progress=progress) if memory_rows else []
     if "i" in settings.rows and not settings.context_model:
         settings.context_model = str(library_model(assets, console=console if progress else None))
     command = command or shlex.join(["proofrl", "eval", "search", problems])
@@ -114,7 +125,16 @@ def cli_eval_search(
     if files:
         ran = run_file_rows(probs, settings, out, transitions, progress=progress, say=console.print)
     else:
-        ran = run_rows(probs, settings, out, progress=progress, say=console.print, transitions=transitions)
+        ran = run_rows(
+            probs,
+            settings,
+            out,
+            progress=progress,
+            say=console.print,
+            transitions=transitions,
+            lemmas=lemmas,
+            split_by_module=by_module,
+        )
     summary = write_report(
         out, ran, label=label, settings=settings, command=command, load={"before": load0, "after": loadavg()}
     )
