@@ -157,20 +157,18 @@ def test_a_policy_endpoint_that_is_not_there_is_one_line_and_exit_1(tmp_path):
 
 
 def test_search_settings_are_overridden_with_set_and_a_bad_one_is_one_line(tmp_path):
-    """``--set`` reaches the search (one expansion of width 1: the automation menu's first tactic, ``lia``,
-    fails on ``True``, so nothing is proved where the default budget proves it) and a bad key or value is one
-    line naming it."""
+    """``--set`` reaches the search (the tree records the settings it ran with; ``--set`` comes after the budget
+    flags) and a bad key or value is one line naming it."""
     problems = tmp_path / "p.jsonl"
     problems.write_text(json.dumps(PROBLEMS[0]) + "\n")
-    common = ("search", str(problems), "--policy", "auto:lia,easy", "--algorithm", "best-first", "--seconds", "30")
-    r = run(*common, "--out", str(tmp_path / "default"))
+    common = ("search", str(problems), "--policy", "auto:easy", "--algorithm", "best-first", "--seconds", "30")
+    sets = ("--set", "best_first.alpha=0.5", "--set", "best_first.tactic_timeout=3", "--set", "best_first.seconds=20")
+    r = run(*common, *sets, "--out", str(tmp_path / "o"))
     assert r.returncode == 0, r.stderr
-    assert json.loads((tmp_path / "default" / "summary.json").read_text())["proved"] == 1
-    r = run(
-        *common, "--set", "best_first.max_expansions=1", "--set", "best_first.width=1", "--out", str(tmp_path / "o")
-    )
-    assert r.returncode == 0, r.stderr
-    assert json.loads((tmp_path / "o" / "summary.json").read_text())["proved"] == 0
+    assert json.loads((tmp_path / "o" / "summary.json").read_text())["proved"] == 1
+    (tree,) = (tmp_path / "o" / "trees").iterdir()
+    ran = json.loads(tree.read_text())["search"]["config"]["best_first"]
+    assert (ran["alpha"], ran["tactic_timeout"], ran["seconds"], ran["width"]) == (0.5, 3, 20, 64)
     for bad, named in (("best_first.widht=2", "widht"), ("mcts.discount=2", "mcts.discount"), ("nokey", "key.sub")):
         r = run(*common, "--set", bad, "--out", str(tmp_path / "bad"))
         assert r.returncode != 0 and "Traceback" not in r.stderr and named in r.stderr, r.stderr
