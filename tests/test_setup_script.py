@@ -141,5 +141,6 @@ def test_coq_libraries_and_atps_only_when_asked(tmp_path):
     res, calls = _setup(tmp_path / "run", tools, FAKE_UID="0", PROOFRL_COQ_LIBS="1")
     assert res.returncode == 0, res.stderr
     assert [c for c in calls if c.startswith("apt-get install")] == [
-        "apt-get install -y -qq coq bubblewrap libcoq-mathcomp-ssreflect libcoq-stdpp libcoq-hammer eprover z3 cvc4"
+        "apt-get install -y -qq coq bubblewrap libcoq-mathcomp-ssreflect libcoq-stdpp libcoq-hammer "
+        "libcoq-coquelicot eprover z3 cvc4"
     ]

@@ -58,7 +58,7 @@ class Library:
         """The folder its files' paths are relative to (``file`` in the corpus records)."""
         from .coq_stdlib import coq_lib_dir
 
-        return coq_lib_dir() / self.base
+        return user_contrib() if self.base == "user-contrib" else coq_lib_dir() / self.base
 
 
 LIBRARIES = {
