@@ -69,6 +69,7 @@ def vllm_server(path: Path, log: Path) -> tuple[str, subprocess.Popen]:
     argv = [
         *(sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(path)),
         *("--served-model-name", "tiny", "--dtype", "float32", "--enforce-eager", "--max-model-len", "1024"),
+        *("--gpu-memory-utilization", "0.1"),
         # seeded requests fail on vLLM's CPU build when a prompt is prefilled in parts (see VLLMGenerator)
         "--no-enable-chunked-prefill",
         *("--host", "127.0.0.1", "--port", str(port)),
@@ -208,19 +209,31 @@ def main() -> None:
             if args.vllm and not why_not:
                 from proofrl.policy.generation import VLLMGenerator
 
-                engine = VLLMGenerator(path, dtype="float32", enforce_eager=True, max_model_len=1024)
-                rows.append(("vllm (in process)", args.prompts, *timed(engine, texts, params, args.repeats)))
-                vllm_rate = rows[-1][3]
-                del engine
+                try:  # on a CPU the "GPU" memory share is of the machine's RAM, which the HF models share
+                    engine = VLLMGenerator(
+                        path, dtype="float32", enforce_eager=True, max_model_len=1024, gpu_memory_utilization=0.1
+                    )
+                    rows.append(("vllm (in process)", args.prompts, *timed(engine, texts, params, args.repeats)))
+                    vllm_rate = rows[-1][3]
+                    del engine
+                except Exception as e:  # one backend failing leaves the others' rows
+                    print(f"{size}: vllm in process failed: {type(e).__name__}: {str(e)[:200]}")
             if args.vllm_server and not why_not:
-                url, proc = vllm_server(path, Path(tmp) / "vllm-server.log")
                 try:
-                    client = OpenAIGenerator(url, "tiny", batch_size=args.prompts)
-                    rows.append(("vllm server (openai)", args.prompts, *timed(client, texts, params, args.repeats)))
-                    served = rows[-1][3]
-                finally:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait()
+                    url, proc = vllm_server(path, Path(tmp) / "vllm-server.log")
+                except RuntimeError as e:
+                    print(f"{size}: vllm server failed: {str(e)[:200]}")
+                else:
+                    try:
+                        client = OpenAIGenerator(url, "tiny", batch_size=args.prompts)
+                        timing = timed(client, texts, params, args.repeats)
+                        rows.append(("vllm server (openai)", args.prompts, *timing))
+                        served = rows[-1][3]
+                    except Exception as e:
+                        print(f"{size}: vllm server failed: {type(e).__name__}: {str(e)[:200]}")
+                    finally:
+                        os.killpg(proc.pid, signal.SIGKILL)
+                        proc.wait()
             for name, bs, tokens, median, best in rows:
                 print(f"{size:<6}{millions:>8.2f}M  {name:<28}{bs:>6}{tokens:>12}{median:>14.0f}{best:>12.0f}")
             ratio(f"{size}: hf with/without a stop string, tokens/s", with_stop / hf)
