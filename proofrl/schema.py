@@ -274,7 +274,8 @@ def read_mapping(path: Path, what: str = "a recipe") -> dict[str, Any]:
     return tree
 
 
-def _set(tree: dict[str, Any], dotted: str, value: Any) -> None:
+def set_dotted(tree: dict[str, Any], dotted: str, value: Any) -> None:
+    """``tree[a][b][c] = value`` for ``a.b.c`` (missing sections made; a leaf in the way is one line)."""
     *parents, leaf = dotted.split(".")
     node = tree
     for p in parents:
@@ -298,5 +299,5 @@ def apply_overrides(tree: dict[str, Any], overrides: Iterable[str]) -> dict[str,
             value = yaml.safe_load(raw)
         except yaml.YAMLError as e:
             raise ConfigError(f"override {item!r}: the value is not YAML: {' '.join(str(e).split())}") from None
-        _set(tree, key.strip(), value)
+        set_dotted(tree, key.strip(), value)
     return tree

@@ -364,27 +364,36 @@ CORPORA_ENV = "PROOFRL_CORPORA"
 """the folder holding built corpora, one sub-folder per library (default ``corpora`` in the working directory)"""
 
 
+def _records(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+
+
+def training_lemmas(folder: str | Path, split: str = "novel_premises") -> dict[str, list[tuple[str, str]]]:
+    """The ``(qualified name, statement)`` of a built corpus's training lemmas in ``split``, by module, in corpus
+    order (``folder/splits/SPLIT/problems-train.jsonl``; none when the file is not there)."""
+    path = Path(folder) / "splits" / split / "problems-train.jsonl"
+    lemmas: dict[str, list[tuple[str, str]]] = {}
+    for rec in _records(path) if path.is_file() else []:
+        lemmas.setdefault(rec["module"], []).append((rec["name"], rec["formal_statement"]))
+    return lemmas
+
+
 def corpus_training_side(
     spec: str, *, root: str | Path | None = None
 ) -> tuple[list[dict[str, Any]], dict[str, list[tuple[str, str]]]]:
     """What a prover may remember when proving ``coq-lib:NAME:SIDE``: the transitions of its split's training
-    side and those lemmas' ``(qualified name, statement)`` by module, in corpus order (nothing of the test
-    side). Raises :class:`FileNotFoundError` naming the command that builds the corpus."""
+    side and those lemmas (:func:`training_lemmas`; nothing of the test side). Raises :class:`FileNotFoundError`
+    naming the command that builds the corpus."""
     parts = spec.split(":")
     split = (parts[2] if len(parts) == 3 else "").rpartition("/")[0] or "novel_premises"
     folder = Path(root or os.environ.get(CORPORA_ENV) or "corpora") / parts[1]
     train = folder / "splits" / split / "train.jsonl"
-    problems = folder / "splits" / split / "problems-train.jsonl"
-    if not train.is_file() or not problems.is_file():
+    if not train.is_file() or not (folder / "splits" / split / "problems-train.jsonl").is_file():
         raise FileNotFoundError(
             f"no corpus for {parts[1]!r} at {folder} (build it: python -m proofrl.data.corpus --library {parts[1]} "
             f"--out {folder})"
         )
-    read = lambda path: [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]  # noqa: E731
-    lemmas: dict[str, list[tuple[str, str]]] = {}
-    for rec in read(problems):
-        lemmas.setdefault(rec["module"], []).append((rec["name"], rec["formal_statement"]))
-    return read(train), lemmas
+    return _records(train), training_lemmas(folder, split)
 
 
 def corpus_problems(spec: str, *, root: str | Path | None = None) -> list[Any]:

@@ -76,14 +76,13 @@ def training_retriever(
     from), so nothing held out is in a prompt."""
     from ..policy.memory import ProofMemory
     from ..policy.retrieval import Retriever
+    from .corpus import training_lemmas
     from .splits import stdlib_lemmas
 
     premises = ProofMemory(cap=None)
     for c in corpora:
-        path = Path(c) / "splits" / split / "problems-train.jsonl"
-        if path.is_file():
-            recs = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-            premises.add_many(((r["formal_statement"], r["name"]) for r in recs), online=False)
+        for pairs in training_lemmas(c, split).values():
+            premises.add_many(((statement, name) for name, statement in pairs), online=False)
     modules = {str(t.get("module")) for t in transitions if "file" not in t}  # the stdlib's (a corpus's have files)
     lemmas = stdlib_lemmas()
     premises.add_many(((st, name) for m in modules & set(lemmas) for name, st in lemmas[m]), online=False)

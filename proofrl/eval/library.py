@@ -159,10 +159,8 @@ def library_model(root: Path, *, retrieval: bool = True, seed: int = 0, console:
     teaches the same model on the same pairs without context (``library-tactic-model-plain``), the comparison
     that says what the context is worth."""
     from ..data.assets import AssetSettings, teach
-    from ..data.splits import stdlib_lemmas
+    from ..data.corpus_teach import training_retriever
     from ..data.tactics import read_transitions
-    from ..policy.memory import ProofMemory
-    from ..policy.retrieval import Retriever
 
     folder = Path(root) / ("library-tactic-model" if retrieval else "library-tactic-model-plain")
     ready = folder / "ready.json"
@@ -170,15 +168,7 @@ def library_model(root: Path, *, retrieval: bool = True, seed: int = 0, console:
         return folder
     library_transitions(root, progress=console is not None)
     train_path = Path(root) / "stdlib-transitions" / "train.jsonl"
-    retriever = None
-    if retrieval:
-        train = read_transitions(train_path)
-        modules = {t.get("module") for t in train}
-        premises = ProofMemory(cap=None)
-        for module, lemmas in stdlib_lemmas().items():
-            if module in modules:
-                premises.add_many(((statement, name) for name, statement in lemmas), online=False)
-        retriever = Retriever(ProofMemory.from_transitions(train, cap=None), premises)
+    retriever = training_retriever(read_transitions(train_path), []) if retrieval else None
     taught = teach(train_path, folder, AssetSettings(), seed=seed, console=console, retriever=retriever)
     ready.write_text(json.dumps({"retrieval": retrieval, "seed": seed, **taught}, indent=2))
     return folder

@@ -22,7 +22,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -94,9 +93,6 @@ class Retriever:
             self.failures += 1
             return Context()
         return Context(tuple(tactics[: self.shape.tactics]), tuple(premises[: self.shape.premises]))
-
-    def contexts(self, states: Sequence[str]) -> list[Context]:
-        return [self.context(s) for s in states]
 
 
 def save_shape(model_dir: str | Path, shape: ContextShape) -> None:

@@ -55,7 +55,7 @@ import httpx
 
 from ..errors import ConfigError
 from .generation import Completion, GenerationError, OpenAIGenerator, SamplingParams, openai_sampling
-from .retrieval import CONTEXT_FILE, Context, ContextShape, Retriever, save_shape, taught_shape
+from .retrieval import CONTEXT_FILE, Context, Retriever, save_shape, taught_shape
 from .sources import MODEL_KINDS, MixedPolicy, Proposal, TacticPolicy, automation_menu, spec_parts
 from .sources import propose_batch as propose_batch  # (re-exported: the search and tests import it from here)
 
@@ -207,8 +207,6 @@ class HFTacticPolicy(_SeededCalls):
         self._calls = 0
         limit = getattr(getattr(model, "config", None), "max_position_embeddings", None)
         self.max_prompt_tokens = None if limit is None else max(16, limit - max_tokens)
-        self.context_shape: ContextShape | None = None
-        """the retrieved context the model was taught with (None: the state alone), from its folder"""
 
     def prompt(self, state_text: str) -> str:
         context = self.retriever.context(state_text) if self.retriever is not None else None
@@ -480,17 +478,18 @@ def make_tactic_policy(spec: str, *, model: str | None = None, **kw: Any) -> Tac
         if kind == "vllm" and taught_shape(where) is not None:
             raise ConfigError(f"vllm:{where} was taught with retrieved context, which only hf:{where} is given")
     sources = [_source(kind, where, model, dict(kw)) for kind, where in parts]
-    _give_context(sources, spec)
+    _give_context(parts, sources, spec)
     return sources[0] if len(sources) == 1 else MixedPolicy(sources)
 
 
-def _give_context(sources: Sequence[Any], spec: str) -> None:
-    """Hand each model taught with retrieved context the spec's proof memory (its k-NN source's)."""
+def _give_context(parts: Sequence[tuple[str, str]], sources: Sequence[Any], spec: str) -> None:
+    """Hand each model taught with retrieved context (its folder says so) the spec's proof memory (its k-NN
+    source's)."""
     from .memory import KNNPolicy
 
     memories = [s.memory for s in sources if isinstance(s, KNNPolicy)]
-    for s in sources:
-        if isinstance(s, HFTacticPolicy) and (shape := getattr(s, "context_shape", None)) is not None:
+    for (kind, where), s in zip(parts, sources, strict=True):
+        if kind == "hf" and (shape := taught_shape(where)) is not None:
             if not memories:
                 raise ConfigError(
                     f"{spec}: the model was taught with retrieved tactics in its prompt; add the memory they come "
@@ -512,9 +511,7 @@ def _source(kind: str, where: str, model: str | None, kw: dict[str, Any]) -> Any
 
         device = kw.pop("device", None)
         m, tok = load_policy(where, device=device)
-        policy = HFTacticPolicy(m, tok, **kw)
-        policy.context_shape = taught_shape(where)
-        return policy
+        return HFTacticPolicy(m, tok, **kw)
     if kind == "vllm":
         return VLLMTacticPolicy(where, **kw)
     return OpenAITacticPolicy(where, str(model), chat=kind == "openai-chat", **kw)

@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from ..errors import ConfigError
-from ..schema import Section, _set, apply_overrides, read_mapping, validate
+from ..schema import Section, apply_overrides, read_mapping, set_dotted, validate
 
 Positive = Annotated[float, Field(gt=0)]
 PositiveInt = Annotated[int, Field(ge=1)]
@@ -91,7 +91,7 @@ class SearchConfig(Section):
         """A copy with top-level or dotted keys changed (``{"mcts.max_steps": 8}``), validated again."""
         data = self.to_dict()
         for key, value in changes.items():
-            _set(data, key.replace("__", "."), value)
+            set_dotted(data, key.replace("__", "."), value)
         return validate(SearchConfig, data, "search")
 
     def with_set(self, overrides: tuple[str, ...] | list[str]) -> SearchConfig:
