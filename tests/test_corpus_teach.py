@@ -88,8 +88,12 @@ def test_teaching_with_retrieval_reads_only_the_training_side(tmp_path):
         [_transition("a.held", "n : nat\n⊢ n + 0 = n", "held_out_tactic.")],
     )
     split = a / "splits" / "novel_premises"
-    (split / "problems-train.jsonl").write_text(json.dumps({"name": "a.x", "formal_statement": "n + 0 = n"}) + "\n")
-    (split / "problems-test.jsonl").write_text(json.dumps({"name": "a.held", "formal_statement": "n + 0 = n"}) + "\n")
+    (split / "problems-train.jsonl").write_text(
+        json.dumps({"name": "a.x", "module": "a", "formal_statement": "n + 0 = n"}) + "\n"
+    )
+    (split / "problems-test.jsonl").write_text(
+        json.dumps({"name": "a.held", "module": "a", "formal_statement": "n + 0 = n"}) + "\n"
+    )
     transitions, _ = gather([a])
     prompts = " ".join(p for p, _ in tactic_pairs(transitions, retriever=training_retriever(transitions, [a])))
     assert "done." in prompts and "a.x" in prompts  # a.y's context holds a.x's tactic and name

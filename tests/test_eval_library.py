@@ -84,22 +84,29 @@ def test_the_memory_holds_only_what_precedes_each_lemma(tmp_path) -> None:
     assert premises.results[1]["proved"]
 
 
+def smoke_state(module: str):
+    """The smoke ``n + 0 = n`` problem placed in ``module``, and the text of its first state in real Coq."""
+    from dataclasses import replace
+
+    from proofrl.eval.provers import smoke_problems
+    from proofrl.provers.backend import state_text
+    from proofrl.provers.coq.prover import CoqProver
+
+    nat = replace(smoke_problems()[0], module=module)
+    prover = CoqProver(nat.header)
+    try:
+        return nat, state_text(prover.start(nat.theorem))
+    finally:
+        prover.close()
+
+
 @requires_coq
 def test_memory_rows_on_any_problem_set_leave_the_problems_own_modules_out(tmp_path) -> None:
     """Rows e-g of ``proofrl eval search`` on a problem set that is not in file order: the memory is every
     module's human proofs but those of the problems' own modules."""
-    from dataclasses import replace
+    from proofrl.eval.provers import RowSettings, run_rows
 
-    from proofrl.eval.provers import RowSettings, run_rows, smoke_problems
-    from proofrl.provers.backend import state_text
-    from proofrl.provers.coq.prover import CoqProver
-
-    nat = replace(smoke_problems()[0], module="Smoke.Nat")
-    prover = CoqProver(nat.header)
-    try:
-        text = state_text(prover.start(nat.theorem))
-    finally:
-        prover.close()
+    nat, text = smoke_state("Smoke.Nat")
     tactic = "intros; rewrite <- plus_n_O; reflexivity."
     other = {"module": "Other.Module", "theorem": "t", "state_before": text, "tactic": tactic}
     own = {**other, "module": "Smoke.Nat", "tactic": "intros; rewrite <- plus_n_O; exact eq_refl."}
@@ -171,18 +178,10 @@ def test_a_corpus_s_training_side_is_its_memory(tmp_path, monkeypatch) -> None:
 
 @requires_coq
 def test_memory_rows_split_by_theorem_keep_the_problems_modules(tmp_path) -> None:
-    from dataclasses import replace
+    """A corpus's memory is split by theorem: a pair of the problem's own module serves it, its own never."""
+    from proofrl.eval.provers import RowSettings, run_rows
 
-    from proofrl.eval.provers import RowSettings, run_rows, smoke_problems
-    from proofrl.provers.backend import state_text
-    from proofrl.provers.coq.prover import CoqProver
-
-    nat = replace(smoke_problems()[0], module="Lib.Nat")
-    prover = CoqProver(nat.header)
-    try:
-        text = state_text(prover.start(nat.theorem))
-    finally:
-        prover.close()
+    nat, text = smoke_state("Lib.Nat")
     same_module = {
         "module": "Lib.Nat",
         "theorem": "other",
