@@ -52,6 +52,6 @@ def need_coq() -> None:
 def smoke_assets(root: Path | None = None) -> Any:
     """The tiny tactic assets under ``root`` (default :data:`SMOKE_ROOT`), built there once (seconds) and loaded
     by every later ``--smoke`` run."""
-    from proofrl.data.assets import SMOKE_ASSETS, AssetSettings, tactic_assets
+    from proofrl.data.assets import SMOKE_ASSETS, AssetsConfig, tactic_assets
 
-    return tactic_assets(root or SMOKE_ROOT, settings=AssetSettings(**SMOKE_ASSETS), workers=1)
+    return tactic_assets(root or SMOKE_ROOT, settings=AssetsConfig(**SMOKE_ASSETS), workers=1)

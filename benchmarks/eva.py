@@ -63,7 +63,7 @@ def main() -> None:
 
     from proofrl.bench.eva_table4 import Table4Settings, table4
     from proofrl.data.assets import built_settings, tactic_assets
-    from proofrl.data.eva_labels import LabelSettings, label_splits
+    from proofrl.data.eva_labels import LabelConfig, label_splits
     from proofrl.eval.rm import markdown_table, plot_table
     from proofrl.policy.tactic import make_tactic_policy
     from proofrl.train.eva import read_records
@@ -87,7 +87,7 @@ def main() -> None:
                 "held-out": (assets.held_out_transitions, a.held_theorems),
             },
             policy=policy,
-            settings=LabelSettings(seed=a.seed),
+            settings=LabelConfig(seed=a.seed),
             console=console,
         )
     summary["labels"] = json.loads((labels / "summary.json").read_text())

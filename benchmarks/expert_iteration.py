@@ -26,15 +26,15 @@ from pathlib import Path
 from _bench import SMOKE_ROOT, add_smoke, div, need_coq, ratio, smoke_assets
 
 SMOKE = [
-    "search.num_samples=2",
-    "search.max_steps=2",
-    "search.max_nodes=8",
-    "search.seconds=5",
-    "rollout.batch_theorems=2",
+    "search.mcts.num_samples=2",
+    "search.mcts.max_steps=2",
+    "search.mcts.max_nodes=8",
+    "search.mcts.seconds=5",
+    "rollout.problems_per_step=2",
     "rollout.passes=1",
-    "learner.epochs=1",
-    "learner.max_samples=32",
-    "eval.theorems=2",
+    "optim.epochs=1",
+    "replay.max_samples=32",
+    "eval.limit=2",
 ]
 """``--smoke``: recipe overrides for one round in seconds"""
 
@@ -65,18 +65,18 @@ def run_arm(arm: str, start: Path, out: Path, rounds: int, extra: list[str]) -> 
     import torch
 
     torch.set_num_threads(1)
-    from proofrl.train.expert_iteration import ExpertIteration, load_reap_config
+    from proofrl.train.expert_iteration import ExpertIteration, load_config
 
-    cfg = load_reap_config(
+    cfg = load_config(
         "reap",
         [
             f"out={out / arm}",
             f"model.path={start / 'model'}",
             f"data.train={start / 'train.jsonl'}",
-            f"data.held_out={start / 'held-out.jsonl'}",
+            f"data.eval={start / 'held-out.jsonl'}",
             f"data.transitions={start / 'train-transitions.jsonl'}",
-            f"rounds={rounds}",
-            "workers=1",
+            f"steps={rounds}",
+            "verify.workers=1",
             "progress=false",
             *ARMS[arm],
             *extra,

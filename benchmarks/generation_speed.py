@@ -38,7 +38,7 @@ from pathlib import Path
 import torch
 from _bench import add_smoke, ratio
 
-from proofrl.policy import HFGenerator, OpenAIGenerator, SamplingParams, build_tiny_model, get_format, load_policy
+from proofrl.policy import HFGenerator, OpenAIGenerator, SamplingConfig, build_tiny_model, get_format, load_policy
 from proofrl.policy.tiny import sample_corpus
 from proofrl.problems import Problem
 
@@ -103,13 +103,13 @@ def prompts(count: int) -> list[str]:
     return [fmt.prompt(p) for p in base]
 
 
-def timed(gen, texts: list[str], params: SamplingParams, repeats: int) -> tuple[int, float, float]:
+def timed(gen, texts: list[str], params: SamplingConfig, repeats: int) -> tuple[int, float, float]:
     """(tokens per call, median tokens/s, best tokens/s) over ``repeats`` timed calls after a warm one."""
-    gen.generate(texts, SamplingParams(**{**params.__dict__, "seed": 10_000}))  # warm, same shapes
+    gen.generate(texts, SamplingConfig(**{**params.__dict__, "seed": 10_000}))  # warm, same shapes
     rates, tokens = [], 0
     for r in range(repeats):
         t0 = time.perf_counter()
-        groups = gen.generate(texts, SamplingParams(**{**params.__dict__, "seed": r}))
+        groups = gen.generate(texts, SamplingConfig(**{**params.__dict__, "seed": r}))
         tokens = sum(len(c.token_ids) or len(c.logprobs) for g in groups for c in g)
         rates.append(tokens / (time.perf_counter() - t0))
     return tokens, statistics.median(rates), max(rates)
@@ -124,7 +124,7 @@ def serve(model, tok) -> tuple[str, object]:
 
     @app.post("/v1/completions")
     def completions(body: dict):
-        p = SamplingParams(
+        p = SamplingConfig(
             n=body["n"],
             temperature=body["temperature"],
             top_p=body["top_p"],
@@ -182,7 +182,7 @@ def main() -> None:
     if why_not:
         print(f"vLLM rows left out: {why_not}")
     texts = prompts(args.prompts)
-    params = SamplingParams(n=args.n, max_tokens=args.max_tokens)
+    params = SamplingConfig(n=args.n, max_tokens=args.max_tokens)
     print(f"torch threads {torch.get_num_threads()}; {args.prompts} prompts x n={args.n}, {args.max_tokens} tokens")
     head = f"{'size':<6}{'params':>9}  {'backend':<28}{'batch':>6}"
     print(f"{head}{'tokens/call':>12}{'median tok/s':>14}{'best tok/s':>12}")
@@ -195,7 +195,7 @@ def main() -> None:
             for bs in [int(b) for b in args.batch_sizes.split(",")]:
                 gen = HFGenerator(model, tok, batch_size=bs)
                 rows.append(("hf", bs, *timed(gen, texts, params, args.repeats)))
-                stop = SamplingParams(**{**params.__dict__, "stop": ("```",)})
+                stop = SamplingConfig(**{**params.__dict__, "stop": ("```",)})
                 rows.append(("hf + stop string", bs, *timed(gen, texts, stop, args.repeats)))
             hf, with_stop = rows[-2][3], rows[-1][3]  # the largest batch size
             url, server = (args.openai_url, None) if args.openai_url else serve(model, tok)

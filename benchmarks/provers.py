@@ -64,7 +64,7 @@ def main() -> None:
             problems, labels = rows_lib.smoke_problems(), ["smoke"]
         else:
             ap.error("--data is required (or --smoke)")
-        settings = rows_lib.RowSettings(
+        settings = rows_lib.RowsConfig(
             rows=rows,
             seconds=args.seconds,
             workers=args.workers,

@@ -96,7 +96,7 @@ def serve(
         require_backend(b)
     sb = sandboxing.configure(cfg.sandbox)  # before any prover starts; off is logged as a warning
     typer.echo(f"proofrl serve: prover sandbox {sb.mode} ({sb.reason})", err=True)
-    pool_cfg = cfg.pool.to_pool_config()
+    pool_cfg = cfg.pool
     pools = {b: make_pool(b, pool=pool_cfg, **(cfg.prover if b == cfg.backends[0] else {})) for b in cfg.backends}
     try:
         run_server(

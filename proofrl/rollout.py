@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from .policy.generation import Completion, Generator, SamplingParams
+from .policy.generation import Completion, Generator, SamplingConfig
 from .policy.prompts import PromptFormat
 from .problems import Problem
 from .provers.base import Verdict
@@ -102,7 +102,7 @@ def _stamp(done: dict[int, float], chunk: int, _future: Future) -> None:
 def sample_and_verify(
     generator: Generator,
     items: Sequence[PromptItem],
-    params: SamplingParams,
+    params: SamplingConfig,
     fmt: PromptFormat,
     verifier: Verifier,
     *,

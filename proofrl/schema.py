@@ -1,12 +1,12 @@
 """The one schema library of proofrl's configs (pydantic): typed sections, checked when they load.
 
 Every config section (the trainer's recipe, its ``reward:`` section, ``proofrl serve``'s file) is a
-:class:`Section`: unknown keys are errors, every enumeration is a ``Literal`` or :func:`one_of` a live registry,
+:class:`Config`: unknown keys are errors, every enumeration is a ``Literal`` or :func:`one_of` a live registry,
 every range is a constraint. :func:`validate` turns pydantic's report into one :class:`~proofrl.errors.ConfigError`
 line that names the dotted key and what it accepts, for example::
 
     reward.unlikeliness.beta_rank must be in [0, 1], got 2
-    algorithm.ppo.agg_mode must be one of ['seq-mean-token-mean', 'seq-mean-token-sum', …], got 'mean'
+    ppo.agg_mode must be one of ['seq-mean-token-mean', 'seq-mean-token-sum', …], got 'mean'
     unknown keys in rollout: ['grup_size']; known: ['base_url', 'chunk_prompts', …]
 """
 
@@ -34,8 +34,8 @@ else:
     _ModelMetaclass = type(BaseModel)
 
 
-class _SectionType(_ModelMetaclass):
-    """``Section(...)`` called in code: fields may be given positionally, in declaration order (as the
+class _ConfigType(_ModelMetaclass):
+    """``Config(...)`` called in code: fields may be given positionally, in declaration order (as the
     dataclasses these sections replaced allowed), and a mistake is a :class:`ConfigError`. Validation of nested
     data does not come through here, so its errors keep their full dotted keys."""
 
@@ -50,8 +50,8 @@ class _SectionType(_ModelMetaclass):
             raise ConfigError(describe(e, cls)) from None
 
 
-class Section(BaseModel, metaclass=_SectionType):
-    """A config section: frozen, unknown keys forbidden, attribute access (``cfg.algorithm.ppo.kl_coef``).
+class Config(BaseModel, metaclass=_ConfigType):
+    """A config section: frozen, unknown keys forbidden, attribute access (``cfg.ppo.kl_coef``).
 
     ``None`` given to a ``str`` field means ``""`` (``--set data.eval=`` clears a path); numbers given to a
     ``str`` field are read as text (``--set out=2024``). ``section["key"]`` reads a field too. Built in code,
@@ -93,7 +93,7 @@ def one_of(names: Callable[[], Iterable[str]], what: str = "") -> AfterValidator
 
 
 def validate(cls: type[M], data: Any, where: str = "") -> M:
-    """``cls`` (a :class:`Section`) from plain data; a :class:`ConfigError` with one line on any mistake.
+    """``cls`` (a :class:`Config`) from plain data; a :class:`ConfigError` with one line on any mistake.
     ``where`` prefixes the dotted keys (``reward`` when validating the reward section alone)."""
     if not isinstance(data, Mapping):
         raise ConfigError(f"{where or 'config'}: expected a mapping, got {type(data).__name__}")

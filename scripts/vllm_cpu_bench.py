@@ -50,12 +50,12 @@ def agreement(gen, path: Path, ps: list[str]) -> dict:
     import torch
     import vllm
 
-    from proofrl.policy import SamplingParams, encode_prompts, load_policy, response_logprobs
+    from proofrl.policy import SamplingConfig, encode_prompts, load_policy, response_logprobs
 
     model, tok = load_policy(path)
     ids = encode_prompts(tok, ps)
     out: dict = {"tokenizer_ids_equal": encode_prompts(gen.tokenizer, ps) == ids}
-    groups = gen.generate(ps, SamplingParams(n=8, max_tokens=64, seed=0))
+    groups = gen.generate(ps, SamplingConfig(n=8, max_tokens=64, seed=0))
     comps = [c for g in groups for c in g]
     q = [i for i in ids for _ in range(8)]
     with torch.no_grad():
@@ -66,7 +66,7 @@ def agreement(gen, path: Path, ps: list[str]) -> dict:
     out["sampled_tokens_compared"] = sum(len(c.token_ids) for c in comps)
     full = [i + list(c.token_ids) for i, c in zip(q[::8], comps[::8], strict=True)]
     pl = gen.llm.generate(
-        [{"prompt_token_ids": f} for f in full], vllm.SamplingParams(max_tokens=1, prompt_logprobs=0), use_tqdm=False
+        [{"prompt_token_ids": f} for f in full], vllm.SamplingConfig(max_tokens=1, prompt_logprobs=0), use_tqdm=False
     )
     worst = 0.0
     for f, o in zip(full, pl, strict=True):
@@ -76,7 +76,7 @@ def agreement(gen, path: Path, ps: list[str]) -> dict:
         worst = max(worst, (got - lp.gather(1, torch.tensor(f[1:]).unsqueeze(1)).squeeze(1)).abs().max().item())
     out["prompt_logprob_max_abs_diff"] = worst
     greedy = gen.llm.generate(
-        [{"prompt_token_ids": i} for i in ids], vllm.SamplingParams(temperature=0.0, max_tokens=64), use_tqdm=False
+        [{"prompt_token_ids": i} for i in ids], vllm.SamplingConfig(temperature=0.0, max_tokens=64), use_tqdm=False
     )
     eos = set(model.generation_config.eos_token_id)
     equal, first_diff = 0, []
@@ -98,7 +98,7 @@ def agreement(gen, path: Path, ps: list[str]) -> dict:
             first_diff.append({"at": j, "hf_top_minus_vllm_logit": (logits.max() - logits[theirs[j]]).item()})
     out["greedy_equal"] = f"{equal}/{len(ids)}"
     out["greedy_differences"] = first_diff
-    again = gen.generate(ps, SamplingParams(n=8, max_tokens=64, seed=0))
+    again = gen.generate(ps, SamplingConfig(n=8, max_tokens=64, seed=0))
     out["seeded_reproducible"] = again == groups
     return out
 
@@ -116,12 +116,12 @@ def main() -> None:
     ap.add_argument("--no-agreement", action="store_true")
     args = ap.parse_args()
 
-    from proofrl.policy import SamplingParams, build_tiny_model
+    from proofrl.policy import SamplingConfig, build_tiny_model
     from proofrl.policy.tiny import sample_corpus
 
     path = args.model or build_tiny_model(Path(tempfile.mkdtemp()) / "tiny", sample_corpus())
     ps = prompts(args.prompts)
-    params = SamplingParams(n=args.n, max_tokens=args.max_tokens)
+    params = SamplingConfig(n=args.n, max_tokens=args.max_tokens)
     result: dict = {"backend": args.backend, "prompts": args.prompts, "n": args.n, "max_tokens": args.max_tokens}
     result["loadavg_before"] = os.getloadavg()[0]
     if args.backend == "hf":

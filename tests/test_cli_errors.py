@@ -16,21 +16,21 @@ from proofrl.cli import app
 # The issue's list: each value loaded before and failed later with a traceback.
 BAD_RECIPE_VALUES = [
     ("reward.unlikeliness.beta_rank=2", "reward.unlikeliness.beta_rank must be in [0, 1], got 2"),
-    ("algorithm.ppo.beta_rank=2", "unknown keys in algorithm.ppo: ['beta_rank']; known: ['agg_mode',"),
+    ("ppo.beta_rank=2", "unknown keys in ppo: ['beta_rank']; known: ['agg_mode',"),
     (
-        "algorithm.ppo.agg_mode=mean",
-        "algorithm.ppo.agg_mode must be one of ['seq-mean-token-mean', "
+        "ppo.agg_mode=mean",
+        "ppo.agg_mode must be one of ['seq-mean-token-mean', "
         "'seq-mean-token-sum', 'seq-mean-token-sum-norm', 'token-mean', "
         "'token-sum-norm'], got 'mean'",
     ),
     (
-        "algorithm.ppo.kl_kind=k9",
-        "algorithm.ppo.kl_kind must be one of ['k1', 'k2', 'k3', 'kl', 'low_var_kl', 'mse'], got 'k9'",
+        "ppo.kl_kind=k9",
+        "ppo.kl_kind must be one of ['k1', 'k2', 'k3', 'kl', 'low_var_kl', 'mse'], got 'k9'",
     ),
     ("algorithm.advantage=ppo", "algorithm.advantage must be one of ['dr_grpo', 'grpo'], got 'ppo'"),
     ("rollout.generator=hf2", "rollout.generator must be one of ['hf', 'vllm', 'openai'], got 'hf2'"),
     ("model.dtype=fp8", "model.dtype must be one of ['auto', 'bfloat16', 'float32', 'float16'], got 'fp8'"),
-    ("algorithm.ppo.clip_ratio_c=0.5", "algorithm.ppo.clip_ratio_c must be > 1, got 0.5"),
+    ("ppo.clip_ratio_c=0.5", "ppo.clip_ratio_c must be > 1, got 0.5"),
     ("rollout.error_correction.rate=1.5", "rollout.error_correction.rate must be in [0, 1], got 1.5"),
     ("eval.ks=[1, 0]", "eval.ks[1] must be >= 1, got 0"),
 ]
@@ -57,12 +57,12 @@ def test_train_names_the_bad_key_in_one_line(override, message):
 
 def test_a_bad_value_in_a_recipe_file_is_one_line(tmp_path):
     recipe = tmp_path / "r.yaml"
-    recipe.write_text("algorithm:\n  advantage: ppo\n  ppo: {agg_mode: mean}\n")
+    recipe.write_text("algorithm:\n  advantage: ppo\nppo: {agg_mode: mean}\n")
     res = _invoke("train", "--recipe", str(recipe), "--show-config")
     assert res.exit_code == 2
     line = _one_line(res.stderr)
     assert "algorithm.advantage must be one of ['dr_grpo', 'grpo'], got 'ppo'" in line
-    assert "algorithm.ppo.agg_mode must be one of" in line
+    assert "ppo.agg_mode must be one of" in line
 
 
 def test_missing_paths_are_one_line(tmp_path):
@@ -118,10 +118,10 @@ def _run(args: list[str], env: dict[str, str] | None = None, timeout: float = 12
 
 def test_demo_refuses_a_bad_override_before_any_work():
     """Before: the demo taught the model for a minute, then died in the trainer with a traceback."""
-    res = _run(["demo", "--set", "algorithm.ppo.kl_kind=k9"], timeout=60)
+    res = _run(["demo", "--set", "ppo.kl_kind=k9"], timeout=60)
     assert res.returncode == 2, res.stderr
     assert _one_line(res.stderr) == (
-        "proofrl demo: algorithm.ppo.kl_kind must be one of ['k1', 'k2', 'k3', 'kl', 'low_var_kl', 'mse'], got 'k9'"
+        "proofrl demo: ppo.kl_kind must be one of ['k1', 'k2', 'k3', 'kl', 'low_var_kl', 'mse'], got 'k9'"
     )
 
 

@@ -97,14 +97,14 @@ def test_no_stdlib_set_holds_out_what_another_trains_on(stdlib) -> None:
     """Every stdlib set, built with the defaults and with the demo's settings, takes its sides from one split
     decided by module before any filter: no theorem held out by one set is on another set's training side
     (a model taught on the demo's tactic assets and scored on ``coq-stdlib:held-out`` meets none it was taught)."""
-    from proofrl.data.assets import AssetSettings, asset_problems
+    from proofrl.data.assets import AssetsConfig, asset_problems
     from proofrl.data.tactics import stdlib_tactic_problems
     from proofrl.demo.whole_proof import DemoConfig, demo_problems
 
     def sides(problems: list[Problem]) -> tuple[set[str], set[str]]:
         return {p.key for p in problems if p.split == TRAIN}, {p.key for p in problems if p.split == HELD_OUT}
 
-    demo = AssetSettings()
+    demo = AssetsConfig()
     sets = {
         "coq-stdlib": (
             {p.key for p in problem_set("coq-stdlib:train")},

@@ -42,7 +42,7 @@ def test_the_search_part_runs_alone_through_the_cli(tmp_path, monkeypatch):
     from proofrl.provers.base import Theorem
     from proofrl.provers.coq.prover import CoqConfig, coqc_check
 
-    monkeypatch.setattr(assets, "SETTINGS", assets.AssetSettings(**ASSETS))
+    monkeypatch.setattr(assets, "SETTINGS", assets.AssetsConfig(**ASSETS))
     monkeypatch.setattr(part, "SETTINGS", part.SearchPartSettings(**SEARCH))
     r = CliRunner().invoke(app, ["demo", "--part", "search", "--out", str(tmp_path), "--workers", "1"])
     assert r.exit_code == 0, r.output
@@ -74,13 +74,13 @@ def test_tactic_assets_are_rebuilt_only_when_their_settings_change(tmp_path):
     """``ready.json`` records the settings; other settings mean other assets (a stale model is never reused)."""
     import proofrl.data.assets as assets
 
-    s = assets.AssetSettings(**(ASSETS | {"limit": 8}))
+    s = assets.AssetsConfig(**(ASSETS | {"limit": 8}))
     assert assets.built_settings(tmp_path) is None
     a = assets.tactic_assets(tmp_path, settings=s)
     assert assets.built_settings(tmp_path) == s  # what a later run passes to load them whatever the defaults
     stamp = (a.model_dir / "model.safetensors").stat().st_mtime_ns
     assert assets.tactic_assets(tmp_path, settings=s).build == a.build
     assert (a.model_dir / "model.safetensors").stat().st_mtime_ns == stamp  # loaded, not taught again
-    b = assets.tactic_assets(tmp_path, settings=assets.AssetSettings(**(ASSETS | {"limit": 8, "epochs": 2})))
+    b = assets.tactic_assets(tmp_path, settings=assets.AssetsConfig(**(ASSETS | {"limit": 8, "epochs": 2})))
     assert b.build["settings"]["epochs"] == 2 and len(b.build["losses"]) == 2
     assert (b.model_dir / "model.safetensors").stat().st_mtime_ns != stamp

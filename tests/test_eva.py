@@ -35,7 +35,7 @@ from proofrl.train.eva import (
     collate,
     eva_loss,
     eva_term,
-    load_eva_recipe,
+    load_config,
     parse_record,
     read_records,
     train_eva,
@@ -360,8 +360,14 @@ def test_the_recipe_holds_the_paper_defaults_and_refuses_bad_keys():
     from proofrl.train.recipes import loop_for
 
     assert loop_for("eva").name == "eva"
-    cfg = load_eva_recipe("eva")
-    assert (cfg.loss.alpha, cfg.loss.tau, cfg.optim.lr, cfg.optim.batch, cfg.optim.epochs) == (0.5, 1.0, 2e-5, 8, 3)
+    cfg = load_config("eva")
+    assert (cfg.algorithm.alpha, cfg.algorithm.tau, cfg.optim.lr, cfg.optim.batch, cfg.optim.epochs) == (
+        0.5,
+        1.0,
+        2e-5,
+        8,
+        3,
+    )
     assert (cfg.model.lora.r, cfg.model.lora.alpha) == (16, 32)
     assert cfg.model.lora.target_modules == (
         "q_proj",
@@ -372,11 +378,11 @@ def test_the_recipe_holds_the_paper_defaults_and_refuses_bad_keys():
         "up_proj",
         "down_proj",
     )
-    assert load_eva_recipe("eva", ["loss.alpha=0", "optim.epochs=1"]).loss.alpha == 0
-    with pytest.raises(ConfigError, match=r"unknown keys in loss: \['alfa'\]"):
-        load_eva_recipe("eva", ["loss.alfa=1"])
-    with pytest.raises(ConfigError, match=r"loss.tau must be > 0"):
-        load_eva_recipe("eva", ["loss.tau=0"])
+    assert load_config("eva", ["algorithm.alpha=0", "optim.epochs=1"]).algorithm.alpha == 0
+    with pytest.raises(ConfigError, match=r"unknown keys in algorithm: \['alfa'\]"):
+        load_config("eva", ["algorithm.alfa=1"])
+    with pytest.raises(ConfigError, match=r"algorithm.tau must be > 0"):
+        load_config("eva", ["algorithm.tau=0"])
 
 
 def _one_line(result) -> str:
@@ -412,7 +418,7 @@ def test_train_and_eval_rm_commands(tiny, tmp_path):
             "--set",
             "optim.epochs=1",
             "--set",
-            "max_new_tokens=8",
+            "eval.max_tokens=8",
             "--out",
             str(out),
         ],
@@ -454,7 +460,7 @@ def test_an_eva_run_resumes_where_it_stopped_and_ends_as_an_unbroken_one(tiny, t
     from safetensors.torch import load_file
 
     from proofrl.errors import ConfigError
-    from proofrl.train.eva import load_eva_recipe, run
+    from proofrl.train.eva import load_config, run
 
     d, _, _ = tiny
     data = tmp_path / "train.jsonl"
@@ -463,7 +469,7 @@ def test_an_eva_run_resumes_where_it_stopped_and_ends_as_an_unbroken_one(tiny, t
     common = [f"model.path={d}", f"data.train={data}", "data.eval=", "optim.batch=2", "logger=[jsonl]"]
 
     def recipe(out, *more):
-        return load_eva_recipe("eva", [*common, f"out={out}", *more])
+        return load_config("eva", [*common, f"out={out}", *more])
 
     straight = run(recipe(tmp_path / "straight", "optim.epochs=2"))
     run(recipe(tmp_path / "cut", "optim.epochs=1"))

@@ -28,7 +28,7 @@ def test_the_eva_part_runs_alone_through_the_cli(tmp_path, monkeypatch):
     import proofrl.demo.eva as part
     from proofrl.cli import app
 
-    monkeypatch.setattr(assets, "SETTINGS", assets.AssetSettings(**ASSETS))
+    monkeypatch.setattr(assets, "SETTINGS", assets.AssetsConfig(**ASSETS))
     monkeypatch.setattr(part, "SETTINGS", part.EvaPartSettings(**EVA))
     r = CliRunner().invoke(app, ["demo", "--part", "eva", "--out", str(tmp_path), "--workers", "1"])
     assert r.exit_code == 0, r.output

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from conftest import NAT, requires_coq
 
-from proofrl.data.eva_labels import Facts, LabelSettings, broken_step, label_theorem, scores_from_facts, write_labels
+from proofrl.data.eva_labels import Facts, LabelConfig, broken_step, label_theorem, scores_from_facts, write_labels
 from proofrl.policy.tactic import Proposal
 
 
@@ -52,7 +52,7 @@ def _steps() -> list[dict]:
 
 @requires_coq
 def test_coq_labels_each_kind_of_proposal(coq, tmp_path):
-    s = LabelSettings(search_expansions=1, search_width=1)
+    s = LabelConfig(search_expansions=1, search_width=1)
     recs = label_theorem(coq, _steps(), [0], ["reflexivity."], Scripted("now rewrite Nat.add_0_r."), s)
     by_kind = {r["kind"]: r for r in recs}
     assert set(by_kind) == {"human", "other", "ghost", "broken"}

@@ -48,7 +48,7 @@ def test_the_memory_holds_only_what_precedes_each_lemma(tmp_path) -> None:
     in once the lemma was tried, and the second is proved from it by the k-NN source."""
     from proofrl.data.tactics import extract_transitions
     from proofrl.eval.library import run_file_rows
-    from proofrl.eval.provers import RowSettings
+    from proofrl.eval.provers import RowsConfig
 
     problems, _ = file_problems("coq-stdlib-files:10", seed=0)
     zpower = [p for p in problems if p.module == ZPOWER]
@@ -65,7 +65,7 @@ def test_the_memory_holds_only_what_precedes_each_lemma(tmp_path) -> None:
     }
     transitions += [decoy, unloaded]
 
-    settings = RowSettings(rows=("e", "f", "h"), seconds=5.0, workers=1, width=4)
+    settings = RowsConfig(rows=("e", "f", "h"), seconds=5.0, workers=1, width=4)
     rows = run_file_rows(zpower[:2], settings, tmp_path, transitions, progress=False, say=lambda _: None)
     offline, online, premises = rows
     assert [r["proved"] for r in offline.results] == [False, False]
@@ -104,13 +104,13 @@ def smoke_state(module: str):
 def test_memory_rows_on_any_problem_set_leave_the_problems_own_modules_out(tmp_path) -> None:
     """Rows e-g of ``proofrl eval search`` on a problem set that is not in file order: the memory is every
     module's human proofs but those of the problems' own modules."""
-    from proofrl.eval.provers import RowSettings, run_rows
+    from proofrl.eval.provers import RowsConfig, run_rows
 
     nat, text = smoke_state("Smoke.Nat")
     tactic = "intros; rewrite <- plus_n_O; reflexivity."
     other = {"module": "Other.Module", "theorem": "t", "state_before": text, "tactic": tactic}
     own = {**other, "module": "Smoke.Nat", "tactic": "intros; rewrite <- plus_n_O; exact eq_refl."}
-    settings = RowSettings(rows=("e", "f"), seconds=5.0, workers=1, width=4)
+    settings = RowsConfig(rows=("e", "f"), seconds=5.0, workers=1, width=4)
     offline, online = run_rows([nat], settings, tmp_path, progress=False, say=lambda _: None, transitions=[other, own])
     assert offline.results[0]["proved"] and offline.results[0]["proof_sources"] == {"knn": 1}
     assert offline.results[0]["proof"].count("exact eq_refl") == 0  # its own module's proof was never offered
@@ -126,7 +126,7 @@ def test_row_i_asks_the_model_that_reads_the_retrieved_context(tmp_path) -> None
     from dataclasses import replace
 
     from proofrl.errors import ConfigError
-    from proofrl.eval.provers import RowSettings, check_settings, run_rows, smoke_problems
+    from proofrl.eval.provers import RowsConfig, check_settings, run_rows, smoke_problems
     from proofrl.policy.memory import ProofMemory
     from proofrl.policy.retrieval import Retriever
     from proofrl.policy.tactic import train_tiny_tactic_model
@@ -142,9 +142,9 @@ def test_row_i_asks_the_model_that_reads_the_retrieved_context(tmp_path) -> None
         retriever=Retriever(ProofMemory.from_transitions([other], cap=None)),
     )
     with pytest.raises(ConfigError) as e:
-        check_settings(RowSettings(rows=("i",), context_model=str(tmp_path)))
+        check_settings(RowsConfig(rows=("i",), context_model=str(tmp_path)))
     assert "\n" not in str(e.value) and "--context-model" in str(e.value)
-    settings = RowSettings(rows=("i",), seconds=5.0, workers=1, width=4, context_model=str(tmp_path / "model"))
+    settings = RowsConfig(rows=("i",), seconds=5.0, workers=1, width=4, context_model=str(tmp_path / "model"))
     check_settings(settings)
     (row,) = run_rows([nat], settings, tmp_path / "out", progress=False, say=lambda _: None, transitions=[other])
     assert row.name.startswith("(i)") and row.results[0]["proved"]
@@ -179,7 +179,7 @@ def test_a_corpus_s_training_side_is_its_memory(tmp_path, monkeypatch) -> None:
 @requires_coq
 def test_memory_rows_split_by_theorem_keep_the_problems_modules(tmp_path) -> None:
     """A corpus's memory is split by theorem: a pair of the problem's own module serves it, its own never."""
-    from proofrl.eval.provers import RowSettings, run_rows
+    from proofrl.eval.provers import RowsConfig, run_rows
 
     nat, text = smoke_state("Lib.Nat")
     same_module = {
@@ -189,7 +189,7 @@ def test_memory_rows_split_by_theorem_keep_the_problems_modules(tmp_path) -> Non
         "tactic": "intros; rewrite <- plus_n_O; reflexivity.",
     }
     itself = {**same_module, "theorem": nat.name, "tactic": "intros; rewrite <- plus_n_O; exact eq_refl."}
-    settings = RowSettings(rows=("e",), seconds=5.0, workers=1, width=4)
+    settings = RowsConfig(rows=("e",), seconds=5.0, workers=1, width=4)
     (row,) = run_rows(
         [nat], settings, tmp_path, progress=False, say=lambda _: None, transitions=[same_module, itself],
         split_by_module=False,

@@ -16,7 +16,7 @@ from proofrl.errors import ConfigError
 from proofrl.policy.tactic import tactic_prompt
 from proofrl.policy.tiny import build_tiny_model
 from proofrl.problems import Problem, save_problems
-from proofrl.train.expert_iteration import ExpertIteration, load_reap_config
+from proofrl.train.expert_iteration import ExpertIteration, load_config
 
 # closed by computation (no header to load, so the fresh-process final checks are quick)
 TRAIN = [
@@ -67,26 +67,26 @@ def files(tmp_path_factory):
 
 
 def config(files, out, model, *more):
-    return load_reap_config(
+    return load_config(
         "reap",
         [
             f"out={out}",
             f"model.path={files / model}",
             f"data.train={files / 'train.jsonl'}",
-            f"data.held_out={files / 'held.jsonl'}",
+            f"data.eval={files / 'held.jsonl'}",
             f"data.transitions={files / 'trans.jsonl'}",
             "model.num_bins=8",
-            "workers=1",
+            "verify.workers=1",
             "progress=false",
-            "rollout.batch_theorems=2",
+            "rollout.problems_per_step=2",
             "rollout.passes=1",
-            "search.num_samples=2",
-            "search.max_steps=3",
-            "search.max_tokens=12",
-            "search.temperature=0.5",
-            "learner.epochs=1",
-            "learner.batch=4",
-            "learner.rehearsal_fraction=0.5",
+            "search.mcts.num_samples=2",
+            "search.mcts.max_steps=3",
+            "rollout.max_tokens=12",
+            "rollout.temperature=0.5",
+            "optim.epochs=1",
+            "optim.batch=4",
+            "replay.rehearsal_fraction=0.5",
             *more,
         ],
     )
@@ -94,19 +94,22 @@ def config(files, out, model, *more):
 
 def test_a_bad_recipe_key_is_one_line():
     with pytest.raises(
-        ConfigError, match=r"unknown keys in rollout: \['pases'\]; known: \['batch_theorems', 'passes'\]"
+        ConfigError,
+        match=r"unknown keys in rollout: \['pases'\]; the expert-iteration loop reads: "
+        r"\['max_tokens', 'passes', 'problems_per_step', 'temperature'\]",
     ):
-        load_reap_config("reap", ["rollout.pases=4"])
-    with pytest.raises(ConfigError, match=r"learner.rehearsal_fraction must be in \[0, 1\), got 1.5"):
-        load_reap_config("reap", ["learner.rehearsal_fraction=1.5"])
+        load_config("reap", ["rollout.pases=4"])
+    with pytest.raises(ConfigError, match=r"replay.rehearsal_fraction must be in \[0, 1\), got 1.5"):
+        load_config("reap", ["replay.rehearsal_fraction=1.5"])
     with pytest.raises(ConfigError, match=r"expected key\.sub=value"):
-        load_reap_config("reap", ["rounds"])
+        load_config("reap", ["steps"])
     res = CliRunner().invoke(app, ["train", "--recipe", "reap", "--set", "rollout.pases=4"])  # the real command line
     assert res.exit_code == 2 and res.stderr.strip().splitlines() == [
-        "proofrl train: unknown keys in rollout: ['pases']; known: ['batch_theorems', 'passes']"
+        "proofrl train: unknown keys in rollout: ['pases']; the expert-iteration loop reads: "
+        "['max_tokens', 'passes', 'problems_per_step', 'temperature']"
     ]
-    res = CliRunner().invoke(app, ["train", "--recipe", "reap", "--show-config", "--set", "rounds=5"])
-    assert res.exit_code == 0 and "loop: reap" in res.output and "rounds: 5" in res.output
+    res = CliRunner().invoke(app, ["train", "--recipe", "reap", "--show-config", "--set", "steps=5"])
+    assert res.exit_code == 0 and "loop: expert-iteration" in res.output and "steps: 5" in res.output
 
 
 @requires_coq
@@ -114,7 +117,7 @@ def test_a_round_that_solves_nothing_makes_no_update_and_the_loop_goes_on(files,
     mlflow = pytest.importorskip("mlflow", reason='the tracking extra is not installed: pip install -e ".[tracking]"')
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     torch.manual_seed(0)
-    run = ExpertIteration(config(files, tmp_path / "run", "untaught", "rounds=2", "logger=[tensorboard,mlflow]"))
+    run = ExpertIteration(config(files, tmp_path / "run", "untaught", "steps=2", "logger=[tensorboard,mlflow]"))
     summary = run.run()
     rows = {r["round"]: r for r in summary["rounds"]}
     assert sorted(rows) == [0, 1, 2]  # evaluated before, and after each round
@@ -129,7 +132,7 @@ def test_a_round_that_solves_nothing_makes_no_update_and_the_loop_goes_on(files,
     run_id = json.loads((tmp_path / "run" / "trackers.json").read_text())["mlflow"]
     history = client.get_metric_history(run_id, "eval/theorems")
     assert [(m.step, m.value) for m in history] == [(0, 1.0), (1, 1.0), (2, 1.0)]
-    assert client.get_run(run_id).data.params["rounds"] == "2"
+    assert client.get_run(run_id).data.params["steps"] == "2"
 
 
 @requires_coq
@@ -158,7 +161,7 @@ def test_an_interrupted_run_resumes_exactly(files, tmp_path):
         return st, load_file(str(out / "checkpoints" / "round_0002" / "model.safetensors"))
 
     torch.manual_seed(0)
-    quick = ("rounds=2", "eval.before=false", "eval.every=0")  # one evaluation, after the last round
+    quick = ("steps=2", "eval.before=false", "eval.every=0")  # one evaluation, after the last round
     ExpertIteration(config(files, tmp_path / "straight", "taught", *quick)).run()
     torch.manual_seed(0)
     ExpertIteration(config(files, tmp_path / "cut", "taught", *quick)).run(stop_after=1)

@@ -18,9 +18,9 @@ from proofrl.policy import (
     GenerationError,
     Generator,
     HFGenerator,
-    LoraSpec,
+    LoraConfig,
     OpenAIGenerator,
-    SamplingParams,
+    SamplingConfig,
     VLLMGenerator,
     build_tiny_model,
     encode_prompts,
@@ -92,7 +92,7 @@ def test_logprobs_equal_recomputation_across_batches_and_prompt_lengths(untraine
     model, tok = untrained
     prompts = ["Theorem t : True.", "x", "Complete the following Coq proof:\n\n```coq\nTheorem u : 1 = 1.\nProof.\n"]
     gen = HFGenerator(model, tok, batch_size=4)  # 9 rows: three generate calls, groups split across them
-    groups = gen.generate(prompts, SamplingParams(n=3, max_tokens=12, seed=0))
+    groups = gen.generate(prompts, SamplingConfig(n=3, max_tokens=12, seed=0))
     assert [len(g) for g in groups] == [3, 3, 3]
     assert all(c.finish_reason == "length" and len(c.token_ids) == 12 for c in flat(groups))
     assert_logprobs_match(model, tok, prompts, groups, 3)
@@ -102,19 +102,19 @@ def test_logprobs_are_the_raw_distribution_whatever_the_sampling(untrained):
     model, tok = untrained
     prompts = ["Theorem t : True.", "Lemma v : 2 = 2."]
     groups = HFGenerator(model, tok).generate(
-        prompts, SamplingParams(n=2, max_tokens=10, temperature=0.6, top_p=0.8, seed=1)
+        prompts, SamplingConfig(n=2, max_tokens=10, temperature=0.6, top_p=0.8, seed=1)
     )
     assert_logprobs_match(model, tok, prompts, groups, 2)  # recomputed at temperature 1, no top-p
 
 
 def test_sampling_runs_in_eval_mode_and_restores_train_mode(tiny_path):
-    model, tok = load_policy(tiny_path, lora=LoraSpec(r=4, alpha=8, dropout=0.5))
+    model, tok = load_policy(tiny_path, lora=LoraConfig(r=4, alpha=8, dropout=0.5))
     with torch.no_grad():
         for n, p in model.named_parameters():
             if "lora_B" in n:
                 p.normal_(0, 0.5)  # make the dropout visible in the output
     model.train()
-    groups = HFGenerator(model, tok).generate(["Theorem t : True."], SamplingParams(n=2, max_tokens=8, seed=0))
+    groups = HFGenerator(model, tok).generate(["Theorem t : True."], SamplingConfig(n=2, max_tokens=8, seed=0))
     assert model.training
     model.eval()
     assert_logprobs_match(model, tok, ["Theorem t : True."], groups, 2)
@@ -123,7 +123,7 @@ def test_sampling_runs_in_eval_mode_and_restores_train_mode(tiny_path):
 def test_n_per_prompt_in_prompt_order(taught):
     model, tok = taught
     gen = HFGenerator(model, tok, batch_size=5)
-    groups = gen.generate([B, A, B, C], SamplingParams(**COLD, n=3, max_tokens=24, stop=("```",)))
+    groups = gen.generate([B, A, B, C], SamplingConfig(**COLD, n=3, max_tokens=24, stop=("```",)))
     texts = [[c.text for c in g] for g in groups]
     assert texts == [[TAUGHT[B]] * 3, [TAUGHT[A]] * 3, [TAUGHT[B]] * 3, [" Abort."] * 3]
 
@@ -132,12 +132,12 @@ def test_stop_string_cut_keeps_the_completing_token(taught):
     model, tok = taught
     gen = HFGenerator(model, tok)
     for stop in ("Qed.\n```", "``", "Qed"):  # several tokens; ends inside a token; a prefix of a longer token
-        (c,) = gen.generate([A], SamplingParams(**COLD, max_tokens=30, stop=(stop,)))[0]
+        (c,) = gen.generate([A], SamplingConfig(**COLD, max_tokens=30, stop=(stop,)))[0]
         assert c.finish_reason == "stop", stop
         assert c.text == tok.decode(list(c.token_ids), skip_special_tokens=True)
         assert stop in c.text and stop not in tok.decode(list(c.token_ids[:-1]))
         assert TAUGHT[A].startswith(c.text)
-    (c,) = gen.generate([A], SamplingParams(**COLD, max_tokens=30, stop=("never", "Qed.")))[0]  # the first of several
+    (c,) = gen.generate([A], SamplingConfig(**COLD, max_tokens=30, stop=("never", "Qed.")))[0]  # the first of several
     assert c.text == " exact I.\nQed."
     assert_logprobs_match(model, tok, [A], [[c]], 1)
 
@@ -145,7 +145,7 @@ def test_stop_string_cut_keeps_the_completing_token(taught):
 def test_stop_string_in_the_prompt_or_across_its_end_does_not_stop(taught):
     model, tok = taught
     (c,) = HFGenerator(model, tok).generate(
-        [A], SamplingParams(**COLD, max_tokens=30, stop=("Proof.\n exact", "alpha"))
+        [A], SamplingConfig(**COLD, max_tokens=30, stop=("Proof.\n exact", "alpha"))
     )[0]
     assert c.text.startswith(TAUGHT[A])  # A was never taught to stop: it runs to the limit
     assert c.finish_reason == "length" and len(c.token_ids) == 30
@@ -157,7 +157,7 @@ def test_stop_string_in_the_prompt_or_across_its_end_does_not_stop(taught):
 
 def test_eos_is_kept_in_ids_and_skipped_in_text(taught):
     model, tok = taught
-    (c,) = HFGenerator(model, tok).generate([C], SamplingParams(**COLD, max_tokens=30))[0]
+    (c,) = HFGenerator(model, tok).generate([C], SamplingConfig(**COLD, max_tokens=30))[0]
     assert c.token_ids[-1] == tok.eos_token_id and c.finish_reason == "stop"
     assert c.text == " Abort." and tok.eos_token not in c.text
     assert_logprobs_match(model, tok, [C], [[c]], 1)
@@ -165,21 +165,21 @@ def test_eos_is_kept_in_ids_and_skipped_in_text(taught):
 
 def test_length_limit(taught):
     model, tok = taught
-    (c,) = HFGenerator(model, tok).generate([A], SamplingParams(**COLD, max_tokens=3, stop=("```",)))[0]
+    (c,) = HFGenerator(model, tok).generate([A], SamplingConfig(**COLD, max_tokens=3, stop=("```",)))[0]
     assert c.finish_reason == "length" and len(c.token_ids) == 3 and c.text == " exact I."
 
 
 def test_seed_makes_sampling_reproducible_and_leaves_global_rng_alone(untrained):
     model, tok = untrained
     gen = HFGenerator(model, tok, batch_size=4)
-    params = SamplingParams(n=3, max_tokens=10, seed=7)
+    params = SamplingConfig(n=3, max_tokens=10, seed=7)
     torch.manual_seed(0)
     expected_next = torch.rand(1)
     torch.manual_seed(0)
     first = gen.generate(["Theorem t : True.", "x"], params)
     assert torch.equal(torch.rand(1), expected_next)
     assert gen.generate(["Theorem t : True.", "x"], params) == first
-    other = gen.generate(["Theorem t : True.", "x"], SamplingParams(n=3, max_tokens=10, seed=8))
+    other = gen.generate(["Theorem t : True.", "x"], SamplingConfig(n=3, max_tokens=10, seed=8))
     assert other != first
     assert len({c.token_ids for c in flat(first)}) == 6  # samples within a group differ
 
@@ -188,7 +188,7 @@ def test_tokens_generated_counts_returned_tokens(taught):
     model, tok = taught
     gen = make_generator("hf", model=model, tokenizer=tok)
     assert isinstance(gen, Generator) and gen.name == "hf" and gen.tokens_generated == 0
-    groups = gen.generate([A, C], SamplingParams(n=2, max_tokens=30, stop=("```",)))
+    groups = gen.generate([A, C], SamplingConfig(n=2, max_tokens=30, stop=("```",)))
     assert gen.tokens_generated == sum(len(c.token_ids) for c in flat(groups)) > 0
 
 
@@ -198,14 +198,14 @@ def test_no_prompts_and_empty_prompts(untrained, tiny_path):
 
     model, tok = untrained
     gen = HFGenerator(model, tok)
-    assert gen.generate([], SamplingParams(n=4)) == []
-    (c,) = gen.generate([""], SamplingParams(max_tokens=2, seed=0))[0]  # BOS alone is a prompt
+    assert gen.generate([], SamplingConfig(n=4)) == []
+    (c,) = gen.generate([""], SamplingConfig(max_tokens=2, seed=0))[0]  # BOS alone is a prompt
     assert len(c.token_ids) == 2
     no_bos = AutoTokenizer.from_pretrained(tiny_path)
     no_bos.backend_tokenizer.post_processor = processors.ByteLevel()  # adds nothing, as Qwen's tokenizer
     assert no_bos("")["input_ids"] == []
     with pytest.raises(ValueError, match=r"prompts \[1\] encode to no tokens"):
-        HFGenerator(model, no_bos).generate(["x", ""], SamplingParams())
+        HFGenerator(model, no_bos).generate(["x", ""], SamplingConfig())
 
 
 def test_make_generator_by_path_and_bad_names(tiny_path):
@@ -216,7 +216,7 @@ def test_make_generator_by_path_and_bad_names(tiny_path):
     with pytest.raises(ConfigError, match="path="):
         make_generator("hf")
     with pytest.raises(TypeError, match="not one string"):
-        gen.generate("Theorem t : True.", SamplingParams())
+        gen.generate("Theorem t : True.", SamplingConfig())
 
 
 def test_sampling_params_are_checked():
@@ -230,13 +230,13 @@ def test_sampling_params_are_checked():
         dict(stop=("",)),
     ):
         with pytest.raises(ValueError):
-            SamplingParams(**bad)
+            SamplingConfig(**bad)
 
 
 def test_merged_weights_are_the_lora_models_function_in_base_names(tiny_path):
     """What sync_weights hands an engine: base names, adapters merged, the model unchanged afterwards."""
     base, tok = load_policy(tiny_path)
-    model, _ = load_policy(tiny_path, lora=LoraSpec(r=4, alpha=8, dropout=0.0))
+    model, _ = load_policy(tiny_path, lora=LoraConfig(r=4, alpha=8, dropout=0.0))
     with torch.no_grad():
         for n, p in model.named_parameters():
             if "lora_B" in n:
@@ -268,7 +268,7 @@ def test_vllm_missing_is_a_clear_import_error(tiny_path):
 def test_hf_on_cuda_bf16_logprobs_close_to_recomputation(tiny_path):
     model, tok = load_policy(tiny_path)
     assert model.dtype == torch.bfloat16 and model.device.type == "cuda"
-    groups = HFGenerator(model, tok).generate(["Theorem t : True."], SamplingParams(n=4, max_tokens=16, seed=0))
+    groups = HFGenerator(model, tok).generate(["Theorem t : True."], SamplingConfig(n=4, max_tokens=16, seed=0))
     q = encode_prompts(tok, ["Theorem t : True."]) * 4
     with torch.no_grad():
         logps, _ = response_logprobs(model, q, [c.token_ids for c in groups[0]], pad_id=tok.pad_token_id)
@@ -282,7 +282,7 @@ def test_hf_on_cuda_bf16_logprobs_close_to_recomputation(tiny_path):
 )
 def test_vllm_logprobs_close_to_recomputation(tiny_path):
     gen = VLLMGenerator(tiny_path, gpu_memory_utilization=0.2, enforce_eager=True)
-    groups = gen.generate([A], SamplingParams(n=4, max_tokens=16, seed=0, stop=("```",)))
+    groups = gen.generate([A], SamplingConfig(n=4, max_tokens=16, seed=0, stop=("```",)))
     model, tok = load_policy(tiny_path)
     q = encode_prompts(tok, [A]) * 4
     with torch.no_grad():
@@ -318,7 +318,7 @@ def completions_app(model, tok):
             return JSONResponse({"choices": [{"index": 0}]})
         prompts = body["prompt"] if isinstance(body["prompt"], list) else [body["prompt"]]
         stop = tuple(body.get("stop") or ())
-        params = SamplingParams(
+        params = SamplingConfig(
             n=body.get("n", 1),
             temperature=body["temperature"],
             top_p=body["top_p"],
@@ -381,7 +381,7 @@ def server(taught):
 def test_openai_client_matches_direct_sampling(server, taught):
     url, seen = server
     model, tok = taught
-    params = SamplingParams(n=2, max_tokens=30, stop=("```",), seed=3, temperature=0.9, top_p=0.95)
+    params = SamplingConfig(n=2, max_tokens=30, stop=("```",), seed=3, temperature=0.9, top_p=0.95)
     direct = HFGenerator(model, tok).generate([A, C, B], params)
     gen = OpenAIGenerator(url, "tiny", api_key=KEY, tokenizer=tok, extra_body={"return_tokens_as_token_ids": True})
     assert gen.name == "openai:tiny"
@@ -396,7 +396,7 @@ def test_openai_client_with_token_strings_only(server, taught):
     url, _ = server
     _, tok = taught
     gen = OpenAIGenerator(url + "/v1/", "tiny", api_key=KEY, batch_size=1)  # a base URL that ends in /v1
-    groups = gen.generate([A, C], SamplingParams(**COLD, max_tokens=30, stop=("```",)))
+    groups = gen.generate([A, C], SamplingConfig(**COLD, max_tokens=30, stop=("```",)))
     a, c = flat(groups)
     assert (a.text, a.token_ids, a.finish_reason) == (TAUGHT[A], (), "stop")  # the stop string stays in text
     assert (c.text, c.finish_reason) == (" Abort.", "stop")
@@ -407,17 +407,17 @@ def test_openai_client_with_token_strings_only(server, taught):
 def test_openai_errors_carry_status_and_body(server):
     url, _ = server
     with pytest.raises(GenerationError, match="HTTP 401") as e:
-        OpenAIGenerator(url, "tiny", api_key="wrong").generate([A], SamplingParams())
+        OpenAIGenerator(url, "tiny", api_key="wrong").generate([A], SamplingConfig())
     assert e.value.status == 401 and "bad key" in e.value.body
     with pytest.raises(GenerationError, match=r"HTTP 404.*not found"):
-        OpenAIGenerator(url, "other", api_key=KEY).generate([A], SamplingParams())
+        OpenAIGenerator(url, "other", api_key=KEY).generate([A], SamplingConfig())
     with pytest.raises(GenerationError, match="malformed"):
-        OpenAIGenerator(url, "tiny", api_key=KEY).generate([A], SamplingParams(max_tokens=999))
+        OpenAIGenerator(url, "tiny", api_key=KEY).generate([A], SamplingConfig(max_tokens=999))
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         dead = s.getsockname()[1]
     with pytest.raises(GenerationError, match="failed"):
-        OpenAIGenerator(f"http://127.0.0.1:{dead}", "tiny", timeout=2).generate([A], SamplingParams())
+        OpenAIGenerator(f"http://127.0.0.1:{dead}", "tiny", timeout=2).generate([A], SamplingConfig())
 
 
 def test_completion_is_a_frozen_value():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from proofrl.policy import LoraSpec, build_tiny_model, load_policy, response_logprobs
+from proofrl.policy import LoraConfig, build_tiny_model, load_policy, response_logprobs
 from proofrl.policy.logprobs import left_pad, position_ids, right_pad
 from proofrl.policy.tiny import sample_corpus
 
@@ -90,7 +90,7 @@ def test_lora_model_gets_adapter_gradients(policy, tmp_path):
     path = tmp_path / "m"
     model.save_pretrained(path)
     tok.save_pretrained(path)
-    lora_model, _ = load_policy(path, lora=LoraSpec(r=2, alpha=4, dropout=0.0))
+    lora_model, _ = load_policy(path, lora=LoraConfig(r=2, alpha=4, dropout=0.0))
     q, o = batch(tok)
     logps, mask = response_logprobs(lora_model, q, o, pad_id=tok.pad_token_id)
     with torch.no_grad():

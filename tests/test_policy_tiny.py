@@ -7,7 +7,7 @@ import time
 import pytest
 import torch
 
-from proofrl.policy import LoraSpec, build_tiny_model, load_policy
+from proofrl.policy import LoraConfig, build_tiny_model, load_policy
 from proofrl.policy.tiny import sample_corpus
 
 CORPUS = sample_corpus()
@@ -73,7 +73,7 @@ def test_load_policy_bf16_when_asked(tiny):
 
 
 def test_lora_trains_only_adapters_and_saved_adapter_reloads(tiny, tmp_path):
-    model, tok = load_policy(tiny, lora=LoraSpec(r=4, alpha=8, dropout=0.0))
+    model, tok = load_policy(tiny, lora=LoraConfig(r=4, alpha=8, dropout=0.0))
     trainable = [n for n, p in model.named_parameters() if p.requires_grad]
     assert trainable and all("lora_" in n for n in trainable)
     assert {n.split(".")[-4] for n in trainable} == {"q_proj", "k_proj", "v_proj", "o_proj"}
@@ -87,7 +87,7 @@ def test_lora_trains_only_adapters_and_saved_adapter_reloads(tiny, tmp_path):
     reloaded, _ = load_policy(tmp_path / "adapter")
     with torch.no_grad():
         assert torch.allclose(reloaded(ids).logits, logits, atol=1e-5)
-    assert not any(p.requires_grad for p in reloaded.parameters())  # frozen unless a LoraSpec asks to train
+    assert not any(p.requires_grad for p in reloaded.parameters())  # frozen unless a LoraConfig asks to train
 
 
 def test_bad_inputs_are_refused_with_a_reason(tmp_path):
@@ -102,4 +102,4 @@ def test_bad_inputs_are_refused_with_a_reason(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"config\.json"):
         load_policy(tmp_path)
     with pytest.raises(ValueError, match="r >= 1"):
-        LoraSpec(r=0)
+        LoraConfig(r=0)

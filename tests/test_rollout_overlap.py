@@ -45,7 +45,7 @@ def counting(calls: list[int], batches: list[int]):
 @requires_coq
 @pytest.mark.parametrize("overlap, calls, submits", [(True, [2, 2], 2), (False, [4], 1)])
 def test_each_schedule_generates_and_verifies_as_it_says(tiny, overlap, calls, submits):
-    from proofrl.policy import SamplingParams, get_format
+    from proofrl.policy import SamplingConfig, get_format
     from proofrl.rollout import first_turn, sample_and_verify
 
     sizes: list[int] = []
@@ -58,7 +58,7 @@ def test_each_schedule_generates_and_verifies_as_it_says(tiny, overlap, calls, s
         groups, t = sample_and_verify(
             Generator(*tiny),
             items,
-            SamplingParams(n=2, max_tokens=8, seed=0),
+            SamplingConfig(n=2, max_tokens=8, seed=0),
             fmt,
             verifier,
             chunk_prompts=2,

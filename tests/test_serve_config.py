@@ -2,24 +2,23 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
 from proofrl.errors import ConfigError
 from proofrl.provers.pool import PoolConfig
 from proofrl.server.app import ServerConfig
-from proofrl.server.config import PoolSection, load_serve_config
+from proofrl.server.config import load_serve_config
 
 
-def test_pool_section_is_pool_config_with_ranges():
-    assert {f.name: f.default for f in dataclasses.fields(PoolConfig)} == dict(PoolSection())
-    assert PoolSection(workers=3).to_pool_config() == PoolConfig(workers=3)
+def test_the_pool_section_is_the_pools_own_settings_with_ranges():
+    assert load_serve_config().pool == PoolConfig() and type(load_serve_config().pool) is PoolConfig
+    with pytest.raises(ConfigError, match=r"workers must be >= 1, got 0"):
+        PoolConfig(workers=0)
 
 
 def test_defaults_files_and_flags(tmp_path):
     cfg = load_serve_config()
-    assert cfg.backends == ["coq"] and cfg.port == 8000 and cfg.pool.to_pool_config() == PoolConfig()
+    assert cfg.backends == ["coq"] and cfg.port == 8000 and cfg.pool == PoolConfig()
     assert cfg.server == ServerConfig()
     path = tmp_path / "serve.yaml"
     path.write_text("backends: [lean, coq]\npool: {workers: 3}\nserver: {max_batch: 8}\nprover: {memory_mb: 100}\n")

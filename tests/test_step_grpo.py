@@ -73,13 +73,13 @@ def _trainer(tiny_dir, out, *overrides):
     cfg = load_config(
         "leanlistener",
         [
-            "rollout.batch_states=3",
+            "rollout.problems_per_step=3",
             "rollout.group_size=4",
-            "rollout.workers=1",
-            "rollout.tactic_timeout=3",
-            "algorithm.lr=1e-3",
+            "verify.workers=1",
+            "verify.timeout=3",
+            "optim.lr=1e-3",
             "checkpoint_every=1",
-            "model.max_tokens=16",
+            "rollout.max_tokens=16",
             *overrides,
         ],
     )
@@ -89,9 +89,14 @@ def _trainer(tiny_dir, out, *overrides):
 
 def test_the_recipe_carries_the_papers_numbers():
     cfg = load_config("leanlistener")
-    assert (cfg.rollout.batch_states, cfg.rollout.group_size, cfg.rollout.sync_every, cfg.steps) == (16, 8, 50, 10000)
-    assert cfg.algorithm.lr == pytest.approx(2.25e-6) and cfg.algorithm.kl_coef > 0
-    assert cfg.algorithm.step_reward == "subgoal" and cfg.algorithm.failed_reward == 0.0 and cfg.loop == "leanlistener"
+    assert (cfg.rollout.problems_per_step, cfg.rollout.group_size, cfg.rollout.sync_every, cfg.steps) == (
+        16,
+        8,
+        50,
+        10000,
+    )
+    assert cfg.optim.lr == pytest.approx(2.25e-6) and cfg.ppo.kl_coef > 0
+    assert cfg.algorithm.step_reward == "subgoal" and cfg.algorithm.failed_reward == 0.0 and cfg.loop == "step-grpo"
 
 
 def test_bad_keys_are_one_line_on_the_command_line():
@@ -139,10 +144,10 @@ def test_one_grpo_group_is_the_tactics_of_one_state(tiny_dir, tmp_path):
 
 
 def test_dr_grpos_horizon_is_the_tactic_budget(tiny_dir, tmp_path):
-    """H of ``seq-mean-token-sum-norm`` is ``model.max_tokens``, not the padded width of each update (which would
+    """H of ``seq-mean-token-sum-norm`` is ``rollout.max_tokens``, not the padded width of each update (which would
     shrink a group's gradient next to long neighbours)."""
     cfg, model, tok = _trainer(
-        tiny_dir, tmp_path, "algorithm.agg_mode=seq-mean-token-sum-norm", "algorithm.advantage=dr_grpo"
+        tiny_dir, tmp_path, "ppo.agg_mode=seq-mean-token-sum-norm", "algorithm.advantage=dr_grpo"
     )
     assert StepLevelTrainer(cfg, model, tok, STATES, pool=None, out=tmp_path).ppo.horizon == 16
 
@@ -153,13 +158,13 @@ def test_step_level_shares_the_lm_update_reference_and_precision(tiny_dir, tmp_p
     parked in CPU memory, bf16 weights train under autocast over fp32 masters; each update moves the policy and
     leaves π_ref where it was."""
     from proofrl.policy.generation import encode_prompts
-    from proofrl.policy.model import LoraSpec, load_policy
+    from proofrl.policy.model import LoraConfig, load_policy
 
     cfg, model, tok = _trainer(
-        tiny_dir, tmp_path, "algorithm.kl_coef=0.5", *(["model.ref_device=cpu"] if setup == "cpu-ref" else [])
+        tiny_dir, tmp_path, "ppo.kl_coef=0.5", *(["model.ref_device=cpu"] if setup == "cpu-ref" else [])
     )
     if setup == "lora":
-        model, tok = load_policy(tiny_dir, device="cpu", lora=LoraSpec(r=4, alpha=8, dropout=0.0))
+        model, tok = load_policy(tiny_dir, device="cpu", lora=LoraConfig(r=4, alpha=8, dropout=0.0))
     if setup == "bf16":
         model = model.to(torch.bfloat16)
     tr = StepLevelTrainer(cfg, model, tok, STATES, pool=None, out=tmp_path)

@@ -11,7 +11,7 @@ import pytest
 from test_policy_generation import KEY, completions_app, serve
 
 from proofrl.errors import ConfigError
-from proofrl.policy.generation import GenerationError, HFGenerator, SamplingParams
+from proofrl.policy.generation import GenerationError, HFGenerator, SamplingConfig
 from proofrl.policy.model import load_policy
 from proofrl.policy.tactic import (
     EndpointValue,
@@ -186,7 +186,7 @@ def policy_app(model, tok):
         if authorization != f"Bearer {KEY}":
             raise HTTPException(401, "bad key")
         (msg,) = [m for m in body["messages"] if m["role"] == "user"]
-        params = SamplingParams(
+        params = SamplingConfig(
             n=body.get("n", 1),
             temperature=body.get("temperature", 1.0),
             top_p=body.get("top_p", 1.0),

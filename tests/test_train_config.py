@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from proofrl.train.config import ConfigError, TrainConfig, load_recipe, recipe_names, save_config
+from proofrl.train.config import ConfigError, GRPOConfig, load_recipe, recipe_names, save_config
 
 
 def test_every_shipped_recipe_loads(capsys):
@@ -17,32 +17,31 @@ def test_every_shipped_recipe_loads(capsys):
         loop = loop_for(name)
         if loop.name == "grpo":  # whole-proof GRPO, registered like the others
             cfg = load_recipe(name)
-            assert isinstance(cfg, TrainConfig) and cfg.name == name
+            assert isinstance(cfg, GRPOConfig) and cfg.name == name
             continue
-        assert loop.name == name
         with pytest.raises(ConfigError, match=f"proofrl train --recipe {name}"):
             load_recipe(name)
         assert run(name, [], show_config=True) is None
-        assert f"loop: {name}" in capsys.readouterr().out, name
+        assert f"loop: {loop.name}" in capsys.readouterr().out, name
 
 
 def test_recipes_carry_the_papers_hyperparameters():
     u = load_recipe("unlikeliness")
     assert (u.rollout.problems_per_step, u.rollout.group_size, u.algorithm.buffer_samples) == (16, 32, 256)
-    assert (u.algorithm.ppo.epochs, u.algorithm.ppo.kl_coef, u.algorithm.ppo.skip_grad_norm) == (2, 0.1, 20.0)
+    assert (u.ppo.epochs, u.ppo.kl_coef, u.ppo.skip_grad_norm) == (2, 0.1, 20.0)
     assert u.optim.lr == 1e-6 and u.reward.unlikeliness["beta_rank"] == 0.25
     k = load_recipe("kimina")
-    assert k.algorithm.advantage == "dr_grpo" and k.algorithm.ppo.agg_mode == "seq-mean-token-sum-norm"
-    assert (k.algorithm.ppo.clip_ratio_low, k.algorithm.ppo.clip_ratio_high, k.algorithm.ppo.kl_coef) == (0.2, 0.3, 0.0)
+    assert k.algorithm.advantage == "dr_grpo" and k.ppo.agg_mode == "seq-mean-token-sum-norm"
+    assert (k.ppo.clip_ratio_low, k.ppo.clip_ratio_high, k.ppo.kl_coef) == (0.2, 0.3, 0.0)
     assert k.rollout.group_size == 8 and k.rollout.error_correction.enabled and k.reward.format is not None
     d = load_recipe("deepseek-v1.5")
-    assert (d.optim.lr, d.algorithm.ppo.kl_coef, d.rollout.group_size) == (5e-6, 0.02, 32)
+    assert (d.optim.lr, d.ppo.kl_coef, d.rollout.group_size) == (5e-6, 0.02, 32)
 
 
 def test_overrides_are_parsed_as_yaml_and_reach_nested_sections():
-    cfg = load_recipe("demo", ["rollout.group_size=4", "eval.ks=[1, 2]", "algorithm.ppo.kl_coef=0", "out=x/y"])
+    cfg = load_recipe("demo", ["rollout.group_size=4", "eval.ks=[1, 2]", "ppo.kl_coef=0", "out=x/y"])
     assert cfg.rollout.group_size == 4 and cfg.eval.ks == (1, 2) and cfg.out == "x/y"
-    assert cfg.algorithm.ppo.kl_coef == 0.0 and isinstance(cfg.algorithm.ppo.kl_coef, float)
+    assert cfg.ppo.kl_coef == 0.0 and isinstance(cfg.ppo.kl_coef, float)
     assert load_recipe("demo", ["optim.lr=1e-3"]).optim.lr == 1e-3  # YAML 1.1 reads this as a string
 
 
@@ -51,7 +50,7 @@ def test_overrides_are_parsed_as_yaml_and_reach_nested_sections():
     [
         ("rollout.grup_size=4", "unknown key"),
         ("steps=many", "expected int"),
-        ("algorithm.ppo.epochs=1.5", "expected int"),
+        ("ppo.epochs=1.5", "expected int"),
         ("rollout.error_correction.enabled=3", "true/false"),
         ("steps", "key.sub=value"),
     ],
@@ -87,31 +86,30 @@ def test_keys_of_the_update_path_and_their_defaults():
     from proofrl.train.grpo import PPOConfig
 
     cfg = load_recipe("demo")
-    ppo, model = cfg.algorithm.ppo, cfg.model
+    ppo, model = cfg.ppo, cfg.model
     assert (ppo.clip_ratio_c, ppo.max_grad_norm, ppo.horizon) == (3.0, 1.0, None)
     assert (model.gradient_checkpointing, model.ref_device, model.dtype) == (False, "same", "auto")
     cfg = load_recipe(
         "demo",
         [
-            "algorithm.ppo.clip_ratio_c=10",
-            "algorithm.ppo.max_grad_norm=null",
-            "algorithm.ppo.horizon=48",
+            "ppo.clip_ratio_c=10",
+            "ppo.max_grad_norm=null",
+            "ppo.horizon=48",
             "model.gradient_checkpointing=true",
             "model.ref_device=cpu",
             "model.dtype=bfloat16",
         ],
     )
-    assert (cfg.algorithm.ppo.clip_ratio_c, cfg.algorithm.ppo.max_grad_norm, cfg.algorithm.ppo.horizon) == (
+    assert (cfg.ppo.clip_ratio_c, cfg.ppo.max_grad_norm, cfg.ppo.horizon) == (
         10.0,
         None,
         48,
     )
     assert (cfg.model.gradient_checkpointing, cfg.model.ref_device, cfg.model.dtype) == (True, "cpu", "bfloat16")
-    # every PPOConfig setting can be set from a recipe, and converts to the dataclass ppo_update takes
-    assert {f for f in PPOConfig.__dataclass_fields__} <= set(type(ppo).model_fields)
-    as_dataclass = load_recipe("kimina").algorithm.ppo.to_ppo_config()
-    assert isinstance(as_dataclass, PPOConfig) and as_dataclass.agg_mode == "seq-mean-token-sum-norm"
-    assert as_dataclass.clip_ratio_high == 0.3
+    # the recipe's ppo section is the settings ppo_update takes, not a copy of them
+    kimina = load_recipe("kimina").ppo
+    assert type(kimina) is PPOConfig and kimina.agg_mode == "seq-mean-token-sum-norm"
+    assert kimina.clip_ratio_high == 0.3
 
 
 @pytest.mark.parametrize(
@@ -119,19 +117,19 @@ def test_keys_of_the_update_path_and_their_defaults():
     [
         ("reward.unlikeliness.beta_rank=2", r"reward.unlikeliness.beta_rank must be in \[0, 1\], got 2"),
         (
-            "algorithm.ppo.agg_mode=mean",
-            r"algorithm.ppo.agg_mode must be one of \[.*'token-mean', 'token-sum-norm'\], got 'mean'",
+            "ppo.agg_mode=mean",
+            r"ppo.agg_mode must be one of \[.*'token-mean', 'token-sum-norm'\], got 'mean'",
         ),
-        ("algorithm.ppo.kl_kind=k9", r"algorithm.ppo.kl_kind must be one of \[.*'low_var_kl'.*\], got 'k9'"),
+        ("ppo.kl_kind=k9", r"ppo.kl_kind must be one of \[.*'low_var_kl'.*\], got 'k9'"),
         ("algorithm.advantage=ppo", r"algorithm.advantage must be one of \['dr_grpo', 'grpo'\], got 'ppo'"),
         ("rollout.generator=hf2", r"rollout.generator must be one of \['hf', 'vllm', 'openai'\], got 'hf2'"),
         ("rollout.generator=openai", r"rollout: generator=openai needs base_url"),
-        ("algorithm.ppo.policy_loss=clip", r"algorithm.ppo.policy_loss must be one of \[.*'dual-clip'.*\], got 'clip'"),
+        ("ppo.policy_loss=clip", r"ppo.policy_loss must be one of \[.*'dual-clip'.*\], got 'clip'"),
         ("rollout.prompt_format=lean", r"rollout.prompt_format must be one of \[.*'coq'.*\], got 'lean'"),
         ("verify.backend=isabelle", r"verify.backend must be one of \['coq', 'lean'\], got 'isabelle'"),
         ("model.ref_device=gpu", r"model.ref_device must be one of \['same', 'cpu'\], got 'gpu'"),
-        ("algorithm.ppo.clip_ratio_c=1", r"algorithm.ppo.clip_ratio_c must be > 1, got 1"),
-        ("algorithm.ppo.max_grad_norm=0", r"algorithm.ppo.max_grad_norm must be > 0, got 0"),
+        ("ppo.clip_ratio_c=1", r"ppo.clip_ratio_c must be > 1, got 1"),
+        ("ppo.max_grad_norm=0", r"ppo.max_grad_norm must be > 0, got 0"),
         ("rollout.top_p=1.5", r"rollout.top_p must be in \(0, 1\], got 1.5"),
         ("rollout.group_size=0", r"rollout.group_size must be >= 1, got 0"),
         ("optim.betas=[0.9, 1.0]", r"optim.betas\[1\] must be < 1, got 1.0"),

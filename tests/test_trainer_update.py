@@ -12,7 +12,7 @@ import torch
 from rl_support import problems
 
 from proofrl.errors import ConfigError
-from proofrl.policy import LoraSpec, build_tiny_model, load_policy
+from proofrl.policy import LoraConfig, build_tiny_model, load_policy
 from proofrl.policy.generation import Completion
 from proofrl.policy.prompts import get_format
 from proofrl.policy.tiny import sample_corpus
@@ -25,10 +25,10 @@ MAX_TOKENS = 16
 BASE = [
     "rollout.temperature=0.7",
     f"rollout.max_tokens={MAX_TOKENS}",
-    "algorithm.ppo.epochs=1",
-    "algorithm.ppo.kl_coef=0.2",
-    "algorithm.ppo.max_grad_norm=null",
-    "algorithm.ppo.skip_grad_norm=null",
+    "ppo.epochs=1",
+    "ppo.kl_coef=0.2",
+    "ppo.max_grad_norm=null",
+    "ppo.skip_grad_norm=null",
     "optim.weight_decay=0.0",
     "micro_batch=3",
 ]
@@ -95,7 +95,7 @@ def reference_gradient(tr: Trainer, groups: list[Group]) -> tuple[torch.Tensor, 
     """The definition, row by row: log π(o_t | q, o_<t) = log softmax(z / τ)[o_t] from one unpadded forward
     pass; advantages by the plain-loop group reference; the loss of :mod:`proofrl.train.grpo` over the whole
     batch with H = max_tokens. Returns the gradient and the mean token entropy at τ."""
-    cfg, ppo = tr.cfg, tr.cfg.algorithm.ppo
+    cfg, ppo = tr.cfg, tr.cfg.ppo
     tau = cfg.rollout.temperature
     from proofrl.policy.generation import encode_prompts
 
@@ -158,7 +158,7 @@ def test_update_gradient_is_the_definition(tiny, tmp_path, agg_mode):
     """Groups, advantages, temperature (π_old, π_θ and π_ref), KL to the reference copy, H, micro-batches of 3
     rows: the trainer's gradient equals the loss written out row by row. Putting every sample into one group,
     dropping the KL reference or scoring at τ = 1 each changes it."""
-    tr = make_trainer(tiny, tmp_path, [f"algorithm.ppo.agg_mode={agg_mode}"])
+    tr = make_trainer(tiny, tmp_path, [f"ppo.agg_mode={agg_mode}"])
     groups = make_groups(tr.tokenizer)
     expected, entropy = reference_gradient(tr, groups)
     metrics = tr.update(groups)
@@ -171,7 +171,7 @@ def test_update_gradient_is_the_definition(tiny, tmp_path, agg_mode):
 @pytest.mark.parametrize("ref", ["copy-on-cpu", "lora-adapter-off"])
 def test_update_gradient_is_the_definition_for_each_reference(tiny, tmp_path, ref):
     if ref == "lora-adapter-off":
-        tr = make_trainer(tiny, tmp_path, lora=LoraSpec(r=4, alpha=8, dropout=0.0), perturb=0.05)
+        tr = make_trainer(tiny, tmp_path, lora=LoraConfig(r=4, alpha=8, dropout=0.0), perturb=0.05)
         assert tr.ref_model == "adapter-off"
     else:
         tr = make_trainer(tiny, tmp_path, ["model.ref_device=cpu"])
@@ -191,7 +191,7 @@ def test_micro_batch_of_one_row_equals_the_whole_mini_batch(tiny, tmp_path, agg_
         tr = make_trainer(
             tiny,
             tmp_path / str(micro),
-            [f"algorithm.ppo.agg_mode={agg_mode}", f"micro_batch={micro}", "algorithm.ppo.epochs=2"],
+            [f"ppo.agg_mode={agg_mode}", f"micro_batch={micro}", "ppo.epochs=2"],
             lr=0.5,
         )
         tr.update(make_groups(tr.tokenizer))
@@ -211,8 +211,8 @@ def test_dr_grpo_divisor_does_not_depend_on_the_neighbours(tiny, tmp_path):
             tmp_path / str(k),
             [
                 "algorithm.advantage=dr_grpo",
-                "algorithm.ppo.kl_coef=0.0",
-                "algorithm.ppo.agg_mode=seq-mean-token-sum-norm",
+                "ppo.kl_coef=0.0",
+                "ppo.agg_mode=seq-mean-token-sum-norm",
             ],
         )
         groups = make_groups(
@@ -229,7 +229,7 @@ def test_bf16_compute_keeps_fp32_master_weights_that_move_at_lr_1e_6(tiny, tmp_p
     tr = make_trainer(
         tiny,
         tmp_path,
-        ["model.dtype=bfloat16", "optim.lr=1e-6", "algorithm.ppo.kl_coef=0.0"],
+        ["model.dtype=bfloat16", "optim.lr=1e-6", "ppo.kl_coef=0.0"],
         dtype=torch.bfloat16,
         perturb=0.0,
         lr=None,

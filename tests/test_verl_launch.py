@@ -36,11 +36,9 @@ def test_overrides_are_accepted_by_verls_config_schema(recipe: str, tmp_path: Pa
 
     g = cfg.rollout.group_size
     assert config.data.train_batch_size == cfg.rollout.problems_per_step and rollout.n == g
-    assert actor.ppo_mini_batch_size * g == cfg.algorithm.ppo.minibatch_rows  # verl counts prompts, proofrl rows
-    assert (
-        actor.loss_agg_mode == cfg.algorithm.ppo.agg_mode and actor.clip_ratio_high == cfg.algorithm.ppo.clip_ratio_high
-    )
-    assert actor.use_kl_loss == (cfg.algorithm.ppo.kl_coef > 0) and actor.kl_loss_coef == cfg.algorithm.ppo.kl_coef
+    assert actor.ppo_mini_batch_size * g == cfg.ppo.minibatch_rows  # verl counts prompts, proofrl rows
+    assert actor.loss_agg_mode == cfg.ppo.agg_mode and actor.clip_ratio_high == cfg.ppo.clip_ratio_high
+    assert actor.use_kl_loss == (cfg.ppo.kl_coef > 0) and actor.kl_loss_coef == cfg.ppo.kl_coef
     assert (
         actor.optim.lr == cfg.optim.lr and algorithm.filter_groups.enable and algorithm.filter_groups.metric == "score"
     )
@@ -61,7 +59,7 @@ def test_keys_without_a_verl_counterpart_are_named() -> None:
         "--recipe",
         "unlikeliness",
         "--set",
-        "algorithm.ppo.policy_loss=ppo-clip",
+        "ppo.policy_loss=ppo-clip",
         "--set",
         "verl.trainer.n_gpus_per_node=4",
     )
@@ -69,8 +67,8 @@ def test_keys_without_a_verl_counterpart_are_named() -> None:
     named = [line.split("not applied: ")[1] for line in err.splitlines() if "no verl counterpart" in line]
     assert named == [
         "algorithm.buffer_samples=256",
-        "algorithm.ppo.policy_loss=ppo-clip",
-        "algorithm.ppo.skip_grad_norm=20.0",
+        "ppo.policy_loss=ppo-clip",
+        "ppo.skip_grad_norm=20.0",
         "eval.ks=[1,8,32,128,512]",
         "eval.max_tokens=1024",
     ]
@@ -82,14 +80,14 @@ def test_keys_without_a_verl_counterpart_are_named() -> None:
 
 
 def test_an_unknown_key_is_one_line() -> None:
-    code, _, err = _dry("--recipe", "kimina", "--set", "algorithm.ppo.skip_gradnorm=5")
+    code, _, err = _dry("--recipe", "kimina", "--set", "ppo.skip_gradnorm=5")
     assert code == 2
     assert err.strip() == (
-        "proofrl train: unknown keys in algorithm.ppo: ['skip_gradnorm']; known: ['agg_mode', 'clip_ratio_c', "
+        "proofrl train: unknown keys in ppo: ['skip_gradnorm']; known: ['agg_mode', 'clip_ratio_c', "
         "'clip_ratio_high', 'clip_ratio_low', 'epochs', 'horizon', 'kl_coef', 'kl_kind', 'max_grad_norm', "
         "'minibatch_rows', 'policy_loss', 'shuffle', 'skip_grad_norm']"
     )
-    code, _, err = _dry("--recipe", "kimina", "--set", "algorithm.ppo.minibatch_rows=12")
+    code, _, err = _dry("--recipe", "kimina", "--set", "ppo.minibatch_rows=12")
     assert code == 2 and "minibatch_rows=12 is not a multiple of rollout.group_size=8" in err
 
 
@@ -140,12 +138,10 @@ def test_dr_grpos_horizon_is_always_a_constant_for_verl() -> None:
     code, out, err = _dry("--recipe", "kimina", "--set", "rollout.max_tokens=96")
     assert code == 0, err
     assert "actor_rollout_ref.actor.loss_scale_factor=96" in out.splitlines()
-    code, out, _ = _dry("--recipe", "kimina", "--set", "algorithm.ppo.horizon=40")
+    code, out, _ = _dry("--recipe", "kimina", "--set", "ppo.horizon=40")
     assert "actor_rollout_ref.actor.loss_scale_factor=40" in out.splitlines()
-    code, _, err = _dry("--recipe", "kimina", "--set", "algorithm.ppo.agg_mode=token-sum-norm")
-    assert code == 2 and err.strip().startswith(
-        "proofrl train: algorithm.ppo.agg_mode=token-sum-norm: verl has no such"
-    )
+    code, _, err = _dry("--recipe", "kimina", "--set", "ppo.agg_mode=token-sum-norm")
+    assert code == 2 and err.strip().startswith("proofrl train: ppo.agg_mode=token-sum-norm: verl has no such")
 
 
 def test_the_logger_list_becomes_verls_trainer_logger() -> None:

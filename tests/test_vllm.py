@@ -40,8 +40,8 @@ except Exception as e:  # ImportError, or a broken torch extension (torchvision 
 pytestmark = pytest.mark.skipif(_SKIP is not None, reason=_SKIP or "")
 
 from proofrl.policy import (  # noqa: E402
-    LoraSpec,
-    SamplingParams,
+    LoraConfig,
+    SamplingConfig,
     VLLMGenerator,
     build_tiny_model,
     encode_prompts,
@@ -169,7 +169,7 @@ def test_tokenizer_round_trip_and_prompt_ids_are_the_trainers(gen, hf):
     want = encode_prompts(tok, prompts)
     assert encode_prompts(vtok, prompts) == want
     outs = gen.llm.generate(
-        [{"prompt_token_ids": ids} for ids in want], vllm.SamplingParams(max_tokens=1), use_tqdm=False
+        [{"prompt_token_ids": ids} for ids in want], vllm.SamplingConfig(max_tokens=1), use_tqdm=False
     )
     assert [list(o.prompt_token_ids) for o in outs] == want
     for p, ids in zip(prompts, want, strict=True):
@@ -180,8 +180,8 @@ def test_tokenizer_round_trip_and_prompt_ids_are_the_trainers(gen, hf):
     # and would not on the doubled BOS.
     model = hf[0]
     led = [tok.bos_token + A, tok.bos_token + OTHER[0]]
-    comps = [list(c.token_ids) for g in gen.generate(led, SamplingParams(n=2, max_tokens=12, seed=0)) for c in g]
-    logps = [c.logprobs for g in gen.generate(led, SamplingParams(n=2, max_tokens=12, seed=0)) for c in g]
+    comps = [list(c.token_ids) for g in gen.generate(led, SamplingConfig(n=2, max_tokens=12, seed=0)) for c in g]
+    logps = [c.logprobs for g in gen.generate(led, SamplingConfig(n=2, max_tokens=12, seed=0)) for c in g]
     single = hf_logprobs(model, tok, [p for p in led for _ in range(2)], comps)
     doubled = hf_logprobs(model, tok, [tok.bos_token + p for p in led for _ in range(2)], comps)
     assert max(max_diff(a, b) for a, b in zip(logps, single, strict=True)) < ATOL
@@ -195,7 +195,7 @@ def test_prompt_logprobs_match_transformers(gen, hf):
     completions = [tok(t, add_special_tokens=False)["input_ids"] for t in TAUGHT.values()]
     completions += [tok(" intros n. simpl. reflexivity.\nQed.", add_special_tokens=False)["input_ids"]] * len(OTHER)
     prompts = encode_prompts(tok, PROMPTS)
-    sp = vllm.SamplingParams(max_tokens=1, prompt_logprobs=0)
+    sp = vllm.SamplingConfig(max_tokens=1, prompt_logprobs=0)
     outs = gen.llm.generate([{"prompt_token_ids": p + c} for p, c in zip(prompts, completions, strict=True)], sp)
     mine = hf_logprobs(model, tok, PROMPTS, completions)
     worst = 0.0
@@ -214,7 +214,7 @@ def test_sampled_logprobs_are_raw_and_match_recomputation(gen, hf, temperature, 
     """VLLMGenerator's per-token log-probs are the raw distribution's whatever the sampling settings
     (``logprobs_mode="raw_logprobs"``), equal to ``response_logprobs`` within ATOL."""
     model, tok = hf
-    params = SamplingParams(n=4, temperature=temperature, top_p=top_p, max_tokens=24, seed=1)
+    params = SamplingConfig(n=4, temperature=temperature, top_p=top_p, max_tokens=24, seed=1)
     groups = gen.generate(PROMPTS, params)
     prompts = [p for p in PROMPTS for _ in range(params.n)]
     comps = [c for g in groups for c in g]
@@ -226,7 +226,7 @@ def test_greedy_matches_transformers_greedy(gen, hf):
     """Token for token, except after a near-tie of the two best logits; the taught answers exactly."""
     model, tok = hf
     eos = set(model.generation_config.eos_token_id)
-    outs = gen.llm.generate(PROMPTS, vllm.SamplingParams(temperature=0.0, max_tokens=32), use_tqdm=False)
+    outs = gen.llm.generate(PROMPTS, vllm.SamplingConfig(temperature=0.0, max_tokens=32), use_tqdm=False)
     exact = 0
     for prompt, ids, out in zip(PROMPTS, encode_prompts(tok, PROMPTS), outs, strict=True):
         with torch.no_grad():
@@ -249,18 +249,18 @@ def test_greedy_matches_transformers_greedy(gen, hf):
 
 
 def test_seeded_sampling_is_reproducible(gen):
-    params = SamplingParams(n=4, max_tokens=16, seed=7)
+    params = SamplingConfig(n=4, max_tokens=16, seed=7)
     first = gen.generate(PROMPTS, params)
     assert gen.generate(PROMPTS, params) == first
     assert gen.generate(PROMPTS[3:], params) == first[3:]  # a request's seed, whatever else is in the batch
-    assert gen.generate(PROMPTS, SamplingParams(n=4, max_tokens=16, seed=8)) != first
+    assert gen.generate(PROMPTS, SamplingConfig(n=4, max_tokens=16, seed=8)) != first
     assert all(len({c.token_ids for c in g}) > 1 for g in first[len(TAUGHT) :])  # n samples, each its own seed
 
 
 def test_seeded_batch_larger_than_one_step(gen):
     """More prompt tokens than one engine step takes (4096): with chunked prefill, vLLM's CPU build would split a
     seeded request's prompt and then fail ("CPU Generator does not use offset"); VLLMGenerator turns it off."""
-    params = SamplingParams(n=64, max_tokens=4, seed=0)
+    params = SamplingConfig(n=64, max_tokens=4, seed=0)
     groups = gen.generate(PROMPTS * 2, params)
     assert sum(len(ids) for ids in encode_prompts(gen.tokenizer, PROMPTS * 2)) * params.n > 4096
     assert gen.generate(PROMPTS * 2, params) == groups
@@ -274,7 +274,7 @@ def test_generator_completions_keep_the_contract(gen, hf):
     _, tok = hf
     before = gen.tokens_generated
     groups = gen.generate(
-        [A, B, C, OTHER[0]], SamplingParams(n=2, temperature=0.2, max_tokens=24, stop=("```",), seed=0)
+        [A, B, C, OTHER[0]], SamplingConfig(n=2, temperature=0.2, max_tokens=24, stop=("```",), seed=0)
     )
     for g in groups[:2]:
         for c in g:
@@ -285,7 +285,7 @@ def test_generator_completions_keep_the_contract(gen, hf):
     for c in (c for g in groups for c in g):
         assert c.text == tok.decode(list(c.token_ids), skip_special_tokens=True)
         assert len(c.logprobs) == len(c.token_ids) and all(math.isfinite(x) and x <= 0 for x in c.logprobs)
-    [[short]] = gen.generate([OTHER[0]], SamplingParams(max_tokens=3, seed=0))
+    [[short]] = gen.generate([OTHER[0]], SamplingConfig(max_tokens=3, seed=0))
     assert short.finish_reason == "length" and len(short.token_ids) == 3
     assert gen.tokens_generated - before == sum(len(c.token_ids) for g in groups for c in g) + 3
 
@@ -309,7 +309,7 @@ def test_sync_weights_pushes_an_update_and_back(gen, hf, taught_dir):
         torch.manual_seed(1)
         for p in updated.parameters():
             p.add_(0.05 * torch.randn_like(p))
-    params = SamplingParams(n=4, max_tokens=16, seed=3)
+    params = SamplingConfig(n=4, max_tokens=16, seed=3)
     before = gen.generate(PROMPTS, params)
     assert worst_against(model, tok, before, PROMPTS) < ATOL
     assert worst_against(updated, tok, before, PROMPTS) > 100 * ATOL  # stale: what a missing push would give
@@ -328,7 +328,7 @@ def test_sync_weights_pushes_an_update_and_back(gen, hf, taught_dir):
 
 def greedy_text(gen, prompt):
     ids = encode_prompts(gen.tokenizer, [prompt])[0]
-    sp = vllm.SamplingParams(temperature=0.0, max_tokens=12)
+    sp = vllm.SamplingConfig(temperature=0.0, max_tokens=12)
     [out] = gen.llm.generate([{"prompt_token_ids": ids}], sp, use_tqdm=False)
     return out.outputs[0].text
 
@@ -338,7 +338,7 @@ def test_sync_weights_after_lora_optimizer_steps(gen, hf, taught_dir):
     engine keeps the taught answer and the old log-probs; after it, the new answer and the LoRA model's log-probs
     (adapters merged into the copy). The trainer's model comes back unmerged, its outputs as before the push."""
     model, tok = hf
-    policy, _ = load_policy(taught_dir, lora=LoraSpec(r=8, alpha=16, dropout=0.0))
+    policy, _ = load_policy(taught_dir, lora=LoraConfig(r=8, alpha=16, dropout=0.0))
     new = " reflexivity.\nQed.\n```"
     q = encode_prompts(tok, [A])
     o = [tok(new, add_special_tokens=False)["input_ids"]]
@@ -353,7 +353,7 @@ def test_sync_weights_after_lora_optimizer_steps(gen, hf, taught_dir):
             loss.backward()
             opt.step()
     policy.eval()
-    sampled = SamplingParams(n=4, max_tokens=16, seed=5)
+    sampled = SamplingConfig(n=4, max_tokens=16, seed=5)
     assert greedy_text(gen, A).startswith(" exact I.")
     stale = gen.generate(PROMPTS, sampled)
     assert worst_against(model, tok, stale, PROMPTS) < ATOL
@@ -400,7 +400,7 @@ def test_tactic_policy_vllm_source(engine_env, tactic_dir):
         assert proposals[0].tactic in taught
     model, tok = load_policy(tactic_dir)
     prompts = [tactic_prompt(s) for s in states]
-    groups = policy._gen.generate(prompts, SamplingParams(n=4, max_tokens=24, seed=0))
+    groups = policy._gen.generate(prompts, SamplingConfig(n=4, max_tokens=24, seed=0))
     comps = [c for g in groups for c in g]
     mine = hf_logprobs(model, tok, [p for p in prompts for _ in range(4)], [list(c.token_ids) for c in comps])
     assert max(max_diff(c.logprobs, m) for c, m in zip(comps, mine, strict=True)) < ATOL

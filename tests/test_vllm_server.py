@@ -94,7 +94,7 @@ def test_served_completions_carry_n_choices_token_ids_and_the_models_log_probs(s
     log-probs equal to transformers' recomputation on the same weights; the model name is the served one."""
     import torch
 
-    from proofrl.policy import SamplingParams, encode_prompts, load_policy, response_logprobs
+    from proofrl.policy import SamplingConfig, encode_prompts, load_policy, response_logprobs
     from proofrl.policy.generation import OpenAIGenerator
     from proofrl.policy.tactic import tactic_prompt
 
@@ -103,7 +103,7 @@ def test_served_completions_carry_n_choices_token_ids_and_the_models_log_probs(s
     model, tok = load_policy(tactic_dir)
     gen = OpenAIGenerator(url, NAME, tokenizer=tok, extra_body={"return_tokens_as_token_ids": True})
     prompts = [tactic_prompt(t["state_before"]) for t in TRANSITIONS]
-    groups = gen.generate(prompts, SamplingParams(n=3, max_tokens=16, seed=0))
+    groups = gen.generate(prompts, SamplingConfig(n=3, max_tokens=16, seed=0))
     assert [len(g) for g in groups] == [3, 3, 3]
     comps = [c for g in groups for c in g]
     assert all(c.token_ids and len(c.token_ids) == len(c.logprobs) for c in comps)

@@ -63,11 +63,12 @@ def eva_ranking(run: ClaimRun) -> Results:
 
     import torch
 
-    from ..data.eva_labels import LabelSettings, label_splits
+    from ..data.eva_labels import LabelConfig, label_splits
     from ..eval.rm import MIDDLE, prompt_of
     from ..policy.tactic import make_tactic_policy
     from ..rewards.eva import EvaScorer, parse_scores
-    from ..train.eva import EvaLoraConfig, build_examples, load_base, read_records, train_eva
+    from ..train.config import EvaConfig
+    from ..train.eva import build_examples, load_base, read_records, train_eva
     from .eva_table4 import RegressionHeadRM, train_value_head
 
     s = eva_settings(run)
@@ -80,7 +81,7 @@ def eva_ranking(run: ClaimRun) -> Results:
         paths = {"train": labels / "train.jsonl", "held-out": labels / "held-out.jsonl"}
     else:
         policy = make_tactic_policy(run.assets.policy_spec, device="cpu", seed=0, max_tokens=64)
-        ls = LabelSettings(states_per_theorem=s["states_per_theorem"], search_expansions=s["search_expansions"], seed=0)
+        ls = LabelConfig(states_per_theorem=s["states_per_theorem"], search_expansions=s["search_expansions"], seed=0)
         paths, _ = label_splits(
             labels,
             {
@@ -95,7 +96,7 @@ def eva_ranking(run: ClaimRun) -> Results:
     train, _ = read_records(paths["train"])
     held, _ = read_records(paths["held-out"])
     torch.manual_seed(run.seed)
-    m, tok = load_base(run.assets.model_dir, lora=EvaLoraConfig(), device="cpu")
+    m, tok = load_base(run.assets.model_dir, lora=EvaConfig().model.lora, device="cpu")
     ex, _ = build_examples(train, tok, max_state_chars=s["max_state_chars"])
     train_eva(m, tok, ex, alpha=s["alpha"], lr=s["lr"], batch=s["batch"], epochs=s["epochs"], seed=run.seed)
     scorer = EvaScorer(m, tok, max_new_tokens=s["max_new_tokens"], max_state_chars=s["max_state_chars"])
@@ -107,7 +108,7 @@ def eva_ranking(run: ClaimRun) -> Results:
         for p in (parse_scores(o, scorer.dims) for o in outputs)
     ]
     torch.manual_seed(run.seed)
-    m, tok = load_base(run.assets.model_dir, lora=EvaLoraConfig(), device="cpu")
+    m, tok = load_base(run.assets.model_dir, lora=EvaConfig().model.lora, device="cpu")
     vh = RegressionHeadRM(m, tok, dims=scorer.dims, max_state_chars=s["max_state_chars"])
     train_value_head(vh, train, lr=s["lr"], batch=s["batch"], epochs=s["epochs"], seed=run.seed)
     out: Results = {

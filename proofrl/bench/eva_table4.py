@@ -24,7 +24,8 @@ from torch import nn
 from ..errors import ConfigError
 from ..eval.rm import Record, prompt_of, read_records
 from ..rewards.eva import DIMENSIONS
-from ..train.eva import EvaLoraConfig, build_examples, load_base, train_eva
+from ..train.config import EvaConfig
+from ..train.eva import build_examples, load_base, train_eva
 
 # -- the value-head baseline ------------------------------------------------------------------------------------
 
@@ -139,7 +140,7 @@ def table4(
     from ..rewards.eva import EvaScorer
 
     torch.manual_seed(settings.seed)
-    lora = EvaLoraConfig(enabled=settings.lora)
+    lora = EvaConfig().model.lora if settings.lora else None
     rows: dict[str, Any] = {}
     flags: dict[str, Any] = {}
     seconds: dict[str, float] = {}

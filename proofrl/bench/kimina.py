@@ -160,7 +160,7 @@ def kimina_seed(run: ClaimRun) -> dict[str, dict[str, float]]:
     from rich.console import Console
 
     from ..demo.whole_proof import DemoConfig, _grpo_arm, demo_problems
-    from ..policy.generation import HFGenerator, SamplingParams
+    from ..policy.generation import HFGenerator, SamplingConfig
     from ..policy.prompts import get_format
     from ..progress import progress_bar
     from ..rollout import first_turn, sample_and_verify
@@ -203,7 +203,7 @@ def kimina_seed(run: ClaimRun) -> dict[str, dict[str, float]]:
     verifier = make_verifier(recipe)
     k = s["samples"]
     seed = 1000 * run.seed + 7  # the same sampling seed for every arm of a seed
-    sampling = SamplingParams(n=k, temperature=1.0, top_p=1.0, max_tokens=m, stop=fmt.stop, seed=seed)
+    sampling = SamplingConfig(n=k, temperature=1.0, top_p=1.0, max_tokens=m, stop=fmt.stop, seed=seed)
     items = [first_turn(p, fmt, tok) for p in held]
     arms: dict[str, dict[str, float]] = {a: {} for a in ARMS}
     budget: dict[str, Any] = {}

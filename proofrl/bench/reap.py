@@ -131,7 +131,7 @@ def search_and_learn(run: ClaimRun) -> Results:
     import json
 
     from ..problems import save_problems
-    from ..train.expert_iteration import ExpertIteration, load_reap_config
+    from ..train.expert_iteration import ExpertIteration, load_config
 
     s = search_and_learn_settings(run.smoke, run.size)
     tag = hashlib.sha1(json.dumps(s, sort_keys=True).encode()).hexdigest()[:8]  # other settings: another run
@@ -149,30 +149,30 @@ def search_and_learn(run: ClaimRun) -> Results:
 
     learning: dict[str, Any] = {}
     for arm, head in (("policy+value", "true"), ("policy-only", "false")):
-        cfg = load_reap_config(
+        cfg = load_config(
             "reap",
             [
                 f"out={work / arm}",
                 f"model.path={run.assets.model_dir}",
                 f"data.train={work / 'train.jsonl'}",
-                f"data.held_out={work / 'held-out.jsonl'}",
+                f"data.eval={work / 'held-out.jsonl'}",
                 f"data.transitions={run.assets.train_transitions}",
                 f"seed={run.seed}",
-                f"rounds={s['rounds']}",
-                f"workers={run.workers}",
+                f"steps={s['rounds']}",
+                f"verify.workers={run.workers}",
                 "progress=false",
                 f"model.value_head={head}",
-                f"eval.theorems={s['eval_theorems']}",
+                f"eval.limit={s['eval_theorems']}",
                 "eval.every=0",
                 f"eval.before={'true' if head == 'true' else 'false'}",
-                f"rollout.batch_theorems={s['batch_theorems']}",
+                f"rollout.problems_per_step={s['batch_theorems']}",
                 f"rollout.passes={s['passes']}",
-                f"search.num_samples={s['num_samples']}",
-                f"search.max_steps={s['max_steps']}",
-                f"search.max_nodes={s['max_nodes']}",
-                f"search.tactic_timeout={s['tactic_timeout']}",
-                f"search.seconds={s['seconds']}",
-                *(["learner.epochs=1", "learner.max_samples=32"] if run.smoke else []),
+                f"search.mcts.num_samples={s['num_samples']}",
+                f"search.mcts.max_steps={s['max_steps']}",
+                f"search.mcts.max_nodes={s['max_nodes']}",
+                f"search.mcts.tactic_timeout={s['tactic_timeout']}",
+                f"search.mcts.seconds={s['seconds']}",
+                *(["optim.epochs=1", "replay.max_samples=32"] if run.smoke else []),
             ],
         )
         learning[arm] = facts = learning_facts(ExpertIteration(cfg).run()["rounds"])

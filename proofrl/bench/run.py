@@ -78,7 +78,7 @@ def run_bench(
     todo = [c for c in chosen if c.implemented]
     assets = None
     if todo:
-        settings = assets_mod.AssetSettings(**assets_mod.SMOKE_ASSETS) if smoke else None
+        settings = assets_mod.AssetsConfig(**assets_mod.SMOKE_ASSETS) if smoke else None
         assets = assets_mod.tactic_assets(out, seed=0, workers=workers, console=console, settings=settings)
     for claim in todo:
         size = claim.smoke_size if smoke else claim.size

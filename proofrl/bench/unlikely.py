@@ -49,7 +49,7 @@ def _demo_config(run: ClaimRun, out: Path, *, sft_model: Path | None, epochs: in
             "eval.max_tokens=24",
         ]
     if epochs is not None:
-        overrides.append(f"algorithm.ppo.epochs={epochs}")
+        overrides.append(f"ppo.epochs={epochs}")
     model = {"hidden": 64, "layers": 1, "heads": 4, "vocab_size": 512} if run.smoke else DemoConfig().model
     return DemoConfig(
         out=out,
@@ -241,7 +241,7 @@ def uplift_over_rank(run: ClaimRun) -> Results:
 
 
 def ppo_epochs(run: ClaimRun) -> Results:
-    """pass@32 per held-out theorem after plain GRPO with 1 PPO epoch (``algorithm.ppo.epochs=1``, run here from
+    """pass@32 per held-out theorem after plain GRPO with 1 PPO epoch (``ppo.epochs=1``, run here from
     the shared SFT model) and with the recipe's 2 (the shared demo run's plain GRPO arm: the same SFT model,
     seed and settings but K)."""
     from ..demo.whole_proof import run_demo

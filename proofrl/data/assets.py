@@ -33,7 +33,7 @@ SMOKE_ASSETS: dict[str, Any] = dict(
     train_theorems=8,
     model={"hidden": 64, "layers": 1, "heads": 4, "vocab_size": 400},
 )
-"""the smoke size's tactic assets (``AssetSettings`` fields), shared by ``proofrl bench --smoke`` and the benchmarks'
+"""the smoke size's tactic assets (``AssetsConfig`` fields), shared by ``proofrl bench --smoke`` and the benchmarks'
 ``--smoke``: one small stdlib module's short proofs, a tiny model taught in seconds"""
 
 
@@ -59,7 +59,7 @@ class TacticAssets:
 
 
 @dataclass(frozen=True)
-class AssetSettings:
+class AssetsConfig:
     max_proof_chars: int = 400
     """only human proofs at most this long are stepped (short proofs: the ones a tiny model can learn)"""
     max_state_chars: int = 1000
@@ -81,12 +81,12 @@ class AssetSettings:
         return json.loads(json.dumps(asdict(self)))
 
 
-SETTINGS = AssetSettings()
+SETTINGS = AssetsConfig()
 """what :func:`tactic_assets` uses when no settings are given (a test may swap it for smaller ones)"""
 
 
 def tactic_assets(
-    root: Path, *, seed: int = 0, workers: int = 2, console: Any = None, settings: AssetSettings | None = None
+    root: Path, *, seed: int = 0, workers: int = 2, console: Any = None, settings: AssetsConfig | None = None
 ) -> TacticAssets:
     """Build (once) or load the shared tactic data and tiny tactic model under ``root/tactic-assets``."""
     from rich.console import Console
@@ -131,17 +131,17 @@ def tactic_assets(
     return TacticAssets(folder, data / "train.jsonl", data / "held-out.jsonl", model, train_p, held_p, build)
 
 
-def built_settings(root: Path) -> AssetSettings | None:
+def built_settings(root: Path) -> AssetsConfig | None:
     """The settings the assets under ``root/tactic-assets`` were built with (None: none built yet). Pass them
     as ``settings=`` to load assets shared between runs whatever the defaults are now, never rebuilding them."""
     ready = Path(root) / "tactic-assets" / "ready.json"
     if not ready.is_file() or "settings" not in (build := json.loads(ready.read_text())):
         return None
     s = build["settings"]
-    return AssetSettings(**{**s, "prefixes": tuple(s["prefixes"]) if s.get("prefixes") else None})
+    return AssetsConfig(**{**s, "prefixes": tuple(s["prefixes"]) if s.get("prefixes") else None})
 
 
-def asset_problems(settings: AssetSettings, seed: int = 0) -> tuple[list[Problem], list[Problem]]:
+def asset_problems(settings: AssetsConfig, seed: int = 0) -> tuple[list[Problem], list[Problem]]:
     """The training and held-out theorems: seeded draws of ``train_theorems`` and ``held_out_theorems`` over all
     modules of each side, in corpus order. A draw, not the first N: corpus order groups modules, so the first
     200 training theorems would come from a handful of modules (``Coq.Arith.Cantor``, ``Wf_nat``, …)."""
@@ -160,7 +160,7 @@ def asset_problems(settings: AssetSettings, seed: int = 0) -> tuple[list[Problem
 def teach(
     train_jsonl: Path,
     model_dir: Path,
-    settings: AssetSettings,
+    settings: AssetsConfig,
     *,
     seed: int = 0,
     console: Any = None,

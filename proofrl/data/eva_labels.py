@@ -156,7 +156,7 @@ class _FromState:
 
 
 @dataclass(frozen=True)
-class LabelSettings:
+class LabelConfig:
     states_per_theorem: int = 2
     """states labelled per theorem (spread over its proof)"""
     search_expansions: int = 2
@@ -166,7 +166,7 @@ class LabelSettings:
     seed: int = 0
 
 
-def _closes(prover: Any, theorem: Theorem, state: Any, policy: Any, s: LabelSettings) -> bool:
+def _closes(prover: Any, theorem: Theorem, state: Any, policy: Any, s: LabelConfig) -> bool:
     if state.solved:
         from ..search.replay import final_verdict
 
@@ -192,7 +192,7 @@ def label_theorem(
     pick: Sequence[int],
     others: Sequence[str],
     policy: Any,
-    s: LabelSettings,
+    s: LabelConfig,
 ) -> list[dict[str, Any]]:
     """Replay one theorem's human steps; at each picked step, run the four proposals and label them."""
     first = steps[0]
@@ -255,7 +255,7 @@ def build_labels(
     transitions: Sequence[dict[str, Any]],
     *,
     policy: Any = None,
-    settings: LabelSettings = LabelSettings(),
+    settings: LabelConfig = LabelConfig(),
     theorems: int | None = None,
     workers: int = 2,
     pool: Any = None,
@@ -356,7 +356,7 @@ def label_splits(
     splits: Mapping[str, tuple[str | Path, int | None]],
     *,
     policy: Any = None,
-    settings: LabelSettings = LabelSettings(),
+    settings: LabelConfig = LabelConfig(),
     workers: int = 2,
     console: Any = None,
 ) -> tuple[dict[str, Path], dict[str, Any]]:
@@ -403,7 +403,7 @@ def stdlib_labels(
         out,
         {s: (trans / f"{s}.jsonl", theorems) for s in paths},
         policy=pol,
-        settings=LabelSettings(seed=seed),
+        settings=LabelConfig(seed=seed),
         workers=workers,
         console=console,
     )[0]
@@ -428,7 +428,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ..policy.tactic import make_tactic_policy
 
         policy = make_tactic_policy(a.policy, device="cpu", seed=a.seed, max_tokens=64)
-    settings = LabelSettings(states_per_theorem=a.states_per_theorem, seed=a.seed)
+    settings = LabelConfig(states_per_theorem=a.states_per_theorem, seed=a.seed)
     records, summary = [], {}
     for path in a.transitions:
         rs, s = build_labels(

@@ -42,11 +42,12 @@ def run_part(ctx: Any) -> dict[str, Any]:
     import torch
     from rich.console import Console
 
-    from ..data.eva_labels import LabelSettings, label_splits
+    from ..data.eva_labels import LabelConfig, label_splits
     from ..eval.rm import evaluate_generative, markdown_table, plot_table
     from ..policy.tactic import make_tactic_policy
     from ..rewards.eva import EvaScorer
-    from ..train.eva import EvaLoraConfig, build_examples, load_base, read_records, train_eva
+    from ..train.config import EvaConfig
+    from ..train.eva import build_examples, load_base, read_records, train_eva
 
     s = SETTINGS
     console = ctx.console or Console()
@@ -55,7 +56,7 @@ def run_part(ctx: Any) -> dict[str, Any]:
     assets = tactic_assets(ctx.root, seed=ctx.seed, workers=ctx.workers, console=console)
     out = ctx.out
     policy = make_tactic_policy(assets.policy_spec, device="cpu", seed=ctx.seed, max_tokens=64)
-    ls = LabelSettings(states_per_theorem=s.states_per_theorem, search_expansions=s.search_expansions, seed=ctx.seed)
+    ls = LabelConfig(states_per_theorem=s.states_per_theorem, search_expansions=s.search_expansions, seed=ctx.seed)
     paths, lab = label_splits(
         out / "labels",
         {
@@ -75,7 +76,7 @@ def run_part(ctx: Any) -> dict[str, Any]:
     kw: dict[str, Any] = dict(max_new_tokens=s.max_new_tokens, max_state_chars=s.max_state_chars)
     m, tok = load_base(assets.model_dir, lora=None, device="cpu")
     before = evaluate_generative(EvaScorer(m, tok, **kw), held)
-    m, tok = load_base(assets.model_dir, lora=EvaLoraConfig(), device="cpu")
+    m, tok = load_base(assets.model_dir, lora=EvaConfig().model.lora, device="cpu")
     ex, rep = build_examples(train, tok, max_state_chars=s.max_state_chars)
     t = time.perf_counter()
     hist = train_eva(

@@ -15,12 +15,12 @@ from typing import Any
 from . import DemoContext
 
 SETTINGS = [
-    "rounds=1",
-    "rollout.batch_theorems=24",
+    "steps=1",
+    "rollout.problems_per_step=24",
     "rollout.passes=2",
-    "eval.theorems=40",
-    "search.max_steps=16",
-    "learner.epochs=2",
+    "eval.limit=40",
+    "search.mcts.max_steps=16",
+    "optim.epochs=2",
     "progress=false",
 ]
 
@@ -29,14 +29,20 @@ def run_part(ctx: DemoContext) -> dict[str, Any]:
     from ..data.assets import tactic_assets
     from ..data.search_samples import human_samples
     from ..data.tactics import read_transitions
-    from ..train.expert_iteration import ExpertIteration, RunData, load_reap_config
+    from ..train.expert_iteration import ExpertIteration, RunData, load_config
 
     assets = tactic_assets(ctx.root, seed=ctx.seed, workers=ctx.workers, console=ctx.console)
     run_dir = ctx.out / "run"
     shutil.rmtree(run_dir, ignore_errors=True)  # a demo starts from the tiny model every time
-    cfg = load_reap_config(
+    cfg = load_config(
         "reap",
-        [f"out={run_dir}", f"seed={ctx.seed}", f"workers={ctx.workers}", f"model.path={assets.model_dir}", *SETTINGS],
+        [
+            f"out={run_dir}",
+            f"seed={ctx.seed}",
+            f"verify.workers={ctx.workers}",
+            f"model.path={assets.model_dir}",
+            *SETTINGS,
+        ],
     )
     data = RunData(
         assets.train_problems,

@@ -49,11 +49,11 @@ def run_part(ctx: Any, settings: StepLevelDemo = StepLevelDemo()) -> dict[str, A
         [
             f"steps={s.steps}",
             f"seed={ctx.seed}",
-            f"rollout.batch_states={s.batch_states}",
+            f"rollout.problems_per_step={s.batch_states}",
             f"rollout.group_size={s.group_size}",
-            f"rollout.workers={ctx.workers}",
-            f"rollout.tactic_timeout={s.tactic_timeout}",
-            f"algorithm.lr={s.lr}",
+            f"verify.workers={ctx.workers}",
+            f"verify.timeout={s.tactic_timeout}",
+            f"optim.lr={s.lr}",
             f"checkpoint_every={s.steps}",
             "keep_checkpoints=1",
             "eval.every=0",
@@ -91,7 +91,7 @@ def run_part(ctx: Any, settings: StepLevelDemo = StepLevelDemo()) -> dict[str, A
         f"{len(held)} held-out Coq stdlib states (modules the model was not taught on), 8 tactics sampled at each. "
         f"Online GRPO: {len(history)} updates of {s.batch_states} training states × {s.group_size} tactics, reward "
         f"softplus(G(before) − G(after)) (0 for a failed tactic), lr {s.lr:g} (the paper's 2.25e-6 is for "
-        f"10,000 updates), KL β {cfg.algorithm.kl_coef:g} to the starting model, sampler refreshed every update."
+        f"10,000 updates), KL β {cfg.ppo.kl_coef:g} to the starting model, sampler refreshed every update."
     )
     write_report([before, after], out, title="Step-level RL (LeanListener)", note=note)
     top = {m.label: _most_sampled(m) for m in (before, after)}

@@ -29,7 +29,7 @@ from ..policy.prompts import PromptFormat, get_format
 from ..policy.sft import supervised_finetune
 from ..problems import Problem
 from ..progress import progress_bar
-from ..train.config import TrainConfig, load_recipe
+from ..train.config import GRPOConfig, load_recipe
 
 
 @dataclass(frozen=True)
@@ -104,7 +104,7 @@ def run_demo(cfg: DemoConfig, *, console: Any = None) -> dict[str, Any]:
         verifier.close()
 
 
-def _run_demo(cfg: DemoConfig, recipe: TrainConfig, verifier: Any, console: Any) -> dict[str, Any]:
+def _run_demo(cfg: DemoConfig, recipe: GRPOConfig, verifier: Any, console: Any) -> dict[str, Any]:
     from rich.console import Console
     from transformers.utils import logging as hf_logging
 
@@ -273,7 +273,7 @@ def _grpo_arm(
     from ..train.trainer import Trainer
 
     policy, _ = load_policy(sft_dir, device="cpu")
-    rcfg: TrainConfig = load_recipe(
+    rcfg: GRPOConfig = load_recipe(
         "demo",
         [
             f"steps={cfg.rl_steps}",

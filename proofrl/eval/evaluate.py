@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from ..policy.generation import Generator, SamplingParams, encode_prompts
+from ..policy.generation import Generator, SamplingConfig, encode_prompts
 from ..policy.logprobs import response_logprobs
 from ..policy.prompts import PromptFormat
 from ..problems import Problem
@@ -115,7 +115,7 @@ def evaluate(
     """Sample ``n`` proofs per problem at ``temperature``, verify them all, and tabulate pass@k."""
     t0 = time.perf_counter()
     items = [first_turn(p, fmt, tokenizer) for p in problems]
-    params = SamplingParams(n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens, stop=fmt.stop, seed=seed)
+    params = SamplingConfig(n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens, stop=fmt.stop, seed=seed)
     groups, _ = sample_and_verify(
         generator, items, params, fmt, verifier, chunk_prompts=chunk_prompts, on_chunk=on_chunk
     )

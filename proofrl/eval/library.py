@@ -153,12 +153,12 @@ def library_transitions(root: Path, *, workers: int = 2, progress: bool = True) 
 
 def library_model(root: Path, *, retrieval: bool = True, seed: int = 0, console: Any = None) -> Path:
     """The tiny tactic model of row (i), taught once into ``root/library-tactic-model`` on the training side of
-    :func:`library_transitions` (the demo's model shape and epochs, :class:`~proofrl.data.assets.AssetSettings`),
+    :func:`library_transitions` (the demo's model shape and epochs, :class:`~proofrl.data.assets.AssetsConfig`),
     each prompt holding the state's retrieved context: the tactics of the nearest training states (its own
     theorem's hidden) and the nearest statements among the training modules' lemmas. ``retrieval=False``
     teaches the same model on the same pairs without context (``library-tactic-model-plain``), the comparison
     that says what the context is worth."""
-    from ..data.assets import AssetSettings, teach
+    from ..data.assets import AssetsConfig, teach
     from ..data.corpus_teach import training_retriever
     from ..data.tactics import read_transitions
 
@@ -169,7 +169,7 @@ def library_model(root: Path, *, retrieval: bool = True, seed: int = 0, console:
     library_transitions(root, progress=console is not None)
     train_path = Path(root) / "stdlib-transitions" / "train.jsonl"
     retriever = training_retriever(read_transitions(train_path), []) if retrieval else None
-    taught = teach(train_path, folder, AssetSettings(), seed=seed, console=console, retriever=retriever)
+    taught = teach(train_path, folder, AssetsConfig(), seed=seed, console=console, retriever=retriever)
     ready.write_text(json.dumps({"retrieval": retrieval, "seed": seed, **taught}, indent=2))
     return folder
 

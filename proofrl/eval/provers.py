@@ -238,7 +238,7 @@ def select_problems(
 
 # -- the rows --------------------------------------------------------------------------------------------------
 @dataclass
-class RowSettings:
+class RowsConfig:
     """One run's rows and budgets. ``seconds``: wall-clock budget per theorem in every row; ``tactics``: the
     automation of (a) (and of (d)); ``engines``: of ``best-first``, ``mcts`` for (c)/(d); ``width``: tactics
     the model proposes per node; ``atp_seconds``: ``Set Hammer ATPLimit``; ``policy``: ``hf:DIR`` for
@@ -268,7 +268,7 @@ def parse_list(text: str, valid: Sequence[str], what: str) -> tuple[str, ...]:
     return names
 
 
-def check_settings(s: RowSettings) -> None:
+def check_settings(s: RowsConfig) -> None:
     """Bad settings as one :class:`ConfigError` each, naming the fix, before anything runs."""
     if not s.seconds > 0 or not math.isfinite(s.seconds):
         raise ConfigError(f"--seconds must be a positive number, got {s.seconds}")
@@ -363,7 +363,7 @@ def searched(
     policy: Any,
     recipe: str,
     header: str,
-    settings: RowSettings,
+    settings: RowsConfig,
     out: Path,
     progress: bool,
 ) -> list[dict[str, Any]]:
@@ -377,7 +377,7 @@ def searched(
     return [search_record(p, r) for p, r in zip(problems, results, strict=True)]
 
 
-def row_search_config(recipe: str, s: RowSettings) -> Any:
+def row_search_config(recipe: str, s: RowsConfig) -> Any:
     """``recipe``'s search settings with a row's budget: ``s.seconds`` of wall time per theorem (no expansion,
     step or node cap), ``s.width`` tactics per node, ``s.tactic_timeout`` per tactic."""
     from ..search.config import load_search_config
@@ -449,7 +449,7 @@ def proof_kind(proof: str, automation: Sequence[str]) -> str:
 
 def run_rows(
     problems: Sequence[Problem],
-    settings: RowSettings,
+    settings: RowsConfig,
     out: Path,
     *,
     progress: bool = True,
@@ -536,7 +536,7 @@ def run_rows(
 def _memory_row(
     problems: Sequence[Problem],
     kind: str,
-    s: RowSettings,
+    s: RowsConfig,
     out: Path,
     transitions: Sequence[dict[str, Any]],
     progress: bool,
@@ -584,7 +584,7 @@ _LOADED_MODELS: dict[str, tuple[Any, Any]] = {}
 _MODELS_LOCK = threading.Lock()
 
 
-def context_source(s: RowSettings, memory: Any, premises: Any) -> Any:
+def context_source(s: RowsConfig, memory: Any, premises: Any) -> Any:
     """Row (i)'s tactic model (``s.context_model``, loaded once and shared) reading the retrieved context of
     ``memory`` and ``premises`` (:mod:`proofrl.policy.retrieval`), sampling the tactics the search asks for. A
     model taught on states alone gets none (the comparison that says what the context is worth)."""
@@ -641,7 +641,7 @@ def markdown(rows: Sequence[Row]) -> str:
 
 
 def write_report(
-    out: Path, rows: Sequence[Row], *, label: str, settings: RowSettings, command: str, load: dict[str, Any]
+    out: Path, rows: Sequence[Row], *, label: str, settings: RowsConfig, command: str, load: dict[str, Any]
 ) -> dict[str, Any]:
     """``summary.json`` and ``report.md`` (the table, the command, the load, the ATPs and (d)'s proofs)."""
     n = len(rows[0].results) if rows else 0

@@ -17,7 +17,7 @@ from .provers import (
     ALL_ROWS,
     ENGINES,
     MEMORY_ROWS,
-    RowSettings,
+    RowsConfig,
     check_settings,
     console_table,
     hammer_installed,
@@ -78,7 +78,7 @@ def cli_eval_search(
         console.print(
             "[yellow]row b left out: CoqHammer is not installed (PROOFRL_COQ_LIBS=1 bash scripts/setup.sh)[/]"
         )
-    settings = RowSettings(
+    settings = RowsConfig(
         rows=parse_list(rows or ",".join(default_rows(files)), ALL_ROWS, "row(s) in --rows"),
         seconds=seconds,
         workers=workers,

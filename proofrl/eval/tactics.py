@@ -251,10 +251,10 @@ class TacticSampler:
 
     def sample(self, texts: Sequence[str], k: int) -> list[list[Any]]:
         """``k`` :class:`~proofrl.policy.generation.Completion` per state text."""
-        from ..policy.generation import SamplingParams
+        from ..policy.generation import SamplingConfig
 
         self.calls += 1
-        params = SamplingParams(
+        params = SamplingConfig(
             n=k, temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed + 1000 * self.calls
         )
         return self.gen.generate([self.prompt(t) for t in texts], params)

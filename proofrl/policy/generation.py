@@ -52,7 +52,7 @@ class GenerationError(ProofrlError):
 
 
 @dataclass(frozen=True)
-class SamplingParams:
+class SamplingConfig:
     n: int = 1
     """completions per prompt (the group size G)"""
     temperature: float = 1.0
@@ -85,7 +85,7 @@ class Generator(Protocol):
     name: str
     tokens_generated: int  # running count of tokens in the completions returned
 
-    def generate(self, prompts: Sequence[str], params: SamplingParams) -> list[list[Completion]]:
+    def generate(self, prompts: Sequence[str], params: SamplingConfig) -> list[list[Completion]]:
         """One list of ``params.n`` completions per prompt, in the prompts' order."""
         ...
 
@@ -176,7 +176,7 @@ class HFGenerator:
     """Batched sampling with ``model.generate``; ``batch_size`` counts sequences (prompts × n) per call.
 
     The model is switched to eval mode (no dropout) for sampling and back afterwards. Settings in the
-    model's own generation config (top_k, repetition penalty, …) are not applied: ``SamplingParams`` is
+    model's own generation config (top_k, repetition penalty, …) are not applied: ``SamplingConfig`` is
     the whole sampling rule, as on the other backends.
     """
 
@@ -196,7 +196,7 @@ class HFGenerator:
         """The generator samples from the object it holds; give it the trainer's model (normally the same)."""
         self.model = model
 
-    def _config(self, params: SamplingParams) -> GenerationConfig:
+    def _config(self, params: SamplingConfig) -> GenerationConfig:
         return GenerationConfig(
             do_sample=True,
             temperature=params.temperature,
@@ -213,7 +213,7 @@ class HFGenerator:
             pad_token_id=self.pad_id,
         )
 
-    def generate(self, prompts: Sequence[str], params: SamplingParams) -> list[list[Completion]]:
+    def generate(self, prompts: Sequence[str], params: SamplingConfig) -> list[list[Completion]]:
         if isinstance(prompts, str):
             raise TypeError("prompts must be a sequence of strings, not one string")
         encoded = encode_prompts(self.tokenizer, prompts)
@@ -234,7 +234,7 @@ class HFGenerator:
         self.tokens_generated += sum(len(c.token_ids) for c in flat)
         return [flat[i * params.n : (i + 1) * params.n] for i in range(len(prompts))]
 
-    def _batch(self, rows: list[list[int]], params: SamplingParams, seed: int | None) -> list[Completion]:
+    def _batch(self, rows: list[list[int]], params: SamplingConfig, seed: int | None) -> list[Completion]:
         device = next(self.model.parameters()).device
         input_ids, attention_mask = left_pad(rows, self.pad_id, device)  # (rows, P)
         P = input_ids.shape[1]
@@ -294,8 +294,8 @@ class VLLMGenerator:
         self.tokenizer = self.llm.get_tokenizer()
         self.tokens_generated = 0
 
-    def generate(self, prompts: Sequence[str], params: SamplingParams) -> list[list[Completion]]:
-        sp = self._vllm.SamplingParams(
+    def generate(self, prompts: Sequence[str], params: SamplingConfig) -> list[list[Completion]]:
+        sp = self._vllm.SamplingConfig(
             n=params.n,
             temperature=params.temperature,
             top_p=params.top_p,
@@ -418,7 +418,7 @@ def merged_weights(model: Any) -> Iterator[list[tuple[str, torch.Tensor]]]:
 # -- OpenAI-compatible HTTP -----------------------------------------------------------------------------
 
 
-def openai_sampling(params: SamplingParams) -> dict[str, Any]:
+def openai_sampling(params: SamplingConfig) -> dict[str, Any]:
     """The sampling fields of an OpenAI-compatible request (``n``, ``temperature``, ``top_p``, ``max_tokens``,
     and ``stop``/``seed`` when set), shared by the completions and chat clients."""
     body: dict[str, Any] = {
@@ -466,14 +466,14 @@ class OpenAIGenerator:
     def close(self) -> None:
         self._client.close()
 
-    def generate(self, prompts: Sequence[str], params: SamplingParams) -> list[list[Completion]]:
+    def generate(self, prompts: Sequence[str], params: SamplingConfig) -> list[list[Completion]]:
         result: list[list[Completion]] = []
         for s in range(0, len(prompts), self.batch_size):
             result += self._request(list(prompts[s : s + self.batch_size]), params)
         self.tokens_generated += sum(len(c.token_ids) or len(c.logprobs) for g in result for c in g)
         return result
 
-    def _request(self, prompts: list[str], params: SamplingParams) -> list[list[Completion]]:
+    def _request(self, prompts: list[str], params: SamplingConfig) -> list[list[Completion]]:
         body = {"model": self.model, "prompt": prompts, **openai_sampling(params), "logprobs": 1, **self.extra_body}
         try:
             r = self._client.post(self.url, json=body)

@@ -9,29 +9,27 @@ callers, which pad explicitly (:mod:`.logprobs`, :mod:`.generation`).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
 import torch
+from pydantic import Field
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
+from ..schema import Config
 
-@dataclass(frozen=True)
-class LoraSpec:
+
+class LoraConfig(Config):
     """LoRA (Hu et al., arXiv:2106.09685): ΔW = (α/r)·B·A on the named linear layers."""
 
-    r: int = 16
+    r: Annotated[int, Field(ge=1)] = 16
     """rank of A and B"""
-    alpha: int = 32
+    alpha: Annotated[int, Field(gt=0)] = 32
     """scale numerator α (peft's ``lora_alpha``)"""
-    dropout: float = 0.05
+    dropout: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.05
     """dropout on the LoRA input during training"""
-    target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
+    target_modules: Annotated[tuple[str, ...], Field(min_length=1)] = ("q_proj", "k_proj", "v_proj", "o_proj")
     """attention projections: the names are shared by Llama, Qwen and DeepSeek models"""
-
-    def __post_init__(self) -> None:
-        if self.r < 1 or not self.target_modules:
-            raise ValueError(f"LoRA needs r >= 1 and at least one target module, got r={self.r}, {self.target_modules}")
 
 
 def default_device() -> str:
@@ -43,7 +41,7 @@ def load_policy(
     *,
     device: str | None = None,
     dtype: torch.dtype | None = None,
-    lora: LoraSpec | None = None,
+    lora: LoraConfig | None = None,
 ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
     """``(model, tokenizer)`` from ``path``; with ``lora`` the model is a trainable peft model (base frozen)."""
     path = Path(path)
@@ -74,16 +72,16 @@ def load_policy(
 
         model = PeftModel.from_pretrained(model, path, is_trainable=lora is not None)
     elif lora is not None:
-        from peft import LoraConfig, get_peft_model
+        import peft
 
-        cfg = LoraConfig(
+        cfg = peft.LoraConfig(
             r=lora.r,
             lora_alpha=lora.alpha,
             lora_dropout=lora.dropout,
             target_modules=list(lora.target_modules),
             task_type="CAUSAL_LM",
         )
-        model = get_peft_model(model, cfg)
+        model = peft.get_peft_model(model, cfg)
     model.eval()  # callers switch to train() around their updates
     return model, tokenizer
 

@@ -54,7 +54,7 @@ from typing import Any, Protocol, runtime_checkable
 import httpx
 
 from ..errors import ConfigError
-from .generation import Completion, GenerationError, OpenAIGenerator, SamplingParams, openai_sampling
+from .generation import Completion, GenerationError, OpenAIGenerator, SamplingConfig, openai_sampling
 from .retrieval import CONTEXT_FILE, Context, Retriever, save_shape, taught_shape
 from .sources import MODEL_KINDS, MixedPolicy, Proposal, TacticPolicy, automation_menu, spec_parts
 from .sources import propose_batch as propose_batch  # (re-exported: the search and tests import it from here)
@@ -230,7 +230,7 @@ class HFTacticPolicy(_SeededCalls):
             return [self._beam(p, k) for p in prompts]
         groups = self._gen.generate(
             prompts,
-            SamplingParams(
+            SamplingConfig(
                 n=k, temperature=self.temperature, top_p=self.top_p, max_tokens=self.max_tokens, seed=self._next_seed()
             ),
         )
@@ -316,7 +316,7 @@ class VLLMTacticPolicy(_SeededCalls):
         return self.propose_many([state_text], k)[0]
 
     def propose_many(self, states: Sequence[str], k: int) -> list[list[Proposal]]:
-        params = SamplingParams(
+        params = SamplingConfig(
             n=k, temperature=self.temperature, top_p=self.top_p, max_tokens=self.max_tokens, seed=self._next_seed()
         )
         groups = self._gen.generate([tactic_prompt(s) for s in states], params)
@@ -380,8 +380,8 @@ class OpenAITacticPolicy(_SeededCalls):
         if self._client is not None:
             self._client.close()
 
-    def _params(self, k: int) -> SamplingParams:
-        return SamplingParams(
+    def _params(self, k: int) -> SamplingConfig:
+        return SamplingConfig(
             n=k,
             temperature=self.temperature,
             top_p=self.top_p,
@@ -405,7 +405,7 @@ class OpenAITacticPolicy(_SeededCalls):
             return [_proposals(g, k) for g in groups]
         return [_proposals(self._chat(s, params), k) for s in states]
 
-    def _chat(self, state_text: str, params: SamplingParams) -> list[Completion]:
+    def _chat(self, state_text: str, params: SamplingConfig) -> list[Completion]:
         assert self._client is not None
         messages = ([{"role": "system", "content": self.system}] if self.system else []) + [
             {"role": "user", "content": tactic_prompt(state_text)}

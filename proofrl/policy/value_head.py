@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 from ..errors import ConfigError
-from .model import LoraSpec, load_policy
+from .model import LoraConfig, load_policy
 from .tactic import HFTacticPolicy, tactic_prompt
 
 NUM_BINS = 64
@@ -132,7 +132,7 @@ def load_policy_value(
     *,
     num_bins: int | None = None,
     device: str | None = None,
-    lora: LoraSpec | None = None,
+    lora: LoraConfig | None = None,
     seed: int = 0,
 ) -> PolicyValueModel:
     """The model in ``path`` (a local HF directory, LoRA adapters included) with its value head; a directory

@@ -28,8 +28,12 @@ from collections import Counter, deque
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Annotated
+
+from pydantic import Field
 
 from ..errors import OutputTooLarge, ProverCrashed, ProverError, ProverFailed, ProverTimeout, StatementError
+from ..schema import Config
 from .base import Message, Prover, Status, Theorem, Verdict, loaded_header
 
 ProverFactory = Callable[..., Prover]
@@ -49,23 +53,24 @@ def _takes_timeout(factory: ProverFactory) -> bool:
     )
 
 
-@dataclass
-class PoolConfig:
-    workers: int = 2
+class PoolConfig(Config):
+    """A prover pool's settings (``proofrl serve``'s ``pool:`` section), checked when built."""
+
+    workers: Annotated[int, Field(ge=1)] = 2
     """prover processes running at once (one per core is right for Coq)"""
-    timeout: float = 30.0
+    timeout: Annotated[float, Field(gt=0.0)] = 30.0
     """default seconds per whole-proof check"""
-    max_uses: int = 500
+    max_uses: Annotated[int, Field(ge=1)] = 500
     """jobs before a process is recycled"""
-    max_rss_mb: int = 2048
+    max_rss_mb: Annotated[int, Field(ge=1)] = 2048
     """resident memory above which a process is recycled after its job"""
-    rss_every: float = 1.0
+    rss_every: Annotated[float, Field(ge=0.0)] = 1.0
     """seconds between two resident-memory reads of one process: a read walks every process on the machine
     (psutil's children scan, about 3 ms, more than a failed proof takes inside Coq), so it is done after the
     first job that ends past this interval, not after every job (RLIMIT_AS stays the hard cap meanwhile)"""
-    retries: int = 1
+    retries: Annotated[int, Field(ge=0)] = 1
     """fresh-process retries of a job whose process crashed"""
-    affinity_wait: float = 10.0
+    affinity_wait: Annotated[float, Field(ge=0.0)] = 10.0
     """seconds a header's queued jobs may go unserved while every worker stays on headers it holds; past
     that the next free worker switches to them (bounds the wait header affinity adds for each caller: jobs of
     the caller a worker is already serving do not count as waiting; 0 = headers first come, first served, for

@@ -25,12 +25,12 @@ from pydantic_core import PydanticCustomError
 
 from ..problems import Problem
 from ..provers.base import Verdict
-from ..schema import Section, validate
+from ..schema import Config, validate
 from .format import FormatRules
 from .unlikeliness import Convention
 
 
-class UnlikelinessConfig(Section):
+class UnlikelinessConfig(Config):
     """The rank penalty of "Rewarding the Unlikely" (defaults: the paper's, §4 and its official code)."""
 
     beta_rank: Annotated[float, Field(ge=0.0, le=1.0)] = 0.25
@@ -59,7 +59,7 @@ def _switch(default: Callable[[], Any]) -> BeforeValidator:
     return BeforeValidator(read)
 
 
-class RewardConfig(Section):
+class RewardConfig(Config):
     """A recipe's ``reward:`` section; each field that is set names a part of :mod:`proofrl.rewards.combine`."""
 
     format: Annotated[FormatRules | None, _switch(FormatRules)] = None

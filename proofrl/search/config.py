@@ -1,4 +1,4 @@
-"""Typed search settings (:class:`~proofrl.schema.Section`: unknown keys refused, one-line errors) and the
+"""Typed search settings (:class:`~proofrl.schema.Config`: unknown keys refused, one-line errors) and the
 published defaults of each search, as YAML recipes in ``proofrl/recipes/search/`` overridden with ``--set``, as
 the training recipes are.
 
@@ -19,14 +19,14 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from ..errors import ConfigError
-from ..schema import Section, apply_overrides, read_mapping, set_dotted, validate
+from ..schema import Config, apply_overrides, read_mapping, set_dotted, validate
 
 Positive = Annotated[float, Field(gt=0)]
 PositiveInt = Annotated[int, Field(ge=1)]
 SEARCH_RECIPES_DIR = Path(__file__).resolve().parent.parent / "recipes" / "search"
 
 
-class BestFirstConfig(Section):
+class BestFirstConfig(Config):
     """Best-first search over whole goal lists (no AND decomposition), as ReProver / BFS-Prover."""
 
     priority: Literal["cum_logprob", "length_normalized"] = "cum_logprob"
@@ -46,7 +46,7 @@ class BestFirstConfig(Section):
     """seconds a tactic may run (BFS-Prover-V2: 18 s wall)"""
 
 
-class MCTSConfig(Section):
+class MCTSConfig(Config):
     """AND-OR MCTS as reap / the AlphaProof pseudocode (defaults from ``Reap/Options.lean``)."""
 
     num_samples: PositiveInt = 6
@@ -75,7 +75,7 @@ class MCTSConfig(Section):
     """the value of a leaf whose value call failed and of a dead end (reap: −1000 on failure)"""
 
 
-class SearchConfig(Section):
+class SearchConfig(Config):
     algorithm: Literal["best-first", "mcts"] = "mcts"
     best_first: BestFirstConfig = BestFirstConfig()
     mcts: MCTSConfig = MCTSConfig()

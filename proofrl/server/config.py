@@ -27,43 +27,28 @@ from ..errors import ConfigError
 from ..provers.backend import backend_names, get_backend
 from ..provers.pool import PoolConfig
 from ..provers.sandbox import MODES
-from ..schema import Section, one_of, validate
+from ..schema import Config, one_of, validate
 from .app import ServerConfig
 
 Positive = Annotated[float, Field(gt=0.0)]
 
 
-class PoolSection(Section):
-    """``pool:``, the fields of :class:`~proofrl.provers.pool.PoolConfig` with their ranges."""
-
-    workers: Annotated[int, Field(ge=1)] = PoolConfig.workers
-    timeout: Positive = PoolConfig.timeout
-    max_uses: Annotated[int, Field(ge=1)] = PoolConfig.max_uses
-    max_rss_mb: Annotated[int, Field(ge=1)] = PoolConfig.max_rss_mb
-    rss_every: Annotated[float, Field(ge=0.0)] = PoolConfig.rss_every
-    retries: Annotated[int, Field(ge=0)] = PoolConfig.retries
-    affinity_wait: Annotated[float, Field(ge=0.0)] = PoolConfig.affinity_wait
-
-    def to_pool_config(self) -> PoolConfig:
-        return PoolConfig(**dict(self))
-
-
-def _prover_options(backend: str) -> type[Section]:
+def _prover_options(backend: str) -> type[Config]:
     """A section of the backend's per-process config dataclass (CoqConfig / LeanConfig), every field optional,
     so ``prover:`` is checked against it (names and types) without restating it."""
     cls = get_backend(backend).config_class()
     hints = typing.get_type_hints(cls)
     fields = {f.name: (hints[f.name] | None, None) for f in dataclasses.fields(cls)}
-    return create_model(f"{cls.__name__}Options", __base__=Section, **fields)  # type: ignore[call-overload]
+    return create_model(f"{cls.__name__}Options", __base__=Config, **fields)  # type: ignore[call-overload]
 
 
-class ServeConfig(Section):
+class ServeConfig(Config):
     backends: list[Annotated[str, one_of(backend_names)]] = Field(default_factory=lambda: ["coq"], min_length=1)
     sandbox: Literal[MODES] = "auto"  # type: ignore[valid-type]
     """how prover processes are confined (:mod:`proofrl.provers.sandbox`): auto, bwrap, unshare or off"""
     host: str = "127.0.0.1"
     port: Annotated[int, Field(ge=0, le=65535)] = 8000
-    pool: PoolSection = Field(default_factory=PoolSection)
+    pool: PoolConfig = Field(default_factory=PoolConfig)
     server: ServerConfig = Field(default_factory=ServerConfig)
     prover: dict[str, Any] = Field(default_factory=dict)
     """options of the default backend's config (CoqConfig / LeanConfig fields)"""

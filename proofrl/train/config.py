@@ -1,53 +1,79 @@
-"""Typed configuration of the whole-proof RL trainer, loaded from YAML recipes and overridden from the CLI.
+"""The one settings schema of proofrl's training loops: a run section and component sections, each defined once.
 
-A recipe (``proofrl/recipes/*.yaml``) is a nested mapping whose sections mirror the sections below
-(pydantic models, :mod:`proofrl.schema`; LoRA, AdamW and ``logger:`` are the sections every loop shares,
-:mod:`proofrl.train.sections`); ``--set rollout.group_size=8`` overrides one leaf (:mod:`proofrl.train.recipes`).
-Everything is checked when the recipe loads: unknown keys are errors, so a typo never silently falls back to a default;
-every enumeration is a ``Literal`` or a name in its live registry (advantage estimators, KL estimators, aggregation
-modes, generators, prompt formats, backends); every range is a constraint. A mistake is one
+A loop's config is :class:`RunConfig` (name, seed, out, steps, checkpoint cadence, loggers) plus the components it
+uses, all from this module: ``model``, ``data``, ``rollout``, ``verify``, ``reward``, ``algorithm``, ``ppo``,
+``optim``, ``eval``, and for search-and-learn ``search`` (the search engines' own :class:`SearchConfig`),
+``replay`` and ``serving``. A key means the same thing, with the same type and range, in every loop.
+
+A component holds every setting any loop reads from it, and each loop names the fields it reads
+(:attr:`RunConfig.READS`): a key a loop does not read is an error naming the keys it does, so a typo, or a key
+of another loop, never silently falls back to a default. A loop's own defaults (step-level GRPO's learning rate,
+EVA's LoRA on every projection) are its fields' default values, given as components, not as copies of them.
+
+A recipe (``proofrl/recipes/*.yaml``) is a mapping of these sections; ``--set rollout.group_size=8`` overrides
+one leaf (:mod:`proofrl.train.recipes`). Everything is checked when the recipe loads (:mod:`proofrl.schema`): every
+enumeration is a ``Literal`` or a name in its live registry, every range a constraint, and a mistake is one
 :class:`~proofrl.errors.ConfigError` line naming the dotted key and what it accepts.
+
+=====================  ========================  ===================================================
+loop (``loop:``)       schema                    reads
+=====================  ========================  ===================================================
+``grpo`` (default)     :class:`GRPOConfig`       model, data, rollout, verify, reward, algorithm, ppo, optim, eval
+``expert-iteration``   :class:`ExpertIterationConfig`  model, data, search, rollout, replay, verify, algorithm,
+                                                 optim, eval, serving
+``step-grpo``          :class:`StepGRPOConfig`   model, data, rollout, verify, algorithm, ppo, optim, eval
+``eva``                :class:`EvaConfig`        model, data, algorithm, optim, eval
+=====================  ========================  ===================================================
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import yaml
 from pydantic import Field, model_validator
 
 from ..errors import ConfigError
+from ..policy.model import LoraConfig
 from ..rewards.compose import RewardConfig
-from ..schema import Section, one_of
+from ..schema import Config, one_of
+from ..search.config import MCTSConfig, SearchConfig
 from .grpo import ADV_ESTIMATORS, PPOConfig
 from .recipes import LOOPS, RECIPES_DIR, apply_overrides, recipe_names  # noqa: F401  (re-exported)
-from .sections import LOGGER_FIELD, Loggers, LoraSection, OptimSection, PPOSection
+from .tracking import DEFAULT_LOGGERS, LOGGERS
 
 __all__ = [
     "AlgorithmConfig",
     "ConfigError",
     "DataConfig",
     "ErrorCorrectionConfig",
+    "EvaConfig",
     "EvalConfig",
+    "ExpertIterationConfig",
+    "GRPOConfig",
     "LoraConfig",
     "ModelConfig",
     "OptimConfig",
-    "PPOSection",
+    "PPOConfig",
+    "ReplayConfig",
     "RolloutConfig",
-    "TrainConfig",
+    "RunConfig",
+    "ServingConfig",
+    "StepGRPOConfig",
     "VerifyConfig",
     "load_recipe",
-    "recipe_names",
     "save_config",
 ]
 
-
 Probability = Annotated[float, Field(ge=0.0, le=1.0)]
 PositiveInt = Annotated[int, Field(ge=1)]
+Positive = Annotated[float, Field(gt=0.0)]
 Count = Annotated[int, Field(ge=0)]
+
+EVA_DIMENSIONS = ("logic", "align", "clarity")
+"""the EVA paper's score dimensions (:data:`proofrl.rewards.eva.DIMENSIONS`)"""
 
 
 def _generators() -> list[str]:
@@ -68,37 +94,64 @@ def _backends() -> list[str]:
     return backend_names()
 
 
-LoraConfig = LoraSection
-"""the shared LoRA section (:class:`proofrl.train.sections.LoraSection`)"""
+def _step_rewards() -> list[str]:
+    from ..rewards import subgoal  # noqa: F401  (registers the ``subgoal`` step reward)
+    from ..rewards.combine import STEP_REWARDS
+
+    return list(STEP_REWARDS.names())
 
 
-class ModelConfig(Section):
+# -- components -----------------------------------------------------------------------------------------------
+
+
+class ModelConfig(Config):
     path: str = ""
-    """a local Hugging Face model directory; empty = the tiny model built by ``proofrl demo``"""
+    """a local Hugging Face model directory; empty: the loop's tiny model, built locally"""
     lora: LoraConfig | None = None
+    """LoRA adapters on the named layers (null: full fine-tuning)"""
     dtype: Literal["auto", "bfloat16", "float32", "float16"] = "auto"
-    """auto (bf16 on CUDA, fp32 on CPU) | float32 | bfloat16 | float16"""
+    """the update's precision: auto (bf16 on CUDA, fp32 on CPU) | float32 | bfloat16 | float16"""
     gradient_checkpointing: bool = False
     """recompute activations in the backward pass (less memory, about a third more compute)"""
     ref_device: Literal["same", "cpu"] = "same"
-    """where the frozen KL reference lives: same (the policy's device) | cpu"""
+    """where the frozen KL reference lives: same (the policy's device) | cpu (a LoRA model's reference is its
+    adapter switched off: no copy)"""
+    value_head: bool = True
+    """search-and-learn: false is the policy-only baseline (no value head, search without a value function)"""
+    num_bins: Annotated[int, Field(ge=2)] = 64
+    """value bins over the remaining proof cost (AlphaProof pseudocode ``num_value_bins``)"""
+    device: str = ""
+    """empty: cuda when there is one, else cpu"""
 
 
-class DataConfig(Section):
+class DataConfig(Config):
     train: str = ""
-    """JSONL problem file (miniF2F-style) or ``coq-stdlib:train`` / ``coq-stdlib:held-out``"""
+    """training data: a problem JSONL / ``coq-stdlib:train`` (whole proofs), transitions JSONL (step-level), the
+    EVA format; empty: the loop's Coq standard-library data, built locally"""
     eval: str = ""
-    """problems for periodic pass@N; empty = no periodic evaluation"""
+    """held-out data in the same format; empty: none, or the loop's held-out split when ``train`` is empty too"""
     split: str = ""
     """keep only records of this split (miniF2F's ``valid``/``test``); empty = all"""
+    limit: PositiveInt | None = None
+    """at most this many training problems (states, theorems)"""
+    eval_limit: PositiveInt | None = None
+    """at most this many held-out problems"""
     max_proof_chars: PositiveInt | None = None
     """for ``coq-stdlib:*``: keep theorems whose human proof is at most this long"""
-    limit: PositiveInt | None = None
-    """at most this many training problems"""
-    eval_limit: PositiveInt | None = None
+    max_state_chars: PositiveInt = 2000
+    """proof states longer than this are left out (step-level) or cut (EVA prompts)"""
+    max_tokens: Annotated[int, Field(ge=32)] = 1024
+    """EVA: prompt + target tokens at most; longer prompts lose their start, then the target its end"""
+    premise_dropout: Probability = 0.5
+    """step-level: probability that each named premise is left out of a prompt (only where records carry
+    ``premises``; LeanListener gives no value)"""
+    assets: str = ""
+    """where the Coq standard library's tactic data and tiny tactic model are built or found (empty: the run folder)"""
+    transitions: str = ""
+    """search-and-learn: human-proof transitions JSONL, given with ``train`` and ``eval`` instead of the assets"""
 
 
-class ErrorCorrectionConfig(Section):
+class ErrorCorrectionConfig(Config):
     """kimina-prover-rl's second turn (error correction)."""
 
     enabled: bool = False
@@ -110,7 +163,7 @@ class ErrorCorrectionConfig(Section):
     max_errors: PositiveInt = 3
 
 
-class RolloutConfig(Section):
+class RolloutConfig(Config):
     generator: Annotated[str, one_of(_generators)] = "hf"
     """hf | vllm | openai (:data:`proofrl.policy.generation.GENERATORS`)"""
     base_url: str = ""
@@ -118,11 +171,13 @@ class RolloutConfig(Section):
     prompt_format: Annotated[str, one_of(_prompt_formats)] = "coq"
     """a name in :data:`proofrl.policy.prompts.FORMATS`"""
     problems_per_step: PositiveInt = 16
+    """problems (theorems, states) drawn per step (LeanListener: batch 16)"""
     group_size: PositiveInt = 32
-    """G, samples per prompt"""
-    temperature: Annotated[float, Field(gt=0.0)] = 1.0
+    """G, samples per problem (a GRPO group)"""
+    temperature: Positive = 1.0
     top_p: Annotated[float, Field(gt=0.0, le=1.0)] = 1.0
     max_tokens: PositiveInt = 512
+    """tokens per sample (a cut tactic is not a tactic)"""
     chunk_prompts: PositiveInt = 4
     """prompts generated per call; each chunk's verification starts while the next chunk is generated"""
     overlap: bool = False
@@ -132,8 +187,16 @@ class RolloutConfig(Section):
     step's time goes")"""
     generation_batch: PositiveInt = 64
     """``hf``: sequences (prompts × G) per ``model.generate`` call. Its own knob: the batch changes the sampled
-    rollouts (padding and the RNG stream), so the training-side ``micro_batch`` must not set it"""
+    rollouts (padding and the RNG stream), so the training-side ``optim.micro_batch`` must not set it"""
     error_correction: ErrorCorrectionConfig = Field(default_factory=ErrorCorrectionConfig)
+    sync_every: PositiveInt = 50
+    """step-level: updates between refreshes of the sampling model's weights (LeanListener: 50)"""
+    own_state_share: Probability = 0.25
+    """step-level: chance that a state comes from the policy's own valid steps (when it has any)"""
+    own_state_cap: PositiveInt = 4096
+    """step-level: the policy's own states kept (oldest dropped first)"""
+    passes: PositiveInt = 4
+    """search-and-learn: search passes over each batch, each with its own sampling seed (reap: four)"""
 
     @model_validator(mode="after")
     def _openai_needs_url(self) -> RolloutConfig:
@@ -142,73 +205,350 @@ class RolloutConfig(Section):
         return self
 
 
-class VerifyConfig(Section):
+class VerifyConfig(Config):
     backend: Annotated[str, one_of(_backends)] = "coq"
     workers: PositiveInt = 2
-    timeout: Annotated[float, Field(gt=0.0)] = 60.0
-    """seconds per proof: the pool's and the verifier's (one timeout)"""
+    """prover processes running at once"""
+    timeout: Positive = 60.0
+    """seconds per proof (whole proofs) or per tactic (step-level)"""
     server_url: str = ""
     """verify through a running proofrl/kimina server instead of a local pool"""
     api_key: str = ""
 
 
-class AlgorithmConfig(Section):
+class AlgorithmConfig(Config):
+    """The method's own settings, besides PPO and the optimiser."""
+
     advantage: Annotated[str, one_of(ADV_ESTIMATORS.names)] = "grpo"
     """grpo | dr_grpo (a name in :data:`proofrl.train.grpo.ADV_ESTIMATORS`)"""
     buffer_samples: Count = 0
-    """update once this many samples from informative groups are buffered (the paper: 256); 0 = every step"""
+    """update once this many samples from informative groups are buffered ("Rewarding the Unlikely": 256); 0 =
+    every step"""
     skip_uninformative: bool = True
     """drop groups whose rewards are all equal before shaping (they carry no GRPO signal)"""
-    ppo: PPOSection = Field(default_factory=PPOSection)
+    objective: Literal["grpo", "dpo"] = "grpo"
+    """step-level: ``grpo`` (LeanListener) or ``dpo`` (the online DPO baseline, binary validity)"""
+    step_reward: Annotated[str, one_of(_step_rewards)] = "subgoal"
+    """step-level: a name in :data:`proofrl.rewards.combine.STEP_REWARDS`"""
+    failed_reward: float = 0.0
+    """step-level: reward of a tactic the prover rejects, refuses, or that times out (LeanListener: 0)"""
+    unchanged_reward: float | None = None
+    """step-level ``subgoal``: reward of a valid tactic that leaves the state as it was (None = the paper: ln 2)"""
+    dpo_beta: Positive = 0.1
+    value_coef: Annotated[float, Field(ge=0)] = 1.0
+    """search-and-learn: loss = SFT loss of the tactic + value_coef × cross-entropy over the value bins"""
+    alpha: Annotated[float, Field(ge=0)] = 0.5
+    """EVA: α of L_SFT + α · L_EVA (0: the SFT-only generative reward model)"""
+    tau: Positive = 1.0
+    """EVA: τ of the expectation over the anchor logits"""
+    dims: tuple[str, ...] = EVA_DIMENSIONS
+    """EVA: the score dimensions"""
+    weights: dict[str, float] = Field(default_factory=dict)
+    """EVA: weights of the combined score (empty: equal)"""
+
+    @model_validator(mode="after")
+    def _dimension_names(self) -> AlgorithmConfig:
+        if bad := [d for d in self.dims if not d or not d.replace("_", "").isalnum()]:
+            raise ValueError(f"{bad[0]!r} is not a dimension name (letters, digits, _)")
+        return self
+
+
+class OptimConfig(Config):
+    """AdamW, and how the update batches its rows."""
+
+    lr: Positive = 1e-6
+    weight_decay: Annotated[float, Field(ge=0.0)] = 0.01
+    betas: tuple[Annotated[float, Field(ge=0.0, lt=1.0)], Annotated[float, Field(ge=0.0, lt=1.0)]] = (0.9, 0.999)
+    micro_batch: PositiveInt = 16
+    """rows per forward and backward pass of an RL update (a memory knob: it never changes what is sampled)"""
+    batch: PositiveInt = 16
+    """examples per optimiser step of a supervised update (search-and-learn, EVA)"""
+    epochs: PositiveInt = 1
+    """passes over the examples of a supervised update (search-and-learn, EVA)"""
+
+
+class EvalConfig(Config):
+    every: Count = 0
+    """evaluate every this many steps (0: only at the end where the loop evaluates at all)"""
+    samples: PositiveInt = 32
+    """N: samples per held-out problem"""
+    ks: tuple[PositiveInt, ...] = (1, 8, 32)
+    """the k of pass@k (whole proofs) or Prec@k (step-level)"""
+    temperature: Positive = 1.0
+    top_p: Annotated[float, Field(gt=0.0, le=1.0)] = 1.0
+    max_tokens: PositiveInt = 512
+    """tokens per sample (EVA: the greedy decoding budget when the trained model is scored)"""
+    limit: PositiveInt | None = None
+    """held-out problems evaluated at most (None: all)"""
+    before: bool = True
+    """search-and-learn: evaluate the starting model too (round 0)"""
+
+
+class ReplayConfig(Config):
+    """Search-and-learn's replay buffer and what each update draws from it."""
+
+    capacity: PositiveInt = 20000
+    max_proof_steps: PositiveInt = 16
+    root_value_min: float | None = None
+    root_value_max: float | None = None
+    off_path_values: bool = True
+    """value-only samples of the tree's other solved nodes too"""
+    unsolved_values: bool = False
+    """value target −(B−1) for expanded unsolved nodes (ours; the AlphaProof pseudocode gives them none)"""
+    rehearsal_fraction: Annotated[float, Field(ge=0, lt=1)] = 0.5
+    """share of every update made of human-proof transitions (reap rehearses mathlib to avoid forgetting)"""
+    max_samples: PositiveInt = 2000
+    """search samples drawn from the buffer per update at most"""
+
+
+class ServingConfig(Config):
+    """Where search-and-learn's rollout workers get the policy and the value from."""
+
+    policy: str = "in-process"
+    """``in-process`` (the published weights, loaded by the worker) or ``openai:URL`` / ``openai-chat:URL``"""
+    model_name: str = ""
+    """the served model's name for an OpenAI-compatible endpoint"""
+    value: str = "in-process"
+    """``in-process`` (the published value head) or ``endpoint:URL`` (reap's value service)"""
+
+
+# -- the run section and the loops -----------------------------------------------------------------------------
+
+
+Loggers = tuple[Annotated[str, one_of(LOGGERS.names)], ...]
+"""``logger: [jsonl, tensorboard, console, wandb, mlflow]`` (:mod:`.tracking`); ``jsonl`` is always written"""
+
+
+class RunConfig(Config):
+    """What every loop's run has; a loop adds the components it uses and names the fields it reads."""
+
+    READS: ClassVar[dict[str, tuple[str, ...]]] = {}
+    """section → the fields this loop reads (``""``: the run section's own keys); a section left out is read whole"""
+
+    name: str = "custom"
+    seed: int = 0
+    out: str = "runs/train"
+    steps: Count = 100
+    """updates (search-and-learn: rounds)"""
+    checkpoint_every: PositiveInt = 10
+    keep_checkpoints: PositiveInt = 2
+    logger: Loggers = DEFAULT_LOGGERS
+    """trackers (:mod:`proofrl.train.tracking`): jsonl, tensorboard, console, wandb, mlflow"""
+    threads: Count = 0
+    """torch CPU threads (0: torch's choice)"""
+    progress: bool = True
+    """progress bars on the console"""
 
     @model_validator(mode="before")
     @classmethod
-    def _ppo_dataclass(cls, data: Any) -> Any:  # AlgorithmConfig(ppo=PPOConfig(...)) reads the dataclass's fields
-        if isinstance(data, dict) and isinstance(data.get("ppo"), PPOConfig):
-            data = {**data, "ppo": dataclasses.asdict(data["ppo"])}
-        return data
+    def _only_what_the_loop_reads(cls, data: Any) -> Any:
+        if not isinstance(data, Mapping):
+            return data
+        for section, keys in cls.READS.items():
+            given = data if section == "" else data.get(section)
+            if not isinstance(given, Mapping):
+                continue
+            known = set(keys) | ({"loop", *cls._components()} if section == "" else set())
+            if unknown := sorted(set(given) - known):
+                where = f"in {section}" if section else "in the config"
+                loop = cls.model_fields["loop"].default if "loop" in cls.model_fields else cls.__name__
+                raise ConfigError(f"unknown keys {where}: {unknown}; the {loop} loop reads: {sorted(known)}")
+        # a section given in part keeps the loop's own defaults for the rest (``--set optim.lr=…`` on step-level
+        # GRPO leaves its weight decay 0, not the component's 0.01)
+        merged = dict(data)
+        for name, field in cls.model_fields.items():
+            if isinstance(data.get(name), Mapping) and field.default_factory is not None:
+                own = field.default_factory()  # type: ignore[call-arg]
+                if isinstance(own, Config):
+                    merged[name] = _deep_merge(own.model_dump(exclude_unset=True), data[name])
+        return merged
+
+    @classmethod
+    def _components(cls) -> list[str]:
+        return [n for n in cls.model_fields if n not in RunConfig.model_fields]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The settings this loop reads, as plain data (:func:`proofrl.schema.validate` reads it back)."""
+        out = super().to_dict()
+        for section, keys in self.READS.items():
+            target = out if section == "" else out.get(section)
+            if isinstance(target, dict):
+                extra = {"loop", *self._components()} if section == "" else set()
+                for k in [k for k in target if k not in keys and k not in extra]:
+                    del target[k]
+        return out
 
 
-OptimConfig = OptimSection
-"""the shared AdamW section (:class:`proofrl.train.sections.OptimSection`)"""
+def _deep_merge(base: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in given.items():
+        out[k] = _deep_merge(out[k], v) if isinstance(out.get(k), Mapping) and isinstance(v, Mapping) else v
+    return out
 
 
-class EvalConfig(Section):
-    every: Count = 0
-    """run pass@N on ``data.eval`` every this many steps (0 = only at the end, when ``data.eval`` is set)"""
-    samples: PositiveInt = 32
-    ks: tuple[PositiveInt, ...] = (1, 8, 32)
-    temperature: Annotated[float, Field(gt=0.0)] = 1.0
-    top_p: Annotated[float, Field(gt=0.0, le=1.0)] = 1.0
-    max_tokens: PositiveInt = 512
+_RUN = ("name", "seed", "out", "steps", "checkpoint_every", "keep_checkpoints", "logger")
 
 
-class TrainConfig(Section):
-    name: str = "custom"
-    steps: Count = 100
-    seed: int = 0
+class GRPOConfig(RunConfig):
+    """Whole-proof GRPO (``proofrl train``; recipes ``demo``, ``unlikeliness``, ``kimina``, ``deepseek-v1.5``)."""
+
+    READS: ClassVar[dict[str, tuple[str, ...]]] = {
+        "": _RUN,
+        "model": ("path", "lora", "dtype", "gradient_checkpointing", "ref_device"),
+        "data": ("train", "eval", "split", "limit", "eval_limit", "max_proof_chars"),
+        "rollout": (
+            "generator",
+            "base_url",
+            "prompt_format",
+            "problems_per_step",
+            "group_size",
+            "temperature",
+            "top_p",
+            "max_tokens",
+            "chunk_prompts",
+            "overlap",
+            "generation_batch",
+            "error_correction",
+        ),
+        "algorithm": ("advantage", "buffer_samples", "skip_uninformative"),
+        "optim": ("lr", "weight_decay", "betas", "micro_batch"),
+        "eval": ("every", "samples", "ks", "temperature", "top_p", "max_tokens"),
+    }
+
+    loop: Literal["grpo"] = "grpo"
     out: str = "runs/train"
-    checkpoint_every: PositiveInt = 10
-    keep_checkpoints: PositiveInt = 2
-    logger: Loggers = LOGGER_FIELD
-    """trackers (:mod:`proofrl.train.tracking`): jsonl, tensorboard, console, wandb, mlflow"""
-    micro_batch: PositiveInt = 16
-    """rows per forward and backward pass of the update (a memory knob: it never changes what is sampled)"""
     model: ModelConfig = Field(default_factory=ModelConfig)
     data: DataConfig = Field(default_factory=DataConfig)
     rollout: RolloutConfig = Field(default_factory=RolloutConfig)
     verify: VerifyConfig = Field(default_factory=VerifyConfig)
     reward: RewardConfig = Field(default_factory=RewardConfig)
     algorithm: AlgorithmConfig = Field(default_factory=AlgorithmConfig)
+    ppo: PPOConfig = Field(default_factory=PPOConfig)
     optim: OptimConfig = Field(default_factory=OptimConfig)
     eval: EvalConfig = Field(default_factory=EvalConfig)
 
 
-def load_recipe(recipe: str | Path | None = None, overrides: Sequence[str] = ()) -> TrainConfig:
-    """A :class:`TrainConfig` from a whole-proof recipe name (``unlikeliness``, ``kimina``, ``deepseek-v1.5``, …)
+class ExpertIterationConfig(RunConfig):
+    """Search-and-learn (``proofrl train --recipe reap``): reap's RL stage, AlphaProof-style expert iteration."""
+
+    READS: ClassVar[dict[str, tuple[str, ...]]] = {
+        "": ("name", "seed", "out", "steps", "keep_checkpoints", "logger", "progress"),
+        "model": ("path", "lora", "value_head", "num_bins", "device"),
+        "data": ("train", "eval", "limit", "eval_limit", "assets", "transitions"),
+        "rollout": ("problems_per_step", "passes", "temperature", "max_tokens"),
+        "verify": ("workers",),
+        "algorithm": ("value_coef",),
+        "optim": ("lr", "weight_decay", "batch", "epochs"),
+        "eval": ("every", "limit", "before"),
+    }
+
+    loop: Literal["expert-iteration"] = "expert-iteration"
+    name: str = "expert-iteration"
+    out: str = "runs/reap"
+    steps: Count = 3
+    model: ModelConfig = Field(default_factory=lambda: ModelConfig(device="cpu"))
+    data: DataConfig = Field(default_factory=DataConfig)
+    search: SearchConfig = Field(
+        default_factory=lambda: SearchConfig(
+            algorithm="mcts",
+            mcts=MCTSConfig(num_samples=8, max_steps=16, max_nodes=64, tactic_timeout=5.0, seconds=30.0),
+        )
+    )
+    """the search of every rollout pass and of the held-out evaluation (reap's MCTS at a small budget)"""
+    rollout: RolloutConfig = Field(
+        default_factory=lambda: RolloutConfig(problems_per_step=16, passes=4, temperature=1.0, max_tokens=96)
+    )
+    replay: ReplayConfig = Field(default_factory=ReplayConfig)
+    verify: VerifyConfig = Field(default_factory=lambda: VerifyConfig(workers=2))
+    algorithm: AlgorithmConfig = Field(default_factory=AlgorithmConfig)
+    optim: OptimConfig = Field(default_factory=lambda: OptimConfig(lr=3e-4, weight_decay=0.01, batch=16, epochs=2))
+    eval: EvalConfig = Field(default_factory=lambda: EvalConfig(every=1))
+    serving: ServingConfig = Field(default_factory=ServingConfig)
+
+
+class StepGRPOConfig(RunConfig):
+    """Online step-level GRPO with the prover in the loop (``proofrl train --recipe leanlistener``)."""
+
+    READS: ClassVar[dict[str, tuple[str, ...]]] = {
+        "": (*_RUN, "threads"),
+        "model": ("path", "dtype", "ref_device"),
+        "data": ("train", "eval", "assets", "limit", "max_state_chars", "premise_dropout"),
+        "rollout": (
+            "problems_per_step",
+            "group_size",
+            "temperature",
+            "max_tokens",
+            "sync_every",
+            "own_state_share",
+            "own_state_cap",
+        ),
+        "verify": ("workers", "timeout"),
+        "algorithm": ("objective", "step_reward", "failed_reward", "unchanged_reward", "advantage", "dpo_beta"),
+        "optim": ("lr", "weight_decay", "micro_batch"),
+        "eval": ("every", "limit", "ks"),
+    }
+
+    loop: Literal["step-grpo"] = "step-grpo"
+    name: str = "step-grpo"
+    steps: Count = 10000
+    """updates (LeanListener: 10,000)"""
+    out: str = "runs/leanlistener"
+    checkpoint_every: PositiveInt = 100
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    data: DataConfig = Field(default_factory=lambda: DataConfig(assets="runs/assets"))
+    rollout: RolloutConfig = Field(
+        default_factory=lambda: RolloutConfig(problems_per_step=16, group_size=8, temperature=1.0, max_tokens=64)
+    )
+    verify: VerifyConfig = Field(default_factory=lambda: VerifyConfig(workers=2, timeout=10.0))
+    algorithm: AlgorithmConfig = Field(default_factory=AlgorithmConfig)
+    ppo: PPOConfig = Field(default_factory=lambda: PPOConfig(kl_coef=0.04, agg_mode="seq-mean-token-mean"))
+    """LeanListener regularises with a KL term and gives no β: DeepSeekMath's 0.04"""
+    optim: OptimConfig = Field(default_factory=lambda: OptimConfig(lr=2.25e-6, weight_decay=0.0, micro_batch=32))
+    """LeanListener: lr 2.25e-6"""
+    eval: EvalConfig = Field(default_factory=lambda: EvalConfig(every=0, limit=64, ks=(8,)))
+
+    @model_validator(mode="after")
+    def _groups_of_two(self) -> StepGRPOConfig:
+        if self.rollout.group_size < 2:
+            raise ConfigError(f"rollout.group_size must be >= 2, got {self.rollout.group_size}")
+        return self
+
+
+EVA_LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+class EvaConfig(RunConfig):
+    """The EVA process reward model (``proofrl train --recipe eva``): L = L_SFT + α · L_EVA."""
+
+    READS: ClassVar[dict[str, tuple[str, ...]]] = {
+        "": ("name", "seed", "out", "logger"),
+        "model": ("path", "lora", "device"),
+        "data": ("train", "eval", "limit", "max_state_chars", "max_tokens"),
+        "algorithm": ("alpha", "tau", "dims", "weights"),
+        "optim": ("lr", "batch", "epochs", "weight_decay"),
+        "eval": ("max_tokens",),
+    }
+
+    loop: Literal["eva"] = "eva"
+    name: str = "eva"
+    out: str = "runs/eva"
+    model: ModelConfig = Field(default_factory=lambda: ModelConfig(lora=LoraConfig(target_modules=EVA_LORA_TARGETS)))
+    """LoRA on every projection (the paper: attention and MLP)"""
+    data: DataConfig = Field(default_factory=lambda: DataConfig(limit=24, max_state_chars=600))
+    """``limit``: theorems labelled per split when the prover-labelled set is built here"""
+    algorithm: AlgorithmConfig = Field(default_factory=AlgorithmConfig)
+    optim: OptimConfig = Field(default_factory=lambda: OptimConfig(lr=2e-5, batch=8, epochs=3, weight_decay=0.01))
+    eval: EvalConfig = Field(default_factory=lambda: EvalConfig(max_tokens=96))
+    policy: str = ""
+    """a tactic policy (``hf:DIR``) saved with the model: the proposals EVA judges as a search value
+    (``--value eva:OUT``), and the short search of the prover-labelled set"""
+
+
+def load_recipe(recipe: str | Path | None = None, overrides: Sequence[str] = ()) -> GRPOConfig:
+    """A :class:`GRPOConfig` from a whole-proof recipe name (``unlikeliness``, ``kimina``, ``deepseek-v1.5``, …)
     or a YAML path, with ``key.sub=value`` overrides (:func:`proofrl.train.recipes.apply_overrides`)."""
     return LOOPS["grpo"].config(recipe, overrides)
 
 
-def save_config(cfg: TrainConfig, path: Path) -> None:
+def save_config(cfg: RunConfig, path: Path) -> None:
     path.write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))

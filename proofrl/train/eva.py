@@ -30,13 +30,13 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any
 
 import torch
-from pydantic import Field, model_validator
 
 from ..errors import ConfigError
 from ..eval.rm import Record, parse_record, prompt_of, read_records  # noqa: F401  (the EVA data format)
+from ..policy.model import LoraConfig
 from ..rewards.eva import (
     ANCHORS,
     CONFIG_FILE,
@@ -48,82 +48,10 @@ from ..rewards.eva import (
     score_key,
     score_token_positions,
 )
-from ..schema import Section
-from .sections import LOGGER_FIELD, Loggers, LoraSection
-
-LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+from .config import EvaConfig
 
 
-# -- config ---------------------------------------------------------------------------------------------------
-
-
-class EvaLoraConfig(LoraSection):
-    """The shared LoRA section, on by default on every projection (the paper: attention and MLP)."""
-
-    enabled: bool = True
-    target_modules: tuple[str, ...] = LORA_TARGETS
-
-
-class EvaModelConfig(Section):
-    path: str = ""
-    """the base model directory; empty: a tiny Llama built here from the training text"""
-    lora: EvaLoraConfig = Field(default_factory=EvaLoraConfig)
-    device: str = ""
-    """empty: cuda when there is one, else cpu"""
-
-
-class EvaDataConfig(Section):
-    train: str = ""
-    """training JSONL (the EVA format); empty: a prover-labelled set built here from the Coq stdlib"""
-    eval: str = ""
-    """held-out JSONL, scored after training (MSE, Pearson r, ranking accuracy); empty: none, or the
-    prover-labelled held-out split when ``train`` is empty too"""
-    theorems: Annotated[int, Field(ge=1)] = 24
-    """prover-labelled set: theorems labelled per split when built here"""
-    max_state_chars: Annotated[int, Field(ge=20)] = 600
-    max_tokens: Annotated[int, Field(ge=32)] = 1024
-    """prompt + target tokens at most; longer prompts lose their start, then the target its end"""
-
-
-class EvaLossConfig(Section):
-    alpha: Annotated[float, Field(ge=0)] = 0.5
-    """α of L_SFT + α · L_EVA (0: the SFT-only generative RM)"""
-    tau: Annotated[float, Field(gt=0)] = 1.0
-    dims: list[str] = Field(default_factory=lambda: list(DIMENSIONS))
-    weights: dict[str, float] = Field(default_factory=dict)
-    """weights of the combined score (empty: equal)"""
-
-    @model_validator(mode="after")
-    def _dimension_names(self) -> EvaLossConfig:
-        if bad := [d for d in self.dims if not d or not d.replace("_", "").isalnum()]:
-            raise ValueError(f"{bad[0]!r} is not a dimension name (letters, digits, _)")
-        return self
-
-
-class EvaOptimConfig(Section):
-    lr: Annotated[float, Field(gt=0)] = 2e-5
-    batch: Annotated[int, Field(ge=1)] = 8
-    epochs: Annotated[int, Field(ge=1)] = 3
-    weight_decay: Annotated[float, Field(ge=0)] = 0.01
-    seed: int = 0
-
-
-class EvaRecipe(Section):
-    loop: Literal["eva"] = "eva"
-    out: str = "runs/eva"
-    logger: Loggers = LOGGER_FIELD
-    model: EvaModelConfig = Field(default_factory=EvaModelConfig)
-    data: EvaDataConfig = Field(default_factory=EvaDataConfig)
-    loss: EvaLossConfig = Field(default_factory=EvaLossConfig)
-    optim: EvaOptimConfig = Field(default_factory=EvaOptimConfig)
-    policy: str = ""
-    """a tactic policy (``hf:DIR``) saved with the model: the proposals EVA judges as a search value
-    (``--value eva:OUT``), and the short search of the prover-labelled set"""
-    max_new_tokens: Annotated[int, Field(ge=8)] = 96
-    """greedy decoding budget when the trained model is scored"""
-
-
-def load_eva_recipe(recipe: str | Path, overrides: Sequence[str] = ()) -> EvaRecipe:
+def load_config(recipe: str | Path = "eva", overrides: Sequence[str] = ()) -> EvaConfig:
     """The recipe's YAML with ``key.sub=value`` overrides (:mod:`proofrl.train.recipes`); one ConfigError line on
     any mistake."""
     from .recipes import LOOPS
@@ -357,13 +285,12 @@ def train_eva(
 # -- models ------------------------------------------------------------------------------------------------------
 
 
-def load_base(path: str | Path, *, lora: EvaLoraConfig | None, device: str | None = None) -> tuple[Any, Any]:
+def load_base(path: str | Path, *, lora: LoraConfig | None, device: str | None = None) -> tuple[Any, Any]:
     """The base model (a fresh copy each call) with LoRA when enabled."""
     from ..policy.model import load_policy
 
-    spec = lora.spec() if lora is not None and lora.enabled else None
-    model, tok = load_policy(path, device=device or None, lora=spec)
-    if spec is None:
+    model, tok = load_policy(path, device=device or None, lora=lora)
+    if lora is None:
         for p in model.parameters():
             p.requires_grad_(True)
     return model, tok
@@ -378,18 +305,18 @@ def build_tiny_base(out_dir: Path, records: Sequence[Record], *, seed: int = 0) 
     return build_tiny_model(out_dir, texts, seed=seed, vocab_size=1024, hidden=128, layers=2, heads=4)
 
 
-def save_rm(model: Any, tokenizer: Any, out: Path, cfg: EvaRecipe, extra: dict[str, Any]) -> Path:
+def save_rm(model: Any, tokenizer: Any, out: Path, cfg: EvaConfig, extra: dict[str, Any]) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
     settings = {
-        "dims": list(cfg.loss.dims),
+        "dims": list(cfg.algorithm.dims),
         "anchors": list(ANCHORS),
-        "tau": cfg.loss.tau,
-        "weights": dict(cfg.loss.weights) or None,
+        "tau": cfg.algorithm.tau,
+        "weights": dict(cfg.algorithm.weights) or None,
         "max_state_chars": cfg.data.max_state_chars,
         "policy": cfg.policy,
-        "alpha": cfg.loss.alpha,
+        "alpha": cfg.algorithm.alpha,
         **extra,
     }
     (out / CONFIG_FILE).write_text(json.dumps(settings, indent=2))
@@ -399,7 +326,7 @@ def save_rm(model: Any, tokenizer: Any, out: Path, cfg: EvaRecipe, extra: dict[s
 # -- the recipe ---------------------------------------------------------------------------------------------------
 
 
-def run(cfg: EvaRecipe) -> dict[str, Any]:
+def run(cfg: EvaConfig) -> dict[str, Any]:
     """``proofrl train --recipe eva``: read the data, train with L_SFT + α·L_EVA, save the model with its
     ``eva_config.json``, score the held-out file when there is one. The run folder (:class:`.rundir.RunDir`,
     step name ``epoch``) gets ``config.yaml``, one record per epoch and ``summary.json`` in the recipe's trackers."""
@@ -421,7 +348,7 @@ def run(cfg: EvaRecipe) -> dict[str, Any]:
 
 
 def _train_and_score(
-    cfg: EvaRecipe, out: Path, run_dir: Any, console: Any, ckpt: Path | None, state: dict[str, Any] | None
+    cfg: EvaConfig, out: Path, run_dir: Any, console: Any, ckpt: Path | None, state: dict[str, Any] | None
 ) -> dict[str, Any]:
     t0 = time.perf_counter()
     train_path, eval_path = cfg.data.train, cfg.data.eval
@@ -431,17 +358,22 @@ def _train_and_score(
         require_backend("coq")
         from ..data.eva_labels import stdlib_labels
 
+        if cfg.data.limit is None:
+            raise ConfigError(
+                "data.limit: the prover-labelled set needs a number of theorems per split (the recipe: 24)"
+            )
+
         paths = stdlib_labels(
-            out / "labels", theorems=cfg.data.theorems, policy=cfg.policy, seed=cfg.optim.seed, console=console
+            out / "labels", theorems=cfg.data.limit, policy=cfg.policy, seed=cfg.seed, console=console
         )
         train_path, eval_path = str(paths["train"]), eval_path or str(paths["held-out"])
-    records, skipped = read_records(train_path, cfg.loss.dims)
+    records, skipped = read_records(train_path, cfg.algorithm.dims)
     if skipped:
         console.print(f"[yellow]skipped {sum(skipped.values())} lines of {train_path}[/]: {dict(skipped)}")
     if not records:
         raise ConfigError(f"{train_path}: no usable EVA record (skipped: {dict(skipped)})")
-    base = cfg.model.path or str(build_tiny_base(out / "tiny-base", records, seed=cfg.optim.seed))
-    torch.manual_seed(cfg.optim.seed)  # LoRA's initial weights, and anything else drawn from the global stream
+    base = cfg.model.path or str(build_tiny_base(out / "tiny-base", records, seed=cfg.seed))
+    torch.manual_seed(cfg.seed)  # LoRA's initial weights, and anything else drawn from the global stream
     model, tok = load_base(base, lora=cfg.model.lora, device=cfg.model.device or None)
     if ckpt is not None and state is not None:
         from ..policy.model import load_weights
@@ -451,7 +383,7 @@ def _train_and_score(
         set_rng_state(state["rng"])
         console.print(f"EVA: resumed from {ckpt.name} (epoch {state['epoch']})")
     examples, rep = build_examples(
-        records, tok, dims=cfg.loss.dims, max_tokens=cfg.data.max_tokens, max_state_chars=cfg.data.max_state_chars
+        records, tok, dims=cfg.algorithm.dims, max_tokens=cfg.data.max_tokens, max_state_chars=cfg.data.max_state_chars
     )
     console.print(
         f"[bold]EVA[/]: {rep.examples} examples, {rep.in_eva_loss} in the EVA loss, left out {dict(rep.left_out)}"
@@ -473,14 +405,14 @@ def _train_and_score(
         model,
         tok,
         examples,
-        alpha=cfg.loss.alpha,
-        tau=cfg.loss.tau,
+        alpha=cfg.algorithm.alpha,
+        tau=cfg.algorithm.tau,
         lr=cfg.optim.lr,
         batch=cfg.optim.batch,
         epochs=cfg.optim.epochs,
-        seed=cfg.optim.seed,
+        seed=cfg.seed,
         weight_decay=cfg.optim.weight_decay,
-        dims=cfg.loss.dims,
+        dims=cfg.algorithm.dims,
         console=console,
         on_epoch=epoch_done,
         save=save,
@@ -503,17 +435,17 @@ def _train_and_score(
     if eval_path:
         from ..eval.rm import evaluate_generative  # eval only evaluates; training stays here
 
-        ev, _ = read_records(eval_path, cfg.loss.dims)
+        ev, _ = read_records(eval_path, cfg.algorithm.dims)
         if ev:
             from ..rewards.eva import EvaScorer
 
             scorer = EvaScorer(
                 model,
                 tok,
-                dims=cfg.loss.dims,
-                tau=cfg.loss.tau,
-                weights=cfg.loss.weights or None,
-                max_new_tokens=cfg.max_new_tokens,
+                dims=cfg.algorithm.dims,
+                tau=cfg.algorithm.tau,
+                weights=cfg.algorithm.weights or None,
+                max_new_tokens=cfg.eval.max_tokens,
                 max_state_chars=cfg.data.max_state_chars,
             )
             summary["eval"] = evaluate_generative(scorer, ev)["eva"]

@@ -2,7 +2,7 @@
 
 A round (reap's blog, "RL stage"; the AlphaProof pseudocode's actor / replay buffer / learner):
 
-1. **rollout**: draw ``rollout.batch_theorems`` training theorems; the search workers pick up the newest
+1. **rollout**: draw ``rollout.problems_per_step`` training theorems; the search workers pick up the newest
    published weights and run ``rollout.passes`` AND-OR MCTS passes over the batch (reap: four), each pass with
    its own sampling seed, policy = the LM head, leaf values = the value head (or none: the policy-only
    baseline, GPT-f style expert iteration);
@@ -10,7 +10,7 @@ A round (reap's blog, "RL stage"; the AlphaProof pseudocode's actor / replay buf
    :mod:`proofrl.data.search_samples`) after reap's filters (proof length, root value); the buffer keeps the newest
    ``replay.capacity``;
 3. **learn**: when the round solved something, both heads are updated on the buffer plus human-proof
-   transitions rehearsed at ``learner.rehearsal_fraction`` of every update: loss = the SFT loss of the tactic
+   transitions rehearsed at ``replay.rehearsal_fraction`` of every update: loss = the SFT loss of the tactic
    (:func:`proofrl.policy.sft.completion_nll`, the one SFT loss) + ``value_coef`` × cross-entropy over the
    value bins. A round that solved nothing makes no update and says so in the log;
 4. **publish** the weights as ``weights/vNNNN`` (``weights/latest.json`` names the newest), **evaluate** on
@@ -30,136 +30,29 @@ import random
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any
 
 import torch
-from pydantic import Field
 
 from ..data.search_samples import ReplayFilter, human_samples, samples_from_tree
 from ..errors import ConfigError
-from ..schema import Section
 from . import checkpoints
 from .checkpoints import load_state, save_state, set_rng_state
+from .config import ExpertIterationConfig
 from .replay_buffer import ReplayBuffer, rehearsal_draw
-from .sections import LOGGER_FIELD, Loggers, LoraSection
 
-PositiveInt = Annotated[int, Field(ge=1)]
-Positive = Annotated[float, Field(gt=0)]
+# -- the recipe ----------------------------------------------------------------------------------------------
 
 
-# -- the recipe ---------------------------------------------------------------------------------------------
-
-
-class ModelSection(Section):
-    path: str = ""
-    """a local HF model directory (a policy+value model or a plain causal LM); empty: the tiny tactic model
-    built from the Coq standard library (``proofrl.data.assets``)"""
-    value_head: bool = True
-    """false: the policy-only baseline (no value head, search without a value function)"""
-    num_bins: Annotated[int, Field(ge=2)] = 64
-    """value bins over the remaining proof cost (AlphaProof pseudocode ``num_value_bins``)"""
-    lora: LoraSection | None = None
-    device: str = "cpu"
-
-
-class DataSection(Section):
-    assets: str = ""
-    """the folder ``tactic_assets`` builds or finds ``tactic-assets/`` in (default: the run folder)"""
-    train: str = ""
-    held_out: str = ""
-    transitions: str = ""
-    """problem JSONL files and a human-transition JSONL file instead of the stdlib assets (all three)"""
-    train_theorems: PositiveInt | None = None
-    held_out_theorems: PositiveInt | None = None
-
-
-class SearchSection(Section):
-    """reap's MCTS (``proofrl.search``, recipe ``reap``) at a small budget for a tiny model."""
-
-    num_samples: PositiveInt = 8
-    max_steps: PositiveInt = 16
-    max_nodes: PositiveInt = 64
-    tactic_timeout: Positive = 5.0
-    seconds: Positive | None = 30.0
-    temperature: Positive = 1.0
-    max_tokens: PositiveInt = 96
-
-
-class RolloutSection(Section):
-    batch_theorems: PositiveInt = 16
-    passes: PositiveInt = 4
-    """rollout passes over each batch (reap: four)"""
-
-
-class ReplaySection(Section):
-    capacity: PositiveInt = 20000
-    max_proof_steps: PositiveInt = 16
-    root_value_min: float | None = None
-    root_value_max: float | None = None
-    off_path_values: bool = True
-    """value-only samples of the tree's other solved nodes too"""
-    unsolved_values: bool = False
-    """value target −(B−1) for expanded unsolved nodes (ours; the AlphaProof pseudocode gives them none)"""
-
-
-class LearnerSection(Section):
-    lr: Positive = 3e-4
-    epochs: PositiveInt = 2
-    batch: PositiveInt = 16
-    value_coef: Annotated[float, Field(ge=0)] = 1.0
-    rehearsal_fraction: Annotated[float, Field(ge=0, lt=1)] = 0.5
-    """share of every update made of human-proof transitions (reap rehearses mathlib to avoid forgetting)"""
-    max_samples: PositiveInt = 2000
-    """search samples drawn from the buffer per update at most"""
-
-
-class EvalSection(Section):
-    every: Annotated[int, Field(ge=0)] = 1
-    """evaluate after every N rounds (0: only after the last); round 0 (the starting model) too"""
-    theorems: PositiveInt | None = None
-    """held-out theorems searched (default: all)"""
-    before: bool = True
-    """evaluate the starting model too (round 0)"""
-
-
-class ServingSection(Section):
-    policy: str = "in-process"
-    """``in-process`` (the published weights, loaded by the worker) or ``openai:URL`` / ``openai-chat:URL``"""
-    model_name: str = ""
-    """the served model's name for an OpenAI-compatible endpoint"""
-    value: str = "in-process"
-    """``in-process`` (the published value head) or ``endpoint:URL`` (reap's value service)"""
-
-
-class ReapConfig(Section):
-    loop: Literal["reap"] = "reap"
-    out: str = "runs/reap"
-    seed: int = 0
-    rounds: PositiveInt = 3
-    workers: PositiveInt = 2
-    """Coq processes searching at once"""
-    keep_checkpoints: PositiveInt = 2
-    progress: bool = True
-    logger: Loggers = LOGGER_FIELD
-    model: ModelSection = ModelSection()
-    data: DataSection = DataSection()
-    search: SearchSection = SearchSection()
-    rollout: RolloutSection = RolloutSection()
-    replay: ReplaySection = ReplaySection()
-    learner: LearnerSection = LearnerSection()
-    eval: EvalSection = EvalSection()
-    serving: ServingSection = ServingSection()
-
-
-def load_reap_config(recipe: str | Path = "reap", overrides: list[str] | tuple[str, ...] = ()) -> ReapConfig:
+def load_config(recipe: str | Path = "reap", overrides: list[str] | tuple[str, ...] = ()) -> ExpertIterationConfig:
     """A recipe name or YAML path with ``key.sub=value`` overrides (:mod:`proofrl.train.recipes`); any mistake is
     one :class:`ConfigError` line."""
     from .recipes import LOOPS
 
-    return LOOPS["reap"].config(recipe, overrides)
+    return LOOPS["expert-iteration"].config(recipe, overrides)
 
 
-def run(cfg: ReapConfig) -> dict[str, Any]:
+def run(cfg: ExpertIterationConfig) -> dict[str, Any]:
     """``proofrl train --recipe reap [--set key=value ...]`` (the ``reap`` loop of :mod:`proofrl.train.recipes`)."""
     if not cfg.serving.policy.startswith(("openai:", "openai-chat:")) and cfg.serving.policy != "in-process":
         raise ConfigError(f"serving.policy {cfg.serving.policy!r}: valid: in-process, openai:URL, openai-chat:URL")
@@ -187,27 +80,27 @@ class RunData:
     model_dir: Path
 
 
-def load_data(cfg: ReapConfig, console: Any = None) -> RunData:
+def load_data(cfg: ExpertIterationConfig, console: Any = None) -> RunData:
     from ..data.tactics import read_transitions
     from ..problems import load_problems
 
     d = cfg.data
-    given = [bool(d.train), bool(d.held_out), bool(d.transitions)]
+    given = [bool(d.train), bool(d.eval), bool(d.transitions)]
     if any(given) and not all(given):
-        raise ConfigError("data.train, data.held_out and data.transitions go together (or none: the stdlib assets)")
+        raise ConfigError("data.train, data.eval and data.transitions go together (or none: the stdlib assets)")
     if all(given):
-        train, held, trans = load_problems(d.train), load_problems(d.held_out), read_transitions(d.transitions)
+        train, held, trans = load_problems(d.train), load_problems(d.eval), read_transitions(d.transitions)
         model_dir = Path(cfg.model.path) if cfg.model.path else None
     else:
         from ..data.assets import tactic_assets
 
-        a = tactic_assets(Path(d.assets or cfg.out), seed=cfg.seed, workers=cfg.workers, console=console)
+        a = tactic_assets(Path(d.assets or cfg.out), seed=cfg.seed, workers=cfg.verify.workers, console=console)
         train, held, trans = a.train_problems, a.held_out_problems, read_transitions(a.train_transitions)
         model_dir = Path(cfg.model.path) if cfg.model.path else a.model_dir
     if model_dir is None:
         raise ConfigError("model.path: required with data.train (or leave data empty: the tiny stdlib model)")
-    train = train[: d.train_theorems] if d.train_theorems else train
-    held = held[: d.held_out_theorems] if d.held_out_theorems else held
+    train = train[: d.limit] if d.limit else train
+    held = held[: d.eval_limit] if d.eval_limit else held
     if not train:
         raise ConfigError("data: no training theorems")
     return RunData(train, held, human_samples(trans), model_dir)
@@ -219,15 +112,15 @@ def load_data(cfg: ReapConfig, console: Any = None) -> RunData:
 class Learner:
     """Owns the trainable policy+value model and its optimiser; updates both heads; publishes weights."""
 
-    def __init__(self, cfg: ReapConfig, start: Path):
+    def __init__(self, cfg: ExpertIterationConfig, start: Path):
         from ..policy.value_head import load_policy_value
 
         self.cfg = cfg
-        lora = None if cfg.model.lora is None else cfg.model.lora.spec()
+        lora = None if cfg.model.lora is None else cfg.model.lora
         bins = cfg.model.num_bins if cfg.model.value_head else None
         self.model = load_policy_value(start, num_bins=bins, device=cfg.model.device, lora=lora, seed=cfg.seed)
         params = [p for p in self.model.parameters() if p.requires_grad]
-        self.optimizer = torch.optim.AdamW(params, lr=cfg.learner.lr, weight_decay=0.01)
+        self.optimizer = torch.optim.AdamW(params, lr=cfg.optim.lr, weight_decay=cfg.optim.weight_decay)
 
     def update(self, samples: list[Any], round_: int) -> dict[str, float]:
         """Epochs over ``samples`` (search and rehearsed human ones): SFT loss on those with a tactic +
@@ -235,7 +128,7 @@ class Learner:
         from ..policy.sft import BatchLoss, completion_nll, encode_pairs, supervised_loop
         from ..policy.tactic import tactic_prompt
 
-        L, m, tok = self.cfg.learner, self.model, self.model.tokenizer
+        o, m, tok = self.cfg.optim, self.model, self.model.tokenizer
 
         def batch_loss(idx: list[int]) -> BatchLoss:
             b = [samples[i] for i in idx]
@@ -245,9 +138,9 @@ class Learner:
                 prompts, targets = encode_pairs(tok, [(tactic_prompt(x.state), x.tactic) for x in with_tactic])
                 lm = completion_nll(m.lm, prompts, targets, tok.pad_token_id)
                 loss, lm_v = loss + lm, float(lm.detach())
-            if self.cfg.model.value_head and L.value_coef > 0:
+            if self.cfg.model.value_head and self.cfg.algorithm.value_coef > 0:
                 v = m.value_loss([x.state for x in b], [x.cost for x in b])
-                loss, v_v = loss + L.value_coef * v, float(v.detach())
+                loss, v_v = loss + self.cfg.algorithm.value_coef * v, float(v.detach())
             return BatchLoss(loss, {"lm": (lm_v, 1.0), "value": (v_v, 1.0)})  # means over batches
 
         m.train()
@@ -255,8 +148,8 @@ class Learner:
             self.optimizer,
             len(samples),
             batch_loss,
-            epochs=L.epochs,
-            batch=L.batch,
+            epochs=o.epochs,
+            batch=o.batch,
             generator=torch.Generator().manual_seed(self.cfg.seed * 7919 + round_),
             params=list(m.parameters()),
         )
@@ -287,7 +180,7 @@ class RolloutWorker:
     """The search side: a tactic policy and a value function, refreshed from ``weights/latest.json`` between
     rounds (in-process), or endpoints that serve them (``serving``)."""
 
-    def __init__(self, cfg: ReapConfig, weights_root: Path):
+    def __init__(self, cfg: ExpertIterationConfig, weights_root: Path):
         self.cfg, self.weights_root = cfg, weights_root
         self.version: int | None = None
         self.model: Any = None
@@ -324,7 +217,7 @@ class RolloutWorker:
         return self.version
 
     def policy(self, seed: int) -> Any:
-        s = self.cfg.search
+        s = self.cfg.rollout
         if self.cfg.serving.policy == "in-process":
             return self.model.tactic_policy(temperature=s.temperature, max_tokens=s.max_tokens, seed=seed)
         from ..policy.tactic import make_tactic_policy
@@ -342,7 +235,7 @@ class RolloutWorker:
 
 
 class ExpertIteration:
-    def __init__(self, cfg: ReapConfig, console: Any = None, data: RunData | None = None):
+    def __init__(self, cfg: ExpertIterationConfig, console: Any = None, data: RunData | None = None):
         from rich.console import Console
 
         from .rundir import RunDir
@@ -351,7 +244,7 @@ class ExpertIteration:
         self.out = Path(cfg.out)
         self.console = console or Console()
         self._data = data
-        self.run_dir = RunDir(self.out, step_key="round", loggers=cfg.logger, name="reap")
+        self.run_dir = RunDir(self.out, step_key="round", loggers=cfg.logger, name=cfg.name)
 
     # paths
     @property
@@ -362,20 +255,8 @@ class ExpertIteration:
         return self.run_dir.latest("round_")
 
     def search_config(self) -> Any:
-        from ..search.config import MCTSConfig, SearchConfig
-
-        s = self.cfg.search
-        return SearchConfig(
-            algorithm="mcts",
-            mcts=MCTSConfig(
-                num_samples=s.num_samples,
-                max_steps=s.max_steps,
-                max_nodes=s.max_nodes,
-                tactic_timeout=s.tactic_timeout,
-                seconds=s.seconds,
-                value="model",
-            ),
-        )
+        """The search of every pass and of the evaluation: the recipe's ``search:`` section."""
+        return self.cfg.search
 
     def log(self, round_: int, metrics: dict[str, Any]) -> None:
         self.run_dir.log(round_, metrics)
@@ -387,15 +268,15 @@ class ExpertIteration:
             problems,
             worker.policy(seed),
             out_dir=out,
-            workers=self.cfg.workers,
-            config=self.search_config(),
+            workers=self.cfg.verify.workers,
+            config=self.cfg.search,
             pool=pool,
             progress=self.cfg.progress,
             value_fn=worker.value_fn,
         )
 
     def evaluate(self, worker: RolloutWorker, round_: int, pool: Any) -> dict[str, float]:
-        held = self.data.held_out[: self.cfg.eval.theorems] if self.cfg.eval.theorems else self.data.held_out
+        held = self.data.held_out[: self.cfg.eval.limit] if self.cfg.eval.limit else self.data.held_out
         if not held:
             return {}
         t = time.perf_counter()
@@ -447,16 +328,18 @@ class ExpertIteration:
             cfg.replay.off_path_values,
             cfg.replay.unsolved_values,
         )
-        pool = make_pool("coq", pool=PoolConfig(workers=cfg.workers), step_timeout=cfg.search.tactic_timeout)
+        pool = make_pool(
+            "coq", pool=PoolConfig(workers=cfg.verify.workers), step_timeout=cfg.search.mcts.tactic_timeout
+        )
         try:
             if round_ == 0 and self.data.held_out and cfg.eval.before and ckpt is None:
                 worker.refresh()
                 self.log(0, self.evaluate(worker, 0, pool))
-            while round_ < cfg.rounds:
+            while round_ < cfg.steps:
                 round_ += 1
                 m = self.round(round_, learner, worker, buffer, sampler, rng, filt, pool)
                 every = cfg.eval.every
-                if (every and round_ % every == 0) or round_ == cfg.rounds:
+                if (every and round_ % every == 0) or round_ == cfg.steps:
                     worker.refresh()
                     m.update(self.evaluate(worker, round_, pool))
                 self.log(round_, m)
@@ -481,7 +364,7 @@ class ExpertIteration:
     ) -> dict[str, Any]:
         cfg = self.cfg
         t0 = time.perf_counter()
-        batch = [self.data.train[i] for i in sampler.take(cfg.rollout.batch_theorems)]
+        batch = [self.data.train[i] for i in sampler.take(cfg.rollout.problems_per_step)]
         version = worker.refresh()
         found: list[Any] = []
         solved: set[str] = set()
@@ -514,9 +397,9 @@ class ExpertIteration:
         else:
             t1 = time.perf_counter()
             items = list(buffer.items)
-            if len(items) > cfg.learner.max_samples:
-                items = rng.sample(items, cfg.learner.max_samples)
-            human = rehearsal_draw(self.data.human, len(items), cfg.learner.rehearsal_fraction, rng)
+            if len(items) > cfg.replay.max_samples:
+                items = rng.sample(items, cfg.replay.max_samples)
+            human = rehearsal_draw(self.data.human, len(items), cfg.replay.rehearsal_fraction, rng)
             m.update(learner.update(items + human, round_))
             m["learn/samples"], m["learn/rehearsed"] = len(items), len(human)
             m["time/learn_s"] = time.perf_counter() - t1

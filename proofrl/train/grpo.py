@@ -26,11 +26,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import Annotated, Any, Generic, NamedTuple, TypeVar
 
 import torch
+from pydantic import Field
 
 from ..registry import Registry
+from ..schema import Config, one_of
+
+PositiveInt = Annotated[int, Field(ge=1)]
 
 T = TypeVar("T")
 
@@ -442,40 +446,45 @@ class RolloutBatch:
         return RolloutBatch(pick(self.old_logps, -2), pick(self.advantages, adv_dim), pick(self.mask, -2), ref)
 
 
-@dataclass(frozen=True)
-class PPOConfig:
-    """How one batch is optimised. Defaults are verl's, except where noted."""
+class PPOConfig(Config):
+    """How one batch is optimised (a recipe's ``ppo:`` section). Defaults are verl's, except where noted."""
 
-    epochs: int = 1
+    epochs: PositiveInt = 1
     """K: passes over the same batch (verl ``ppo_epochs``; "Rewarding the Unlikely" uses 2)"""
-    minibatch_rows: int | None = None
+    minibatch_rows: PositiveInt | None = None
     """rows per gradient step; None = the whole batch in one step per epoch (the official recipe: buffer 256,
     mini-batch 256)"""
-    clip_ratio_low: float = 0.2
+    clip_ratio_low: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.2
     """ε_low: ρ is clipped below at 1 − ε_low"""
-    clip_ratio_high: float = 0.2
+    clip_ratio_high: Annotated[float, Field(ge=0.0)] = 0.2
     """ε_high: ρ is clipped above at 1 + ε_high (DAPO's clip-higher sets this above ε_low)"""
-    clip_ratio_c: float = 3.0
-    """c of dual-clip PPO: for Â < 0 the loss is capped at −Â·c (verl ``clip_ratio_c``, 3.0; must be > 1)"""
-    policy_loss: str = "dual-clip"
-    """per-token policy loss, one of POLICY_LOSSES (verl's default applies the dual clip: ``dual-clip``)"""
-    agg_mode: str = "token-mean"
-    """loss aggregation, one of AGG_MODES"""
-    kl_coef: float = 0.0
-    """β_KL; 0 disables the penalty (verl ``kl_loss_coef`` is 0.001 when ``use_kl_loss``; the paper uses 0.1)"""
-    kl_kind: str = "low_var_kl"
-    """KL estimator, one of KL_ESTIMATORS"""
-    max_grad_norm: float | None = 1.0
+    clip_ratio_c: Annotated[float, Field(gt=1.0)] = 3.0
+    """c of dual-clip PPO: for Â < 0 the loss is capped at −Â·c (verl ``clip_ratio_c``, 3.0)"""
+    policy_loss: Annotated[str, one_of(POLICY_LOSSES.names)] = "dual-clip"
+    """per-token policy loss, a name in :data:`POLICY_LOSSES` (verl's default applies the dual clip)"""
+    agg_mode: Annotated[str, one_of(AGG_MODES.names)] = "token-mean"
+    """loss aggregation, a name in :data:`AGG_MODES`"""
+    kl_coef: Annotated[float, Field(ge=0.0)] = 0.0
+    """β_KL; 0 disables the penalty and the reference model (verl ``kl_loss_coef`` is 0.001 when
+    ``use_kl_loss``; the paper uses 0.1)"""
+    kl_kind: Annotated[str, one_of(KL_ESTIMATORS.names)] = "low_var_kl"
+    """KL estimator, a name in :data:`KL_ESTIMATORS`"""
+    max_grad_norm: Annotated[float, Field(gt=0.0)] | None = 1.0
     """clip the global gradient norm to this value (verl ``grad_clip`` and the unlikeliness code: 1.0); None = no
     clipping"""
-    skip_grad_norm: float | None = None
+    skip_grad_norm: Annotated[float, Field(gt=0.0)] | None = None
     """skip the optimiser step when the gradient norm is ≥ this (the official code uses 20); None = never. A
     non-finite gradient norm always skips the step"""
-    horizon: int | None = None
-    """constant H for ``seq-mean-token-sum-norm``; None = the batch's padded length T (the LM trainer passes the
-    rollout's ``max_tokens``)"""
+    horizon: PositiveInt | None = None
+    """constant H for ``seq-mean-token-sum-norm`` (Dr.GRPO); None = the batch's padded length T (the LM loops pass
+    the rollout's ``max_tokens``)"""
     shuffle: bool = True
     """shuffle rows into mini-batches each epoch (irrelevant when one mini-batch holds the whole batch)"""
+
+    def with_horizon(self, max_tokens: int) -> PPOConfig:
+        """These settings with H = ``max_tokens`` (the rollout's token budget) where ``horizon`` is unset: Dr.GRPO's
+        divisor must not depend on which responses share an update."""
+        return self if self.horizon is not None else self.model_copy(update={"horizon": max_tokens})
 
 
 @dataclass(frozen=True)
@@ -518,7 +527,7 @@ def ppo_update(
     policy_fn: PolicyFn,
     batch: RolloutBatch,
     optimizer: torch.optim.Optimizer,
-    cfg: PPOConfig = PPOConfig(),
+    cfg: PPOConfig | None = None,
     *,
     micro_batch_rows: int | None = None,
     generator: torch.Generator | None = None,
@@ -540,6 +549,7 @@ def ppo_update(
     mini-batch PPO-clip reduces to the plain policy gradient; later epochs are where clipping acts. All index
     tensors live on the batch's device; one host synchronisation per optimiser step.
     """
+    cfg = cfg if cfg is not None else PPOConfig()
     params = [p for g in optimizer.param_groups for p in g["params"]]
     n = batch.num_rows
     device = batch.old_logps.device
@@ -625,7 +635,7 @@ def grpo_step(
     old_logps: torch.Tensor,
     mask: torch.Tensor,
     optimizer: torch.optim.Optimizer,
-    cfg: PPOConfig = PPOConfig(),
+    cfg: PPOConfig | None = None,
     *,
     advantage: str = "grpo",
     ref_logps: torch.Tensor | None = None,
@@ -639,6 +649,7 @@ def grpo_step(
     index (groups of different leading indices, e.g. the toy's seeds, never mix); ``old_logps``, ``mask`` and
     ``ref_logps`` ``(..., B, T)``. Rows outside the loss (uninformative groups) have mask 0.
     """
+    cfg = cfg if cfg is not None else PPOConfig()
     b = rewards.shape[-1]
     flat = rewards.reshape(-1, b)
     ids = group_ids.to(rewards.device)

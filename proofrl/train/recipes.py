@@ -1,17 +1,18 @@
 """Recipes and the training loops they run: one registry of loops, one recipe reader, one override rule.
 
 A recipe (``proofrl/recipes/NAME.yaml`` or a YAML path) is a mapping checked by its loop's schema (a
-:class:`~proofrl.schema.Section`); its ``loop:`` key names the loop (none: whole-proof GRPO). ``--set
+:class:`~proofrl.schema.Config`); its ``loop:`` key names the loop (none: whole-proof GRPO). ``--set
 key.sub=value`` overrides one leaf (the value read as YAML). ``proofrl train --recipe R`` is :func:`run`:
 
-====================  ===================================================  =============================
-loop                  schema                                               what it trains
-====================  ===================================================  =============================
-``grpo`` (default)    :class:`proofrl.train.config.TrainConfig`            whole-proof GRPO
-``reap``              :class:`proofrl.train.expert_iteration.ReapConfig`   search-and-learn
-``leanlistener``      :class:`proofrl.train.step_grpo.StepLevelConfig`     step-level GRPO
-``eva``               :class:`proofrl.train.eva.EvaRecipe`                 the EVA reward model
-====================  ===================================================  =============================
+====================  ====================================================  ==============================
+loop                  schema (:mod:`proofrl.train.config`)                  what it trains (recipes)
+====================  ====================================================  ==============================
+``grpo`` (default)    :class:`~proofrl.train.config.GRPOConfig`             whole-proof GRPO (demo, unlikeliness,
+                                                                            kimina, deepseek-v1.5)
+``expert-iteration``  :class:`~proofrl.train.config.ExpertIterationConfig`  search-and-learn (reap)
+``step-grpo``         :class:`~proofrl.train.config.StepGRPOConfig`         step-level GRPO / DPO (leanlistener)
+``eva``               :class:`~proofrl.train.config.EvaConfig`              the EVA reward model (eva)
+====================  ====================================================  ==============================
 
 Each loop's schema and runner (``run(cfg)``) are named by ``module:attribute`` and imported only when used.
 """
@@ -49,8 +50,6 @@ class Loop:
         if found != self.name:
             hint = f": proofrl train --recipe {recipe}" if found in LOOPS else ""
             raise ConfigError(f"recipe {str(recipe)!r} runs the {found!r} loop, not {self.name!r}{hint}")
-        if self.name == DEFAULT_LOOP:
-            tree.pop("loop", None)
         return validate(load_target(self.schema), apply_overrides(tree, overrides))
 
     def run(self, cfg: Any) -> Any:
@@ -61,10 +60,10 @@ DEFAULT_LOOP = "grpo"
 LOOPS: dict[str, Loop] = {
     loop.name: loop
     for loop in (
-        Loop("grpo", "proofrl.train.config:TrainConfig", "proofrl.train.run:run"),
-        Loop("reap", "proofrl.train.expert_iteration:ReapConfig", "proofrl.train.expert_iteration:run"),
-        Loop("leanlistener", "proofrl.train.step_grpo:StepLevelConfig", "proofrl.train.step_grpo:run"),
-        Loop("eva", "proofrl.train.eva:EvaRecipe", "proofrl.train.eva:run"),
+        Loop("grpo", "proofrl.train.config:GRPOConfig", "proofrl.train.run:run"),
+        Loop("expert-iteration", "proofrl.train.config:ExpertIterationConfig", "proofrl.train.expert_iteration:run"),
+        Loop("step-grpo", "proofrl.train.config:StepGRPOConfig", "proofrl.train.step_grpo:run"),
+        Loop("eva", "proofrl.train.config:EvaConfig", "proofrl.train.eva:run"),
     )
 }
 

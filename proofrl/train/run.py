@@ -1,5 +1,5 @@
 """Whole-proof GRPO as a loop like the others (``proofrl train --recipe unlikeliness``): wire a
-:class:`~proofrl.train.config.TrainConfig` into running parts (problems, policy, generator, verifier) and run
+:class:`~proofrl.train.config.GRPOConfig` into running parts (problems, policy, generator, verifier) and run
 the :class:`~proofrl.train.trainer.Trainer` with a progress bar (:func:`run`)."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..problems import Problem
-from .config import TrainConfig
+from .config import GRPOConfig
 
 
-def make_verifier(cfg: TrainConfig) -> Any:
+def make_verifier(cfg: GRPOConfig) -> Any:
     """A :class:`~proofrl.verification.Verifier` that owns what it builds (its pool, closed with it), with the
     recipe's one ``verify.timeout``."""
     from ..verification import Verifier
@@ -23,7 +23,7 @@ def make_verifier(cfg: TrainConfig) -> Any:
     return Verifier(timeout=v.timeout, backend=v.backend, workers=v.workers)
 
 
-def make_policy(cfg: TrainConfig) -> tuple[Any, Any]:
+def make_policy(cfg: GRPOConfig) -> tuple[Any, Any]:
     import torch
 
     from ..policy.model import load_policy
@@ -40,11 +40,10 @@ def make_policy(cfg: TrainConfig) -> tuple[Any, Any]:
         "bfloat16": torch.bfloat16,
         "float16": torch.float16,
     }  # model.dtype's Literal
-    lora = m.lora.spec() if m.lora else None
-    return load_policy(m.path, dtype=dtypes[m.dtype], lora=lora)
+    return load_policy(m.path, dtype=dtypes[m.dtype], lora=m.lora)
 
 
-def rollout_generator(cfg: TrainConfig, model: Any, tokenizer: Any) -> tuple[Any, Any]:
+def rollout_generator(cfg: GRPOConfig, model: Any, tokenizer: Any) -> tuple[Any, Any]:
     """The recipe's ``rollout.generator``, built by :func:`proofrl.policy.generation.make_generator` (the one
     generator factory), and the hook that gives it the trained weights after each update (``sync_weights``)."""
     from ..policy.generation import make_generator
@@ -59,7 +58,7 @@ def rollout_generator(cfg: TrainConfig, model: Any, tokenizer: Any) -> tuple[Any
     return gen, getattr(gen, "sync_weights", None)
 
 
-def build_trainer(cfg: TrainConfig, *, extra_eval: Sequence[Problem] | None = None) -> Any:
+def build_trainer(cfg: GRPOConfig, *, extra_eval: Sequence[Problem] | None = None) -> Any:
     """A ready :class:`~proofrl.train.trainer.Trainer` (with periodic pass@N when ``data.eval`` is set)."""
     from ..data.splits import problem_set
     from ..eval.evaluate import evaluate
@@ -100,7 +99,7 @@ def build_trainer(cfg: TrainConfig, *, extra_eval: Sequence[Problem] | None = No
     return Trainer(cfg, model, tok, gen, verifier, train, eval_fn=eval_fn if held else None, sync_weights=sync)
 
 
-def run(cfg: TrainConfig) -> Any:
+def run(cfg: GRPOConfig) -> Any:
     """Train by ``cfg`` (resuming in ``cfg.out``) with a progress bar; returns the trainer."""
     from rich.console import Console
 

@@ -3,7 +3,7 @@ leanlistener``.
 
 One update (``steps`` of them; the paper: 10,000):
 
-1. **States.** ``rollout.batch_states`` states (paper: batch 16): from the training transitions (a human proof's
+1. **States.** ``rollout.problems_per_step`` states (paper: batch 16): from the training transitions (a human proof's
    prefix) and, with probability ``rollout.own_state_share``, from states the policy itself reached with a valid
    tactic in an earlier step. Where the data names premises (LeanDojo), each is dropped from the prompt with
    probability ``data.premise_dropout`` (premise dropout).
@@ -12,12 +12,12 @@ One update (``steps`` of them; the paper: 10,000):
    (paper: every 50).
 3. **Prover.** Every tactic of a group runs in the one prover session leased for its state
    (:func:`proofrl.eval.tactics.run_group`: the state reached by replaying its path, a dead session re-reached the
-   same way, loops stopped by ``rollout.tactic_timeout``, forbidden tactics refused before the prover).
+   same way, loops stopped by ``verify.timeout``, forbidden tactics refused before the prover).
 4. **Reward.** r = softplus(G(s_t) − G(s_{t+1})) for a valid tactic, ``algorithm.failed_reward`` (0) otherwise
    (the ``subgoal`` step reward, :mod:`proofrl.rewards.subgoal`; any of ``STEP_REWARDS`` by name).
 5. **Update.** ``algorithm.objective: grpo``: group = the tactics of one state; the one GRPO step
    (:func:`proofrl.train.grpo.grpo_step`: Â = (r − mean_g r) / std_g r, PPO-clip, KL to the frozen starting model,
-   β = ``algorithm.kl_coef``); groups whose rewards are all equal carry no advantage and are left out.
+   β = ``ppo.kl_coef``); groups whose rewards are all equal carry no advantage and are left out.
    ``objective: dpo`` is the online DPO baseline (:mod:`proofrl.train.dpo`, binary validity).
 
 Written to ``out``: ``config.yaml``, ``metrics.jsonl`` (one line per update), ``tactics.jsonl`` (every tactic:
@@ -37,7 +37,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import torch
 from pydantic import Field
@@ -46,119 +46,23 @@ from ..errors import ConfigError
 from ..eval.tactics import GroupRun, StatePoint, TacticSampler, run_groups, state_points, tactic_of
 from ..rewards import subgoal as _subgoal  # noqa: F401  (registers the ``subgoal`` step reward)
 from ..rewards.combine import STEP_REWARDS
-from ..schema import Section, one_of
 from .checkpoints import load_state, save_state, set_rng_state
-from .grpo import ADV_ESTIMATORS, AGG_MODES, informative_groups
+from .config import StepGRPOConfig
+from .grpo import informative_groups
 from .lm_update import LMPolicy, lm_grpo_update
 from .rundir import RunDir
-from .sections import LOGGER_FIELD, Loggers, PPOSection
 
 PositiveInt = Annotated[int, Field(ge=1)]
 Count = Annotated[int, Field(ge=0)]
 Share = Annotated[float, Field(ge=0.0, le=1.0)]
 
 
-# --------------------------------------------------------------------------------------------------- config
-
-
-class ModelSection(Section):
-    path: str = ""
-    """a local HF causal LM directory; empty = the tiny tactic model built under ``data.assets``"""
-    max_tokens: PositiveInt = 64
-    """tokens per sampled tactic (a cut one is not a tactic: it gets ``failed_reward``)"""
-    temperature: Annotated[float, Field(gt=0.0)] = 1.0
-    dtype: Literal["auto", "bfloat16", "float32"] = "auto"
-    """the update's precision: bf16 autocast over fp32 master weights (``bfloat16``, or ``auto`` on bf16 weights)"""
-    ref_device: Literal["same", "cpu"] = "same"
-    """where the frozen π_ref copy lives (a LoRA model's π_ref is its adapter switched off: no copy)"""
-
-
-class DataSection(Section):
-    train: str = ""
-    """transitions JSONL (``python -m proofrl.data.tactics`` or a LeanDojo file read by ``read_leandojo``);
-    empty = the Coq stdlib training split built under ``assets``"""
-    held_out: str = ""
-    """transitions JSONL for the periodic Prec@k (``eval.every``); empty = the held-out split under ``assets``"""
-    assets: str = "runs/assets"
-    """where the tactic data and tiny model are built when ``train`` / ``model.path`` are empty"""
-    limit: PositiveInt | None = None
-    """use at most this many training states"""
-    max_state_chars: PositiveInt = 2000
-    premise_dropout: Share = 0.5
-    """probability that each named premise is left out of a prompt (the paper gives no value); only where
-    records carry ``premises``"""
-
-
-class RolloutSection(Section):
-    batch_states: PositiveInt = 16
-    """states per update (LeanListener: batch size 16)"""
-    group_size: Annotated[int, Field(ge=2)] = 8
-    """tactics sampled per state, one GRPO group (LeanListener: 8)"""
-    sync_every: PositiveInt = 50
-    """updates between refreshes of the sampling model's weights (LeanListener: 50)"""
-    own_state_share: Share = 0.25
-    """chance that a state comes from the policy's own valid steps (when it has any)"""
-    own_state_cap: PositiveInt = 4096
-    """the policy's own states kept (oldest dropped first)"""
-    tactic_timeout: Annotated[float, Field(gt=0.0)] = 10.0
-    workers: PositiveInt = 2
-    """prover processes (groups run at once)"""
-
-
-class AlgorithmSection(PPOSection):
-    """The shared PPO section (:class:`proofrl.train.sections.PPOSection`) with LeanListener's defaults, and the
-    step-level keys."""
-
-    objective: Literal["grpo", "dpo"] = "grpo"
-    """``grpo`` (LeanListener) or ``dpo`` (the online DPO baseline, binary validity)"""
-    step_reward: Annotated[str, one_of(lambda: STEP_REWARDS.names())] = "subgoal"
-    failed_reward: float = 0.0
-    """reward of a tactic the prover rejects, refuses, or that times out (LeanListener: 0)"""
-    unchanged_reward: float | None = None
-    """``subgoal`` only: reward of a valid tactic that leaves the state as it was (None = the paper: ln 2)"""
-    advantage: Annotated[str, one_of(lambda: ADV_ESTIMATORS.names())] = "grpo"
-    lr: Annotated[float, Field(gt=0.0)] = 2.25e-6
-    """LeanListener: 2.25e-6"""
-    kl_coef: Annotated[float, Field(ge=0.0)] = 0.04
-    """β of the KL penalty to the starting model (the paper uses one and gives no value: DeepSeekMath's 0.04)"""
-    agg_mode: Annotated[str, one_of(lambda: AGG_MODES.names())] = "seq-mean-token-mean"
-    dpo_beta: Annotated[float, Field(gt=0.0)] = 0.1
-    micro_batch: PositiveInt = 32
-    """rows per forward pass"""
-
-
-class EvalSection(Section):
-    every: Count = 0
-    """Prec@k on held-out states every this many updates (0 = never)"""
-    states: PositiveInt = 64
-    k: PositiveInt = 8
-
-
-class StepLevelConfig(Section):
-    loop: Literal["leanlistener"] = "leanlistener"
-    name: str = "leanlistener"
-    steps: Count = 10000
-    """updates (LeanListener: 10,000)"""
-    seed: int = 0
-    out: str = "runs/leanlistener"
-    checkpoint_every: PositiveInt = 100
-    keep_checkpoints: PositiveInt = 2
-    threads: Count = 0
-    """torch CPU threads (0 = torch's choice)"""
-    logger: Loggers = LOGGER_FIELD
-    model: ModelSection = Field(default_factory=ModelSection)
-    data: DataSection = Field(default_factory=DataSection)
-    rollout: RolloutSection = Field(default_factory=RolloutSection)
-    algorithm: AlgorithmSection = Field(default_factory=AlgorithmSection)
-    eval: EvalSection = Field(default_factory=EvalSection)
-
-
-def load_config(recipe: str | Path | None = "leanlistener", overrides: Sequence[str] = ()) -> StepLevelConfig:
+def load_config(recipe: str | Path | None = "leanlistener", overrides: Sequence[str] = ()) -> StepGRPOConfig:
     """The recipe's mapping with ``key.sub=value`` overrides (:mod:`proofrl.train.recipes`), checked: one
     :class:`ConfigError` line naming the key on any mistake."""
     from .recipes import LOOPS
 
-    return LOOPS["leanlistener"].config(recipe, overrides)
+    return LOOPS["step-grpo"].config(recipe, overrides)
 
 
 # ---------------------------------------------------------------------------------------------------- parts
@@ -244,7 +148,7 @@ class StepLevelTrainer:
 
     def __init__(
         self,
-        cfg: StepLevelConfig,
+        cfg: StepGRPOConfig,
         model: Any,
         tokenizer: Any,
         train: Sequence[StatePoint],
@@ -261,14 +165,13 @@ class StepLevelTrainer:
             train, own_share=cfg.rollout.own_state_share, own_cap=cfg.rollout.own_state_cap, rng=self.rng
         )
         self.held_out = list(held_out)
-        a = cfg.algorithm
         # the one LM update's policy side: precision, π_ref (the starting model: LoRA adapter off, or a frozen copy;
         # the online DPO baseline needs it too), log-probs at the sampling temperature
         self.lm = LMPolicy(
             model,
             pad_id=self._pad_id(tokenizer),
-            micro_batch=a.micro_batch,
-            temperature=cfg.model.temperature,
+            micro_batch=cfg.optim.micro_batch,
+            temperature=cfg.rollout.temperature,
             dtype=cfg.model.dtype,
             reference=True,
             ref_device=cfg.model.ref_device,
@@ -278,13 +181,12 @@ class StepLevelTrainer:
         self.sampler = TacticSampler(
             self.sampler_model,
             tokenizer,
-            temperature=cfg.model.temperature,
-            max_tokens=cfg.model.max_tokens,
+            temperature=cfg.rollout.temperature,
+            max_tokens=cfg.rollout.max_tokens,
             seed=cfg.seed,
         )
-        self.optimizer = torch.optim.AdamW(self.lm.params, lr=a.lr, weight_decay=0.0)
-        # H of Dr.GRPO's aggregation is a constant: the recipe's horizon, else the tactic budget (not the padded width)
-        self.ppo = a.to_ppo_config(horizon=a.horizon if a.horizon is not None else cfg.model.max_tokens)
+        self.optimizer = torch.optim.AdamW(self.lm.params, lr=cfg.optim.lr, weight_decay=cfg.optim.weight_decay)
+        self.ppo = cfg.ppo.with_horizon(cfg.rollout.max_tokens)
         self.pad_id = self.lm.pad_id
         self.step = 0
         self.synced_at = 0
@@ -297,12 +199,15 @@ class StepLevelTrainer:
         from ..policy.generation import encode_prompts
 
         r, d = self.cfg.rollout, self.cfg.data
-        points = self.source.draw(r.batch_states)
+        points = self.source.draw(r.problems_per_step)
         texts = [with_premises(p, d.premise_dropout, self.rng) for p in points]
         comps = self.sampler.sample(texts, r.group_size)
         tactics = [[tactic_of(c) for c in g] for g in comps]
         groups = run_groups(
-            self.pool, list(zip(points, tactics, strict=True)), timeout=r.tactic_timeout, workers=r.workers
+            self.pool,
+            list(zip(points, tactics, strict=True)),
+            timeout=self.cfg.verify.timeout,
+            workers=self.cfg.verify.workers,
         )
         prompts = encode_prompts(self.tokenizer, [self.sampler.prompt(t) for t in texts])
         kept: tuple[list, list, list, list] = ([], [], [], [])
@@ -390,8 +295,8 @@ class StepLevelTrainer:
             self.optimizer,
             pad_id=self.pad_id,
             beta=a.dpo_beta,
-            max_grad_norm=a.max_grad_norm,
-            micro_batch=a.micro_batch,
+            max_grad_norm=self.cfg.ppo.max_grad_norm,
+            micro_batch=self.cfg.optim.micro_batch,
         ).to_json()
 
     def train_step(self) -> dict[str, float]:
@@ -446,20 +351,20 @@ class StepLevelTrainer:
     def evaluate(self) -> dict[str, float]:
         from ..eval.tactics import tactic_metrics
 
-        e, r = self.cfg.eval, self.cfg.rollout
+        e, v = self.cfg.eval, self.cfg.verify
         res = tactic_metrics(
             self.model,
             self.tokenizer,
-            self.held_out[: e.states],
+            self.held_out[: e.limit],
             self.pool,
-            k=e.k,
-            timeout=r.tactic_timeout,
-            workers=r.workers,
-            max_tokens=self.cfg.model.max_tokens,
+            k=e.ks[0],
+            timeout=v.timeout,
+            workers=v.workers,
+            max_tokens=self.cfg.rollout.max_tokens,
             seed=self.cfg.seed,
         )
         return {
-            f"eval/prec@{e.k}": res.prec_at_k,
+            f"eval/prec@{e.ks[0]}": res.prec_at_k,
             "eval/zero_precision": res.zero_precision,
             "eval/mean_length": res.mean_length,
         }
@@ -512,14 +417,14 @@ class StepLevelTrainer:
 # ------------------------------------------------------------------------------------------------- building
 
 
-def resolve_inputs(cfg: StepLevelConfig, console: Any = None) -> tuple[str, str, str]:
+def resolve_inputs(cfg: StepGRPOConfig, console: Any = None) -> tuple[str, str, str]:
     """(model dir, training transitions, held-out transitions): the config's, or the shared tactic assets built
     (once) under ``data.assets`` for whatever is empty."""
-    model, train, held = cfg.model.path, cfg.data.train, cfg.data.held_out
+    model, train, held = cfg.model.path, cfg.data.train, cfg.data.eval
     if not (model and train and held):
         from ..data.assets import tactic_assets
 
-        a = tactic_assets(Path(cfg.data.assets), seed=cfg.seed, workers=cfg.rollout.workers, console=console)
+        a = tactic_assets(Path(cfg.data.assets), seed=cfg.seed, workers=cfg.verify.workers, console=console)
         model, train = model or str(a.model_dir), train or str(a.train_transitions)
         held = held or str(a.held_out_transitions)
     for key, path, want_dir in (("model.path", model, True), ("data.train", train, False)):
@@ -528,7 +433,7 @@ def resolve_inputs(cfg: StepLevelConfig, console: Any = None) -> tuple[str, str,
     return model, train, held
 
 
-def build_trainer(cfg: StepLevelConfig, *, pool: Any, console: Any = None) -> StepLevelTrainer:
+def build_trainer(cfg: StepGRPOConfig, *, pool: Any, console: Any = None) -> StepLevelTrainer:
     from ..data.tactics import read_transitions
     from ..policy.model import load_policy
 
@@ -541,18 +446,16 @@ def build_trainer(cfg: StepLevelConfig, *, pool: Any, console: Any = None) -> St
             else []
         )
     except (ValueError, KeyError, TypeError) as e:
-        raise ConfigError(
-            f"data.train / data.held_out: not tactic transitions JSONL ({type(e).__name__}: {e})"
-        ) from None
+        raise ConfigError(f"data.train / data.eval: not tactic transitions JSONL ({type(e).__name__}: {e})") from None
     if cfg.data.limit:
         train = random.Random(cfg.seed).sample(train, min(cfg.data.limit, len(train)))
     if held:
-        held = random.Random(cfg.seed + 1).sample(held, min(cfg.eval.states, len(held)))
+        held = random.Random(cfg.seed + 1).sample(held, min(cfg.eval.limit or len(held), len(held)))
     model, tok = load_policy(model_dir, device="cpu")
     return StepLevelTrainer(cfg, model, tok, train, pool, held_out=held)
 
 
-def run(cfg: StepLevelConfig, *, console: Any = None) -> StepLevelTrainer:
+def run(cfg: StepGRPOConfig, *, console: Any = None) -> StepLevelTrainer:
     """``proofrl train --recipe leanlistener``: train by ``cfg`` with a rich progress bar; returns the trainer (its
     ``out`` holds everything)."""
     from rich.console import Console
@@ -565,7 +468,7 @@ def run(cfg: StepLevelConfig, *, console: Any = None) -> StepLevelTrainer:
     console = console or Console()
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
-    with coq_pool(cfg.rollout.workers, cfg.rollout.tactic_timeout) as pool:
+    with coq_pool(cfg.verify.workers, cfg.verify.timeout) as pool:
         trainer = build_trainer(cfg, pool=pool, console=console)
         with progress_bar(console=console) as bar:
             task = bar.add_task(f"step-level {cfg.algorithm.objective}", total=cfg.steps)

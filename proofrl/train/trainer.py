@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ..policy.generation import SamplingParams, encode_prompts
+from ..policy.generation import SamplingConfig, encode_prompts
 from ..policy.model import load_weights
 from ..policy.prompts import PromptFormat, get_format, render_messages
 from ..problems import Problem
@@ -41,7 +41,7 @@ from ..rewards.compose import RewardConfig, base_rewards, reward_config_from_dic
 from ..rollout import Group, PromptItem, RolloutTimings, first_turn, sample_and_verify
 from ..verification import Verifier
 from .checkpoints import load_state, save_state, set_rng_state
-from .config import ErrorCorrectionConfig, TrainConfig
+from .config import ErrorCorrectionConfig, GRPOConfig
 from .grpo import ADV_ESTIMATORS, GroupBuffer, PPOConfig
 from .lm_update import LMPolicy, compute_dtype, lm_grpo_update, pad_rows  # noqa: F401  (re-exported)
 from .rundir import RunDir
@@ -118,7 +118,7 @@ class Trainer:
 
     def __init__(
         self,
-        cfg: TrainConfig,
+        cfg: GRPOConfig,
         model: Any,
         tokenizer: Any,
         generator: Any,
@@ -148,12 +148,12 @@ class Trainer:
 
             self.cache = ec.CorrectionCache(ecfg.cache_size, ecfg.rate, seed=cfg.seed)
         self.step = 0
-        self.ppo: PPOConfig = ppo_config(cfg)
+        self.ppo: PPOConfig = cfg.ppo.with_horizon(cfg.rollout.max_tokens)
         m = cfg.model
         self.lm = LMPolicy(
             model,
             pad_id=tokenizer.pad_token_id,
-            micro_batch=cfg.micro_batch,
+            micro_batch=cfg.optim.micro_batch,
             temperature=cfg.rollout.temperature,
             dtype=m.dtype,
             reference=self.ppo.kl_coef > 0,
@@ -196,8 +196,8 @@ class Trainer:
             return fresh
         return self.cache.mix(fresh, len(fresh))
 
-    def _sampling(self, n: int, temperature: float, top_p: float, max_tokens: int, seed: int) -> SamplingParams:
-        return SamplingParams(
+    def _sampling(self, n: int, temperature: float, top_p: float, max_tokens: int, seed: int) -> SamplingConfig:
+        return SamplingConfig(
             n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens, stop=self.fmt.stop, seed=seed
         )
 
@@ -250,7 +250,7 @@ class Trainer:
         :func:`.lm_update.lm_grpo_update`).
 
         π_old, π_ref and π_θ log-probs are all taken at the rollout temperature; every forward and backward
-        pass holds ``micro_batch`` rows; H of ``seq-mean-token-sum-norm`` is ``algorithm.ppo.horizon`` or else
+        pass holds ``micro_batch`` rows; H of ``seq-mean-token-sum-norm`` is ``ppo.horizon`` or else
         the rollout's ``max_tokens``, whatever the lengths in this update."""
         prompts = self._encode_prompts(groups)
         responses: list[Sequence[int]] = [c.token_ids for g in groups for c in g.completions]
@@ -393,10 +393,3 @@ class Trainer:
             self.sync_weights(self.model)
         log.info("resumed from %s (step %d)", ckpt, self.step)
         return self.step
-
-
-def ppo_config(cfg: TrainConfig) -> PPOConfig:
-    """``algorithm.ppo`` as :func:`~.grpo.grpo_step` takes it, with H (``horizon``) = the rollout's ``max_tokens``
-    when unset: Dr.GRPO's divisor must not depend on which responses share an update."""
-    ppo = cfg.algorithm.ppo
-    return ppo.to_ppo_config(horizon=ppo.horizon if ppo.horizon is not None else cfg.rollout.max_tokens)

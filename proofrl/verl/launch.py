@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..train.config import TrainConfig, load_recipe
+from ..train.config import GRPOConfig, load_recipe
 
 ACTOR = "actor_rollout_ref.actor"
 ROLLOUT = "actor_rollout_ref.rollout"
@@ -48,14 +48,14 @@ def _v(value: Any) -> str:
     return str(value)
 
 
-def _mini_batch(cfg: TrainConfig) -> list[str]:
+def _mini_batch(cfg: GRPOConfig) -> list[str]:
     """verl counts mini-batches in prompts and multiplies by n; proofrl counts rows."""
-    rows, g = cfg.algorithm.ppo.minibatch_rows, cfg.rollout.group_size
+    rows, g = cfg.ppo.minibatch_rows, cfg.rollout.group_size
     if rows is None:
         return [f"{ACTOR}.ppo_mini_batch_size={cfg.rollout.problems_per_step}"]
     if rows % g:
         raise ConfigError(
-            f"algorithm.ppo.minibatch_rows={rows} is not a multiple of rollout.group_size={g}: "
+            f"ppo.minibatch_rows={rows} is not a multiple of rollout.group_size={g}: "
             "verl's mini-batches are whole groups"
         )
     return [f"{ACTOR}.ppo_mini_batch_size={rows // g}"]
@@ -64,18 +64,17 @@ def _mini_batch(cfg: TrainConfig) -> list[str]:
 def _agg_mode(mode: str) -> list[str]:
     if mode not in VERL_AGG_MODES:
         raise ConfigError(
-            f"algorithm.ppo.agg_mode={mode}: verl has no such loss_agg_mode; valid with --engine verl: "
-            f"{sorted(VERL_AGG_MODES)}"
+            f"ppo.agg_mode={mode}: verl has no such loss_agg_mode; valid with --engine verl: {sorted(VERL_AGG_MODES)}"
         )
     return [f"{ACTOR}.loss_agg_mode={mode}"]
 
 
-def _kl(cfg: TrainConfig) -> list[str]:
-    coef = cfg.algorithm.ppo.kl_coef
+def _kl(cfg: GRPOConfig) -> list[str]:
+    coef = cfg.ppo.kl_coef
     return [f"{ACTOR}.use_kl_loss={_v(coef > 0)}", f"{ACTOR}.kl_loss_coef={coef}"]
 
 
-Rule = Callable[[Any, TrainConfig], list[str]]
+Rule = Callable[[Any, GRPOConfig], list[str]]
 MAPPED: dict[str, Rule] = {
     "name": lambda v, c: [f"trainer.experiment_name={v}"],
     # the same trackers through verl's own: jsonl is verl's `file` logger (metrics as JSON lines)
@@ -85,7 +84,7 @@ MAPPED: dict[str, Rule] = {
     "out": lambda v, c: [f"trainer.default_local_dir={Path(v).resolve() / 'checkpoints'}"],
     "checkpoint_every": lambda v, c: [f"trainer.save_freq={v}"],
     "keep_checkpoints": lambda v, c: [f"trainer.max_actor_ckpt_to_keep={v}"],
-    "micro_batch": lambda v, c: [
+    "optim.micro_batch": lambda v, c: [
         f"{ACTOR}.ppo_micro_batch_size_per_gpu={v}",
         f"{ROLLOUT}.log_prob_micro_batch_size_per_gpu={v}",
         f"actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu={v}",
@@ -118,18 +117,18 @@ MAPPED: dict[str, Rule] = {
     "algorithm.skip_uninformative": lambda v, c: (
         [f"algorithm.filter_groups.enable={_v(v)}"] + (["algorithm.filter_groups.metric=score"] if v else [])
     ),
-    "algorithm.ppo.epochs": lambda v, c: [f"{ACTOR}.ppo_epochs={v}"],
-    "algorithm.ppo.minibatch_rows": lambda v, c: _mini_batch(c),
-    "algorithm.ppo.clip_ratio_low": lambda v, c: [f"{ACTOR}.clip_ratio_low={v}"],
-    "algorithm.ppo.clip_ratio_high": lambda v, c: [f"{ACTOR}.clip_ratio_high={v}"],
-    "algorithm.ppo.clip_ratio_c": lambda v, c: [f"{ACTOR}.clip_ratio_c={v}"],
-    "algorithm.ppo.agg_mode": lambda v, c: _agg_mode(v),
-    "algorithm.ppo.kl_coef": lambda v, c: _kl(c),
-    "algorithm.ppo.kl_kind": lambda v, c: [f"{ACTOR}.kl_loss_type={v}"],
+    "ppo.epochs": lambda v, c: [f"{ACTOR}.ppo_epochs={v}"],
+    "ppo.minibatch_rows": lambda v, c: _mini_batch(c),
+    "ppo.clip_ratio_low": lambda v, c: [f"{ACTOR}.clip_ratio_low={v}"],
+    "ppo.clip_ratio_high": lambda v, c: [f"{ACTOR}.clip_ratio_high={v}"],
+    "ppo.clip_ratio_c": lambda v, c: [f"{ACTOR}.clip_ratio_c={v}"],
+    "ppo.agg_mode": lambda v, c: _agg_mode(v),
+    "ppo.kl_coef": lambda v, c: _kl(c),
+    "ppo.kl_kind": lambda v, c: [f"{ACTOR}.kl_loss_type={v}"],
     # H is always a constant: the recipe's horizon or max_tokens, as the native trainer (verl's fallback, the
     # padded width of each micro-batch, would weigh a group by its neighbours' lengths)
-    "algorithm.ppo.horizon": lambda v, c: [f"{ACTOR}.loss_scale_factor={v if v is not None else c.rollout.max_tokens}"],
-    "algorithm.ppo.shuffle": lambda v, c: [f"{ACTOR}.shuffle={_v(v)}"],
+    "ppo.horizon": lambda v, c: [f"{ACTOR}.loss_scale_factor={v if v is not None else c.rollout.max_tokens}"],
+    "ppo.shuffle": lambda v, c: [f"{ACTOR}.shuffle={_v(v)}"],
     "optim.lr": lambda v, c: [f"{ACTOR}.optim.lr={v}"],
     "optim.weight_decay": lambda v, c: [f"{ACTOR}.optim.weight_decay={v}"],
     "optim.betas": lambda v, c: [f"{ACTOR}.optim.betas={_v(v)}"],
@@ -139,7 +138,7 @@ MAPPED: dict[str, Rule] = {
     "eval.top_p": lambda v, c: [f"{ROLLOUT}.val_kwargs.top_p={v}"],
 }
 # Values verl has only in one form: accepted when they are that form, named otherwise.
-ONLY = {"algorithm.ppo.policy_loss": "dual-clip", "model.lora.dropout": 0.0}
+ONLY = {"ppo.policy_loss": "dual-clip", "model.lora.dropout": 0.0}
 VANILLA = [f"{ACTOR}.policy_loss.loss_mode=vanilla"]  # verl's vanilla loss is PPO-clip with dual-clip (clip_ratio_c)
 
 CONSUMED = (
@@ -166,7 +165,7 @@ def _same(a: Any, b: Any) -> bool:
     return (list(a) if isinstance(a, (list, tuple)) else a) == (list(b) if isinstance(b, (list, tuple)) else b)
 
 
-def verl_overrides(cfg: TrainConfig, *, run_dir: Path) -> tuple[list[str], list[str]]:
+def verl_overrides(cfg: GRPOConfig, *, run_dir: Path) -> tuple[list[str], list[str]]:
     """``(overrides, unmapped)``: verl's Hydra overrides for ``cfg``, and one line per recipe key that is set
     away from proofrl's default and has no verl counterpart. Data and the resolved recipe are expected in
     ``run_dir`` (:func:`write_run_files`)."""
@@ -190,7 +189,7 @@ def verl_overrides(cfg: TrainConfig, *, run_dir: Path) -> tuple[list[str], list[
         if ec.enabled
         else []
     )
-    defaults = _leaves(TrainConfig().to_dict())
+    defaults = _leaves(GRPOConfig().to_dict())
     for key, value in _leaves(cfg.to_dict()).items():
         if key in MAPPED:
             out += MAPPED[key](value, cfg)
@@ -204,7 +203,7 @@ def verl_overrides(cfg: TrainConfig, *, run_dir: Path) -> tuple[list[str], list[
     return out, unmapped
 
 
-def write_run_files(cfg: TrainConfig, run_dir: Path) -> None:
+def write_run_files(cfg: GRPOConfig, run_dir: Path) -> None:
     """The resolved recipe (read by the reward function, the agent loop and the unlikeliness trainer) and verl's
     parquet files: one row per problem, the prompt as chat messages, the problem record in ``extra_info``."""
     import yaml

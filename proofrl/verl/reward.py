@@ -51,7 +51,7 @@ from proofrl.provers.base import Status, Verdict
 from proofrl.rewards.combine import RewardFn, Sample
 from proofrl.rewards.compose import RewardConfig, reward_config_from_dict
 from proofrl.rewards.format import FormatError, check_format
-from proofrl.schema import Section, one_of, validate
+from proofrl.schema import Config, one_of, validate
 from proofrl.verification import Verifier
 
 RAW = "raw"
@@ -68,7 +68,7 @@ def _formats() -> list[str]:
     return [RAW, *FORMATS]
 
 
-class JudgeSettings(Section):
+class JudgeConfig(Config):
     """``reward_kwargs``: how to judge. Left out, ``timeout``, ``workers``, ``server_url`` and ``api_key`` come
     from the recipe's ``verify:`` section, ``reward`` from its ``reward:`` section."""
 
@@ -93,7 +93,7 @@ class JudgeSettings(Section):
 class Judge:
     """Resolved settings: the prompt format, the recipe's reward, and where verdicts come from."""
 
-    def __init__(self, settings: JudgeSettings):
+    def __init__(self, settings: JudgeConfig):
         from proofrl.policy.prompts import get_format
         from proofrl.train.config import ErrorCorrectionConfig, load_recipe
 
@@ -189,7 +189,7 @@ def _broken(reason: str) -> dict[str, Any]:
 
 @lru_cache(maxsize=32)
 def _judge(key: str) -> Judge:
-    return Judge(validate(JudgeSettings, json.loads(key), "reward_kwargs"))
+    return Judge(validate(JudgeConfig, json.loads(key), "reward_kwargs"))
 
 
 def judge_for(kwargs: Mapping[str, Any]) -> Judge:
@@ -249,7 +249,7 @@ async def compute_score(
     """verl's reward function: the recipe's reward for ``solution_str`` on the problem in ``extra_info``.
 
     ``data_source`` and ``ground_truth`` are not used (the proof assistant is the ground truth). ``kwargs`` are
-    :class:`JudgeSettings` (``prompt_format``, ``recipe``, ``via``, …). Returns ``score`` and the keys of
+    :class:`JudgeConfig` (``prompt_format``, ``recipe``, ``via``, …). Returns ``score`` and the keys of
     :data:`EXTRA_KEYS`, the same for every sample."""
     return await judge_for(kwargs).score(extra_info, solution_str)
 
