@@ -117,7 +117,7 @@ def groups_for(tok: Any, rows: int, tokens: int, seed: int) -> list[Any]:
     from proofrl.policy.generation import Completion
     from proofrl.policy.prompts import get_format
     from proofrl.problems import Problem
-    from proofrl.rollout import Group, PromptItem
+    from proofrl.rollout.proofs import Group, PromptItem
 
     fmt, g = get_format("coq"), torch.Generator().manual_seed(seed)
     out = []

@@ -77,16 +77,15 @@ def main() -> None:
     from proofrl.data.assets import tactic_assets
     from proofrl.data.tactics import read_transitions
     from proofrl.eval.tactics import (
-        coq_pool,
         held_out_theorems,
         load_points,
         markdown_table,
         proving_rate,
-        state_points,
         tactic_metrics,
         write_report,
     )
     from proofrl.policy.model import load_policy
+    from proofrl.rollout.tactics import coq_pool, state_points
     from proofrl.train.dpo import human_tactics, offline_pairs, train_offline_dpo
     from proofrl.train.step_grpo import StepLevelTrainer, load_config
 

@@ -98,7 +98,7 @@ def test_the_correction_prompt_is_the_trainer_s_second_turn_with_coq_s_feedback(
     from proofrl.policy.tiny import train_tokenizer
     from proofrl.problems import Problem
     from proofrl.provers.base import Message, Position, Status, Verdict
-    from proofrl.rollout import first_turn
+    from proofrl.rollout.proofs import first_turn
     from proofrl.train.config import ErrorCorrectionConfig
     from proofrl.train.trainer import correction_item
 

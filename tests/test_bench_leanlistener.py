@@ -38,7 +38,7 @@ def test_online_against_offline_dpo_runs_at_smoke_size_on_the_same_states(tmp_pa
 
 
 def test_the_recorded_tactic_at_each_state_is_the_one_its_transition_names():
-    from proofrl.eval.tactics import state_points
+    from proofrl.rollout.tactics import state_points
     from proofrl.train.dpo import human_tactics
 
     def rec(theorem, step, tactic, statement="True"):

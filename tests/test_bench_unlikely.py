@@ -13,7 +13,7 @@ from proofrl.cli import app
 from proofrl.policy.generation import Completion
 from proofrl.problems import Problem
 from proofrl.provers.base import Status, Verdict
-from proofrl.rollout import Group, PromptItem
+from proofrl.rollout.proofs import Group, PromptItem
 
 INIT = [-1.0, -2.0, -3.0, -4.0]
 """π_0 log-probs of a group of 4: sample 0 the most likely"""

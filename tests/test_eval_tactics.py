@@ -10,8 +10,9 @@ import pytest
 from conftest import NAT
 from typer.testing import CliRunner
 
-from proofrl.eval.tactics import GroupRun, StatePoint, TacticRun, run_group, score_states, state_points, summarize
+from proofrl.eval.tactics import score_states, summarize
 from proofrl.provers.base import Theorem
+from proofrl.rollout.tactics import GroupRun, StatePoint, TacticRun, run_group, state_points
 from proofrl.train.step_grpo import step_rewards
 
 PLUS = Theorem("plus_0", "Theorem plus_0 : forall n : nat, n + 0 = n.", NAT)

@@ -46,7 +46,7 @@ def counting(calls: list[int], batches: list[int]):
 @pytest.mark.parametrize("overlap, calls, submits", [(True, [2, 2], 2), (False, [4], 1)])
 def test_each_schedule_generates_and_verifies_as_it_says(tiny, overlap, calls, submits):
     from proofrl.policy import SamplingConfig, get_format
-    from proofrl.rollout import first_turn, sample_and_verify
+    from proofrl.rollout.proofs import first_turn, sample_and_verify
 
     sizes: list[int] = []
     batches: list[int] = []

@@ -12,8 +12,8 @@ import torch
 from conftest import NAT
 from typer.testing import CliRunner
 
-from proofrl.eval.tactics import StatePoint, coq_pool
 from proofrl.provers.base import Theorem
+from proofrl.rollout.tactics import StatePoint, coq_pool
 from proofrl.train.step_grpo import StepLevelTrainer, group_ids, load_config, with_premises
 
 PLUS = Theorem("plus_0", "Theorem plus_0 : forall n : nat, n + 0 = n.", NAT)

@@ -16,7 +16,7 @@ from proofrl.policy import LoraConfig, build_tiny_model, load_policy
 from proofrl.policy.generation import Completion
 from proofrl.policy.prompts import get_format
 from proofrl.policy.tiny import sample_corpus
-from proofrl.rollout import Group, PromptItem
+from proofrl.rollout.proofs import Group, PromptItem
 from proofrl.train.config import load_recipe
 from proofrl.train.grpo import AGG_MODES, group_advantages_loop, ppo_clip_loss
 from proofrl.train.trainer import Trainer

@@ -163,7 +163,7 @@ def kimina_seed(run: ClaimRun) -> dict[str, dict[str, float]]:
     from ..policy.generation import HFGenerator, SamplingConfig
     from ..policy.prompts import get_format
     from ..progress import progress_bar
-    from ..rollout import first_turn, sample_and_verify
+    from ..rollout.proofs import first_turn, sample_and_verify
     from ..train.config import load_recipe
     from ..train.run import make_verifier
     from ..train.trainer import correction_item

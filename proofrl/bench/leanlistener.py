@@ -54,9 +54,9 @@ def step_grpo_proving(run: ClaimRun) -> Results:
     fresh ``coqc`` final check."""
     from ..data.tactics import read_transitions
     from ..demo.search import SearchPartSettings, engine_config
-    from ..eval.tactics import coq_pool, state_points
     from ..policy.model import load_policy
     from ..policy.tactic import HFTacticPolicy
+    from ..rollout.tactics import coq_pool, state_points
     from ..search.run import search_many
     from ..train.step_grpo import StepLevelTrainer
 
@@ -140,8 +140,8 @@ def step_grpo_vs_sft(run: ClaimRun) -> Results:
     of a fixed draw); the value is the share of the 8 that Coq accepts (its mean is Prec@8). Also writes
     ``tactics.json`` (:func:`sampled_validity`'s summary per arm)."""
     from ..data.tactics import read_transitions
-    from ..eval.tactics import coq_pool, state_points
     from ..policy.model import load_policy
+    from ..rollout.tactics import coq_pool, state_points
     from ..train.step_grpo import StepLevelTrainer
 
     s = step_level_settings(run)
@@ -217,8 +217,8 @@ def online_vs_offline_dpo(run: ClaimRun) -> Results:
     :func:`sampled_validity` at the same held-out states as ``leanlistener-prec8``. ``tactics.json`` holds each
     arm's samples summary and the budget (pairs per update, offline states judged)."""
     from ..data.tactics import read_transitions
-    from ..eval.tactics import coq_pool, state_points
     from ..policy.model import load_policy
+    from ..rollout.tactics import coq_pool, state_points
     from ..train.dpo import train_offline_dpo
     from ..train.step_grpo import StepLevelTrainer
 

@@ -33,8 +33,9 @@ def run_part(ctx: Any, settings: StepLevelDemo = StepLevelDemo()) -> dict[str, A
     ``training.png`` in ``ctx.out``."""
     from ..data.assets import tactic_assets
     from ..data.tactics import read_transitions
-    from ..eval.tactics import coq_pool, load_points, markdown_table, state_points, tactic_metrics, write_report
+    from ..eval.tactics import load_points, markdown_table, tactic_metrics, write_report
     from ..policy.model import load_policy
+    from ..rollout.tactics import coq_pool, state_points
     from ..train.step_grpo import StepLevelTrainer, load_config
 
     s = settings

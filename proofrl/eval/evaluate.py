@@ -26,7 +26,7 @@ from ..policy.logprobs import response_logprobs
 from ..policy.prompts import PromptFormat
 from ..problems import Problem
 from ..rewards.unlikeliness import sequence_logprob
-from ..rollout import Group, first_turn, sample_and_verify
+from ..rollout.proofs import Group, first_turn, sample_and_verify
 from ..verification import Verifier
 from .passk import pass_at_k_chunked, pass_at_k_unbiased
 from .uplift import UpliftRate, uplift_rate

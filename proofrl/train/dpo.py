@@ -167,7 +167,7 @@ def tactic_ids(tokenizer: Any, tactic: str) -> tuple[int, ...]:
 
 
 def human_tactics(records: Sequence[dict[str, Any]], points: Sequence[Any]) -> list[str]:
-    """The recorded (human) tactic at each state of ``points`` (:class:`~proofrl.eval.tactics.StatePoint`): the
+    """The recorded (human) tactic at each state of ``points`` (:class:`~proofrl.rollout.tactics.StatePoint`): the
     transition of the same theorem and statement whose step is the point's path length ("" where none is)."""
     at: dict[tuple[str, str, int], str] = {}
     for r in records:
@@ -191,8 +191,8 @@ def offline_pairs(
 ) -> list[Pair]:
     """The fixed offline data: ``k`` samples of ``model`` at each state of ``points`` judged once by the prover;
     pairs as in the module docstring (``human[i]``: the recorded tactic at ``points[i]``)."""
-    from ..eval.tactics import TacticSampler, run_groups, tactic_of
     from ..policy.generation import encode_prompts
+    from ..rollout.tactics import TacticSampler, run_groups, tactic_of
 
     rng = random.Random(seed)
     sampler = TacticSampler(model, tokenizer, seed=seed)

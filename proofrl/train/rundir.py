@@ -34,7 +34,6 @@ log = logging.getLogger(__name__)
 
 RESUMABLE = (
     "steps",
-    "rounds",
     "optim.epochs",
     "checkpoint_every",
     "keep_checkpoints",

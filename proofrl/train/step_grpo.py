@@ -11,7 +11,7 @@ One update (``steps`` of them; the paper: 10,000):
    copy of the policy, whose weights are refreshed from the trained ones every ``rollout.sync_every`` updates
    (paper: every 50).
 3. **Prover.** Every tactic of a group runs in the one prover session leased for its state
-   (:func:`proofrl.eval.tactics.run_group`: the state reached by replaying its path, a dead session re-reached the
+   (:func:`proofrl.rollout.tactics.run_group`: the state reached by replaying its path, a dead session re-reached the
    same way, loops stopped by ``verify.timeout``, forbidden tactics refused before the prover).
 4. **Reward.** r = softplus(G(s_t) − G(s_{t+1})) for a valid tactic, ``algorithm.failed_reward`` (0) otherwise
    (the ``subgoal`` step reward, :mod:`proofrl.rewards.subgoal`; any of ``STEP_REWARDS`` by name).
@@ -43,9 +43,9 @@ import torch
 from pydantic import Field
 
 from ..errors import ConfigError
-from ..eval.tactics import GroupRun, StatePoint, TacticSampler, run_groups, state_points, tactic_of
 from ..rewards import subgoal as _subgoal  # noqa: F401  (registers the ``subgoal`` step reward)
 from ..rewards.combine import STEP_REWARDS
+from ..rollout.tactics import GroupRun, StatePoint, TacticSampler, run_groups, state_points, tactic_of
 from .checkpoints import load_state, save_state, set_rng_state
 from .config import StepGRPOConfig
 from .grpo import informative_groups
@@ -460,9 +460,9 @@ def run(cfg: StepGRPOConfig, *, console: Any = None) -> StepLevelTrainer:
     ``out`` holds everything)."""
     from rich.console import Console
 
-    from ..eval.tactics import coq_pool
     from ..preflight import require_backend
     from ..progress import progress_bar
+    from ..rollout.tactics import coq_pool
 
     require_backend("coq")
     console = console or Console()

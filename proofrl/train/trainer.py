@@ -4,7 +4,7 @@ One step, as in DeepSeek-Prover-V1.5-RL, "Rewarding the Unlikely" (arXiv:2506.02
 
 1. draw ``problems_per_step`` problems (and, with error correction, second-turn prompts from the cache);
 2. sample G completions per prompt; extract proofs; verify them with the prover while the next chunk is
-   generated (:func:`proofrl.rollout.sample_and_verify`);
+   generated (:func:`proofrl.rollout.proofs.sample_and_verify`);
 3. R = verifier reward × format reward (when the recipe sets one); groups whose R are all equal are
    dropped before shaping (the paper's buffer rule);
 4. π_old log-probs are recomputed exactly right before the update (the official code does the same);
@@ -38,7 +38,7 @@ from ..policy.prompts import PromptFormat, get_format, render_messages
 from ..problems import Problem
 from ..provers.base import Verdict
 from ..rewards.compose import RewardConfig, base_rewards, reward_config_from_dict, shape_group
-from ..rollout import Group, PromptItem, RolloutTimings, first_turn, sample_and_verify
+from ..rollout.proofs import Group, PromptItem, RolloutTimings, first_turn, sample_and_verify
 from ..verification import Verifier
 from .checkpoints import load_state, save_state, set_rng_state
 from .config import ErrorCorrectionConfig, GRPOConfig

@@ -23,11 +23,11 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from .policy.generation import Completion, Generator, SamplingConfig
-from .policy.prompts import PromptFormat
-from .problems import Problem
-from .provers.base import Verdict
-from .verification import Verifier
+from ..policy.generation import Completion, Generator, SamplingConfig
+from ..policy.prompts import PromptFormat
+from ..problems import Problem
+from ..provers.base import Verdict
+from ..verification import Verifier
 
 
 @dataclass(frozen=True)
