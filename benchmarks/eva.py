@@ -61,12 +61,12 @@ def main() -> None:
     import torch
     from rich.console import Console
 
-    from proofrl.bench.eva_table4 import Table4Settings, table4
+    from proofrl.bench.eva_table4 import table4
     from proofrl.data.assets import built_settings, tactic_assets
-    from proofrl.data.eva_labels import LabelConfig, label_splits
+    from proofrl.data.eva_labels import label_splits
     from proofrl.eval.rm import markdown_table, plot_table
     from proofrl.policy.tactic import make_tactic_policy
-    from proofrl.train.eva import read_records
+    from proofrl.train.eva import load_config, read_records
 
     torch.set_num_threads(a.threads)
     console = Console()
@@ -87,7 +87,7 @@ def main() -> None:
                 "held-out": (assets.held_out_transitions, a.held_theorems),
             },
             policy=policy,
-            settings=LabelConfig(seed=a.seed),
+            seed=a.seed,
             console=console,
         )
     summary["labels"] = json.loads((labels / "summary.json").read_text())
@@ -101,14 +101,17 @@ def main() -> None:
             assets.model_dir,
             train,
             held,
-            Table4Settings(
-                alpha=a.alpha,
-                lr=a.lr,
-                batch=a.batch,
-                epochs=a.epochs,
-                lora=not a.no_lora,
-                seed=a.seed,
-                max_state_chars=a.max_state_chars,
+            load_config(
+                "eva",
+                [
+                    f"algorithm.alpha={a.alpha}",
+                    f"optim.lr={a.lr}",
+                    f"optim.batch={a.batch}",
+                    f"optim.epochs={a.epochs}",
+                    f"seed={a.seed}",
+                    f"data.max_state_chars={a.max_state_chars}",
+                    *(["model.lora=null"] if a.no_lora else []),
+                ],
             ),
             console=console,
             out=a.out,

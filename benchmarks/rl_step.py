@@ -35,17 +35,17 @@ from _bench import add_smoke, need_coq, ratio
 
 
 def taught_model(out: Path, epochs: int, size: str | None = None, limit: int | None = None) -> Path:
-    from proofrl.demo import DemoConfig, demo_problems
+    from proofrl.demo import demo_config, demo_problems
+    from proofrl.demo.whole_proof import MODEL, SFT_BATCH, SFT_LR
     from proofrl.policy.model import load_policy
     from proofrl.policy.prompts import get_format
     from proofrl.policy.sft import supervised_finetune
     from proofrl.policy.tiny import build_tiny_model
 
-    cfg = DemoConfig()
-    train, _ = demo_problems(cfg)
+    train, _ = demo_problems(demo_config())
     train = train[:limit]
     fmt = get_format("coq")
-    shape = dict(cfg.model)
+    shape = dict(MODEL)
     if size:
         shape["hidden"], shape["layers"] = (int(x) for x in size.split(":"))
     path = build_tiny_model(out / "tiny", [fmt.prompt(p) + fmt.completion(p, p.proof) for p in train], **shape)
@@ -55,8 +55,8 @@ def taught_model(out: Path, epochs: int, size: str | None = None, limit: int | N
         tok,
         [(fmt.prompt(p, tok), fmt.completion(p, p.proof)) for p in train],
         epochs=epochs,
-        lr=cfg.sft_lr,
-        batch=cfg.sft_batch,
+        lr=SFT_LR,
+        batch=SFT_BATCH,
         seed=0,
     )
     model.save_pretrained(out / "taught")

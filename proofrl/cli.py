@@ -249,23 +249,15 @@ def demo(
     """The whole system on a CPU, in parts that each run alone (--part): whole-proof GRPO with and without the
     unlikeliness reward, proof search, search-and-learn, step-level RL and the EVA reward model, each with a
     report and plots, judged by Coq."""
-    from .demo import DemoConfig, part_names, run_parts
+    from .demo import demo_config, part_names, run_parts
     from .preflight import require_backend
-    from .train.config import load_recipe
 
     names = part_names(part)  # an unknown part is one line now
     require_backend("coq")
-    load_recipe("demo", list(set_))  # a bad override is one line now, not a traceback after the teaching
+    overrides = [f"steps={rl_steps}", f"data.eval_limit={eval_problems}", *set_]
+    demo_config(overrides)  # a bad override is one line now, not a traceback after the teaching
     torch_threads(threads)
-    cfg = DemoConfig(
-        rl_steps=rl_steps,
-        eval_problems=eval_problems,
-        sft_epochs=sft_epochs,
-        workers=workers,
-        seed=seed,
-        overrides=tuple(set_),
-    )
-    run_parts(out, names, seed=seed, workers=workers, whole_proof=cfg)
+    run_parts(out, names, seed=seed, workers=workers, whole_proof={"overrides": overrides, "sft_epochs": sft_epochs})
 
 
 @app.command()

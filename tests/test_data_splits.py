@@ -99,7 +99,7 @@ def test_no_stdlib_set_holds_out_what_another_trains_on(stdlib) -> None:
     (a model taught on the demo's tactic assets and scored on ``coq-stdlib:held-out`` meets none it was taught)."""
     from proofrl.data.assets import AssetsConfig, asset_problems
     from proofrl.data.tactics import stdlib_tactic_problems
-    from proofrl.demo.whole_proof import DemoConfig, demo_problems
+    from proofrl.demo.whole_proof import demo_config, demo_problems
 
     def sides(problems: list[Problem]) -> tuple[set[str], set[str]]:
         return {p.key for p in problems if p.split == TRAIN}, {p.key for p in problems if p.split == HELD_OUT}
@@ -117,7 +117,7 @@ def test_no_stdlib_set_holds_out_what_another_trains_on(stdlib) -> None:
         "tactic transitions": sides(stdlib_tactic_problems()),
         "demo's tactic data": sides(stdlib_tactic_problems(max_proof_chars=demo.max_proof_chars)),
         "demo's tactic assets": tuple({p.key for p in ps} for ps in asset_problems(demo)),
-        "whole-proof demo": tuple({p.key for p in ps} for ps in demo_problems(DemoConfig())),
+        "whole-proof demo": tuple({p.key for p in ps} for ps in demo_problems(demo_config())),
     }
     assert all(train and held for train, held in sets.values())
     leaks = {

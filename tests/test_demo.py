@@ -7,14 +7,14 @@ import shutil
 
 import pytest
 
-from proofrl.demo.whole_proof import DemoConfig, demo_problems, run_demo
+from proofrl.demo.whole_proof import demo_config, demo_problems, run_demo
 
 needs_coq = pytest.mark.skipif(not shutil.which("coqidetop.opt"), reason="needs Coq")
 
 
 @needs_coq
 def test_held_out_theorems_come_from_modules_never_trained_on():
-    train, held = demo_problems(DemoConfig(eval_problems=20))
+    train, held = demo_problems(demo_config(["data.eval_limit=20"]))
     assert len(held) == 20 and len(train) > 200
     assert not {p.module for p in train} & {p.module for p in held}
     assert all(p.proof and len(p.proof) <= 60 for p in train)
@@ -23,22 +23,20 @@ def test_held_out_theorems_come_from_modules_never_trained_on():
 @needs_coq
 @pytest.mark.slow
 def test_demo_runs_end_to_end_and_reports(tmp_path):
-    cfg = DemoConfig(
-        out=tmp_path,
-        eval_problems=6,
-        sft_epochs=2,
-        rl_steps=1,
-        model={"hidden": 64, "layers": 1, "heads": 4, "vocab_size": 512},
-        overrides=(
+    cfg = demo_config(
+        [
+            f"out={tmp_path}",
+            "data.eval_limit=6",
+            "steps=1",
             "rollout.problems_per_step=4",
             "rollout.group_size=4",
             "eval.samples=8",
             "eval.ks=[1, 8]",
             "rollout.max_tokens=24",
             "eval.max_tokens=24",
-        ),
+        ]
     )
-    summary = run_demo(cfg)
+    summary = run_demo(cfg, sft_epochs=2, model={"hidden": 64, "layers": 1, "heads": 4, "vocab_size": 512})
     assert set(summary["eval"]) == {"SFT (before RL)", "after grpo", "after grpo-unlikeliness"}
     for ev in summary["eval"].values():
         assert ev["problems"] == 6 and ev["samples_per_problem"] == 8 and set(ev["pass_at"]) == {"1", "8"}
@@ -70,14 +68,14 @@ def test_demo_judges_with_the_recipes_verifier_and_its_timeout(monkeypatch, tmp_
     class Stop(Exception):
         pass
 
-    def stop(cfg):
+    def stop(cfg, **_):
         raise Stop
 
     real = run.make_verifier
     monkeypatch.setattr(run, "make_verifier", spy)
     monkeypatch.setattr(demo, "demo_problems", stop)
     with pytest.raises(Stop):
-        run_demo(DemoConfig(out=tmp_path, workers=1, overrides=overrides))
+        run_demo(demo_config([f"out={tmp_path}", "verify.workers=1", *overrides]))
     (verifier,) = made
     assert verifier.timeout == timeout and verifier.pool.config.timeout == timeout
     assert verifier.pool.config.workers == 1

@@ -17,7 +17,7 @@ ASSETS = dict(
     held_out_theorems=3,
     model={"hidden": 64, "layers": 1, "heads": 4, "vocab_size": 400},
 )
-SEARCH = dict(theorems=3, expansions=2, width=2, tactic_timeout=2.0)
+SEARCH = dict(expansions=2, width=2, tactic_timeout=2.0)
 
 
 def test_an_unknown_part_is_one_line_and_exit_2(tmp_path):
@@ -43,7 +43,8 @@ def test_the_search_part_runs_alone_through_the_cli(tmp_path, monkeypatch):
     from proofrl.provers.coq.prover import CoqConfig, coqc_check
 
     monkeypatch.setattr(assets, "SETTINGS", assets.AssetsConfig(**ASSETS))
-    monkeypatch.setattr(part, "SETTINGS", part.SearchPartSettings(**SEARCH))
+    monkeypatch.setattr(part, "THEOREMS", 3)
+    monkeypatch.setattr(part, "SETTINGS", part.equal_budget(**SEARCH))
     r = CliRunner().invoke(app, ["demo", "--part", "search", "--out", str(tmp_path), "--workers", "1"])
     assert r.exit_code == 0, r.output
     out = tmp_path / "search"

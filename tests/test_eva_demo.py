@@ -17,7 +17,7 @@ ASSETS = dict(
     held_out_theorems=3,
     model={"hidden": 64, "layers": 1, "heads": 4, "vocab_size": 400},
 )
-EVA = dict(train_theorems=2, held_out_theorems=2, search_expansions=0, epochs=1, max_new_tokens=16)
+EVA = ["data.limit=2", "data.eval_limit=2", "search=null", "optim.epochs=1", "eval.max_tokens=16"]
 
 
 @requires_coq
@@ -29,7 +29,7 @@ def test_the_eva_part_runs_alone_through_the_cli(tmp_path, monkeypatch):
     from proofrl.cli import app
 
     monkeypatch.setattr(assets, "SETTINGS", assets.AssetsConfig(**ASSETS))
-    monkeypatch.setattr(part, "SETTINGS", part.EvaPartSettings(**EVA))
+    monkeypatch.setattr(part, "SETTINGS", [*part.SETTINGS, *EVA])
     r = CliRunner().invoke(app, ["demo", "--part", "eva", "--out", str(tmp_path), "--workers", "1"])
     assert r.exit_code == 0, r.output
     out = tmp_path / "eva"

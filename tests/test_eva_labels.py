@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 from conftest import NAT, requires_coq
 
-from proofrl.data.eva_labels import Facts, LabelConfig, broken_step, label_theorem, scores_from_facts, write_labels
+from proofrl.data.eva_labels import Facts, broken_step, label_theorem, scores_from_facts, write_labels
 from proofrl.policy.tactic import Proposal
+from proofrl.search.config import load_search_config
 
 
 def test_the_score_table():
@@ -52,7 +53,14 @@ def _steps() -> list[dict]:
 
 @requires_coq
 def test_coq_labels_each_kind_of_proposal(coq, tmp_path):
-    s = LabelConfig(search_expansions=1, search_width=1)
+    s = load_search_config(
+        None,
+        "algorithm=best-first",
+        "best_first.width=1",
+        "best_first.max_expansions=1",
+        "best_first.seconds=30.0",
+        "best_first.tactic_timeout=5.0",
+    )
     recs = label_theorem(coq, _steps(), [0], ["reflexivity."], Scripted("now rewrite Nat.add_0_r."), s)
     by_kind = {r["kind"]: r for r in recs}
     assert set(by_kind) == {"human", "other", "ghost", "broken"}

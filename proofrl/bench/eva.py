@@ -14,26 +14,18 @@ EVA_SOURCE = (
 
 # -- EVA: E[R] over the anchor logits against the parsed text score and the value head --------------------------
 
-EVA_RANKING = {
-    "train_theorems": 24,
-    "held_out_theorems": 40,
-    "states_per_theorem": 2,
-    "search_expansions": 1,
-    "epochs": 3,
-    "lr": 2e-3,
-    "alpha": 0.5,
-    "batch": 8,
-    "max_state_chars": 300,
-    "max_new_tokens": 80,
-}
-"""the EVA demo's settings (:class:`proofrl.demo.eva.EvaPartSettings`) on 3× its train and 8× its held-out
-theorems: the proposals are labelled once (seed 0, the same for every seed); each seed trains the EVA model
-(L_SFT + α·L_EVA, LoRA) and the value-head RM on the train proposals"""
+EVA_RANKING = ["data.limit=24", "data.eval_limit=40"]
+"""the EVA demo's settings (:data:`proofrl.demo.eva.SETTINGS`, overrides of the ``eva`` recipe) on 3× its train
+and 8× its held-out theorems: the proposals are labelled once (seed 0, the same for every seed); each seed trains
+the EVA model (L_SFT + α·L_EVA, LoRA) and the value-head RM on the train proposals"""
 
 
-def eva_settings(run: ClaimRun) -> dict[str, Any]:
-    small = {"train_theorems": 2, "held_out_theorems": run.size, "states_per_theorem": 1, "epochs": 1}
-    return EVA_RANKING | (small if run.smoke else {"held_out_theorems": run.size})
+def eva_overrides(run: ClaimRun) -> list[str]:
+    """The ``eva`` recipe's overrides of this run: the demo's, :data:`EVA_RANKING`, this size, the run's seed."""
+    from ..demo.eva import SETTINGS
+
+    small = ["data.limit=2", "data.states_per_theorem=1", "optim.epochs=1"] if run.smoke else []
+    return [*SETTINGS, *EVA_RANKING, *small, f"data.eval_limit={run.size}", f"seed={run.seed}"]
 
 
 def per_state_accuracy(preds: list[dict[str, float]], records: list[Any], weights: Any = None) -> dict[str, float]:
@@ -63,15 +55,15 @@ def eva_ranking(run: ClaimRun) -> Results:
 
     import torch
 
-    from ..data.eva_labels import LabelConfig, label_splits
+    from ..data.eva_labels import STEP_TIMEOUT, label_splits
     from ..eval.rm import MIDDLE, prompt_of
     from ..policy.tactic import make_tactic_policy
     from ..rewards.eva import EvaScorer, parse_scores
-    from ..train.config import EvaConfig
-    from ..train.eva import build_examples, load_base, read_records, train_eva
+    from ..train.eva import build_examples, load_base, load_config, read_records, train_eva
     from .eva_table4 import RegressionHeadRM, train_value_head
 
-    s = eva_settings(run)
+    cfg = load_config("eva", eva_overrides(run))
+    max_state_chars = cfg.data.max_state_chars
     shared = run.shared_dir("eva")
     cached = shared / f"{run.seed_key}.json"
     if cached.is_file():
@@ -81,26 +73,29 @@ def eva_ranking(run: ClaimRun) -> Results:
         paths = {"train": labels / "train.jsonl", "held-out": labels / "held-out.jsonl"}
     else:
         policy = make_tactic_policy(run.assets.policy_spec, device="cpu", seed=0, max_tokens=64)
-        ls = LabelConfig(states_per_theorem=s["states_per_theorem"], search_expansions=s["search_expansions"], seed=0)
         paths, _ = label_splits(
             labels,
             {
-                "train": (run.assets.train_transitions, s["train_theorems"]),
-                "held-out": (run.assets.held_out_transitions, s["held_out_theorems"]),
+                "train": (run.assets.train_transitions, cfg.data.limit),
+                "held-out": (run.assets.held_out_transitions, cfg.data.eval_limit),
             },
             policy=policy,
-            settings=ls,
+            states_per_theorem=cfg.data.states_per_theorem,
+            search=cfg.search,
+            step_timeout=cfg.search.tactic_timeout if cfg.search is not None else STEP_TIMEOUT,
+            seed=0,
             workers=run.workers,
             console=run.console,
         )
     train, _ = read_records(paths["train"])
     held, _ = read_records(paths["held-out"])
     torch.manual_seed(run.seed)
-    m, tok = load_base(run.assets.model_dir, lora=EvaConfig().model.lora, device="cpu")
-    ex, _ = build_examples(train, tok, max_state_chars=s["max_state_chars"])
-    train_eva(m, tok, ex, alpha=s["alpha"], lr=s["lr"], batch=s["batch"], epochs=s["epochs"], seed=run.seed)
-    scorer = EvaScorer(m, tok, max_new_tokens=s["max_new_tokens"], max_state_chars=s["max_state_chars"])
-    prompts = [prompt_of(r, s["max_state_chars"]) for r in held]
+    m, tok = load_base(run.assets.model_dir, lora=cfg.model.lora, device="cpu")
+    ex, _ = build_examples(train, tok, max_state_chars=max_state_chars)
+    o = cfg.optim
+    train_eva(m, tok, ex, alpha=cfg.algorithm.alpha, lr=o.lr, batch=o.batch, epochs=o.epochs, seed=run.seed)
+    scorer = EvaScorer(m, tok, max_new_tokens=cfg.eval.max_tokens, max_state_chars=max_state_chars)
+    prompts = [prompt_of(r, max_state_chars) for r in held]
     outputs = scorer.generate(prompts)
     expected = [e for e, _ in scorer.read_expected(prompts, outputs)]
     text = [
@@ -108,9 +103,9 @@ def eva_ranking(run: ClaimRun) -> Results:
         for p in (parse_scores(o, scorer.dims) for o in outputs)
     ]
     torch.manual_seed(run.seed)
-    m, tok = load_base(run.assets.model_dir, lora=EvaConfig().model.lora, device="cpu")
-    vh = RegressionHeadRM(m, tok, dims=scorer.dims, max_state_chars=s["max_state_chars"])
-    train_value_head(vh, train, lr=s["lr"], batch=s["batch"], epochs=s["epochs"], seed=run.seed)
+    m, tok = load_base(run.assets.model_dir, lora=cfg.model.lora, device="cpu")
+    vh = RegressionHeadRM(m, tok, dims=scorer.dims, max_state_chars=max_state_chars)
+    train_value_head(vh, train, lr=o.lr, batch=o.batch, epochs=o.epochs, seed=run.seed)
     out: Results = {
         arm: per_state_accuracy(p, held, scorer.weights)
         for arm, p in (
@@ -137,7 +132,7 @@ CLAIMS: list[Claim] = [
         size=40,
         smoke_size=2,
         unit="states",
-        settings=dict(EVA_RANKING),
+        settings={"recipe": "eva", "overrides": EVA_RANKING},
     ),
     Claim(
         "eva-ranking-value-head",
@@ -151,6 +146,6 @@ CLAIMS: list[Claim] = [
         size=40,
         smoke_size=2,
         unit="states",
-        settings=dict(EVA_RANKING),
+        settings={"recipe": "eva", "overrides": EVA_RANKING},
     ),
 ]

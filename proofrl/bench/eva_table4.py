@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -110,42 +109,36 @@ def train_value_head(
 # -- Table 4 ----------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Table4Settings:
-    alpha: float = 0.5
-    tau: float = 1.0
-    lr: float = 2e-5
-    batch: int = 8
-    epochs: int = 3
-    lora: bool = True
-    seed: int = 0
-    max_new_tokens: int = 96
-    max_state_chars: int = 600
-    device: str | None = None
-
-
 def table4(
     base: str | Path,
     train: Sequence[Any],
     held_out: Sequence[Any],
-    settings: Table4Settings = Table4Settings(),
+    cfg: EvaConfig | None = None,
     *,
     console: Any = None,
     out: Path | None = None,
 ) -> dict[str, Any]:
     """The EVA paper's Table 4: train the SFT-only generative RM, the value-head RM and EVA from ``base`` on
-    ``train``; score them and the untrained base on ``held_out`` (:mod:`proofrl.eval.rm`). Returns ``{"rows": {name:
-    metrics}, "flags", "seconds", "index"}``; with ``out``, the EVA model is saved in ``out/eva-model``."""
+    ``train``; score them and the untrained base on ``held_out`` (:mod:`proofrl.eval.rm`). ``cfg`` is the ``eva``
+    recipe with overrides (None: the recipe; ``model.lora=null``: full fine-tuning); its ``algorithm.alpha``,
+    ``tau``, ``optim``, ``seed``, ``eval.max_tokens``, ``data.max_state_chars`` and ``model.lora``/``device`` are
+    read. Returns ``{"rows": {name: metrics}, "flags", "seconds", "index"}``; with ``out``, the EVA model is saved
+    in ``out/eva-model``."""
     from ..eval.rm import evaluate_generative, metrics
     from ..rewards.eva import EvaScorer
 
-    torch.manual_seed(settings.seed)
-    lora = EvaConfig().model.lora if settings.lora else None
+    if cfg is None:
+        from ..train.eva import load_config
+
+        cfg = load_config("eva")
+    seed, lora, device = cfg.seed, cfg.model.lora, cfg.model.device or None
+    max_state_chars, o = cfg.data.max_state_chars, cfg.optim
+    torch.manual_seed(seed)
     rows: dict[str, Any] = {}
     flags: dict[str, Any] = {}
     seconds: dict[str, float] = {}
     kw: dict[str, Any] = dict(
-        max_new_tokens=settings.max_new_tokens, max_state_chars=settings.max_state_chars, tau=settings.tau
+        max_new_tokens=cfg.eval.max_tokens, max_state_chars=max_state_chars, tau=cfg.algorithm.tau
     )
 
     def log(msg: str) -> None:
@@ -153,26 +146,26 @@ def table4(
             console.print(msg)
 
     t = time.perf_counter()
-    m, tok = load_base(base, lora=None, device=settings.device)
+    m, tok = load_base(base, lora=None, device=device)
     r = evaluate_generative(EvaScorer(m, tok, **kw), held_out)
     rows["zero-shot"], flags["zero-shot"] = r["eva"], r["flags"]
     seconds["zero-shot"] = time.perf_counter() - t
     index = None
-    for name, alpha in (("sft", 0.0), ("eva", settings.alpha)):
+    for name, alpha in (("sft", 0.0), ("eva", cfg.algorithm.alpha)):
         t = time.perf_counter()
-        m, tok = load_base(base, lora=lora, device=settings.device)
-        ex, rep = build_examples(train, tok, max_state_chars=settings.max_state_chars)
+        m, tok = load_base(base, lora=lora, device=device)
+        ex, rep = build_examples(train, tok, max_state_chars=max_state_chars)
         index = rep.to_json()
         train_eva(
             m,
             tok,
             ex,
             alpha=alpha,
-            tau=settings.tau,
-            lr=settings.lr,
-            batch=settings.batch,
-            epochs=settings.epochs,
-            seed=settings.seed,
+            tau=cfg.algorithm.tau,
+            lr=o.lr,
+            batch=o.batch,
+            epochs=o.epochs,
+            seed=seed,
             console=console,
         )
         r = evaluate_generative(EvaScorer(m, tok, **kw), held_out)
@@ -187,9 +180,9 @@ def table4(
         seconds[name] = time.perf_counter() - t
         log(f"{name}: trained and scored in {seconds[name]:.0f} s; flags {r['flags']}")
     t = time.perf_counter()
-    m, tok = load_base(base, lora=lora, device=settings.device)
-    vh = RegressionHeadRM(m, tok, max_state_chars=settings.max_state_chars)
-    train_value_head(vh, train, lr=settings.lr, batch=settings.batch, epochs=settings.epochs, seed=settings.seed)
+    m, tok = load_base(base, lora=lora, device=device)
+    vh = RegressionHeadRM(m, tok, max_state_chars=max_state_chars)
+    train_value_head(vh, train, lr=o.lr, batch=o.batch, epochs=o.epochs, seed=seed)
     rows["value-head"] = metrics(vh.predict(held_out), held_out)
     seconds["value-head"] = time.perf_counter() - t
     order = ["zero-shot", "sft-text", "sft-eR", "value-head", "eva-text", "eva"]
@@ -228,14 +221,20 @@ def cli_table4(
     if not tr:
         raise ConfigError(f"{train}: no usable EVA record")
     out.mkdir(parents=True, exist_ok=True)
-    res = table4(
-        base,
-        tr,
-        held,
-        Table4Settings(alpha=alpha, lr=lr, batch=batch, epochs=epochs, seed=seed, max_new_tokens=max_new_tokens),
-        console=console,
-        out=out,
+    from ..train.eva import load_config
+
+    cfg = load_config(
+        "eva",
+        [
+            f"algorithm.alpha={alpha}",
+            f"optim.lr={lr}",
+            f"optim.batch={batch}",
+            f"optim.epochs={epochs}",
+            f"seed={seed}",
+            f"eval.max_tokens={max_new_tokens}",
+        ],
     )
+    res = table4(base, tr, held, cfg, console=console, out=out)
     console.print(write_report(res, len(held), data, out, skipped))
     console.print(f"report: {out / 'report.md'}")
     return res

@@ -120,7 +120,9 @@ def _settings(run: ClaimRun) -> dict[str, Any]:
     return KIMINA | {"eval_problems": run.size} | (SMOKE if run.smoke else {})
 
 
-def _sft(run: ClaimRun, cfg: Any, fmt: Any, train: list[Any], shared: Path, console: Any) -> tuple[Path, Any]:
+def _sft(
+    run: ClaimRun, teach: dict[str, Any], fmt: Any, train: list[Any], shared: Path, console: Any
+) -> tuple[Path, Any]:
     """The SFT model in kimina's format, taught once per bench folder and size (the demo's teaching,
     :func:`proofrl.demo.whole_proof._teach`) and loaded by every later seed and claim."""
     import shutil
@@ -130,13 +132,13 @@ def _sft(run: ClaimRun, cfg: Any, fmt: Any, train: list[Any], shared: Path, cons
     from ..policy.model import load_policy
     from ..progress import progress_bar
 
-    final = shared / f"sft-e{cfg.sft_epochs}-b{cfg.sft_batch}-lr{cfg.sft_lr:g}{run.smoke_suffix}"
+    final = shared / f"sft-e{teach['epochs']}-b{teach['batch']}-lr{teach['lr']:g}{run.smoke_suffix}"
     if not (final / "sft-model" / "config.json").is_file():
         tmp = final.with_name(final.name + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         timings: dict[str, float] = {}
         _teach(
-            replace(cfg, out=tmp),
+            teach,
             fmt,
             train,
             tmp,
@@ -159,12 +161,13 @@ def kimina_seed(run: ClaimRun) -> dict[str, dict[str, float]]:
         return json.loads(cached.read_text())["arms"]
     from rich.console import Console
 
-    from ..demo.whole_proof import DemoConfig, _grpo_arm, demo_problems
+    from ..demo.whole_proof import MODEL, _grpo_arm, demo_config, demo_problems
     from ..policy.generation import HFGenerator, SamplingConfig
     from ..policy.prompts import get_format
     from ..progress import progress_bar
     from ..rollout.proofs import first_turn, sample_and_verify
-    from ..train.config import load_recipe
+    from ..schema import apply_overrides, validate
+    from ..train.config import GRPOConfig
     from ..train.run import make_verifier
     from ..train.trainer import correction_item
 
@@ -182,24 +185,28 @@ def kimina_seed(run: ClaimRun) -> dict[str, dict[str, float]]:
         f"rollout.error_correction.rate={s['error_correction_rate']}",
         f"rollout.error_correction.max_prompt_tokens={1024 - m}",  # the tiny model's 1024 positions
     )
-    cfg = DemoConfig(
-        out=shared / run.seed_key,
-        seed=0,  # the split, the held-out draw and the SFT model: the same for every seed
-        eval_problems=s["eval_problems"],
-        sft_epochs=s["sft_epochs"],
-        sft_lr=s["sft_lr"],
-        sft_batch=s["sft_batch"],
-        rl_steps=s["rl_steps"],
-        workers=run.workers,
-        overrides=overrides,
-        model=s.get("model", DemoConfig().model),
+    recipe = cfg = demo_config(
+        [
+            f"out={shared / run.seed_key}",
+            f"steps={s['rl_steps']}",
+            f"data.eval_limit={s['eval_problems']}",
+            f"verify.workers={run.workers}",
+            *overrides,
+        ]
     )
-    recipe = load_recipe("demo", [f"verify.workers={run.workers}", *overrides])
+    teach = {  # the split, the held-out draw and the SFT model: the same for every seed
+        "seed": 0,
+        "epochs": s["sft_epochs"],
+        "lr": s["sft_lr"],
+        "batch": s["sft_batch"],
+        "model": s.get("model", MODEL),
+        "sft_model": None,
+    }
     kimina_coq = get_format(recipe.rollout.prompt_format)
     fmt = ProofOnlyAnswer(**{f.name: getattr(kimina_coq, f.name) for f in fields(PromptFormat)})
-    train, held = demo_problems(cfg)
+    train, held = demo_problems(cfg, seed=0)
     shared.mkdir(parents=True, exist_ok=True)
-    sft_dir, tok = _sft(run, cfg, fmt, train, shared, console)
+    sft_dir, tok = _sft(run, teach, fmt, train, shared, console)
     verifier = make_verifier(recipe)
     k = s["samples"]
     seed = 1000 * run.seed + 7  # the same sampling seed for every arm of a seed
@@ -210,7 +217,7 @@ def kimina_seed(run: ClaimRun) -> dict[str, dict[str, float]]:
     diagnostics: dict[str, Any] = {}
     try:
         for name, fmt_reward in (("without format reward", "null"), ("with format reward", json.dumps(s["format"]))):
-            arm_cfg = replace(cfg, overrides=(*overrides, f"reward.format={fmt_reward}"))
+            arm_cfg = validate(GRPOConfig, apply_overrides(cfg.to_dict(), [f"reward.format={fmt_reward}"]))
             label = "grpo-format" if fmt_reward != "null" else "grpo"
             policy, rows = _grpo_arm(
                 arm_cfg,

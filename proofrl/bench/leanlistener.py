@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from .claim import Claim, ClaimRun, Results
-from .reap import SEARCH_BUDGET
+from .reap import SEARCH_BUDGET, search_budget
 
 LEANLISTENER_SOURCE = (
     "LeanListener's summary, tactic validity: ReProver (the SFT start) Prec@8 40.77, 0-precision "
@@ -53,7 +53,7 @@ def step_grpo_proving(run: ClaimRun) -> Results:
     budget (:data:`SEARCH_BUDGET`), policy seeded with ``run.seed``; the value is 1 when the proof passed the
     fresh ``coqc`` final check."""
     from ..data.tactics import read_transitions
-    from ..demo.search import SearchPartSettings, engine_config
+    from ..demo.search import engine_config
     from ..policy.model import load_policy
     from ..policy.tactic import HFTacticPolicy
     from ..rollout.tactics import coq_pool, state_points
@@ -62,9 +62,7 @@ def step_grpo_proving(run: ClaimRun) -> Results:
 
     s = step_level_settings(run)
     problems = run.assets.held_out_problems[: run.size]
-    budget = SearchPartSettings(
-        theorems=len(problems), **(SEARCH_BUDGET | ({"expansions": 2, "width": 2} if run.smoke else {}))
-    )
+    budget = search_budget(run)
     train = state_points(read_transitions(run.assets.train_transitions))
     model, tok = load_policy(run.assets.model_dir, device="cpu")
     out: Results = {}

@@ -19,18 +19,24 @@ SEARCH_BUDGET: dict[str, Any] = {"expansions": 16, "width": 8, "tactic_timeout":
 """both engines: 16 policy calls of 8 tactics per theorem, 2 s a tactic (the search demo's budget)"""
 
 
+def search_budget(run: ClaimRun) -> list[str]:
+    """:data:`SEARCH_BUDGET` (2 calls of 2 tactics at the smoke size) as overrides of the engines' search recipes
+    (:func:`proofrl.demo.search.equal_budget`)."""
+    from ..demo.search import equal_budget
+
+    return equal_budget(**(SEARCH_BUDGET | ({"expansions": 2, "width": 2} if run.smoke else {})))
+
+
 def mcts_vs_best_first(run: ClaimRun) -> Results:
     """Best-first (ReProver's cumulative log-prob priority) and reap's AND-OR MCTS search the same held-out
     theorems with the same tiny tactic model, each from a policy seeded with ``run.seed``; the value is 1 when
     the search's proof passed the fresh ``coqc`` final check, else 0."""
-    from ..demo.search import SearchPartSettings, engine_config
+    from ..demo.search import engine_config
     from ..policy.tactic import make_tactic_policy
     from ..search.run import search_many
 
     problems = run.assets.held_out_problems[: run.size]
-    settings = SearchPartSettings(
-        theorems=len(problems), **(SEARCH_BUDGET | ({"expansions": 2, "width": 2} if run.smoke else {}))
-    )
+    budget = search_budget(run)
     out: Results = {}
     for arm in ("best-first", "mcts"):
         policy = make_tactic_policy(run.assets.policy_spec, seed=run.seed, device="cpu")
@@ -39,7 +45,7 @@ def mcts_vs_best_first(run: ClaimRun) -> Results:
             policy,
             out_dir=run.out / arm,
             workers=run.workers,
-            config=engine_config(arm, settings),
+            config=engine_config(arm, budget),
             progress=False,
         )
         out[arm] = {r.name: float(r.status == "proved" and r.verdict is not None and r.verdict.valid) for r in results}

@@ -17,7 +17,7 @@ from typing import Any
 from .claim import Claim, ClaimRun, Results
 
 UNLIKELY = {"eval_problems": 48, "eval_samples": 32, "rl_steps": 12, "sft_epochs": 12}
-"""the whole-proof demo's run (:class:`proofrl.demo.whole_proof.DemoConfig` defaults, the ``demo`` recipe: the
+"""the whole-proof demo's run (:func:`proofrl.demo.whole_proof.demo_config`, the ``demo`` recipe: the
 unlikeliness recipe scaled down, 2 PPO epochs, β_KL 0.1): 48 held-out theorems, 32 samples each, 12 GRPO steps
 per arm"""
 
@@ -35,12 +35,24 @@ def _sizes(smoke: bool) -> dict[str, int]:
     return SMOKE if smoke else UNLIKELY
 
 
-def _demo_config(run: ClaimRun, out: Path, *, sft_model: Path | None, epochs: int | None = None) -> Any:
-    """The demo's settings for this bench run; ``epochs`` overrides the recipe's PPO epochs (then plain GRPO only)."""
-    from ..demo.whole_proof import DemoConfig
+def _demo_config(
+    run: ClaimRun, out: Path, *, sft_model: Path | None, epochs: int | None = None
+) -> tuple[Any, dict[str, Any]]:
+    """The demo's run for this bench run (:func:`proofrl.demo.whole_proof.demo_config`, seeded with the bench seed)
+    and :func:`~proofrl.demo.whole_proof.run_demo`'s keyword arguments (the split, held-out draw and SFT model:
+    the demo's seed 0); ``epochs`` overrides the recipe's PPO epochs (then plain GRPO only)."""
+    from ..demo.whole_proof import MODEL, demo_config
 
     s = _sizes(run.smoke)
-    overrides = [f"seed={run.seed}", f"eval.samples={s['eval_samples']}", f"eval.ks=[1, {s['eval_samples']}]"]
+    overrides = [
+        f"out={out}",
+        f"steps={s['rl_steps']}",
+        f"data.eval_limit={s['eval_problems']}",
+        f"verify.workers={run.workers}",
+        f"seed={run.seed}",
+        f"eval.samples={s['eval_samples']}",
+        f"eval.ks=[1, {s['eval_samples']}]",
+    ]
     if run.smoke:
         overrides += [
             "rollout.problems_per_step=2",
@@ -50,19 +62,14 @@ def _demo_config(run: ClaimRun, out: Path, *, sft_model: Path | None, epochs: in
         ]
     if epochs is not None:
         overrides.append(f"ppo.epochs={epochs}")
-    model = {"hidden": 64, "layers": 1, "heads": 4, "vocab_size": 512} if run.smoke else DemoConfig().model
-    return DemoConfig(
-        out=out,
-        seed=0,
-        eval_problems=s["eval_problems"],
-        sft_epochs=s["sft_epochs"],
-        rl_steps=s["rl_steps"],
-        workers=run.workers,
-        overrides=tuple(overrides),
-        model=model,
-        sft_model=sft_model,
-        variants=("grpo",) if epochs is not None else ("grpo", "grpo-unlikeliness"),
-    )
+    model = {"hidden": 64, "layers": 1, "heads": 4, "vocab_size": 512} if run.smoke else MODEL
+    return demo_config(overrides), {
+        "seed": 0,
+        "sft_epochs": s["sft_epochs"],
+        "model": model,
+        "sft_model": sft_model,
+        "variants": ("grpo",) if epochs is not None else ("grpo", "grpo-unlikeliness"),
+    }
 
 
 def _shared(run: ClaimRun) -> tuple[Path, str]:
@@ -86,7 +93,8 @@ def shared_demo(run: ClaimRun) -> Path:
     if (work / "summary.json").is_file():  # written last: the run finished
         return work
     sft = _sft_model(run)
-    run_demo(_demo_config(run, work, sft_model=sft if sft.is_dir() else None), console=run.console)
+    cfg, kw = _demo_config(run, work, sft_model=sft if sft.is_dir() else None)
+    run_demo(cfg, console=run.console, **kw)
     if not sft.is_dir():
         tmp = sft.with_name(sft.name + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)
@@ -167,7 +175,6 @@ def uplift_groups(run: ClaimRun, theorems: int) -> tuple[Any, Any, list[Any]]:
     from ..policy.generation import HFGenerator
     from ..policy.model import load_policy
     from ..policy.prompts import get_format
-    from ..train.config import load_recipe
     from ..train.run import make_verifier
 
     sft = _sft_model(run)
@@ -175,11 +182,10 @@ def uplift_groups(run: ClaimRun, theorems: int) -> tuple[Any, Any, list[Any]]:
     g = UPLIFT["group_size"] if not run.smoke else 4
     key = (_digest(sft), theorems, g, UPLIFT["seed"])
     if key not in _GROUPS:
-        cfg = _demo_config(run, run.out, sft_model=sft)
-        train, _ = demo_problems(cfg)
+        recipe, kw = _demo_config(run, run.out, sft_model=sft)
+        train, _ = demo_problems(recipe, seed=kw["seed"])
         pick = torch.randperm(len(train), generator=torch.Generator().manual_seed(UPLIFT["seed"]))[:theorems]
         problems = [train[i] for i in sorted(pick.tolist())]
-        recipe = load_recipe("demo", [f"verify.workers={run.workers}", *cfg.overrides])
         verifier = make_verifier(recipe)
         try:
             r = recipe.rollout
@@ -249,7 +255,8 @@ def ppo_epochs(run: ClaimRun) -> Results:
     work = shared_demo(run)
     one = work.with_name(work.name + "-ppo-epochs-1")
     if not (one / "summary.json").is_file():
-        run_demo(_demo_config(run, one, sft_model=_sft_model(run), epochs=1), console=run.console)
+        cfg, kw = _demo_config(run, one, sft_model=_sft_model(run), epochs=1)
+        run_demo(cfg, console=run.console, **kw)
     return {"1 epoch": pass_at_n(one / "samples-grpo.jsonl"), "2 epochs": pass_at_n(work / "samples-grpo.jsonl")}
 
 

@@ -59,6 +59,7 @@ from typing import Any
 from ..errors import ProofrlError
 from ..provers.backend import goal_count, state_text
 from ..provers.base import FailureKind, Theorem
+from ..search.config import BestFirstConfig, SearchConfig
 
 KINDS = ("human", "other", "ghost", "broken")
 
@@ -155,34 +156,27 @@ class _FromState:
         return getattr(self.prover, name)
 
 
-@dataclass(frozen=True)
-class LabelConfig:
-    states_per_theorem: int = 2
-    """states labelled per theorem (spread over its proof)"""
-    search_expansions: int = 2
-    """best-first expansions from an accepted step's state (0: only "no goals" counts as closing)"""
-    search_width: int = 4
-    step_timeout: float = 5.0
-    seed: int = 0
+STEP_TIMEOUT = 5.0
+"""seconds a proposal or a replayed human step may run"""
 
 
-def _closes(prover: Any, theorem: Theorem, state: Any, policy: Any, s: LabelConfig) -> bool:
+LABEL_SEARCH = SearchConfig(
+    algorithm="best-first",
+    best_first=BestFirstConfig(width=4, max_expansions=2, seconds=30.0, tactic_timeout=STEP_TIMEOUT),
+)
+"""the short best-first search from an accepted step's state (the ``eva`` recipe's ``search`` section)"""
+
+
+def _closes(prover: Any, theorem: Theorem, state: Any, policy: Any, search: SearchConfig | None) -> bool:
     if state.solved:
         from ..search.replay import final_verdict
 
         return final_verdict(prover, theorem, list(state.tactics), timeout=60.0).valid
-    if policy is None or s.search_expansions < 1:
+    if policy is None or search is None:
         return False
     from ..search.best_first import BestFirstSearch
-    from ..search.config import BestFirstConfig, SearchConfig
 
-    cfg = SearchConfig(
-        algorithm="best-first",
-        best_first=BestFirstConfig(
-            width=s.search_width, max_expansions=s.search_expansions, seconds=30.0, tactic_timeout=s.step_timeout
-        ),
-    )
-    r = BestFirstSearch(_FromState(prover, state), policy, cfg).run(theorem)
+    r = BestFirstSearch(_FromState(prover, state), policy, search).run(theorem)
     return r.status == "proved"  # the fresh-process final check of the whole proof said valid
 
 
@@ -192,13 +186,17 @@ def label_theorem(
     pick: Sequence[int],
     others: Sequence[str],
     policy: Any,
-    s: LabelConfig,
+    search: SearchConfig | None = None,
+    *,
+    step_timeout: float = STEP_TIMEOUT,
+    seed: int = 0,
 ) -> list[dict[str, Any]]:
-    """Replay one theorem's human steps; at each picked step, run the four proposals and label them."""
+    """Replay one theorem's human steps; at each picked step, run the four proposals and label them. ``search``
+    (with ``policy``) decides whether an accepted step's state still closes; None: only "no goals" closes."""
     first = steps[0]
     theorem = Theorem(first["theorem"], first["statement"], first["header"])
-    rng = random.Random(f"{s.seed}:{first['theorem']}")
-    state = prover.start(theorem, timeout=s.step_timeout)
+    rng = random.Random(f"{seed}:{first['theorem']}")
+    state = prover.start(theorem, timeout=step_timeout)
     out = []
     for i, t in enumerate(steps):
         if i in pick:
@@ -209,14 +207,14 @@ def label_theorem(
                 "broken": broken_step(t["tactic"]),
             }
             for kind, prop in proposals.items():
-                r = prover.step(state, prop, timeout=s.step_timeout)
+                r = prover.step(state, prop, timeout=step_timeout)
                 if r.ok and r.state is not None:
                     facts = Facts(
                         True,
                         goals_before=goal_count(state),
                         goals_after=goal_count(r.state),
                         same_state=r.state.fingerprint == state.fingerprint,
-                        closes=_closes(prover, theorem, r.state, policy, s),
+                        closes=_closes(prover, theorem, r.state, policy, search),
                     )
                 else:
                     if r.failure is not None and r.failure.kind is FailureKind.CRASH:
@@ -242,7 +240,7 @@ def label_theorem(
                         "step": t["step"],
                     }
                 )
-        r = prover.step(state, t["tactic"], timeout=s.step_timeout)
+        r = prover.step(state, t["tactic"], timeout=step_timeout)
         if not r.ok or r.state is None:
             break
         state = r.state
@@ -255,14 +253,19 @@ def build_labels(
     transitions: Sequence[dict[str, Any]],
     *,
     policy: Any = None,
-    settings: LabelConfig = LabelConfig(),
+    states_per_theorem: int = 2,
+    search: SearchConfig | None = LABEL_SEARCH,
+    step_timeout: float = STEP_TIMEOUT,
+    seed: int = 0,
     theorems: int | None = None,
     workers: int = 2,
     pool: Any = None,
     console: Any = None,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Label proposals at states of ``transitions`` (records of :mod:`proofrl.data.tactics`), at most
-    ``theorems`` theorems; returns the records and a summary (counts by kind, by Coq's answer, seconds).
+    ``theorems`` theorems, ``states_per_theorem`` states each (spread over its proof); ``search`` is the short
+    search from an accepted step's state (:func:`label_theorem`); returns the records and a summary (counts by
+    kind, by Coq's answer, seconds).
     A theorem whose replay fails is skipped and counted; it never stops the others."""
     from ..progress import progress_bar
     from ..provers.factory import make_pool
@@ -273,7 +276,7 @@ def build_labels(
     for t in transitions:
         by_thm[(t["module"], t["theorem"])].append(t)
     keys = list(by_thm)[:theorems] if theorems else list(by_thm)
-    rng = random.Random(settings.seed)
+    rng = random.Random(seed)
     jobs = []
     for key in keys:
         steps = sorted(by_thm[key], key=lambda t: t["step"])
@@ -282,7 +285,7 @@ def build_labels(
         cand = [i for i, t in enumerate(steps) if not t.get("structural")]
         if not cand:
             continue
-        pick = sorted(rng.sample(cand, min(settings.states_per_theorem, len(cand))))
+        pick = sorted(rng.sample(cand, min(states_per_theorem, len(cand))))
         # "another theorem's step": a non-structural human step of a different theorem
         others = [t["tactic"] for k2 in keys if k2 != key for t in by_thm[k2] if not t.get("structural")][:400]
         jobs.append((steps, pick, rng.sample(others, min(20, len(others)))))
@@ -303,7 +306,9 @@ def build_labels(
                 steps, pick, others = jobs[j]
                 try:
                     with pool.lease(steps[0]["header"]) as prover:
-                        records[j] = label_theorem(prover, steps, pick, others, policy, settings)
+                        records[j] = label_theorem(
+                            prover, steps, pick, others, policy, search, step_timeout=step_timeout, seed=seed
+                        )
                 except (ProofrlError, KeyError) as e:  # one theorem never sinks the batch
                     with lock:
                         failed[type(e).__name__] += 1
@@ -356,7 +361,10 @@ def label_splits(
     splits: Mapping[str, tuple[str | Path, int | None]],
     *,
     policy: Any = None,
-    settings: LabelConfig = LabelConfig(),
+    states_per_theorem: int = 2,
+    search: SearchConfig | None = LABEL_SEARCH,
+    step_timeout: float = STEP_TIMEOUT,
+    seed: int = 0,
     workers: int = 2,
     console: Any = None,
 ) -> tuple[dict[str, Path], dict[str, Any]]:
@@ -370,7 +378,10 @@ def label_splits(
             read_transitions(path),
             policy=policy,
             theorems=theorems,
-            settings=settings,
+            states_per_theorem=states_per_theorem,
+            search=search,
+            step_timeout=step_timeout,
+            seed=seed,
             workers=workers,
             console=console,
         )
@@ -379,11 +390,22 @@ def label_splits(
 
 
 def stdlib_labels(
-    out: Path, *, theorems: int, policy: str = "", seed: int = 0, workers: int = 2, console: Any = None
+    out: Path,
+    *,
+    theorems: int,
+    held_out_theorems: int | None = None,
+    policy: str = "",
+    states_per_theorem: int = 2,
+    search: SearchConfig | None = LABEL_SEARCH,
+    step_timeout: float = STEP_TIMEOUT,
+    seed: int = 0,
+    workers: int = 2,
+    console: Any = None,
 ) -> dict[str, Path]:
     """Build (once) a small prover-labelled set in ``out``: tactic transitions of the Coq stdlib's short proofs
-    (``out/transitions``), then :func:`label_splits` on its train and held-out splits, ``theorems`` each;
-    ``policy`` (``hf:DIR``) runs the short search that tells whether a proposal's state still closes."""
+    (``out/transitions``), then :func:`label_splits` on its train and held-out splits, ``theorems`` each
+    (``held_out_theorems`` on the held-out side when given); ``policy`` (``hf:DIR``) runs ``search``, the short
+    search that tells whether a proposal's state still closes."""
     paths = {"train": out / "train.jsonl", "held-out": out / "held-out.jsonl"}
     if all(p.is_file() for p in paths.values()):
         return paths
@@ -401,9 +423,15 @@ def stdlib_labels(
         pol = make_tactic_policy(policy, device="cpu", seed=seed, max_tokens=64)
     return label_splits(
         out,
-        {s: (trans / f"{s}.jsonl", theorems) for s in paths},
+        {
+            "train": (trans / "train.jsonl", theorems),
+            "held-out": (trans / "held-out.jsonl", held_out_theorems or theorems),
+        },
         policy=pol,
-        settings=LabelConfig(seed=seed),
+        states_per_theorem=states_per_theorem,
+        search=search,
+        step_timeout=step_timeout,
+        seed=seed,
         workers=workers,
         console=console,
     )[0]
@@ -428,11 +456,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ..policy.tactic import make_tactic_policy
 
         policy = make_tactic_policy(a.policy, device="cpu", seed=a.seed, max_tokens=64)
-    settings = LabelConfig(states_per_theorem=a.states_per_theorem, seed=a.seed)
     records, summary = [], {}
     for path in a.transitions:
         rs, s = build_labels(
-            read_transitions(path), policy=policy, settings=settings, theorems=a.theorems, workers=a.workers
+            read_transitions(path),
+            policy=policy,
+            states_per_theorem=a.states_per_theorem,
+            seed=a.seed,
+            theorems=a.theorems,
+            workers=a.workers,
         )
         records += rs
         summary[str(Path(path).name)] = s

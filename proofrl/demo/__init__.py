@@ -23,9 +23,9 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..registry import load_target
-from .whole_proof import DemoConfig, demo_problems, run_demo
+from .whole_proof import demo_config, demo_problems, run_demo
 
-__all__ = ["DEMO_PARTS", "DemoConfig", "DemoContext", "DemoPart", "demo_problems", "run_demo", "run_parts"]
+__all__ = ["DEMO_PARTS", "DemoContext", "DemoPart", "demo_config", "demo_problems", "run_demo", "run_parts"]
 
 
 @dataclass(frozen=True)
@@ -74,14 +74,15 @@ DEMO_PARTS: dict[str, DemoPart] = {
 @dataclass
 class DemoContext:
     """What every part gets: its own folder, the demo's root (shared assets live there), the seed, the
-    number of Coq processes, the console, and the whole-proof part's settings."""
+    number of Coq processes, the console, and the whole-proof part's settings: ``overrides`` of the ``demo``
+    recipe and :func:`~proofrl.demo.whole_proof.run_demo`'s keyword arguments (``sft_epochs``, …)."""
 
     root: Path
     part: str
     seed: int = 0
     workers: int = 2
     console: Any = None
-    whole_proof: DemoConfig = field(default_factory=DemoConfig)
+    whole_proof: dict[str, Any] = field(default_factory=dict)
 
     @property
     def out(self) -> Path:
@@ -106,7 +107,7 @@ def run_parts(
     *,
     seed: int = 0,
     workers: int = 2,
-    whole_proof: DemoConfig | None = None,
+    whole_proof: dict[str, Any] | None = None,
     console: Any = None,
 ) -> dict[str, Any]:
     """Run the chosen parts (all by default) in order; write ``root/report.md`` and ``root/summary.json``."""
@@ -130,7 +131,7 @@ def run_parts(
             seed=seed,
             workers=workers,
             console=console,
-            whole_proof=whole_proof or DemoConfig(seed=seed, workers=workers),
+            whole_proof=dict(whole_proof or {}),
         )
         t = time.perf_counter()
         summaries[name] = part.load()(ctx)

@@ -12,59 +12,62 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..data.assets import tactic_assets
 
+SETTINGS = [
+    "data.limit=8",
+    "data.eval_limit=5",
+    "data.states_per_theorem=2",
+    "search.best_first.max_expansions=1",
+    "optim.epochs=3",
+    "optim.lr=2.0e-3",
+    "algorithm.alpha=0.5",
+    "optim.batch=8",
+    "data.max_state_chars=300",
+    "eval.max_tokens=80",
+]
+"""overrides of the ``eva`` recipe that :func:`run_part` uses (a test may add smaller ones): ``data.limit``
+training and ``data.eval_limit`` held-out theorems labelled, one best-first expansion deciding "the proof then
+closes" for an accepted step, lr above the paper's 2e-5 (a 0.5 M-parameter model taught for a few dozen steps)"""
 
-@dataclass(frozen=True)
-class EvaPartSettings:
-    train_theorems: int = 8
-    held_out_theorems: int = 5
-    states_per_theorem: int = 2
-    search_expansions: int = 1
-    """best-first expansions deciding "the proof then closes" for an accepted step"""
-    epochs: int = 3
-    lr: float = 2e-3
-    """above the paper's 2e-5: a 0.5 M-parameter model taught for a few dozen steps"""
-    alpha: float = 0.5
-    batch: int = 8
-    max_state_chars: int = 300
-    max_new_tokens: int = 80
 
+def part_config(seed: int) -> Any:
+    """The part's :class:`~proofrl.train.config.EvaConfig`: the ``eva`` recipe with :data:`SETTINGS`."""
+    from ..train.eva import load_config
 
-SETTINGS = EvaPartSettings()
-"""what :func:`run_part` uses (a test may swap it for smaller ones)"""
+    return load_config("eva", [f"seed={seed}", *SETTINGS])
 
 
 def run_part(ctx: Any) -> dict[str, Any]:
     import torch
     from rich.console import Console
 
-    from ..data.eva_labels import LabelConfig, label_splits
+    from ..data.eva_labels import STEP_TIMEOUT, label_splits
     from ..eval.rm import evaluate_generative, markdown_table, plot_table
     from ..policy.tactic import make_tactic_policy
     from ..rewards.eva import EvaScorer
-    from ..train.config import EvaConfig
     from ..train.eva import build_examples, load_base, read_records, train_eva
 
-    s = SETTINGS
+    cfg = part_config(ctx.seed)
     console = ctx.console or Console()
     t0 = time.perf_counter()
     torch.manual_seed(ctx.seed)
     assets = tactic_assets(ctx.root, seed=ctx.seed, workers=ctx.workers, console=console)
     out = ctx.out
     policy = make_tactic_policy(assets.policy_spec, device="cpu", seed=ctx.seed, max_tokens=64)
-    ls = LabelConfig(states_per_theorem=s.states_per_theorem, search_expansions=s.search_expansions, seed=ctx.seed)
     paths, lab = label_splits(
         out / "labels",
         {
-            "train": (assets.train_transitions, s.train_theorems),
-            "held-out": (assets.held_out_transitions, s.held_out_theorems),
+            "train": (assets.train_transitions, cfg.data.limit),
+            "held-out": (assets.held_out_transitions, cfg.data.eval_limit),
         },
         policy=policy,
-        settings=ls,
+        states_per_theorem=cfg.data.states_per_theorem,
+        search=cfg.search,
+        step_timeout=cfg.search.tactic_timeout if cfg.search is not None else STEP_TIMEOUT,
+        seed=cfg.seed,
         workers=ctx.workers,
         console=console,
     )
@@ -73,20 +76,20 @@ def run_part(ctx: Any) -> dict[str, Any]:
     label_s = time.perf_counter() - t0
     console.print(f"labelled {len(train)} train and {len(held)} held-out proposals with Coq ({label_s:.0f} s)")
 
-    kw: dict[str, Any] = dict(max_new_tokens=s.max_new_tokens, max_state_chars=s.max_state_chars)
+    kw: dict[str, Any] = dict(max_new_tokens=cfg.eval.max_tokens, max_state_chars=cfg.data.max_state_chars)
     m, tok = load_base(assets.model_dir, lora=None, device="cpu")
     before = evaluate_generative(EvaScorer(m, tok, **kw), held)
-    m, tok = load_base(assets.model_dir, lora=EvaConfig().model.lora, device="cpu")
-    ex, rep = build_examples(train, tok, max_state_chars=s.max_state_chars)
+    m, tok = load_base(assets.model_dir, lora=cfg.model.lora, device="cpu")
+    ex, rep = build_examples(train, tok, max_state_chars=cfg.data.max_state_chars)
     t = time.perf_counter()
     hist = train_eva(
         m,
         tok,
         ex,
-        alpha=s.alpha,
-        lr=s.lr,
-        batch=s.batch,
-        epochs=s.epochs,
+        alpha=cfg.algorithm.alpha,
+        lr=cfg.optim.lr,
+        batch=cfg.optim.batch,
+        epochs=cfg.optim.epochs,
         seed=ctx.seed,
         console=console,
         on_epoch=lambda e, h: console.print(f"epoch {e + 1}: LM {h['lm']:.3f}, EVA MSE {h['eva_mse']:.3f}"),
@@ -98,7 +101,7 @@ def run_part(ctx: Any) -> dict[str, Any]:
     rows = {"zero-shot": before["eva"], "eva-text": after["text"], "eva": after["eva"]}
     plot_table(rows, out / "table.png")
     summary = {
-        "settings": asdict(s),
+        "settings": {"recipe": "eva", "overrides": list(SETTINGS), "config": cfg.to_dict()},
         "labels": lab,
         "index": rep.to_json(),
         "history": hist,
@@ -122,7 +125,7 @@ def run_part(ctx: Any) -> dict[str, Any]:
 
 
 def report(summary: dict[str, Any], rows: dict[str, Any], table: str) -> str:
-    s, lab = summary["settings"], summary["labels"]
+    s, lab = summary["settings"]["config"], summary["labels"]
     answers = {k: v["by_answer"] for k, v in lab.items()}
     ex = summary["examples"][0] if summary["examples"] else ""
     return "\n".join(
@@ -134,9 +137,9 @@ def report(summary: dict[str, Any], rows: dict[str, Any], table: str) -> str:
             "per state: the human step, another theorem's step, a lemma that does not exist, a syntax-broken step). "
             f"What Coq answered: {answers}.",
             "",
-            f"The reward model starts from the tiny tactic model and is trained {s['epochs']} epochs with L_SFT + "
-            f"{s['alpha']}·L_EVA, LoRA r=16, alpha=32 on every projection, lr {s['lr']:g} "
-            f"({summary['seconds']['training']} s). Exact score positions: {summary['index']}.",
+            f"The reward model starts from the tiny tactic model and is trained {s['optim']['epochs']} epochs with "
+            f"L_SFT + {s['algorithm']['alpha']}·L_EVA, LoRA r=16, alpha=32 on every projection, "
+            f"lr {s['optim']['lr']:g} ({summary['seconds']['training']} s). Exact score positions: {summary['index']}.",
             "",
             "Held-out proposals, greedy decoding (Pearson r on the combined score; ranking accuracy over pairs at the "
             "same state, a tie counting one half):",

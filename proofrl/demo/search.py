@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,38 +23,49 @@ ENGINES = {"best-first": "reprover", "mcts": "reap"}
 """engine → the recipe holding its published defaults (ReProver's cumulative log-prob, reap's PUCT constants)"""
 
 
-@dataclass(frozen=True)
-class SearchPartSettings:
-    theorems: int = 100
-    """held-out theorems searched by each engine"""
-    expansions: int = 16
-    """policy calls per theorem, both engines (best-first ``max_expansions`` = MCTS ``max_steps``)"""
-    width: int = 8
-    """tactics per policy call, both engines (best-first ``width`` = MCTS ``num_samples``)"""
-    tactic_timeout: float = 2.0
-    """seconds a tactic may run (most of the tiny model's tactics fail at once; a loop costs this)"""
+THEOREMS = 100
+"""held-out theorems searched by each engine (a test may lower it)"""
 
 
-SETTINGS = SearchPartSettings()
-"""what :func:`run_part` uses (a test swaps it for smaller ones)"""
+def equal_budget(expansions: int, width: int, tactic_timeout: float) -> list[str]:
+    """Overrides of both engines' search recipes giving them the same budget: ``expansions`` policy calls per
+    theorem (best-first ``max_expansions`` = MCTS ``max_steps``, no other limit), ``width`` tactics per call
+    (best-first ``width`` = MCTS ``num_samples``), ``tactic_timeout`` seconds a tactic."""
+    return [
+        f"best_first.max_expansions={expansions}",
+        "best_first.seconds=null",
+        f"best_first.width={width}",
+        f"best_first.tactic_timeout={tactic_timeout}",
+        f"mcts.max_steps={expansions}",
+        f"mcts.max_nodes={10**6}",
+        f"mcts.num_samples={width}",
+        f"mcts.tactic_timeout={tactic_timeout}",
+    ]
 
 
-def engine_config(engine: str, s: SearchPartSettings) -> Any:
+SETTINGS = equal_budget(expansions=16, width=8, tactic_timeout=2.0)
+"""overrides of both engines' recipes that :func:`run_part` uses (a test swaps them for smaller ones): 16 policy
+calls of 8 tactics per theorem; 2 s a tactic (most of the tiny model's tactics fail at once; a loop costs this)"""
+
+
+def engine_config(engine: str, overrides: list[str] | tuple[str, ...] = ()) -> Any:
+    """The engine's recipe (:data:`ENGINES`) with ``overrides`` (:func:`equal_budget`)."""
     from ..search.config import load_search_config
 
-    return load_search_config(
-        ENGINES[engine],
-        **{
-            "best_first.max_expansions": s.expansions,
-            "best_first.seconds": None,
-            "best_first.width": s.width,
-            "best_first.tactic_timeout": s.tactic_timeout,
-            "mcts.max_steps": s.expansions,
-            "mcts.max_nodes": 10**6,
-            "mcts.num_samples": s.width,
-            "mcts.tactic_timeout": s.tactic_timeout,
-        },
-    )
+    return load_search_config(ENGINES[engine], *overrides)
+
+
+def budget(configs: dict[str, Any]) -> dict[str, Any]:
+    """The budget both engines were given, read from their configs (one ConfigError line when they differ)."""
+    from ..errors import ConfigError
+
+    bf, mc = configs["best-first"].best_first, configs["mcts"].mcts
+    if (bf.max_expansions, bf.width, bf.tactic_timeout) != (mc.max_steps, mc.num_samples, mc.tactic_timeout):
+        raise ConfigError(
+            "the search part gives both engines one budget: best_first.max_expansions, width, tactic_timeout must "
+            "equal mcts.max_steps, num_samples, tactic_timeout"
+        )
+    return {"expansions": bf.max_expansions, "width": bf.width, "tactic_timeout": bf.tactic_timeout}
 
 
 def cpu_seconds() -> float:
@@ -77,20 +87,19 @@ def run_part(ctx: Any) -> dict[str, Any]:
     from ..policy.tactic import make_tactic_policy
     from ..search.run import search_many
 
-    s = SETTINGS
+    configs = {engine: engine_config(engine, SETTINGS) for engine in ENGINES}
+    s = {"theorems": THEOREMS, **budget(configs)}
     console = ctx.console or Console()
     t0 = time.perf_counter()
     assets = tactic_assets(ctx.root, seed=ctx.seed, workers=ctx.workers, console=console)
     assets_seconds = time.perf_counter() - t0  # building them (once, for every proof-state part), or loading
-    problems = assets.held_out_problems[: s.theorems]
+    problems = assets.held_out_problems[:THEOREMS]
     out: Path = ctx.out
     engines: dict[str, Any] = {}
     for engine in ENGINES:
         policy = make_tactic_policy(assets.policy_spec, seed=ctx.seed)  # the same sample stream for both engines
         t, cpu = time.perf_counter(), cpu_seconds()
-        results = search_many(
-            problems, policy, out_dir=out / engine, workers=ctx.workers, config=engine_config(engine, s)
-        )
+        results = search_many(problems, policy, out_dir=out / engine, workers=ctx.workers, config=configs[engine])
         seconds, cpu = time.perf_counter() - t, cpu_seconds() - cpu
         run = json.loads((out / engine / "summary.json").read_text())
         proved = [r for r in results if r.status == "proved"]
@@ -112,7 +121,7 @@ def run_part(ctx: Any) -> dict[str, Any]:
         console.print(f"{engine}: {len(proved)} of {len(results)} held-out theorems proved ({seconds:.0f} s)")
     plots = plot(engines, s, out)
     summary: dict[str, Any] = {
-        "settings": asdict(s),
+        "settings": s,
         "assets": {
             k: assets.build.get(k)
             for k in ("pairs", "teaching_seconds", "teaching_cpu_seconds", "stepping_seconds", "losses")
@@ -136,12 +145,12 @@ def view_pages(out: Path, engines: dict[str, Any]) -> dict[str, str]:
     return {engine: write_view(out / engine).relative_to(out).as_posix() for engine in engines}
 
 
-def plot(engines: dict[str, Any], s: SearchPartSettings, out: Path) -> list[Path]:
+def plot(engines: dict[str, Any], s: dict[str, Any], out: Path) -> list[Path]:
     from ..eval.evaluate import figure
 
     bars = out / "proved.png"
     with figure(
-        bars, "engine", "held-out theorems proved", f"{s.expansions} policy calls of {s.width} tactics each"
+        bars, "engine", "held-out theorems proved", f"{s['expansions']} policy calls of {s['width']} tactics each"
     ) as ax:
         names = list(engines)
         ax.bar(
@@ -159,7 +168,7 @@ def plot(engines: dict[str, Any], s: SearchPartSettings, out: Path) -> list[Path
                 va="bottom",
             )
     curve = out / "proved_vs_budget.png"
-    budgets = list(range(0, s.expansions + 1))
+    budgets = list(range(0, s["expansions"] + 1))
     with figure(curve, "budget: policy calls per theorem", "held-out theorems proved") as ax:
         for n, e in engines.items():
             ax.step(budgets, [sum(x <= b for x in e["expansions_to_proof"]) for b in budgets], where="post", label=n)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,50 +29,54 @@ from ..policy.prompts import PromptFormat, get_format
 from ..policy.sft import supervised_finetune
 from ..problems import Problem
 from ..progress import progress_bar
+from ..schema import apply_overrides, validate
 from ..train.config import GRPOConfig, load_recipe
 
+SETTINGS = ["out=runs/demo", "data.eval_limit=48"]
+"""what the demo adds to the ``demo`` recipe (the recipe's ``data.max_proof_chars`` 60: teach and train on theorems
+whose human proof is at most this long): its folder, and 48 held-out theorems evaluated before and after RL"""
 
-@dataclass(frozen=True)
-class DemoConfig:
-    out: Path = Path("runs/demo")
-    seed: int = 0
-    max_proof_chars: int = 60
-    """teach and train on theorems whose human proof (``Proof. … Qed.``) is at most this long"""
-    max_statement_chars: int = 240
-    held_out_fraction: float = 0.2
-    eval_problems: int = 48
-    """held-out theorems evaluated before and after RL"""
-    sft_epochs: int = 12
-    sft_lr: float = 1e-3
-    sft_batch: int = 32
-    rl_steps: int = 12
-    workers: int = 2
-    overrides: tuple[str, ...] = ()
-    """``key=value`` overrides of the ``demo`` recipe"""
-    model: dict[str, int] = field(default_factory=lambda: {"hidden": 128, "layers": 2, "heads": 4, "vocab_size": 1024})
-    sft_model: Path | None = None
-    """an SFT model taught before with these settings (an earlier run's ``sft-model``): loaded instead of teaching
-    again, so that several runs (the bench's seeds, its PPO-epochs arm) start from the same one"""
-    variants: tuple[str, ...] = ("grpo", "grpo-unlikeliness")
-    """the GRPO runs from the SFT model, names in :data:`VARIANTS`"""
-
+MAX_STATEMENT_CHARS = 240
+"""teach, train and evaluate on theorems whose statement is at most this long"""
+HELD_OUT_FRACTION = 0.2
+"""the share of modules held out (:func:`proofrl.data.splits.split_by_module`)"""
+SFT_EPOCHS = 12
+SFT_LR = 1e-3
+SFT_BATCH = 32
+"""supervised teaching of the tiny model on the training theorems' human proofs"""
+MODEL = {"hidden": 128, "layers": 2, "heads": 4, "vocab_size": 1024}
+"""the tiny model's shape (:func:`proofrl.policy.tiny.build_tiny_model`)"""
 
 VARIANTS = {"grpo": "null", "grpo-unlikeliness": "{beta_rank: 0.25, convention: paper, reduction: mean}"}
 """GRPO run name → its ``reward.unlikeliness`` (plain; β_rank 0.25 as in the paper)"""
 
 
-def demo_problems(cfg: DemoConfig) -> tuple[list[Problem], list[Problem]]:
-    """Training and held-out theorems with short human proofs, split by module."""
+def demo_config(overrides: Sequence[str] = ()) -> GRPOConfig:
+    """The demo's run: the ``demo`` recipe with :data:`SETTINGS`, then ``overrides`` (``steps=``, ``seed=``,
+    ``verify.workers=``, ``data.eval_limit=``, …); one ConfigError line on a mistake."""
+    return load_recipe("demo", [*SETTINGS, *overrides])
+
+
+def demo_problems(
+    cfg: GRPOConfig,
+    *,
+    seed: int | None = None,
+    held_out_fraction: float = HELD_OUT_FRACTION,
+    max_statement_chars: int = MAX_STATEMENT_CHARS,
+) -> tuple[list[Problem], list[Problem]]:
+    """Training and held-out theorems with short human proofs (``cfg.data.max_proof_chars``), split by module
+    with ``seed`` (None: ``cfg.seed``); ``cfg.data.eval_limit`` held-out ones drawn with that seed."""
     from ..data.splits import coq_stdlib_problems, split_by_module
 
+    seed = cfg.seed if seed is None else seed
     probs = [
         p
-        for p in coq_stdlib_problems(max_proof_chars=cfg.max_proof_chars)
-        if len(p.formal_statement) <= cfg.max_statement_chars and "Proof using" not in p.proof
+        for p in coq_stdlib_problems(max_proof_chars=cfg.data.max_proof_chars)
+        if len(p.formal_statement) <= max_statement_chars and "Proof using" not in p.proof
     ]
-    train, held = split_by_module(probs, held_out_fraction=cfg.held_out_fraction, seed=cfg.seed)
-    g = torch.Generator().manual_seed(cfg.seed)
-    pick = torch.randperm(len(held), generator=g)[: cfg.eval_problems].tolist()
+    train, held = split_by_module(probs, held_out_fraction=held_out_fraction, seed=seed)
+    g = torch.Generator().manual_seed(seed)
+    pick = torch.randperm(len(held), generator=g)[: cfg.data.eval_limit].tolist()
     return train, [held[i] for i in sorted(pick)]
 
 
@@ -83,28 +87,53 @@ def _plot_rewards(runs: dict[str, list[dict[str, float]]], path: Path) -> Path:
     return path
 
 
-def run_demo(cfg: DemoConfig, *, console: Any = None) -> dict[str, Any]:
-    """Run the demo; returns the summary written to ``out/summary.json``.
+def run_demo(
+    cfg: GRPOConfig,
+    *,
+    seed: int | None = None,
+    sft_epochs: int = SFT_EPOCHS,
+    sft_lr: float = SFT_LR,
+    sft_batch: int = SFT_BATCH,
+    model: dict[str, int] | None = None,
+    sft_model: Path | None = None,
+    variants: Sequence[str] = tuple(VARIANTS),
+    console: Any = None,
+) -> dict[str, Any]:
+    """Run the demo (``cfg``: :func:`demo_config`, the GRPO runs' settings, in ``cfg.out``); returns the summary
+    written to ``out/summary.json``.
+
+    ``seed`` (None: ``cfg.seed``) draws the split, the held-out theorems, the tiny model (``model``: its shape,
+    None: :data:`MODEL`), its supervised teaching (``sft_epochs``, ``sft_lr``, ``sft_batch``) and the evaluation's
+    samples; ``sft_model``, an SFT model taught before with these settings (an earlier run's ``sft-model``), is
+    loaded instead of teaching again, so that several runs (the bench's seeds, its PPO-epochs arm) start from the
+    same one; ``variants`` are the GRPO runs from the SFT model, names in :data:`VARIANTS`.
 
     Every judgement goes through one verifier built from the recipe's ``verify`` section (``make_verifier``, as
-    ``proofrl train`` does): its backend, ``cfg.workers`` processes and its one timeout (the demo recipe's 10 s,
-    or ``--set verify.timeout=…``); it owns its pool and is closed when the demo ends, whatever happens."""
+    ``proofrl train`` does): its backend, ``verify.workers`` processes and its one timeout (the demo recipe's 10 s,
+    or ``verify.timeout=…``); it owns its pool and is closed when the demo ends, whatever happens."""
     from ..train.run import make_verifier
 
-    unknown = sorted(set(cfg.variants) - VARIANTS.keys())
+    unknown = sorted(set(variants) - VARIANTS.keys())
     if unknown:
         raise ValueError(f"unknown GRPO variant(s) {', '.join(unknown)}: the variants are {', '.join(VARIANTS)}")
-    recipe = load_recipe(
-        "demo", [f"steps={cfg.rl_steps}", f"seed={cfg.seed}", f"verify.workers={cfg.workers}", *cfg.overrides]
-    )
-    verifier = make_verifier(recipe)
+    teach: dict[str, Any] = {
+        "seed": cfg.seed if seed is None else seed,
+        "epochs": sft_epochs,
+        "lr": sft_lr,
+        "batch": sft_batch,
+        "model": dict(MODEL if model is None else model),
+        "sft_model": sft_model,
+    }
+    verifier = make_verifier(cfg)
     try:
-        return _run_demo(cfg, recipe, verifier, console)
+        return _run_demo(cfg, teach, tuple(variants), verifier, console)
     finally:
         verifier.close()
 
 
-def _run_demo(cfg: DemoConfig, recipe: GRPOConfig, verifier: Any, console: Any) -> dict[str, Any]:
+def _run_demo(
+    cfg: GRPOConfig, teach: dict[str, Any], variants: tuple[str, ...], verifier: Any, console: Any
+) -> dict[str, Any]:
     from rich.console import Console
     from transformers.utils import logging as hf_logging
 
@@ -114,24 +143,25 @@ def _run_demo(cfg: DemoConfig, recipe: GRPOConfig, verifier: Any, console: Any) 
     console = console or Console()
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
-    torch.manual_seed(cfg.seed)
+    seed = teach["seed"]
+    torch.manual_seed(seed)
     t_start = time.perf_counter()
     timings: dict[str, float] = {}
-    fmt: PromptFormat = get_format(recipe.rollout.prompt_format)
+    fmt: PromptFormat = get_format(cfg.rollout.prompt_format)
 
     def progress() -> Any:
         return progress_bar(console=console, transient=True)
 
     # 1-3. data, the tiny model, supervised fine-tuning on the human proofs
     t = time.perf_counter()
-    train, held = demo_problems(cfg)
+    train, held = demo_problems(cfg, seed=seed)
     console.print(
         f"[bold]data[/]: {len(train)} training theorems, {len(held)} held-out theorems "
         f"(short stdlib proofs, split by module)"
     )
-    model, tok, sft_dir, losses = _teach(cfg, fmt, train, out, console, progress, timings, started=t)
+    model, tok, sft_dir, losses = _teach(teach, fmt, train, out, console, progress, timings, started=t)
 
-    ev = recipe.eval
+    ev = cfg.eval
     results: dict[str, EvalResult] = {}
     uplifts: dict[str, UpliftRate] = {}
     runs: dict[str, list[dict[str, float]]] = {}
@@ -150,7 +180,7 @@ def _run_demo(cfg: DemoConfig, recipe: GRPOConfig, verifier: Any, console: Any) 
                 temperature=ev.temperature,
                 top_p=ev.top_p,
                 max_tokens=ev.max_tokens,
-                seed=cfg.seed + 7,
+                seed=seed + 7,
                 tokenizer=tok,
                 label=label,
                 samples_path=out / f"samples-{label}.jsonl",
@@ -169,7 +199,7 @@ def _run_demo(cfg: DemoConfig, recipe: GRPOConfig, verifier: Any, console: Any) 
     timings["eval_before_s"] = time.perf_counter() - t
 
     # 5. GRPO, plain and with the unlikeliness reward, each from the SFT model
-    for name in cfg.variants:
+    for name in variants:
         t = time.perf_counter()
         policy, runs[name] = _grpo_arm(cfg, name, VARIANTS[name], sft_dir, tok, verifier, train, out, console, progress)
         timings[f"rl_{name}_s"] = time.perf_counter() - t
@@ -185,13 +215,20 @@ def _run_demo(cfg: DemoConfig, recipe: GRPOConfig, verifier: Any, console: Any) 
         "uplift": plot_uplift(uplifts, out / "uplift.png"),
     }
     summary = {
-        "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()},
+        "config": {
+            "recipe": "demo",
+            "run": cfg.to_dict(),
+            **{k: (str(v) if isinstance(v, Path) else v) for k, v in teach.items()},
+            "held_out_fraction": HELD_OUT_FRACTION,
+            "max_statement_chars": MAX_STATEMENT_CHARS,
+            "variants": list(variants),
+        },
         "problems": {"train": len(train), "held_out_evaluated": len(held)},
         "sft_loss": losses,
         "eval": {label: r.to_json() for label, r in results.items()},
         "uplift": {k: u.to_json() for k, u in uplifts.items()},
         "timings": timings,
-        "verify": {"backend": recipe.verify.backend, "workers": recipe.verify.workers, "timeout": verifier.timeout},
+        "verify": {"backend": cfg.verify.backend, "workers": cfg.verify.workers, "timeout": verifier.timeout},
         "plots": {k: str(p.name) for k, p in plots.items()},
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
@@ -203,7 +240,7 @@ def _run_demo(cfg: DemoConfig, recipe: GRPOConfig, verifier: Any, console: Any) 
 
 
 def _teach(
-    cfg: DemoConfig,
+    teach: dict[str, Any],
     fmt: PromptFormat,
     train: list[Any],
     out: Path,
@@ -213,35 +250,36 @@ def _teach(
     *,
     started: float,
 ) -> tuple[Any, Any, Path, list[float]]:
-    """The tiny model built on the training proofs' text, then supervised fine-tuning on them; the SFT model
+    """The tiny model built on the training proofs' text, then supervised fine-tuning on them (``teach``: ``seed``,
+    ``epochs``, ``lr``, ``batch``, ``model`` shape, ``sft_model``, as :func:`run_demo` takes them); the SFT model
     is saved in ``out/sft-model``. Returns the model, its tokenizer, that folder and the losses (none when
-    ``cfg.sft_model`` was loaded instead)."""
+    ``teach["sft_model"]`` was loaded instead)."""
     from ..policy.model import load_policy
     from ..policy.tiny import build_tiny_model
 
-    if cfg.sft_model is not None:
-        model, tok = load_policy(cfg.sft_model, device="cpu")
+    if teach.get("sft_model") is not None:
+        model, tok = load_policy(teach["sft_model"], device="cpu")
         timings["data_and_model_s"] = time.perf_counter() - started
-        console.print(f"[bold]SFT[/]: the model taught before, loaded from {cfg.sft_model}")
-        return model, tok, Path(cfg.sft_model), []
+        console.print(f"[bold]SFT[/]: the model taught before, loaded from {teach['sft_model']}")
+        return model, tok, Path(teach["sft_model"]), []
 
     corpus = [fmt.prompt(p) + fmt.completion(p, p.proof) for p in train]
-    model_dir = build_tiny_model(out / "tiny-model", corpus, seed=cfg.seed, **cfg.model)
+    model_dir = build_tiny_model(out / "tiny-model", corpus, seed=teach["seed"], **teach["model"])
     model, tok = load_policy(model_dir, device="cpu")
     timings["data_and_model_s"] = time.perf_counter() - started
 
     t = time.perf_counter()
     pairs = [(fmt.prompt(p, tok), fmt.completion(p, p.proof)) for p in train]
     with progress() as bar:
-        task = bar.add_task("teaching the tiny model (SFT)", total=cfg.sft_epochs)
+        task = bar.add_task("teaching the tiny model (SFT)", total=teach["epochs"])
         losses = supervised_finetune(
             model,
             tok,
             pairs,
-            epochs=cfg.sft_epochs,
-            lr=cfg.sft_lr,
-            batch=cfg.sft_batch,
-            seed=cfg.seed,
+            epochs=teach["epochs"],
+            lr=teach["lr"],
+            batch=teach["batch"],
+            seed=teach["seed"],
             on_epoch=lambda _epoch, _loss: bar.update(task, advance=1),
         )
     sft_dir = out / "sft-model"
@@ -249,13 +287,13 @@ def _teach(
     tok.save_pretrained(sft_dir)
     timings["sft_s"] = time.perf_counter() - t
     console.print(
-        f"[bold]SFT[/]: {cfg.sft_epochs} epochs on {len(pairs)} proofs, loss {losses[0]:.2f} → {losses[-1]:.2f}"
+        f"[bold]SFT[/]: {teach['epochs']} epochs on {len(pairs)} proofs, loss {losses[0]:.2f} → {losses[-1]:.2f}"
     )
     return model, tok, sft_dir, losses
 
 
 def _grpo_arm(
-    cfg: DemoConfig,
+    cfg: GRPOConfig,
     name: str,
     unlikely: str,
     sft_dir: Path,
@@ -266,22 +304,15 @@ def _grpo_arm(
     console: Any,
     progress: Any,
 ) -> tuple[Any, list[dict[str, float]]]:
-    """One GRPO run from the SFT model (``reward.unlikeliness`` = ``unlikely``) in ``out/name``; the trained
-    policy and its metrics rows."""
+    """One GRPO run (``cfg``) from the SFT model (``reward.unlikeliness`` = ``unlikely``) in ``out/name``; the
+    trained policy and its metrics rows."""
     from ..policy.generation import HFGenerator
     from ..policy.model import load_policy
     from ..train.trainer import Trainer
 
     policy, _ = load_policy(sft_dir, device="cpu")
-    rcfg: GRPOConfig = load_recipe(
-        "demo",
-        [
-            f"steps={cfg.rl_steps}",
-            f"seed={cfg.seed}",
-            f"out={out / name}",
-            *cfg.overrides,
-            f"reward.unlikeliness={unlikely}",
-        ],
+    rcfg = validate(
+        GRPOConfig, apply_overrides(cfg.to_dict(), [f"out={out / name}", f"reward.unlikeliness={unlikely}"])
     )
     gen = HFGenerator(policy, tok, batch_size=64)
     trainer = Trainer(rcfg, policy, tok, gen, verifier, train)
@@ -336,7 +367,8 @@ def _report(summary: dict[str, Any], results: dict[str, EvalResult], uplifts: di
 
 
 def run_part(ctx: Any) -> dict[str, Any]:
-    """The ``whole-proof`` part of ``proofrl demo`` (:mod:`proofrl.demo`): :func:`run_demo` into ``ctx.out``."""
-    from dataclasses import replace
-
-    return run_demo(replace(ctx.whole_proof, out=ctx.out, seed=ctx.seed, workers=ctx.workers), console=ctx.console)
+    """The ``whole-proof`` part of ``proofrl demo`` (:mod:`proofrl.demo`): :func:`run_demo` into ``ctx.out``, with
+    ``ctx.whole_proof`` (``overrides`` of the recipe, and :func:`run_demo`'s keyword arguments)."""
+    kw = dict(ctx.whole_proof)
+    overrides = [f"seed={ctx.seed}", f"verify.workers={ctx.workers}", *kw.pop("overrides", ()), f"out={ctx.out}"]
+    return run_demo(demo_config(overrides), seed=ctx.seed, console=ctx.console, **kw)

@@ -2,8 +2,9 @@
 
 A loop's config is :class:`RunConfig` (name, seed, out, steps, checkpoint cadence, loggers) plus the components it
 uses, all from this module: ``model``, ``data``, ``rollout``, ``verify``, ``reward``, ``algorithm``, ``ppo``,
-``optim``, ``eval``, and for search-and-learn ``search`` (the search engines' own :class:`SearchConfig`),
-``replay`` and ``serving``. A key means the same thing, with the same type and range, in every loop.
+``optim``, ``eval``, ``search`` (the search engines' own :class:`SearchConfig`: search-and-learn's, and EVA's
+labelling search), and for search-and-learn ``replay`` and ``serving``. A key means the same thing, with the
+same type and range, in every loop.
 
 A component holds every setting any loop reads from it, and each loop names the fields it reads
 (:attr:`RunConfig.READS`): a key a loop does not read is an error naming the keys it does, so a typo, or a key
@@ -22,7 +23,7 @@ loop (``loop:``)       schema                    reads
 ``expert-iteration``   :class:`ExpertIterationConfig`  model, data, search, rollout, replay, verify, algorithm,
                                                  optim, eval, serving
 ``step-grpo``          :class:`StepGRPOConfig`   model, data, rollout, verify, algorithm, ppo, optim, eval
-``eva``                :class:`EvaConfig`        model, data, algorithm, optim, eval
+``eva``                :class:`EvaConfig`        model, data, search, algorithm, optim, eval
 =====================  ========================  ===================================================
 """
 
@@ -39,7 +40,7 @@ from ..errors import ConfigError
 from ..policy.model import LoraConfig
 from ..rewards.compose import RewardConfig
 from ..schema import Config, one_of
-from ..search.config import MCTSConfig, SearchConfig
+from ..search.config import BestFirstConfig, MCTSConfig, SearchConfig
 from .grpo import ADV_ESTIMATORS, PPOConfig
 from .recipes import LOOPS, RECIPES_DIR, apply_overrides, recipe_names  # noqa: F401  (re-exported)
 from .tracking import DEFAULT_LOGGERS, LOGGERS
@@ -149,6 +150,8 @@ class DataConfig(Config):
     """where the Coq standard library's tactic data and tiny tactic model are built or found (empty: the run folder)"""
     transitions: str = ""
     """search-and-learn: human-proof transitions JSONL, given with ``train`` and ``eval`` instead of the assets"""
+    states_per_theorem: PositiveInt = 2
+    """EVA: states labelled per theorem (spread over its proof) when the prover-labelled set is built here"""
 
 
 class ErrorCorrectionConfig(Config):
@@ -523,7 +526,7 @@ class EvaConfig(RunConfig):
     READS: ClassVar[dict[str, tuple[str, ...]]] = {
         "": ("name", "seed", "out", "logger"),
         "model": ("path", "lora", "device"),
-        "data": ("train", "eval", "limit", "max_state_chars", "max_tokens"),
+        "data": ("train", "eval", "limit", "eval_limit", "max_state_chars", "max_tokens", "states_per_theorem"),
         "algorithm": ("alpha", "tau", "dims", "weights"),
         "optim": ("lr", "batch", "epochs", "weight_decay"),
         "eval": ("max_tokens",),
@@ -535,13 +538,29 @@ class EvaConfig(RunConfig):
     model: ModelConfig = Field(default_factory=lambda: ModelConfig(lora=LoraConfig(target_modules=EVA_LORA_TARGETS)))
     """LoRA on every projection (the paper: attention and MLP)"""
     data: DataConfig = Field(default_factory=lambda: DataConfig(limit=24, max_state_chars=600))
-    """``limit``: theorems labelled per split when the prover-labelled set is built here"""
+    """``limit``: theorems labelled per split when the prover-labelled set is built here (``eval_limit``: on the
+    held-out side, when given)"""
+    search: SearchConfig | None = Field(
+        default_factory=lambda: SearchConfig(
+            algorithm="best-first",
+            best_first=BestFirstConfig(width=4, max_expansions=2, seconds=30.0, tactic_timeout=5.0),
+        )
+    )
+    """the short search (with ``policy``) from an accepted proposal's state that tells whether the proof then
+    closes, when the prover-labelled set is built here; its tactic timeout is every labelling step's; null: only a
+    state with no goals closes"""
     algorithm: AlgorithmConfig = Field(default_factory=AlgorithmConfig)
     optim: OptimConfig = Field(default_factory=lambda: OptimConfig(lr=2e-5, batch=8, epochs=3, weight_decay=0.01))
     eval: EvalConfig = Field(default_factory=lambda: EvalConfig(max_tokens=96))
     policy: str = ""
     """a tactic policy (``hf:DIR``) saved with the model: the proposals EVA judges as a search value
     (``--value eva:OUT``), and the short search of the prover-labelled set"""
+
+    @model_validator(mode="after")
+    def _best_first_labelling(self) -> EvaConfig:
+        if self.search is not None and self.search.algorithm != "best-first":
+            raise ConfigError(f"search.algorithm: the labelling search is best-first, got {self.search.algorithm!r}")
+        return self
 
 
 def load_recipe(recipe: str | Path | None = None, overrides: Sequence[str] = ()) -> GRPOConfig:

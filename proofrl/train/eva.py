@@ -356,7 +356,7 @@ def _train_and_score(
         from ..preflight import require_backend
 
         require_backend("coq")
-        from ..data.eva_labels import stdlib_labels
+        from ..data.eva_labels import STEP_TIMEOUT, stdlib_labels
 
         if cfg.data.limit is None:
             raise ConfigError(
@@ -364,7 +364,15 @@ def _train_and_score(
             )
 
         paths = stdlib_labels(
-            out / "labels", theorems=cfg.data.limit, policy=cfg.policy, seed=cfg.seed, console=console
+            out / "labels",
+            theorems=cfg.data.limit,
+            held_out_theorems=cfg.data.eval_limit,
+            policy=cfg.policy,
+            states_per_theorem=cfg.data.states_per_theorem,
+            search=cfg.search,
+            step_timeout=cfg.search.tactic_timeout if cfg.search is not None else STEP_TIMEOUT,
+            seed=cfg.seed,
+            console=console,
         )
         train_path, eval_path = str(paths["train"]), eval_path or str(paths["held-out"])
     records, skipped = read_records(train_path, cfg.algorithm.dims)
