@@ -280,7 +280,7 @@ class VLLMGenerator:
             ) from e
         self._vllm = vllm
         kw = {"model": str(path), "dtype": dtype, "gpu_memory_utilization": gpu_memory_utilization, **engine_kwargs}
-        if _vllm_on_cpu() and "enable_chunked_prefill" not in engine_kwargs:
+        if vllm_on_cpu() and "enable_chunked_prefill" not in engine_kwargs:
             # vLLM's CPU build (0.31, 0.32) fails a step where a seeded request's prompt was only partly prefilled
             # ("CPU Generator does not use offset"): it rewinds the request's generator, which CPU generators
             # cannot do. Whole prompts only, then.
@@ -364,7 +364,7 @@ class VLLMGenerator:
         self.llm.apply_model(functools.partial(_load_into_model, weights=weights))  # pickled to each worker
 
 
-def _vllm_on_cpu() -> bool:
+def vllm_on_cpu() -> bool:
     try:
         from vllm.platforms import current_platform
     except ImportError:

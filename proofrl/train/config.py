@@ -38,6 +38,7 @@ __all__ = [
     "PPOSection",
     "RolloutConfig",
     "TrainConfig",
+    "VLLMRolloutConfig",
     "VerifyConfig",
     "load_recipe",
     "recipe_names",
@@ -110,6 +111,19 @@ class ErrorCorrectionConfig(Section):
     max_errors: PositiveInt = 3
 
 
+class VLLMRolloutConfig(Section):
+    """The in-process vLLM engine of ``rollout.generator: vllm``. It is built from ``model.path`` in the dtype the
+    update computes in (``model.dtype``: fp32 on a CPU) and takes the trained weights after every update."""
+
+    gpu_memory_utilization: Annotated[float, Field(gt=0.0, le=1.0)] = 0.5
+    """the share of the accelerator's memory the engine takes for its weights and KV cache (vLLM's own knob)"""
+    kv_cache_gib: Annotated[float, Field(gt=0.0)] | None = None
+    """a KV cache of this many GiB instead of the share above; unset: the share on an accelerator, 1 GiB on vLLM's
+    CPU build (whose share is of RAM, less all this process holds, the trainer's model and Coq's pool included)"""
+    enforce_eager: bool = False
+    """no torch.compile or CUDA graphs: the engine starts in seconds rather than minutes, then samples slower"""
+
+
 class RolloutConfig(Section):
     generator: Annotated[str, one_of(_generators)] = "hf"
     """hf | vllm | openai (:data:`proofrl.policy.generation.GENERATORS`)"""
@@ -134,6 +148,8 @@ class RolloutConfig(Section):
     """``hf``: sequences (prompts × G) per ``model.generate`` call. Its own knob: the batch changes the sampled
     rollouts (padding and the RNG stream), so the training-side ``micro_batch`` must not set it"""
     error_correction: ErrorCorrectionConfig = Field(default_factory=ErrorCorrectionConfig)
+    vllm: VLLMRolloutConfig = Field(default_factory=VLLMRolloutConfig)
+    """``generator: vllm``: the engine's memory and compilation"""
 
     @model_validator(mode="after")
     def _openai_needs_url(self) -> RolloutConfig:
