@@ -62,6 +62,17 @@ def test_an_engine_in_another_process_without_the_push_permission_is_one_line(in
     assert "VLLM_ALLOW_INSECURE_SERIALIZATION=1" in str(e.value) and "\n" not in str(e.value)
 
 
+def test_a_model_the_cpu_build_cannot_run_is_one_line(inputs, tmp_path):
+    """Heads of 16 (the demo's tactic model's shape): vLLM would load it and fail at its first step in a worker."""
+    from proofrl.policy.tiny import build_tiny_model, sample_corpus
+
+    path = build_tiny_model(tmp_path, sample_corpus(), vocab_size=300, hidden=64, heads=4)
+    cfg = load_recipe("demo", [*SMALL, f"model.path={path}", f"data.train={inputs[1]}"])
+    with pytest.raises(ConfigError) as e:
+        run.rollout_generator(cfg, *load_policy(path))
+    assert "attention heads of size 16" in str(e.value) and "\n" not in str(e.value)
+
+
 @pytest.fixture(scope="module")
 def trained(inputs, tmp_path_factory):
     """Two GRPO steps of the loop with vLLM rollouts (the engine's and the trainer's effects on this process given
