@@ -31,8 +31,9 @@ def problems() -> list[Problem]:
     ]
 
 
-def build_taught_model(out: Path, *, epochs: int = 30, seed: int = 0) -> Path:
-    """Build the tiny model and teach it the proofs above; returns the model directory."""
+def build_taught_model(out: Path, *, epochs: int = 30, seed: int = 0, heads: int = 4) -> Path:
+    """Build the tiny model (hidden size 64, ``heads`` attention heads) and teach it the proofs above; returns the
+    model directory. vLLM's CPU attention takes head sizes 32, 64, 80, ... only: ``heads=2`` for an engine."""
     import torch
 
     from proofrl.policy.model import load_policy
@@ -42,7 +43,7 @@ def build_taught_model(out: Path, *, epochs: int = 30, seed: int = 0) -> Path:
     fmt = get_format("coq")
     probs = problems()
     corpus = [fmt.prompt(p) + fmt.completion(p, p.proof) for p in probs] * 4
-    path = build_tiny_model(out / "tiny", corpus, vocab_size=512, hidden=64, layers=2, heads=4, seed=seed)
+    path = build_tiny_model(out / "tiny", corpus, vocab_size=512, hidden=64, layers=2, heads=heads, seed=seed)
     model, tok = load_policy(path, device="cpu")
     torch.manual_seed(seed)
     pairs = [(fmt.prompt(p, tok), fmt.completion(p, p.proof)) for p in probs]

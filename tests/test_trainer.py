@@ -34,7 +34,7 @@ SMALL = [
     "rollout.chunk_prompts=2",
     "optim.lr=1e-3",
     "checkpoint_every=1",
-    "micro_batch=32",
+    "optim.micro_batch=32",
     "verify.timeout=10",
 ]
 

@@ -30,7 +30,7 @@ BASE = [
     "ppo.max_grad_norm=null",
     "ppo.skip_grad_norm=null",
     "optim.weight_decay=0.0",
-    "micro_batch=3",
+    "optim.micro_batch=3",
 ]
 
 
@@ -191,7 +191,7 @@ def test_micro_batch_of_one_row_equals_the_whole_mini_batch(tiny, tmp_path, agg_
         tr = make_trainer(
             tiny,
             tmp_path / str(micro),
-            [f"ppo.agg_mode={agg_mode}", f"micro_batch={micro}", "ppo.epochs=2"],
+            [f"ppo.agg_mode={agg_mode}", f"optim.micro_batch={micro}", "ppo.epochs=2"],
             lr=0.5,
         )
         tr.update(make_groups(tr.tokenizer))

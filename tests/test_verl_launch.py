@@ -77,6 +77,17 @@ def test_keys_without_a_verl_counterpart_are_named() -> None:
     assert lines[-1] == "trainer.n_gpus_per_node=4"  # --set verl.KEY passes through, last so it wins
     code, _, err = _dry("--recipe", "kimina")
     assert "not applied: rollout.error_correction.rate=0.5" in err  # the agent loop has no cache to mix from
+    engine = [
+        "rollout.gpu_memory_utilization=0.3",
+        "rollout.enforce_eager=true",
+        "rollout.kv_cache_gib=2",
+    ]
+    code, out, err = _dry("--recipe", "kimina", *(a for s in engine for a in ("--set", s)))
+    assert {
+        "actor_rollout_ref.rollout.gpu_memory_utilization=0.3",
+        "actor_rollout_ref.rollout.enforce_eager=true",
+    } <= set(out.splitlines())
+    assert "not applied: rollout.kv_cache_gib=2.0" in err  # verl sizes its KV cache by the share alone
 
 
 def test_an_unknown_key_is_one_line() -> None:

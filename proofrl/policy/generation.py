@@ -280,7 +280,9 @@ class VLLMGenerator:
             ) from e
         self._vllm = vllm
         kw = {"model": str(path), "dtype": dtype, "gpu_memory_utilization": gpu_memory_utilization, **engine_kwargs}
-        if _vllm_on_cpu() and "enable_chunked_prefill" not in engine_kwargs:
+        if vllm_on_cpu() and (why := _cpu_head_size_refused(path)):
+            raise ConfigError(why)  # vLLM would load the model and fail at its first step, deep in a worker
+        if vllm_on_cpu() and "enable_chunked_prefill" not in engine_kwargs:
             # vLLM's CPU build (0.31, 0.32) fails a step where a seeded request's prompt was only partly prefilled
             # ("CPU Generator does not use offset"): it rewinds the request's generator, which CPU generators
             # cannot do. Whole prompts only, then.
@@ -364,12 +366,29 @@ class VLLMGenerator:
         self.llm.apply_model(functools.partial(_load_into_model, weights=weights))  # pickled to each worker
 
 
-def _vllm_on_cpu() -> bool:
+def vllm_on_cpu() -> bool:
     try:
         from vllm.platforms import current_platform
     except ImportError:
         return False
     return bool(current_platform.is_cpu())
+
+
+def _cpu_head_size_refused(path: str | Path) -> str:
+    """Why vLLM's CPU attention cannot run the model at ``path`` (its head size is not one the backend lists), or
+    '' when it can or cannot be told (no local config, another vLLM layout)."""
+    try:
+        from transformers import AutoConfig
+        from vllm.v1.attention.backends.cpu_attn import CPUAttentionBackend
+
+        config = AutoConfig.from_pretrained(path, local_files_only=True).get_text_config()
+        head = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+        sizes = list(CPUAttentionBackend.get_supported_head_sizes())
+    except Exception:  # a check only: vLLM itself says what else is wrong
+        return ""
+    if head in sizes:
+        return ""
+    return f"{path}: attention heads of size {head}, which vLLM's CPU build does not run (it takes {sizes})"
 
 
 def _load_in_worker(worker: Any, weights: list[tuple[str, torch.Tensor]]) -> None:

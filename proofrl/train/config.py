@@ -192,6 +192,17 @@ class RolloutConfig(Config):
     """``hf``: sequences (prompts × G) per ``model.generate`` call. Its own knob: the batch changes the sampled
     rollouts (padding and the RNG stream), so the training-side ``optim.micro_batch`` must not set it"""
     error_correction: ErrorCorrectionConfig = Field(default_factory=ErrorCorrectionConfig)
+    gpu_memory_utilization: Annotated[float, Field(gt=0.0, le=1.0)] = 0.5
+    """``vllm``: the share of the accelerator's memory the in-process engine takes for its weights and KV cache
+    (vLLM's own knob); the engine is built from ``model.path`` in the dtype the update computes in (``model.dtype``:
+    fp32 on a CPU) and takes the trained weights after every update"""
+    kv_cache_gib: Annotated[float, Field(gt=0.0)] | None = None
+    """``vllm``: a KV cache of this many GiB instead of the share above; unset: the share on an accelerator, 1 GiB
+    on vLLM's CPU build (whose share is of RAM, less all this process holds, the trainer's model and Coq's pool
+    included)"""
+    enforce_eager: bool = False
+    """``vllm``: no torch.compile or CUDA graphs: the engine starts in seconds rather than minutes, then samples
+    slower"""
     sync_every: PositiveInt = 50
     """step-level: updates between refreshes of the sampling model's weights (LeanListener: 50)"""
     own_state_share: Probability = 0.25
@@ -412,6 +423,9 @@ class GRPOConfig(RunConfig):
             "overlap",
             "generation_batch",
             "error_correction",
+            "gpu_memory_utilization",
+            "kv_cache_gib",
+            "enforce_eager",
         ),
         "algorithm": ("advantage", "buffer_samples", "skip_uninformative"),
         "optim": ("lr", "weight_decay", "betas", "micro_batch"),

@@ -51,11 +51,65 @@ def rollout_generator(cfg: GRPOConfig, model: Any, tokenizer: Any) -> tuple[Any,
     r = cfg.rollout
     options: dict[str, dict[str, Any]] = {
         "hf": {"model": model, "tokenizer": tokenizer, "batch_size": r.generation_batch},
-        "vllm": {"path": cfg.model.path},
         "openai": {"base_url": r.base_url, "model": cfg.model.path, "tokenizer": tokenizer},
     }
-    gen = make_generator(r.generator, **options.get(r.generator, {"model": model, "tokenizer": tokenizer}))
+    if r.generator == "vllm":
+        _vllm_in_process()
+        options["vllm"] = vllm_engine_options(cfg, model)
+    try:
+        gen = make_generator(r.generator, **options.get(r.generator, {"model": model, "tokenizer": tokenizer}))
+    except ImportError as e:  # an optional backend that is not installed: its message names the install command
+        raise ConfigError(f"rollout.generator={r.generator}: {e}") from None
     return gen, getattr(gen, "sync_weights", None)
+
+
+def vllm_engine_options(cfg: GRPOConfig, model: Any) -> dict[str, Any]:
+    """:class:`~proofrl.policy.generation.VLLMGenerator`'s settings for training ``model``: ``model.path`` in the
+    dtype the update computes in (``model.dtype``; fp32 on a CPU), so that the engine samples from the distribution
+    the update's ratios are taken against; the run's seed; the rollout's memory and compilation settings."""
+    import torch
+
+    from ..policy.generation import vllm_on_cpu
+    from .lm_update import compute_dtype
+
+    v = cfg.rollout
+    options: dict[str, Any] = {
+        "path": cfg.model.path,
+        "dtype": "bfloat16" if compute_dtype(cfg.model.dtype, model) == torch.bfloat16 else "float32",
+        "seed": cfg.seed,
+        "gpu_memory_utilization": v.gpu_memory_utilization,
+        "enforce_eager": v.enforce_eager,
+    }
+    gib = v.kv_cache_gib if v.kv_cache_gib is not None else (1.0 if vllm_on_cpu() else None)
+    if gib is not None:
+        options["kv_cache_memory_bytes"] = int(gib * 2**30)
+    return options
+
+
+def _vllm_in_process() -> None:
+    """The vLLM engine runs in this process, where the weight push after every update can reach it: vLLM hands
+    weights to an engine in its own process only by pickling, which it refuses unless
+    ``VLLM_ALLOW_INSECURE_SERIALIZATION=1``. So ``VLLM_ENABLE_V1_MULTIPROCESSING`` is set to 0 for this process
+    unless it is set already; set to 1 without that permission, it is one line here rather than a failure after the
+    first step's rollout. Without vLLM this does nothing (building the generator then names the install command)."""
+    import os
+
+    try:
+        from vllm import envs
+    except ImportError:
+        return
+    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    read = envs.environment_variables  # each read parses the environment now, as vLLM does (never its cache)
+    try:
+        separate = read["VLLM_ENABLE_V1_MULTIPROCESSING"]() and not read["VLLM_ALLOW_INSECURE_SERIALIZATION"]()
+    except ValueError as e:
+        raise ConfigError(f"rollout.generator=vllm: a vLLM environment variable is not an integer: {e}") from None
+    if separate:
+        raise ConfigError(
+            "rollout.generator=vllm pushes the trained weights into the engine after every update, which vLLM "
+            "allows for an engine in its own process (VLLM_ENABLE_V1_MULTIPROCESSING=1) only with "
+            "VLLM_ALLOW_INSECURE_SERIALIZATION=1: set that, or unset VLLM_ENABLE_V1_MULTIPROCESSING"
+        )
 
 
 def build_trainer(cfg: GRPOConfig, *, extra_eval: Sequence[Problem] | None = None) -> Any:

@@ -101,6 +101,8 @@ MAPPED: dict[str, Rule] = {
     "rollout.top_p": lambda v, c: [f"{ROLLOUT}.top_p={v}"],
     "rollout.max_tokens": lambda v, c: [f"data.max_response_length={v}"],
     "rollout.prompt_format": lambda v, c: [f"{KWARGS}.prompt_format={v}"],
+    "rollout.gpu_memory_utilization": lambda v, c: [f"{ROLLOUT}.gpu_memory_utilization={v}"],
+    "rollout.enforce_eager": lambda v, c: [f"{ROLLOUT}.enforce_eager={_v(v)}"],
     "rollout.error_correction.enabled": lambda v, c: (
         [
             f"{ROLLOUT}.agent.agent_loop_config_path={Path(__file__).with_name('agent_loops.yaml')}",
