@@ -66,7 +66,7 @@ def agreement(gen, path: Path, ps: list[str]) -> dict:
     out["sampled_tokens_compared"] = sum(len(c.token_ids) for c in comps)
     full = [i + list(c.token_ids) for i, c in zip(q[::8], comps[::8], strict=True)]
     pl = gen.llm.generate(
-        [{"prompt_token_ids": f} for f in full], vllm.SamplingConfig(max_tokens=1, prompt_logprobs=0), use_tqdm=False
+        [{"prompt_token_ids": f} for f in full], vllm.SamplingParams(max_tokens=1, prompt_logprobs=0), use_tqdm=False
     )
     worst = 0.0
     for f, o in zip(full, pl, strict=True):
@@ -76,7 +76,7 @@ def agreement(gen, path: Path, ps: list[str]) -> dict:
         worst = max(worst, (got - lp.gather(1, torch.tensor(f[1:]).unsqueeze(1)).squeeze(1)).abs().max().item())
     out["prompt_logprob_max_abs_diff"] = worst
     greedy = gen.llm.generate(
-        [{"prompt_token_ids": i} for i in ids], vllm.SamplingConfig(temperature=0.0, max_tokens=64), use_tqdm=False
+        [{"prompt_token_ids": i} for i in ids], vllm.SamplingParams(temperature=0.0, max_tokens=64), use_tqdm=False
     )
     eos = set(model.generation_config.eos_token_id)
     equal, first_diff = 0, []

@@ -140,7 +140,7 @@ def test_tokenizer_round_trip_and_prompt_ids_are_the_trainers(gen, hf):
     want = encode_prompts(tok, prompts)
     assert encode_prompts(vtok, prompts) == want
     outs = gen.llm.generate(
-        [{"prompt_token_ids": ids} for ids in want], vllm.SamplingConfig(max_tokens=1), use_tqdm=False
+        [{"prompt_token_ids": ids} for ids in want], vllm.SamplingParams(max_tokens=1), use_tqdm=False
     )
     assert [list(o.prompt_token_ids) for o in outs] == want
     for p, ids in zip(prompts, want, strict=True):
@@ -166,7 +166,7 @@ def test_prompt_logprobs_match_transformers(gen, hf):
     completions = [tok(t, add_special_tokens=False)["input_ids"] for t in TAUGHT.values()]
     completions += [tok(" intros n. simpl. reflexivity.\nQed.", add_special_tokens=False)["input_ids"]] * len(OTHER)
     prompts = encode_prompts(tok, PROMPTS)
-    sp = vllm.SamplingConfig(max_tokens=1, prompt_logprobs=0)
+    sp = vllm.SamplingParams(max_tokens=1, prompt_logprobs=0)
     outs = gen.llm.generate([{"prompt_token_ids": p + c} for p, c in zip(prompts, completions, strict=True)], sp)
     mine = hf_logprobs(model, tok, PROMPTS, completions)
     worst = 0.0
@@ -197,7 +197,7 @@ def test_greedy_matches_transformers_greedy(gen, hf):
     """Token for token, except after a near-tie of the two best logits; the taught answers exactly."""
     model, tok = hf
     eos = set(model.generation_config.eos_token_id)
-    outs = gen.llm.generate(PROMPTS, vllm.SamplingConfig(temperature=0.0, max_tokens=32), use_tqdm=False)
+    outs = gen.llm.generate(PROMPTS, vllm.SamplingParams(temperature=0.0, max_tokens=32), use_tqdm=False)
     exact = 0
     for prompt, ids, out in zip(PROMPTS, encode_prompts(tok, PROMPTS), outs, strict=True):
         with torch.no_grad():
@@ -299,7 +299,7 @@ def test_sync_weights_pushes_an_update_and_back(gen, hf, taught_dir):
 
 def greedy_text(gen, prompt):
     ids = encode_prompts(gen.tokenizer, [prompt])[0]
-    sp = vllm.SamplingConfig(temperature=0.0, max_tokens=12)
+    sp = vllm.SamplingParams(temperature=0.0, max_tokens=12)
     [out] = gen.llm.generate([{"prompt_token_ids": ids}], sp, use_tqdm=False)
     return out.outputs[0].text
 

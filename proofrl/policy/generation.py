@@ -297,7 +297,7 @@ class VLLMGenerator:
         self.tokens_generated = 0
 
     def generate(self, prompts: Sequence[str], params: SamplingConfig) -> list[list[Completion]]:
-        sp = self._vllm.SamplingConfig(
+        sp = self._vllm.SamplingParams(
             n=params.n,
             temperature=params.temperature,
             top_p=params.top_p,
