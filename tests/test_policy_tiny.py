@@ -101,5 +101,5 @@ def test_bad_inputs_are_refused_with_a_reason(tmp_path):
         load_policy(tmp_path / "nowhere")
     with pytest.raises(FileNotFoundError, match=r"config\.json"):
         load_policy(tmp_path)
-    with pytest.raises(ValueError, match="r >= 1"):
+    with pytest.raises(ValueError, match="r must be >= 1, got 0"):
         LoraConfig(r=0)
