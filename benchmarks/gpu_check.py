@@ -1,5 +1,5 @@
 """The trainer's update on a GPU, in one command: a 0.5B-shaped Qwen2 with random weights, a 256-row x 512-token
-GRPO batch, proofrl's :meth:`~proofrl.train.trainer.Trainer.update` as a training run calls it.
+GRPO batch, proofrl's :meth:`~proofrl.train.whole_proof.Trainer.update` as a training run calls it.
 
     python benchmarks/gpu_check.py            # on a CUDA GPU (PyTorch, transformers, peft; no vLLM, Coq or network)
     python benchmarks/gpu_check.py --smoke    # CPU-sized: a tiny Qwen2, 8 rows x 16 tokens (CI)
@@ -140,7 +140,7 @@ def trainer_for(
     model: Any, tok: Any, out: Path, ref_device: str, micro: int, tokens: int, dtype: str, groups: list[Any]
 ) -> Any:
     from proofrl.train.config import load_recipe
-    from proofrl.train.trainer import Trainer
+    from proofrl.train.whole_proof import Trainer
 
     cfg = load_recipe(
         "demo",

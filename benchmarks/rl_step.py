@@ -68,7 +68,7 @@ def run(model_path: Path, steps: int, schedules: dict[str, list[str]], out: Path
     """One trainer per schedule from the same model, stepped in turn (the order flipped every step), so a
     change in the machine's load reaches every schedule alike; each step's metrics, by schedule."""
     from proofrl.train.config import load_recipe
-    from proofrl.train.run import build_trainer
+    from proofrl.train.whole_proof import build_trainer
 
     trainers = {}
     try:

@@ -56,7 +56,7 @@ def _batch(tok: Any, rows: int, group: int, prompt: int, tokens: int, seed: int)
 
 def _logps(model: Any, tok: Any, b: dict[str, Any], micro: int, width: int) -> torch.Tensor:
     from proofrl.policy.logprobs import response_logprobs
-    from proofrl.train.trainer import pad_rows
+    from proofrl.train.whole_proof import pad_rows
 
     lp, _ = response_logprobs(model, b["prompts"], b["responses"], pad_id=tok.pad_token_id, micro_batch=micro)
     return pad_rows(lp, width)

@@ -100,7 +100,7 @@ def test_the_correction_prompt_is_the_trainer_s_second_turn_with_coq_s_feedback(
     from proofrl.provers.base import Message, Position, Status, Verdict
     from proofrl.rollout.proofs import first_turn
     from proofrl.train.config import ErrorCorrectionConfig
-    from proofrl.train.trainer import correction_item
+    from proofrl.train.whole_proof import correction_item
 
     problem = Problem("add_0", "Theorem add_0 : forall n : nat, n + 0 = n.", "Require Import Arith.")
     fmt = get_format("kimina-coq")

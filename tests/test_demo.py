@@ -57,7 +57,7 @@ def test_demo_runs_end_to_end_and_reports(tmp_path):
 def test_demo_judges_with_the_recipes_verifier_and_its_timeout(monkeypatch, tmp_path, overrides, timeout):
     """The demo's verifier is the recipe's (``make_verifier``): its timeout, not 60 s, and closed at the end."""
     import proofrl.demo.whole_proof as demo
-    import proofrl.train.run as run
+    import proofrl.train.whole_proof as run
 
     made = []
 

@@ -75,7 +75,7 @@ def test_each_schedule_generates_and_verifies_as_it_says(tiny, overlap, calls, s
 def test_the_trainer_runs_the_recipes_schedule(tiny, tmp_path, overrides, calls):
     """The demo recipe as it is (serial: one generation call) and with the overlap asked for (chunks of 2)."""
     from proofrl.train.config import load_recipe
-    from proofrl.train.trainer import Trainer
+    from proofrl.train.whole_proof import Trainer
 
     sizes: list[int] = []
     Generator, CountingVerifier = counting(sizes, [])

@@ -1,4 +1,4 @@
-"""train/run.py wires a recipe into parts; the rollout generator comes from the one factory in policy/."""
+"""train/whole_proof.py wires a recipe into parts; the rollout generator comes from the one factory in policy/."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import proofrl.policy.generation as generation
-import proofrl.train.run as run
+import proofrl.train.whole_proof as run
 from proofrl.errors import ConfigError
 from proofrl.train.config import load_recipe
 

@@ -22,7 +22,7 @@ from proofrl.problems import save_problems
 from proofrl.provers.factory import make_pool
 from proofrl.provers.pool import PoolConfig
 from proofrl.train.config import load_recipe
-from proofrl.train.trainer import ProblemSampler, Trainer, pad_rows
+from proofrl.train.whole_proof import ProblemSampler, Trainer, pad_rows
 from proofrl.verification import Verifier
 
 pytestmark = pytest.mark.skipif(not __import__("shutil").which("coqidetop.opt"), reason="needs Coq")

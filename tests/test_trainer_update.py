@@ -19,7 +19,7 @@ from proofrl.policy.tiny import sample_corpus
 from proofrl.rollout.proofs import Group, PromptItem
 from proofrl.train.config import load_recipe
 from proofrl.train.grpo import AGG_MODES, group_advantages_loop, ppo_clip_loss
-from proofrl.train.trainer import Trainer
+from proofrl.train.whole_proof import Trainer
 
 MAX_TOKENS = 16
 BASE = [

@@ -277,7 +277,7 @@ def test_kimina_lean_result_shapes() -> None:
 @requires_coq
 def test_the_trainers_verifier_owns_and_closes_its_pool() -> None:
     from proofrl.train.config import load_recipe
-    from proofrl.train.run import make_verifier
+    from proofrl.train.whole_proof import make_verifier
 
     ver = make_verifier(load_recipe("demo", ["verify.workers=1", "verify.timeout=7"]))
     assert ver.timeout == 7 and ver.pool is not None and ver.pool.config.timeout == 7

@@ -1,6 +1,7 @@
-"""``proofrl train`` with vLLM rollouts on its CPU build: the whole-proof GRPO loop (``proofrl.train.run.run``, what
-``proofrl train`` runs) with ``rollout.generator: vllm`` for two steps on a taught tiny model, real Coq judging.
-vLLM samples every rollout, and after every update the trained weights are pushed into the engine.
+"""``proofrl train`` with vLLM rollouts on its CPU build: the whole-proof GRPO loop
+(``proofrl.train.whole_proof.run``, what ``proofrl train`` runs) with ``rollout.generator: vllm``
+for two steps on a taught tiny model, real Coq judging. vLLM samples every rollout, and after every update the
+trained weights are pushed into the engine.
 
 Skipped, naming the reason, where vLLM does not import or runs on an accelerator, and without Coq. One engine for the
 module, in this process (what the loop sets up), ``enforce_eager``, a 1 GiB KV cache (the loop's CPU default).
@@ -24,7 +25,7 @@ from proofrl.policy import encode_prompts, load_policy, response_logprobs  # noq
 from proofrl.policy.generation import VLLMGenerator  # noqa: E402
 from proofrl.policy.prompts import get_format  # noqa: E402
 from proofrl.problems import save_problems  # noqa: E402
-from proofrl.train import run  # noqa: E402
+from proofrl.train import whole_proof as run  # noqa: E402
 from proofrl.train.config import load_recipe  # noqa: E402
 
 ATOL = 1e-4

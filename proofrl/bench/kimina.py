@@ -16,7 +16,7 @@ One run per seed serves both claims (computed once per seed and size, kept in ``
    * ``kimina-error-correction``: the model trained with the format reward (the kimina recipe) answers K
      *attempts* per theorem, each of two generations: "two samples" = sample 1 or an independent sample 2 passes;
      "sample + correction" = sample 1 passes, or else the correction turn sampled from sample 1's failed proof
-     and Coq's feedback passes (:func:`proofrl.train.trainer.correction_item`, the prompt the trainer learns
+     and Coq's feedback passes (:func:`proofrl.train.whole_proof.correction_item`, the prompt the trainer learns
      from). Sample 1 is the same in both arms (common random numbers: the arms differ only where it failed).
      Where no correction prompt can be built (sample 1 had no proof to correct, or its feedback or prompt is
      too long), the second generation is the independent sample 2 in both arms. The budget is the same number
@@ -168,8 +168,7 @@ def kimina_seed(run: ClaimRun) -> dict[str, dict[str, float]]:
     from ..rollout.proofs import first_turn, sample_and_verify
     from ..schema import apply_overrides, validate
     from ..train.config import GRPOConfig
-    from ..train.run import make_verifier
-    from ..train.trainer import correction_item
+    from ..train.whole_proof import correction_item, make_verifier
 
     console = run.console or Console()
     s = _settings(run)

@@ -175,7 +175,7 @@ def uplift_groups(run: ClaimRun, theorems: int) -> tuple[Any, Any, list[Any]]:
     from ..policy.generation import HFGenerator
     from ..policy.model import load_policy
     from ..policy.prompts import get_format
-    from ..train.run import make_verifier
+    from ..train.whole_proof import make_verifier
 
     sft = _sft_model(run)
     model, tok = load_policy(sft, device="cpu")

@@ -111,7 +111,7 @@ def run_demo(
     Every judgement goes through one verifier built from the recipe's ``verify`` section (``make_verifier``, as
     ``proofrl train`` does): its backend, ``verify.workers`` processes and its one timeout (the demo recipe's 10 s,
     or ``verify.timeout=…``); it owns its pool and is closed when the demo ends, whatever happens."""
-    from ..train.run import make_verifier
+    from ..train.whole_proof import make_verifier
 
     unknown = sorted(set(variants) - VARIANTS.keys())
     if unknown:
@@ -308,7 +308,7 @@ def _grpo_arm(
     trained policy and its metrics rows."""
     from ..policy.generation import HFGenerator
     from ..policy.model import load_policy
-    from ..train.trainer import Trainer
+    from ..train.whole_proof import Trainer
 
     policy, _ = load_policy(sft_dir, device="cpu")
     rcfg = validate(

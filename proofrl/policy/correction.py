@@ -13,7 +13,7 @@
    probability 0.5 per slot; :func:`prompt_tokens_ok` drops prompts longer than 8192 tokens.
 
 The second turn's prompt sits beside the first turn's formats (:mod:`.prompts`): the whole-proof trainer
-(:mod:`proofrl.train.trainer`) and verl's agent loop (:mod:`proofrl.verl.agent_loop`) build it the same way.
+(:mod:`proofrl.train.whole_proof`) and verl's agent loop (:mod:`proofrl.verl.agent_loop`) build it the same way.
 Defaults are kimina-prover-rl's (its published RL recipe). Coq stops at the first error of a proof, so Coq
 feedback has one ``# Error`` section at most; Lean can report several.
 """

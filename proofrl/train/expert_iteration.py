@@ -295,7 +295,7 @@ class ExpertIteration:
         """All rounds (resuming from the newest checkpoint); ``stop_after``: return after that round (tests)."""
         from ..provers.factory import make_pool
         from ..provers.pool import PoolConfig
-        from .trainer import ProblemSampler
+        from .whole_proof import ProblemSampler
 
         cfg = self.cfg
         self.out.mkdir(parents=True, exist_ok=True)

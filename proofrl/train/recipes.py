@@ -60,7 +60,7 @@ DEFAULT_LOOP = "grpo"
 LOOPS: dict[str, Loop] = {
     loop.name: loop
     for loop in (
-        Loop("grpo", "proofrl.train.config:GRPOConfig", "proofrl.train.run:run"),
+        Loop("grpo", "proofrl.train.config:GRPOConfig", "proofrl.train.whole_proof:run"),
         Loop("expert-iteration", "proofrl.train.config:ExpertIterationConfig", "proofrl.train.expert_iteration:run"),
         Loop("step-grpo", "proofrl.train.config:StepGRPOConfig", "proofrl.train.step_grpo:run"),
         Loop("eva", "proofrl.train.config:EvaConfig", "proofrl.train.eva:run"),

@@ -1,17 +1,24 @@
-"""The whole-proof GRPO trainer (``proofrl train --recipe …``).
+"""Whole-proof GRPO (``proofrl train --recipe demo|unlikeliness|kimina|deepseek-v1.5``): the loop, in one file.
 
-One step, as in DeepSeek-Prover-V1.5-RL, "Rewarding the Unlikely" (arXiv:2506.02355 §5) and kimina-prover-rl:
+Set-up (:func:`build_trainer`): the recipe's problems, the policy (``model.path``, LoRA, dtype), its rollout generator
+(``rollout.generator``: hf, vllm in this process with the weight push after every update, openai) and the verifier
+(a local prover pool or a server); then :class:`Trainer`, run by :func:`run` with a progress bar.
+
+One step (:meth:`Trainer.train_step`), as in DeepSeek-Prover-V1.5-RL, "Rewarding the Unlikely" (arXiv:2506.02355 §5)
+and kimina-prover-rl:
 
 1. draw ``problems_per_step`` problems (and, with error correction, second-turn prompts from the cache);
 2. sample G completions per prompt; extract proofs; verify them with the prover while the next chunk is
    generated (:func:`proofrl.rollout.proofs.sample_and_verify`);
-3. R = verifier reward × format reward (when the recipe sets one); groups whose R are all equal are
-   dropped before shaping (the paper's buffer rule);
+3. R = verifier reward × format reward (when the recipe sets one; :class:`proofrl.rewards.combine.RewardFn`);
+   groups whose R are all equal are dropped before shaping (the paper's buffer rule);
 4. π_old log-probs are recomputed exactly right before the update (the official code does the same);
    the unlikeliness reward reranks correct samples by their mean token log-prob;
 5. group advantages (GRPO or Dr.GRPO), then K PPO epochs with KL to a frozen reference
-   (:func:`proofrl.train.grpo.grpo_step`, the same step the toy experiment runs), ``micro_batch`` rows per
-   forward and backward pass, log-probs at the rollout temperature.
+   (:func:`proofrl.train.grpo.grpo_step`, the same step the toy experiment runs, through the one LM update
+   :func:`proofrl.train.lm_update.lm_grpo_update`), ``optim.micro_batch`` rows per forward and backward pass,
+   log-probs at the rollout temperature;
+6. log every step to the run folder, checkpoint every ``checkpoint_every`` steps.
 
 Precision: trainable weights and AdamW state are fp32 (master weights); with ``model.dtype`` bfloat16 (or
 ``auto`` on bf16 weights) every forward pass runs under bf16 autocast. float16 is refused.
@@ -32,12 +39,13 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from ..errors import ConfigError
 from ..policy.generation import SamplingConfig, encode_prompts
 from ..policy.model import load_weights
 from ..policy.prompts import PromptFormat, get_format, render_messages
 from ..problems import Problem
 from ..provers.base import Verdict
-from ..rewards.compose import RewardConfig, base_rewards, reward_config_from_dict, shape_group
+from ..rewards.combine import RewardFn, Sample
 from ..rollout.proofs import Group, PromptItem, RolloutTimings, first_turn, sample_and_verify
 from ..verification import Verifier
 from .checkpoints import load_state, save_state, set_rng_state
@@ -132,9 +140,7 @@ class Trainer:
         self.model, self.tokenizer, self.generator, self.verifier = model, tokenizer, generator, verifier
         self.problems = list(train_problems)
         self.fmt: PromptFormat = get_format(cfg.rollout.prompt_format)
-        self.reward_cfg: RewardConfig = reward_config_from_dict(
-            {"format": cfg.reward.format, "unlikeliness": cfg.reward.unlikeliness}
-        )
+        self.reward_fn = RewardFn(cfg.reward)  # the recipe's sample terms (verifier × format) and group shapers
         self.adv_fn = ADV_ESTIMATORS.get(cfg.algorithm.advantage)
         self.eval_fn, self.sync_weights = eval_fn, sync_weights
         self.out = Path(cfg.out)
@@ -218,8 +224,12 @@ class Trainer:
                 overlap=r.overlap,
             )
         for g in groups:
-            texts = [c.text for c in g.completions]
-            g.rewards = base_rewards(texts, [g.item.problem] * len(texts), g.verdicts, self.reward_cfg, g.proofs)
+            g.rewards = self.reward_fn.samples(
+                [
+                    Sample(g.item.problem, c.text, v, q)
+                    for c, v, q in zip(g.completions, g.verdicts, g.proofs, strict=True)
+                ]
+            )
         return groups, timings
 
     def _feed_corrections(self, groups: Sequence[Group]) -> int:
@@ -262,7 +272,7 @@ class Trainer:
             for g in groups:
                 n = len(g.completions)
                 r = torch.tensor(g.rewards, dtype=torch.float32, device=old.device)
-                shaped.append(shape_group(r, old[start : start + n], mask[start : start + n], self.reward_cfg))
+                shaped.append(self.reward_fn.shape_group(r, old[start : start + n], mask[start : start + n]))
                 start += n
             return torch.cat(shaped)
 
@@ -393,3 +403,177 @@ class Trainer:
             self.sync_weights(self.model)
         log.info("resumed from %s (step %d)", ckpt, self.step)
         return self.step
+
+
+# -- set-up and run ----------------------------------------------------------------------------------------------
+
+
+def make_verifier(cfg: GRPOConfig) -> Any:
+    """A :class:`~proofrl.verification.Verifier` that owns what it builds (its pool, closed with it), with the
+    recipe's one ``verify.timeout``."""
+    from ..verification import Verifier
+
+    v = cfg.verify
+    if v.server_url:
+        return Verifier(server_url=v.server_url, api_key=v.api_key or None, timeout=v.timeout, backend=v.backend)
+    return Verifier(timeout=v.timeout, backend=v.backend, workers=v.workers)
+
+
+def make_policy(cfg: GRPOConfig) -> tuple[Any, Any]:
+    import torch
+
+    from ..policy.model import load_policy
+
+    m = cfg.model
+    if not m.path:
+        raise ConfigError(
+            "model.path is empty: give a local Hugging Face model directory (--set model.path=DIR); "
+            "`proofrl demo` builds a tiny one"
+        )
+    dtypes = {
+        "auto": None,
+        "float32": torch.float32,
+        "bfloat16": torch.bfloat16,
+        "float16": torch.float16,
+    }  # model.dtype's Literal
+    return load_policy(m.path, dtype=dtypes[m.dtype], lora=m.lora)
+
+
+def rollout_generator(cfg: GRPOConfig, model: Any, tokenizer: Any) -> tuple[Any, Any]:
+    """The recipe's ``rollout.generator``, built by :func:`proofrl.policy.generation.make_generator` (the one
+    generator factory), and the hook that gives it the trained weights after each update (``sync_weights``)."""
+    from ..policy.generation import make_generator
+
+    r = cfg.rollout
+    options: dict[str, dict[str, Any]] = {
+        "hf": {"model": model, "tokenizer": tokenizer, "batch_size": r.generation_batch},
+        "openai": {"base_url": r.base_url, "model": cfg.model.path, "tokenizer": tokenizer},
+    }
+    if r.generator == "vllm":
+        _vllm_in_process()
+        options["vllm"] = vllm_engine_options(cfg, model)
+    try:
+        gen = make_generator(r.generator, **options.get(r.generator, {"model": model, "tokenizer": tokenizer}))
+    except ImportError as e:  # an optional backend that is not installed: its message names the install command
+        raise ConfigError(f"rollout.generator={r.generator}: {e}") from None
+    return gen, getattr(gen, "sync_weights", None)
+
+
+def vllm_engine_options(cfg: GRPOConfig, model: Any) -> dict[str, Any]:
+    """:class:`~proofrl.policy.generation.VLLMGenerator`'s settings for training ``model``: ``model.path`` in the
+    dtype the update computes in (``model.dtype``; fp32 on a CPU), so that the engine samples from the distribution
+    the update's ratios are taken against; the run's seed; the rollout's memory and compilation settings."""
+    import torch
+
+    from ..policy.generation import vllm_on_cpu
+
+    v = cfg.rollout
+    options: dict[str, Any] = {
+        "path": cfg.model.path,
+        "dtype": "bfloat16" if compute_dtype(cfg.model.dtype, model) == torch.bfloat16 else "float32",
+        "seed": cfg.seed,
+        "gpu_memory_utilization": v.gpu_memory_utilization,
+        "enforce_eager": v.enforce_eager,
+    }
+    gib = v.kv_cache_gib if v.kv_cache_gib is not None else (1.0 if vllm_on_cpu() else None)
+    if gib is not None:
+        options["kv_cache_memory_bytes"] = int(gib * 2**30)
+    return options
+
+
+def _vllm_in_process() -> None:
+    """The vLLM engine runs in this process, where the weight push after every update can reach it: vLLM hands
+    weights to an engine in its own process only by pickling, which it refuses unless
+    ``VLLM_ALLOW_INSECURE_SERIALIZATION=1``. So ``VLLM_ENABLE_V1_MULTIPROCESSING`` is set to 0 for this process
+    unless it is set already; set to 1 without that permission, it is one line here rather than a failure after the
+    first step's rollout. Without vLLM this does nothing (building the generator then names the install command)."""
+    import os
+
+    try:
+        from vllm import envs
+    except ImportError:
+        return
+    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    read = envs.environment_variables  # each read parses the environment now, as vLLM does (never its cache)
+    try:
+        separate = read["VLLM_ENABLE_V1_MULTIPROCESSING"]() and not read["VLLM_ALLOW_INSECURE_SERIALIZATION"]()
+    except ValueError as e:
+        raise ConfigError(f"rollout.generator=vllm: a vLLM environment variable is not an integer: {e}") from None
+    if separate:
+        raise ConfigError(
+            "rollout.generator=vllm pushes the trained weights into the engine after every update, which vLLM "
+            "allows for an engine in its own process (VLLM_ENABLE_V1_MULTIPROCESSING=1) only with "
+            "VLLM_ALLOW_INSECURE_SERIALIZATION=1: set that, or unset VLLM_ENABLE_V1_MULTIPROCESSING"
+        )
+
+
+def build_trainer(cfg: GRPOConfig, *, extra_eval: Sequence[Problem] | None = None) -> Any:
+    """A ready :class:`~proofrl.train.whole_proof.Trainer` (with periodic pass@N when ``data.eval`` is set)."""
+    from ..data.splits import problem_set
+    from ..eval.evaluate import evaluate
+
+    d = cfg.data
+    if not d.train:
+        raise ConfigError("data.train is empty: a JSONL problem file or coq-stdlib:train (--set data.train=…)")
+    train = problem_set(d.train, split=d.split or None, limit=d.limit, max_proof_chars=d.max_proof_chars, seed=cfg.seed)
+    held = list(extra_eval or [])
+    if d.eval and not held:
+        held = problem_set(
+            d.eval, split=d.split or None, limit=d.eval_limit, max_proof_chars=d.max_proof_chars, seed=cfg.seed
+        )
+    model, tok = make_policy(cfg)
+    gen, sync = rollout_generator(cfg, model, tok)
+    verifier = make_verifier(cfg)
+
+    def eval_fn(trainer: Trainer, step: int) -> dict[str, float]:
+        e = cfg.eval
+        res = evaluate(
+            gen,
+            held,
+            trainer.fmt,
+            verifier,
+            n=e.samples,
+            ks=e.ks,
+            temperature=e.temperature,
+            top_p=e.top_p,
+            max_tokens=e.max_tokens,
+            seed=cfg.seed + step,
+            tokenizer=tok,
+            label=f"step{step}",
+            samples_path=trainer.out / f"eval-step{step:06d}.jsonl",
+        )
+        return {f"eval/pass@{k}": v["unbiased"] for k, v in res.table().items()}
+
+    return Trainer(cfg, model, tok, gen, verifier, train, eval_fn=eval_fn if held else None, sync_weights=sync)
+
+
+def run(cfg: GRPOConfig) -> Any:
+    """Train by ``cfg`` (resuming in ``cfg.out``) with a progress bar; returns the trainer."""
+    from rich.console import Console
+
+    from ..preflight import require_backend
+    from ..progress import progress_bar
+
+    if not cfg.verify.server_url:
+        require_backend(cfg.verify.backend)
+    if any(s.startswith("coq-stdlib") for s in (cfg.data.train, cfg.data.eval)):
+        require_backend("coq")  # the problems are read where coqc says the standard library is
+    try:
+        trainer = build_trainer(cfg)
+    except (ValueError, FileNotFoundError) as e:
+        raise ConfigError(str(e)) from e
+    console = Console()
+    try:
+        with progress_bar(console=console) as bar:
+            task = bar.add_task(f"training ({cfg.name})", total=cfg.steps, completed=trainer.resume())
+
+            def show(step: int, m: dict[str, float]) -> None:
+                bar.update(task, completed=step)
+                keys = ("reward/mean", "valid/turn1", "loss/loss", "time/step_s", "eval/pass@1")
+                console.print(f"step {step}: " + "  ".join(f"{k} {m[k]:.3g}" for k in keys if k in m))
+
+            trainer.fit(progress=show)
+    finally:
+        trainer.verifier.close()
+    console.print(f"done: {trainer.out}/metrics.jsonl, checkpoints in {trainer.checkpoint_dir}")
+    return trainer
