@@ -21,7 +21,7 @@ from proofrl.data.corpus_splits import (
     novel_premise_violations,
     split_novel_premises,
 )
-from proofrl.data.replay import Replayer
+from proofrl.data.file_steps import Replayer
 from proofrl.data.splits import problem_set
 from proofrl.provers.coq.prover import CoqProver
 

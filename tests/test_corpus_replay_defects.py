@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from conftest import requires_coq
 
-from proofrl.data.replay import Replayer, command_of
+from proofrl.data.file_steps import Replayer, command_of
 from proofrl.provers.coq.session import CoqFailure, CoqSession
 
 

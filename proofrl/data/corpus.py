@@ -1,5 +1,5 @@
 """A Coq library's corpus: every file of an installed library replayed in its real context
-(:mod:`proofrl.data.replay`), written as LeanDojo-style state→tactic data and whole-proof problems, with
+(:mod:`proofrl.data.file_steps`), written as LeanDojo-style state→tactic data and whole-proof problems, with
 fixed splits (:mod:`proofrl.data.corpus_splits`) and a data card.
 
 Run: ``python -m proofrl.data.corpus --library mathcomp --out DIR [--files N] [--workers 2]`` (``--library stdlib``:
@@ -116,7 +116,7 @@ def _sha(text: str) -> str:
 
 def replay_file(lib: Library, path: Path, out: Path, *, timeout: float, memory_mb: int | None) -> dict[str, Any]:
     """Replay one file (or read its finished result from ``out/files``); returns the stored record."""
-    from .replay import Replayer
+    from .file_steps import Replayer
 
     rel = str(path.relative_to(lib.root))
     text = path.read_text(encoding="utf-8", errors="replace")
@@ -169,7 +169,7 @@ class CorpusReport:
     transitions: int = 0
     failures: dict[str, int] = field(default_factory=dict)
     """failure kind (``admitted``, ``statement``, ``tactic``, ``kernel``, ``timeout``, ``crash``: see
-    :data:`~proofrl.data.replay.FAILURE_KINDS`) → lemmas;
+    :data:`~proofrl.data.file_steps.FAILURE_KINDS`) → lemmas;
     ``vernacular`` counts commands outside proofs"""
     premises: int = 0
     premises_unresolved: int = 0

@@ -169,7 +169,7 @@ LABEL_SEARCH = SearchConfig(
 
 def _closes(prover: Any, theorem: Theorem, state: Any, policy: Any, search: SearchConfig | None) -> bool:
     if state.solved:
-        from ..search.replay import final_verdict
+        from ..search.final_check import final_verdict
 
         return final_verdict(prover, theorem, list(state.tactics), timeout=60.0).valid
     if policy is None or search is None:

@@ -28,8 +28,8 @@ from ..provers.backend import (
 )
 from ..provers.base import FailureKind, Prover, StepFailure, StepResult, Theorem, Verdict
 from .config import SearchConfig
+from .final_check import final_verdict, script_text
 from .policy import PolicyError, Proposal, TacticPolicy, ValueFn
-from .replay import final_verdict, script_text
 from .trace import Tracer
 from .tree import Edge, Failure, Node, SearchTree, normalize_tactic, refusal
 
