@@ -676,7 +676,7 @@ def view(
         typer.echo(str(page))
 
 
-# -- eval tactics (step-level RL issue): @eval_app.command("tactics") --
+# -- eval tactics (LeanListener's tactic metrics): @eval_app.command("tactics") --
 @eval_app.command("tactics")
 def eval_tactics(
     model: Path = typer.Option(..., help="local Hugging Face tactic model directory"),
@@ -717,7 +717,7 @@ def eval_tactics(
     )
 
 
-# -- eval rm (EVA issue): @eval_app.command("rm") --
+# -- eval rm (the EVA reward model's metrics): @eval_app.command("rm") --
 @eval_app.command("rm")
 def eval_rm(
     data: Path = typer.Option(..., help="held-out EVA JSONL (state, proposal, critique, scores)"),
@@ -765,7 +765,7 @@ def eval_rm(
     cli_eval_rm(data, model=model, out=out, max_new_tokens=max_new_tokens)
 
 
-# -- eval search (provers benchmark issue): @eval_app.command("search") --
+# -- eval search (the CPU provers side by side): @eval_app.command("search") --
 @eval_app.command("search")
 def eval_search(
     problems: str = typer.Argument(
