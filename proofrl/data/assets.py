@@ -57,6 +57,17 @@ class TacticAssets:
     def policy_spec(self) -> str:
         return f"hf:{self.model_dir}"
 
+    def memory_policy_spec(self) -> str:
+        """``knn:MEMORY+hf:MODEL``: k-NN proposals over the training transitions (a proof memory,
+        :mod:`proofrl.policy.memory`, built once in ``folder/memory``) beside the tiny model. The memory holds the
+        training modules' proofs only, so a held-out theorem's own proof is never in it."""
+        from ..policy.memory import MANIFEST, ProofMemory
+
+        memory = self.folder / "memory"
+        if not (memory / MANIFEST).is_file():
+            ProofMemory.from_transitions([self.train_transitions]).save(memory)
+        return f"knn:{memory}+{self.policy_spec}"
+
 
 @dataclass(frozen=True)
 class AssetsConfig:
