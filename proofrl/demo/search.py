@@ -1,5 +1,5 @@
-"""``proofrl demo --part search``: best-first search and reap's AND-OR MCTS with the tiny tactic model on
-held-out stdlib theorems, at equal budget.
+"""``proofrl demo --part search``: best-first search and reap's AND-OR MCTS with the tiny tactic model and a k-NN
+memory of the training proofs on held-out stdlib theorems, at equal budget.
 
 Both engines get the same held-out theorems (modules the model was never taught on), the same number of
 policy calls per theorem (best-first ``max_expansions``, MCTS ``max_steps``), the same tactics per call and
