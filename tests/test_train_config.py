@@ -141,3 +141,27 @@ def test_every_enumeration_and_range_is_checked_at_load(override, message):
     with pytest.raises(ConfigError, match=message) as e:
         load_recipe("demo", [override])
     assert "\n" not in str(e.value)
+
+
+def test_each_loop_reads_its_own_keys_of_the_shared_components():
+    """A component is defined once; a loop refuses the keys of it that it does not read (naming the ones it does),
+    and a section given in part keeps the loop's own defaults for the rest."""
+    from proofrl.train.recipes import LOOPS
+
+    with pytest.raises(ConfigError, match=r"unknown keys in data: \['assets'\]; the grpo loop reads: \[.*'train'"):
+        load_recipe("demo", ["data.assets=somewhere"])  # a step-level key on the whole-proof loop
+    with pytest.raises(ConfigError, match=r"unknown keys in rollout: \['overlap'\]; the step-grpo loop reads"):
+        LOOPS["step-grpo"].config("leanlistener", ["rollout.overlap=true"])
+    step = LOOPS["step-grpo"].config(None, ["optim.lr=1e-5"])  # no recipe: the loop's own defaults
+    assert (step.optim.lr, step.optim.weight_decay, step.optim.micro_batch) == (1e-5, 0.0, 32)
+    assert (step.ppo.kl_coef, step.ppo.agg_mode, step.rollout.group_size) == (0.04, "seq-mean-token-mean", 8)
+    eva = LOOPS["eva"].config(None, ["model.lora.r=8"])
+    assert eva.model.lora.r == 8 and "gate_proj" in eva.model.lora.target_modules
+    # what a loop writes down is what it reads, and it loads back equal
+    saved = step.to_dict()
+    assert set(saved["optim"]) == {"lr", "weight_decay", "micro_batch"} and "batch" not in saved["optim"]
+    assert LOOPS["step-grpo"].config(None, [f"optim.lr={saved['optim']['lr']}"]) == step
+    from proofrl.schema import validate
+    from proofrl.train.config import StepGRPOConfig
+
+    assert validate(StepGRPOConfig, saved) == step
