@@ -71,7 +71,7 @@ logged doctor "$bin/proofrl" doctor
 logged check "$bin/proofrl" check --show 0  # the bundled sample, each record with its expected verdict
 expect check "as expected" "proofrl check did not read the bundled sample's expectations"
 logged config "$bin/proofrl" train --recipe reap --show-config
-expect config "^loop: reap" "the reap recipe did not load from the wheel"
+expect config "^loop: expert-iteration" "the reap recipe did not load from the wheel"
 
 # proofrl view reads its script and style from the installed package
 mkdir -p run/trees
