@@ -16,15 +16,16 @@ one leaf (:mod:`proofrl.train.recipes`). Everything is checked when the recipe l
 enumeration is a ``Literal`` or a name in its live registry, every range a constraint, and a mistake is one
 :class:`~proofrl.errors.ConfigError` line naming the dotted key and what it accepts.
 
-=====================  ========================  ===================================================
-loop (``loop:``)       schema                    reads
-=====================  ========================  ===================================================
-``grpo`` (default)     :class:`GRPOConfig`       model, data, rollout, verify, reward, algorithm, ppo, optim, eval
-``expert-iteration``   :class:`ExpertIterationConfig`  model, data, search, rollout, replay, verify, algorithm,
-                                                 optim, eval, serving
-``step-grpo``          :class:`StepGRPOConfig`   model, data, rollout, verify, algorithm, ppo, optim, eval
-``eva``                :class:`EvaConfig`        model, data, search, algorithm, optim, eval
-=====================  ========================  ===================================================
+====================  ===============================  ==========================================================
+loop (``loop:``)      schema                           reads
+====================  ===============================  ==========================================================
+``grpo`` (default)    :class:`GRPOConfig`              model, data, rollout, verify, reward, algorithm, ppo, optim,
+                                                       eval
+``expert-iteration``  :class:`ExpertIterationConfig`   model, data, search, rollout, replay, verify, algorithm,
+                                                       optim, eval, serving
+``step-grpo``         :class:`StepGRPOConfig`          model, data, rollout, verify, algorithm, ppo, optim, eval
+``eva``               :class:`EvaConfig`               model, data, search, algorithm, optim, eval
+====================  ===============================  ==========================================================
 """
 
 from __future__ import annotations
