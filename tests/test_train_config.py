@@ -152,6 +152,11 @@ def test_each_loop_reads_its_own_keys_of_the_shared_components():
         load_recipe("demo", ["data.assets=somewhere"])  # a step-level key on the whole-proof loop
     with pytest.raises(ConfigError, match=r"unknown keys in rollout: \['overlap'\]; the step-grpo loop reads"):
         LOOPS["step-grpo"].config("leanlistener", ["rollout.overlap=true"])
+    # a recipe written for the earlier per-loop schemas is told where its keys went
+    with pytest.raises(ConfigError, match=r"\(algorithm.ppo is now ppo\)"):
+        load_recipe("demo", ["algorithm.ppo.epochs=2"])
+    with pytest.raises(ConfigError, match=r"\(rollout.batch_states is now rollout.problems_per_step\)"):
+        LOOPS["step-grpo"].config("leanlistener", ["rollout.batch_states=4"])
     step = LOOPS["step-grpo"].config(None, ["optim.lr=1e-5"])  # no recipe: the loop's own defaults
     assert (step.optim.lr, step.optim.weight_decay, step.optim.micro_batch) == (1e-5, 0.0, 32)
     assert (step.ppo.kl_coef, step.ppo.agg_mode, step.rollout.group_size) == (0.04, "seq-mean-token-mean", 8)

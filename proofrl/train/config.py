@@ -367,7 +367,9 @@ class RunConfig(Config):
             if unknown := sorted(set(given) - known):
                 where = f"in {section}" if section else "in the config"
                 loop = cls.model_fields["loop"].default if "loop" in cls.model_fields else cls.__name__
-                raise ConfigError(f"unknown keys {where}: {unknown}; the {loop} loop reads: {sorted(known)}")
+                moved = [f"{d} is now {MOVED[d]}" for k in unknown if (d := f"{section}.{k}".lstrip(".")) in MOVED]
+                hint = f" ({'; '.join(moved)})" if moved else ""
+                raise ConfigError(f"unknown keys {where}: {unknown}{hint}; the {loop} loop reads: {sorted(known)}")
         # a section given in part keeps the loop's own defaults for the rest (``--set optim.lr=…`` on step-level
         # GRPO leaves its weight decay 0, not the component's 0.01)
         merged = dict(data)
@@ -399,6 +401,36 @@ def _deep_merge(base: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, 
     for k, v in given.items():
         out[k] = _deep_merge(out[k], v) if isinstance(out.get(k), Mapping) and isinstance(v, Mapping) else v
     return out
+
+
+MOVED = {
+    "micro_batch": "optim.micro_batch",
+    "rounds": "steps",
+    "workers": "verify.workers",
+    "learner": "optim (lr, epochs, batch), replay (rehearsal_fraction, max_samples), algorithm.value_coef",
+    "loss": "algorithm",
+    "max_new_tokens": "eval.max_tokens",
+    "algorithm.ppo": "ppo",
+    "algorithm.lr": "optim.lr",
+    "algorithm.micro_batch": "optim.micro_batch",
+    **{f"algorithm.{k}": f"ppo.{k}" for k in PPOConfig.model_fields},
+    "rollout.batch_states": "rollout.problems_per_step",
+    "rollout.batch_theorems": "rollout.problems_per_step",
+    "rollout.workers": "verify.workers",
+    "rollout.tactic_timeout": "verify.timeout",
+    "rollout.vllm": "rollout.gpu_memory_utilization, rollout.kv_cache_gib, rollout.enforce_eager",
+    "model.max_tokens": "rollout.max_tokens",
+    "model.temperature": "rollout.temperature",
+    "data.held_out": "data.eval",
+    "data.theorems": "data.limit",
+    "data.train_theorems": "data.limit",
+    "data.held_out_theorems": "data.eval_limit",
+    "eval.theorems": "eval.limit",
+    "eval.states": "eval.limit",
+    "eval.k": "eval.ks",
+    "optim.seed": "seed",
+}
+"""keys of the loops' earlier schemas → where they live now (named in the error a recipe written for them gets)"""
 
 
 _RUN = ("name", "seed", "out", "steps", "checkpoint_every", "keep_checkpoints", "logger")
