@@ -359,11 +359,11 @@ class RunConfig(Config):
     def _only_what_the_loop_reads(cls, data: Any) -> Any:
         if not isinstance(data, Mapping):
             return data
-        for section, keys in cls.READS.items():
+        for section in cls.READS:
             given = data if section == "" else data.get(section)
             if not isinstance(given, Mapping):
                 continue
-            known = set(keys) | ({"loop", *cls._components()} if section == "" else set())
+            known = cls._reads(section)
             if unknown := sorted(set(given) - known):
                 where = f"in {section}" if section else "in the config"
                 loop = cls.model_fields["loop"].default if "loop" in cls.model_fields else cls.__name__
@@ -381,17 +381,18 @@ class RunConfig(Config):
         return merged
 
     @classmethod
-    def _components(cls) -> list[str]:
-        return [n for n in cls.model_fields if n not in RunConfig.model_fields]
+    def _reads(cls, section: str) -> set[str]:
+        """The keys this loop reads in ``section`` (``""``: the run section's, its components' names and ``loop``)."""
+        components = {n for n in cls.model_fields if n not in RunConfig.model_fields}
+        return set(cls.READS[section]) | (components if section == "" else set())
 
     def to_dict(self) -> dict[str, Any]:
         """The settings this loop reads, as plain data (:func:`proofrl.schema.validate` reads it back)."""
         out = super().to_dict()
-        for section, keys in self.READS.items():
+        for section in self.READS:
             target = out if section == "" else out.get(section)
             if isinstance(target, dict):
-                extra = {"loop", *self._components()} if section == "" else set()
-                for k in [k for k in target if k not in keys and k not in extra]:
+                for k in set(target) - self._reads(section):
                     del target[k]
         return out
 

@@ -463,8 +463,6 @@ def vllm_engine_options(cfg: GRPOConfig, model: Any) -> dict[str, Any]:
     """:class:`~proofrl.policy.generation.VLLMGenerator`'s settings for training ``model``: ``model.path`` in the
     dtype the update computes in (``model.dtype``; fp32 on a CPU), so that the engine samples from the distribution
     the update's ratios are taken against; the run's seed; the rollout's memory and compilation settings."""
-    import torch
-
     from ..policy.generation import vllm_on_cpu
 
     v = cfg.rollout
