@@ -67,6 +67,16 @@ def test_the_search_part_runs_alone_through_the_cli(tmp_path, monkeypatch):
             assert coqc_check(Theorem(p.name, p.formal_statement, p.header), proof, CoqConfig()).valid
     report = (out / "report.md").read_text()
     assert "best-first" in report and "mcts" in report and "proved.png" in report
+    # the policy is the k-NN memory of the training proofs beside the model: both propose in the searches' trees
+    memory = json.loads((tmp_path / "tactic-assets" / "memory" / "manifest.json").read_text())
+    assert memory["pairs"] > 0 and memory["online"] == 0
+    sources = {
+        e["source"]
+        for engine in summary["engines"]
+        for tree in (out / engine / "trees").glob("*.json")
+        for e in _edges(json.loads(tree.read_text()))
+    }
+    assert {"knn", "hf"} <= {part for s in sources for part in s.split("+")}, sources
     assert json.loads((tmp_path / "tactic-assets" / "ready.json").read_text())["settings"]["epochs"] == 3
 
 
@@ -85,3 +95,15 @@ def test_tactic_assets_are_rebuilt_only_when_their_settings_change(tmp_path):
     b = assets.tactic_assets(tmp_path, settings=assets.AssetsConfig(**(ASSETS | {"limit": 8, "epochs": 2})))
     assert b.build["settings"]["epochs"] == 2 and len(b.build["losses"]) == 2
     assert (b.model_dir / "model.safetensors").stat().st_mtime_ns != stamp
+
+
+def _edges(tree):
+    """Every mapping in an exported tree that names the policy source of its tactic."""
+    if isinstance(tree, dict):
+        if "source" in tree:
+            yield tree
+        for v in tree.values():
+            yield from _edges(v)
+    elif isinstance(tree, list):
+        for v in tree:
+            yield from _edges(v)
