@@ -35,9 +35,22 @@ def test_files_come_from_the_held_out_side_whole_and_in_file_order() -> None:
         mine = [p for p in problems if p.module == m]
         assert [p.extra[ORDER] for p in mine] == list(range(len(mine)))
         assert [p.extra["line"] for p in mine] == sorted(p.extra["line"] for p in mine)
-    for bad in ("coq-stdlib-files:x", "coq-stdlib-files:0"):
+    for bad in ("coq-stdlib-files:x", "coq-stdlib-files:0", "coq-stdlib-files:3:test"):
         with pytest.raises(ConfigError, match="coq-stdlib-files"):
             file_problems(bad)
+    trained, label = file_problems("coq-stdlib-files:3:train", seed=0)
+    assert {p.split for p in trained} == {"train"} and "train" in label
+    both, _ = file_problems("coq-stdlib-files:1000:all", seed=0)
+    assert {p.split for p in both} == {"train", "held-out"}
+    assert {p.key for p in problems} < {p.key for p in both}
+
+
+def test_the_tactic_model_row_runs_on_held_out_files_only(tmp_path) -> None:
+    """Row (i)'s model was taught on the training side's files: asked of them, one line before any work."""
+    from proofrl.eval.search_command import cli_eval_search
+
+    with pytest.raises(ConfigError, match="held-out side"):
+        cli_eval_search("coq-stdlib-files:2:train", rows="h,i", assets=tmp_path, out=tmp_path / "out")
 
 
 @requires_coq

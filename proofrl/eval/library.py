@@ -58,29 +58,46 @@ def is_files_spec(spec: str) -> bool:
     return spec == FILES_SPEC or spec.startswith(FILES_SPEC + ":")
 
 
+SIDES = ("held-out", "train", "all")
+"""which modules of the module split ``coq-stdlib-files:N:SIDE`` draws from (``held-out`` by default)"""
+
+
 def file_problems(spec: str, *, seed: int = 0) -> tuple[list[Problem], str]:
-    """``coq-stdlib-files:N``: ``N`` modules (default 10) drawn with ``seed`` among the held-out side's modules
-    of :data:`~proofrl.data.coq_stdlib.CORE_PREFIXES`, every theorem of each in file order (``extra[ORDER]``).
-    Returns the problems (module by module) and a label."""
+    """``coq-stdlib-files:N[:SIDE]``: ``N`` modules (default 10) drawn with ``seed`` among the modules of
+    :data:`~proofrl.data.coq_stdlib.CORE_PREFIXES` on ``SIDE`` of the module split (:data:`SIDES`; ``held-out``
+    by default, the only side no model here was taught on), every theorem of each in file order
+    (``extra[ORDER]``). Returns the problems (module by module) and a label."""
     from ..data.splits import HELD_OUT, coq_stdlib_problems
 
-    _, _, count = spec.partition(":")
+    _, _, rest = spec.partition(":")
+    count, _, side = rest.partition(":")
+    side = side or HELD_OUT
     try:
         n = int(count) if count else 10
     except ValueError:
         raise ConfigError(f"{spec!r}: give {FILES_SPEC}:N, N files to draw (e.g. {FILES_SPEC}:10)") from None
     if n < 1:
         raise ConfigError(f"{spec!r}: draw at least one file")
+    if side not in SIDES:
+        raise ConfigError(
+            f"{spec!r}: unknown side {side!r}; give {FILES_SPEC}:N:SIDE with SIDE one of {', '.join(SIDES)}"
+        )
     by_module: dict[str, list[Problem]] = defaultdict(list)
     for p in coq_stdlib_problems():
-        if p.split == HELD_OUT:
+        if side == "all" or p.split == side:
             by_module[p.module].append(p)
     modules = sorted(random.Random(seed).sample(sorted(by_module), min(n, len(by_module))))
     out = []
     for m in modules:
         ordered = sorted(by_module[m], key=lambda p: int(p.extra.get("line", 0)))
         out += [replace(p, extra={**p.extra, ORDER: i}) for i, p in enumerate(ordered)]
-    return out, f"{FILES_SPEC}:{n} (seed {seed}: {', '.join(modules)})"
+    shown = "" if side == HELD_OUT else f" {side}"
+    return out, f"{FILES_SPEC}:{n}{shown} (seed {seed}: {', '.join(modules)})"
+
+
+def files_side(spec: str) -> str:
+    """The side of the module split a ``coq-stdlib-files`` spec draws from."""
+    return (spec.split(":", 2)[2:] or ["held-out"])[0] or "held-out"
 
 
 # -- what each file loads ------------------------------------------------------------------------------------

@@ -12,7 +12,15 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..policy.sources import AUTOMATION
-from .library import FILE_ROWS, file_problems, is_files_spec, library_model, library_transitions, run_file_rows
+from .library import (
+    FILE_ROWS,
+    file_problems,
+    files_side,
+    is_files_spec,
+    library_model,
+    library_transitions,
+    run_file_rows,
+)
 from .provers import (
     ALL_ROWS,
     ENGINES,
@@ -90,12 +98,17 @@ def cli_eval_search(
         context_model=str(context_model or ""),
     )
     check_settings(settings)
-    require_backend("coq")
     if files and (bad := sorted(set(settings.rows) - set(FILE_ROWS))):
         raise ConfigError(
             f"rows {','.join(bad)} do not run in file order (their headers load the automation's libraries, "
             f"which may come after the file); choose among {','.join(FILE_ROWS)}"
         )
+    if files and "i" in settings.rows and files_side(problems) != "held-out":
+        raise ConfigError(
+            f"row i's tactic model was taught on the training side's files: run it on {problems.split(':')[0]}:N "
+            "(the held-out side), or leave i out of --rows"
+        )
+    require_backend("coq")
     if files:
         probs, label = file_problems(problems, seed=seed)
     else:
