@@ -166,6 +166,26 @@ def test_row_i_asks_the_model_that_reads_the_retrieved_context(tmp_path) -> None
     assert any("hf" in s for s in sources), sources
 
 
+@requires_coq
+def test_row_j_composes_coqhammer_s_sauto_with_the_memory(tmp_path) -> None:
+    """Row j is row h with ``intros; sauto.`` proposed at every node, CoqHammer's plugin in the header: a congruence
+    over an arbitrary type that neither the memory (empty here) nor ``lia`` closes is proved by the sauto source,
+    and the proof is rechecked with the plugin loaded."""
+    from dataclasses import replace
+
+    from proofrl.eval.provers import RowsConfig, hammer_installed, run_rows, smoke_problems
+
+    if not hammer_installed():
+        pytest.skip("CoqHammer is not installed (PROOFRL_COQ_LIBS=1 bash scripts/setup.sh)")
+    statement = "Theorem congr_any : forall (A : Type) (f : A -> A) (x y : A), x = y -> f (f x) = f (f y)."
+    problem = replace(smoke_problems()[0], name="congr_any", module="Smoke.Any", formal_statement=statement)
+    settings = RowsConfig(rows=("h", "j"), seconds=5.0, workers=1, width=4, tactics=("lia",))
+    h, j = run_rows([problem], settings, tmp_path, progress=False, say=lambda _: None, transitions=[])
+    assert not h.results[0]["proved"]
+    assert j.name.startswith("(j)") and j.results[0]["proved"], j.results[0]
+    assert j.results[0]["proof_sources"] == {"sauto": 1} and "sauto" in j.results[0]["proof"]
+
+
 def test_a_corpus_s_training_side_is_its_memory(tmp_path, monkeypatch) -> None:
     """``coq-lib:NAME:SIDE``: the memory and the premises are the corpus split's training side, read from its
     folder; a split keeps its test side out, so the problems' own modules stay in the memory (only the problems

@@ -26,7 +26,9 @@ demo's assets never saw them), every lemma of each file in order:
   of the file before the lemma, by statement, applied and rewritten with;
   (i) (h) with the tactic model that reads the retrieved context (:mod:`proofrl.policy.retrieval`): the tactics
   of the module's memory and the premises of (h), in its prompt. The model (:func:`library_model`) is taught
-  once on the training side of the module split, so it never saw a held-out file's proofs.
+  once on the training side of the module split, so it never saw a held-out file's proofs;
+  (j) (h) with CoqHammer's ``sauto`` at every node (its plugin loaded as for (b); no ATP is called): the
+  reconstruction tactic of (b) composed with the memory's steps.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from ..errors import ConfigError
 from ..problems import Problem
 
 FILES_SPEC = "coq-stdlib-files"
-FILE_ROWS = ("a", "b", "e", "f", "g", "h", "i")
+FILE_ROWS = ("a", "b", "e", "f", "g", "h", "i", "j")
 INIT_TACTICS = ("auto", "easy", "tauto", "intuition")
 """automation every Coq file has (``Coq.Init``)"""
 ORDER = "file_order"
@@ -205,7 +207,16 @@ def run_file_rows(
     gets ``results.jsonl`` and each search row's trees. Returns the rows (:class:`~.provers.Row`) in run order."""
     from ..data.splits import stdlib_lemmas
     from ..policy.sources import HAMMER_TACTICS_HEADER
-    from .provers import MEMORY_LABELS, Row, hammer_header, hammer_path, hammer_says, one_shot, record_row
+    from .provers import (
+        MEMORY_LABELS,
+        PREMISE_ROWS,
+        Row,
+        hammer_header,
+        hammer_path,
+        hammer_says,
+        one_shot,
+        record_row,
+    )
 
     s = settings
     out.mkdir(parents=True, exist_ok=True)
@@ -241,7 +252,7 @@ def run_file_rows(
         for r in row.results:
             r["atp"], r["hammer_says"] = hammer_says(r["printed"]) if r["proved"] else ("", "")
         record(row)
-    lemmas = stdlib_lemmas() if {"h", "i"} & set(s.rows) else {}
+    lemmas = stdlib_lemmas() if set(PREMISE_ROWS) & set(s.rows) else {}
     for kind in MEMORY_LABELS:
         if kind in s.rows:
             name = f"({kind}) {MEMORY_LABELS[kind]}"
@@ -262,15 +273,25 @@ def _searched_in_order(
     progress: bool,
 ) -> Any:
     """Best-first search over each module's lemmas in file order, ``settings.workers`` modules at once, each
-    module with its own memory (offline for ``e``, online for ``f``-``i``) and, for ``h`` and ``i``, its own
+    module with its own memory (offline for ``e``, online for ``f``-``j``) and, for ``h``-``j``, its own
     premises."""
     from ..policy.memory import KNNPolicy, ProofMemory
     from ..policy.premises import PremisePolicy, unresolved
     from ..policy.sources import MenuPolicy, MixedPolicy
     from ..progress import progress_bar
-    from ..search.run import _search_leased, _search_pool, tree_files
+    from ..search.run import _search_leased, _search_pool, _with_header, tree_files
     from ..search.trace import Tracer
-    from .provers import DescendantCPU, Row, context_source, proofs_by_source, row_search_config, search_record
+    from .provers import (
+        AUTOMATION_ROWS,
+        PREMISE_ROWS,
+        DescendantCPU,
+        Row,
+        context_source,
+        proofs_by_source,
+        row_search_config,
+        sauto_source,
+        search_record,
+    )
 
     s = settings
     cfg = row_search_config("reprover", s)
@@ -292,29 +313,33 @@ def _searched_in_order(
         mem = ProofMemory.from_transitions([t for t in transitions if t.get("module") in before], cap=None)
         knn = KNNPolicy(mem, online=kind != "e")
         premises = PremisePolicy()
-        if kind in ("h", "i"):
+        if kind in PREMISE_ROWS:
             premises.add_many(pair for lib in libraries[m] if lib != m for pair in lemmas.get(lib, ()))
         sources: list[Any] = [knn]
-        if kind in ("g", "h", "i") and avail[m]:
+        if kind in AUTOMATION_ROWS and avail[m]:
             sources.append(MenuPolicy([f"intros; {t}." for t in avail[m]]))
-        if kind in ("h", "i"):
+        if kind in PREMISE_ROWS:
             sources.append(premises)
         if kind == "i":
             sources.append(context_source(s, mem, premises.memory))
+        if kind == "j":
+            sources.append(sauto_source())
         policy: Any = MixedPolicy(sources) if len(sources) > 1 else knn
+        extra = str(getattr(policy, "header", "") or "")  # sauto's plugin, after the file's own header
         start = len(mem)
         for i, p in enumerate(problems):
             if p.module != m:
                 continue
-            r = _search_leased(p.theorem, pool, policy, cfg, tracer, None)
+            (theorem,) = _with_header([p.theorem], extra) if extra else [p.theorem]
+            r = _search_leased(theorem, pool, policy, cfg, tracer, None)
             if r.status == "proved" and knn.online:
                 knn.record_proof(p.name, [(st, tac) for st, tac, _ in r.proof_steps()])
             if knn.online:  # the library's own proof of the lemma, read once the lemma has been tried
                 mem.add_many(by_theorem.get((m, p.name), ()), theorem=p.name, online=False)
-            if kind in ("h", "i"):  # and the lemma itself, citable from the next one on
+            if kind in PREMISE_ROWS:  # and the lemma itself, citable from the next one on
                 premises.add(p.key, p.formal_statement)
             line = search_record(p, r) | {"memory_pairs": len(mem)}
-            if kind in ("h", "i") and r.tree:
+            if kind in PREMISE_ROWS and r.tree:
                 line["premises_unresolved"] = unresolved(r.tree.edges)
             (folder / "trees" / files[i]).write_text(json.dumps(r.tree_json(), default=str))
             with lock:
@@ -322,7 +347,7 @@ def _searched_in_order(
                 if bar is not None:
                     bar.update(task, advance=1)
         memory_sizes[m] = {"start": start, "end": len(mem), "learned": mem.online_count}
-        if kind in ("h", "i"):
+        if kind in PREMISE_ROWS:
             memory_sizes[m]["premises"] = len(premises.memory)
 
     w0 = time.monotonic()
@@ -342,6 +367,6 @@ def _searched_in_order(
             f.write(json.dumps(r) + "\n")
     row = Row(name, res, time.monotonic() - w0, cpu.seconds)
     row.notes = {"memory_by_module": memory_sizes, "proofs_by_source": proofs_by_source(res)}
-    if kind in ("h", "i"):  # retrieved names Coq did not know (a lemma of a module nested in its file): failed steps
+    if kind in PREMISE_ROWS:  # retrieved names Coq did not know (a lemma of a module nested in its file): failed steps
         row.notes["premise_steps_unresolved"] = sum(r.get("premises_unresolved", 0) for r in res)
     return row

@@ -67,15 +67,22 @@ ATP_PROGRAMS = {"Vampire": "vampire", "Eprover": "eprover", "Z3": "z3_tptp", "CV
 """the program CoqHammer 1.3 runs for each ATP (it detects each by running it)"""
 ROWS = ("a", "b", "c", "d")
 """the first comparison's rows: Coq's automation, CoqHammer, the tactic model's search with and without it"""
-ALL_ROWS = (*ROWS, "e", "f", "g", "h", "i")
-MEMORY_ROWS = ("e", "f", "g", "h", "i")
+ALL_ROWS = (*ROWS, "e", "f", "g", "h", "i", "j")
+MEMORY_ROWS = ("e", "f", "g", "h", "i", "j")
 """the rows whose policy is the proof memory"""
+AUTOMATION_ROWS = ("g", "h", "i", "j")
+"""the memory rows with the automation of (a) proposed at every node"""
+PREMISE_ROWS = ("h", "i", "j")
+"""the memory rows with premise retrieval"""
+HAMMER_ROWS = ("b", "j")
+"""the rows that need CoqHammer"""
 MEMORY_LABELS = {
     "e": "k-NN, offline memory",
     "f": "k-NN, online memory",
     "g": "k-NN online + automation",
     "h": "k-NN online + automation + premises",
     "i": "(h) + tactic model reading the retrieved context",
+    "j": "(h) + CoqHammer's sauto at every node",
 }
 ENGINES = {"best-first": "reprover", "mcts": "reap"}
 """search engine -> the recipe whose defaults it runs with"""
@@ -274,10 +281,10 @@ def check_settings(s: RowsConfig) -> None:
         raise ConfigError(f"--seconds must be a positive number, got {s.seconds}")
     if s.workers < 1:
         raise ConfigError(f"--workers must be at least 1, got {s.workers}")
-    if "b" in s.rows and not hammer_installed():
+    if hammered := [r for r in HAMMER_ROWS if r in s.rows and not hammer_installed()]:
         raise ConfigError(
-            "row b needs CoqHammer: PROOFRL_COQ_LIBS=1 bash scripts/setup.sh "
-            "(apt-get install libcoq-hammer eprover z3 cvc4), or leave b out of --rows"
+            f"row {','.join(hammered)} needs CoqHammer: PROOFRL_COQ_LIBS=1 bash scripts/setup.sh "
+            "(apt-get install libcoq-hammer eprover z3 cvc4), or leave it out of --rows"
         )
     if set(s.rows) & {"c", "d"} and s.policy:
         kind, _, where = s.policy.partition(":")
@@ -543,11 +550,11 @@ def _memory_row(
     lemmas: Mapping[str, Sequence[tuple[str, str]]] | None = None,
     split_by_module: bool = True,
 ) -> Row:
-    """Row e, f, g, h or i: best-first search with the k-NN source over the human proofs of ``transitions``
+    """Row e, f, g, h, i or j: best-first search with the k-NN source over the human proofs of ``transitions``
     (:func:`run_rows`: with ``split_by_module``, of every module that holds none of ``problems``; else all but the
     problems' own: a theorem's own proof is never in its memory); h's and i's premises are the statements of
     ``lemmas`` left out alike; i adds the tactic model that reads the memory's and the premises' retrieval
-    (:func:`context_source`)."""
+    (:func:`context_source`), j CoqHammer's ``sauto`` (:func:`sauto_source`)."""
     from ..data.splits import stdlib_lemmas
     from ..policy.memory import KNNPolicy, ProofMemory
     from ..policy.premises import PremisePolicy
@@ -558,8 +565,8 @@ def _memory_row(
     kept = [t for t in transitions if t.get("module") not in own and t.get("theorem") not in mine]
     mem = ProofMemory.from_transitions(kept, cap=None)
     knn = KNNPolicy(mem, online=kind != "e")
-    sources: list[Any] = [knn, *([automation_menu(s.tactics)] if kind in ("g", "h", "i") else [])]
-    if kind in ("h", "i"):
+    sources: list[Any] = [knn, *([automation_menu(s.tactics)] if kind in AUTOMATION_ROWS else [])]
+    if kind in PREMISE_ROWS:
         premises = PremisePolicy()
         known = stdlib_lemmas() if lemmas is None else lemmas
         premises.add_many(
@@ -568,6 +575,8 @@ def _memory_row(
         sources.append(premises)
         if kind == "i":
             sources.append(context_source(s, mem, premises.memory))
+    if kind == "j":
+        sources.append(sauto_source())
     policy: Any = MixedPolicy(sources) if len(sources) > 1 else knn
     w0, start = time.monotonic(), len(mem)
     with DescendantCPU() as cpu:
@@ -582,6 +591,14 @@ def _memory_row(
 
 _LOADED_MODELS: dict[str, tuple[Any, Any]] = {}
 _MODELS_LOCK = threading.Lock()
+
+
+def sauto_source() -> Any:
+    """Row (j)'s extra source: CoqHammer's ``sauto`` after ``intros`` at every node, its plugin in the header
+    (no ATP is called)."""
+    from ..policy.sources import HAMMER_TACTICS_HEADER, MenuPolicy
+
+    return MenuPolicy(["intros; sauto."], header=HAMMER_TACTICS_HEADER, source="sauto")
 
 
 def context_source(s: RowsConfig, memory: Any, premises: Any) -> Any:

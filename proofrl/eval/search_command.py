@@ -24,6 +24,7 @@ from .library import (
 from .provers import (
     ALL_ROWS,
     ENGINES,
+    HAMMER_ROWS,
     MEMORY_ROWS,
     RowsConfig,
     check_settings,
@@ -45,9 +46,9 @@ def default_policy(root: Path) -> str:
 
 
 def default_rows(files: bool) -> tuple[str, ...]:
-    """Every row (in file order, those of :data:`~proofrl.eval.library.FILE_ROWS`), (b) only where CoqHammer is
-    installed."""
-    return tuple(r for r in (FILE_ROWS if files else ALL_ROWS) if r != "b" or hammer_installed())
+    """Every row (in file order, those of :data:`~proofrl.eval.library.FILE_ROWS`), (b) and (j) only where
+    CoqHammer is installed."""
+    return tuple(r for r in (FILE_ROWS if files else ALL_ROWS) if r not in HAMMER_ROWS or hammer_installed())
 
 
 def cli_eval_search(
@@ -84,7 +85,7 @@ def cli_eval_search(
     files = is_files_spec(problems)
     if rows is None and "b" not in default_rows(files):
         console.print(
-            "[yellow]row b left out: CoqHammer is not installed (PROOFRL_COQ_LIBS=1 bash scripts/setup.sh)[/]"
+            "[yellow]rows b and j left out: CoqHammer is not installed (PROOFRL_COQ_LIBS=1 bash scripts/setup.sh)[/]"
         )
     settings = RowsConfig(
         rows=parse_list(rows or ",".join(default_rows(files)), ALL_ROWS, "row(s) in --rows"),
