@@ -69,6 +69,41 @@ def test_bench_smoke_reports_and_resumes_with_the_same_numbers(tmp_path, smoke_a
 
 
 @requires_coq
+def test_the_library_learning_claims_run_at_smoke_size_in_file_order(tmp_path, smoke_assets):
+    """Online against offline memory: rows (e) and (f) on the same lemmas in file order, the online memory growing
+    by each lemma's human proof once it was tried, the offline one not. Retrieval in the prompt: row (i) with the
+    model taught without and with retrieved context, on the same lemmas."""
+    out = tmp_path / "bench"
+    out.mkdir()
+    with_assets(out, smoke_assets)
+    claims = ("tactician-online-memory", "rango-retrieval-in-prompt")
+    r = CliRunner().invoke(
+        app, ["bench", "--smoke", *(x for c in claims for x in ("--claim", c)), "--seeds", "1", "--out", str(out)]
+    )
+    assert r.exit_code == 0, r.output
+    keep_assets(out, smoke_assets)
+    lines = {x["claim"]: x for x in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+    assert set(lines) == set(claims)
+    for line in lines.values():
+        a, b = line["arms"].values()
+        assert a.keys() == b.keys() and len(a) == line["size"] == 2
+        assert all(v in (0.0, 1.0) for v in (*a.values(), *b.values()))
+    seed = out / "tactician-online-memory" / "seed-0"
+    pairs = {
+        row: [
+            json.loads(x)["memory_pairs"]
+            for x in (seed / f"{row}-best-first" / "results.jsonl").read_text().splitlines()
+        ]
+        for row in "ef"
+    }
+    assert pairs["e"][0] == pairs["e"][1] and pairs["f"][1] > pairs["f"][0], pairs
+    taught = {json.loads((d / "ready.json").read_text())["retrieval"] for d in out.glob("library-tactic-model*")}
+    assert taught == {True, False}
+    seed = out / "rango-retrieval-in-prompt" / "seed-0"
+    assert all(len(list((seed / kind / "i-best-first" / "trees").iterdir())) == 2 for kind in ("without", "with"))
+
+
+@requires_coq
 def test_the_step_level_claims_run_at_smoke_size(tmp_path, smoke_assets):
     with_assets(tmp_path, smoke_assets)
     r = CliRunner().invoke(

@@ -170,26 +170,38 @@ def library_transitions(root: Path, *, workers: int = 2, progress: bool = True) 
     return [t for side in ("train", "held-out") for t in read_transitions(folder / f"{side}.jsonl")]
 
 
-def library_model(root: Path, *, retrieval: bool = True, seed: int = 0, console: Any = None) -> Path:
+def library_model(
+    root: Path,
+    *,
+    retrieval: bool = True,
+    seed: int = 0,
+    console: Any = None,
+    settings: Any = None,
+    train: Path | None = None,
+) -> Path:
     """The tiny tactic model of row (i), taught once into ``root/library-tactic-model`` on the training side of
     :func:`library_transitions` (the demo's model shape and epochs, :class:`~proofrl.data.assets.AssetsConfig`),
     each prompt holding the state's retrieved context: the tactics of the nearest training states (its own
     theorem's hidden) and the nearest statements among the training modules' lemmas. ``retrieval=False``
     teaches the same model on the same pairs without context (``library-tactic-model-plain``), the comparison
-    that says what the context is worth."""
+    that says what the context is worth. ``settings`` and ``train`` (a ``train.jsonl``) replace the shape and the
+    pairs (the bench's smoke size); a folder taught with others is taught again."""
     from ..data.assets import AssetsConfig, teach
     from ..data.corpus_teach import training_retriever
     from ..data.tactics import read_transitions
 
+    settings = settings or AssetsConfig()
     folder = Path(root) / ("library-tactic-model" if retrieval else "library-tactic-model-plain")
     ready = folder / "ready.json"
-    if ready.is_file():
+    want = {"retrieval": retrieval, "seed": seed, "settings": settings.key(), "train": str(train or "")}
+    if ready.is_file() and {k: json.loads(ready.read_text()).get(k, v) for k, v in want.items()} == want:
         return folder
-    library_transitions(root, progress=console is not None)
-    train_path = Path(root) / "stdlib-transitions" / "train.jsonl"
+    if train is None:
+        library_transitions(root, progress=console is not None)
+    train_path = train or Path(root) / "stdlib-transitions" / "train.jsonl"
     retriever = training_retriever(read_transitions(train_path), []) if retrieval else None
-    taught = teach(train_path, folder, AssetsConfig(), seed=seed, console=console, retriever=retriever)
-    ready.write_text(json.dumps({"retrieval": retrieval, "seed": seed, **taught}, indent=2))
+    taught = teach(train_path, folder, settings, seed=seed, console=console, retriever=retriever)
+    ready.write_text(json.dumps({**want, **taught}, indent=2))
     return folder
 
 

@@ -249,7 +249,8 @@ class RowsConfig:
     """One run's rows and budgets. ``seconds``: wall-clock budget per theorem in every row; ``tactics``: the
     automation of (a) (and of (d)); ``engines``: of ``best-first``, ``mcts`` for (c)/(d); ``width``: tactics
     the model proposes per node; ``atp_seconds``: ``Set Hammer ATPLimit``; ``policy``: ``hf:DIR`` for
-    (c)/(d); ``context_model``: the folder of row (i)'s tactic model, taught with retrieved context."""
+    (c)/(d); ``context_model``: the folder of row (i)'s tactic model, taught with retrieved context; ``seed``: what
+    that model samples under."""
 
     rows: tuple[str, ...] = ROWS
     seconds: float = 10.0
@@ -260,6 +261,7 @@ class RowsConfig:
     atp_seconds: int = 5
     policy: str = ""
     context_model: str = ""
+    seed: int = 0
 
     @property
     def tactic_timeout(self) -> float:
@@ -614,7 +616,7 @@ def context_source(s: RowsConfig, memory: Any, premises: Any) -> Any:
             _LOADED_MODELS[s.context_model] = load_policy(s.context_model, device="cpu")
         model, tok = _LOADED_MODELS[s.context_model]
     shape = taught_shape(s.context_model)
-    return HFTacticPolicy(model, tok, retriever=Retriever(memory, premises, shape) if shape else None)
+    return HFTacticPolicy(model, tok, seed=s.seed, retriever=Retriever(memory, premises, shape) if shape else None)
 
 
 def _bar(progress: bool) -> Any:
