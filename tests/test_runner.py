@@ -1,0 +1,59 @@
+"""The one runner of demo, bench and toy: parts chosen by name, one JSONL line per finished part, resume after a
+kill (a cut last line ignored), settings that differ refused in one line."""
+
+from __future__ import annotations
+
+import pytest
+
+from proofrl.errors import ConfigError
+from proofrl.runner import Runner, read_rows, select
+
+
+def test_select_keeps_the_known_order_and_names_the_valid_ones_in_one_line():
+    assert select(None, ["a", "b", "c"], flag="--part", what="part") == ["a", "b", "c"]
+    assert select(["c", "a"], ["a", "b", "c"], flag="--part", what="part") == ["a", "c"]
+    with pytest.raises(ConfigError) as e:
+        select(["a", "x"], ["a", "b"], flag="--part", what="demo part")
+    assert str(e.value) == "--part 'x' is not a demo part; valid: a, b"
+
+
+def test_a_recorded_part_is_kept_and_a_cut_line_is_ignored(tmp_path):
+    calls = []
+
+    def part(n):
+        calls.append(n)
+        return {"value": n * 10}
+
+    runner = Runner(tmp_path, ("name", "seed"), log="log.jsonl")
+    row = runner.run({"name": "a", "seed": 0}, lambda: part(1), label="a 0")
+    assert row["value"] == 10 and row["seconds"] >= 0 and row["cpu_seconds"] >= 0
+    assert {"load_before", "load_after"} <= set(row)
+    runner.run({"name": "a", "seed": 1}, lambda: part(2), label="a 1")
+    lines = (tmp_path / "log.jsonl").read_text().splitlines()
+    (tmp_path / "log.jsonl").write_text(lines[0] + "\n" + lines[1][:20])  # killed while writing seed 1
+
+    again = Runner(tmp_path, ("name", "seed"), log="log.jsonl")
+    kept = again.run({"name": "a", "seed": 0}, lambda: part(3), label="a 0")
+    redone = again.run({"name": "a", "seed": 1}, lambda: part(4), label="a 1")
+    assert calls == [1, 2, 4] and kept["value"] == 10 and redone["value"] == 40
+    assert [(r["seed"], r["value"]) for r in read_rows(tmp_path / "log.jsonl")] == [(0, 10), (1, 40)]
+
+
+def test_other_settings_are_refused_in_one_line_naming_the_first_that_differs(tmp_path):
+    Runner(tmp_path, ("part",), config={"seed": 0, "whole": {"steps": 2, "tag": "x"}})
+    Runner(tmp_path, ("part",), config={"seed": 0, "whole": {"steps": 2, "tag": "x"}})  # the same: resumes
+    with pytest.raises(ConfigError) as e:
+        Runner(tmp_path, ("part",), config={"seed": 0, "whole": {"steps": 3, "tag": "x"}})
+    assert "was run with whole.steps=2, not 3" in str(e.value) and "\n" not in str(e.value)
+    configs = [r for r in read_rows(tmp_path / "runs.jsonl") if "config" in r]
+    assert len(configs) == 1  # written once, first
+
+
+def test_the_bar_moves_by_a_kept_part_s_steps(tmp_path):
+    Runner(tmp_path, ("v",)).run({"v": "a"}, lambda: {}, label="a")
+    runner = Runner(tmp_path, ("v",))
+    with runner.progress(5, show=False):
+        runner.run({"v": "a"}, lambda: {}, label="a", steps=3)
+        runner.run({"v": "b"}, lambda: runner.advance() or {}, label="b", steps=3)
+        task = runner._bar.tasks[0]
+        assert task.completed == 4 and task.description == "b"
