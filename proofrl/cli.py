@@ -248,7 +248,7 @@ def demo(
 ) -> None:
     """The whole system on a CPU, in parts that each run alone (--part): whole-proof GRPO with and without the
     unlikeliness reward, proof search, search-and-learn, step-level RL and the EVA reward model, each with a
-    report and plots, judged by Coq."""
+    report and plots, judged by Coq. A rerun into the same --out keeps the parts finished there (OUT/runs.jsonl)."""
     from .demo import demo_config, part_names, run_parts
     from .preflight import require_backend
 

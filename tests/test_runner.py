@@ -57,3 +57,25 @@ def test_the_bar_moves_by_a_kept_part_s_steps(tmp_path):
         runner.run({"v": "b"}, lambda: runner.advance() or {}, label="b", steps=3)
         task = runner._bar.tasks[0]
         assert task.completed == 4 and task.description == "b"
+
+
+def probe_part(ctx):
+    (ctx.out / "report.md").write_text(f"# probe {ctx.seed}\n")
+    PROBE_CALLS.append(ctx.seed)
+    return {"seed": ctx.seed}
+
+
+PROBE_CALLS: list[int] = []
+
+
+def test_a_demo_rerun_keeps_finished_parts_and_refuses_another_seed(tmp_path, monkeypatch):
+    from proofrl.demo import DEMO_PARTS, DemoPart, run_parts
+
+    monkeypatch.setitem(DEMO_PARTS, "probe", DemoPart("probe", "test_runner:probe_part", "a probe"))
+    PROBE_CALLS.clear()
+    first = run_parts(tmp_path, ["probe"], seed=3, workers=1)
+    again = run_parts(tmp_path, ["probe"], seed=3, workers=1)
+    assert PROBE_CALLS == [3] and again["parts"] == first["parts"] == {"probe": {"seed": 3}}
+    assert "# probe 3" in (tmp_path / "report.md").read_text()
+    with pytest.raises(ConfigError, match="was run with seed=3, not 4"):
+        run_parts(tmp_path, ["probe"], seed=4, workers=1)
