@@ -156,7 +156,8 @@ def toy(
     ),
     threads: int = typer.Option(1, help="torch threads"),
 ) -> None:
-    """Reproduce the rank-bias toy experiment of "Rewarding the Unlikely" (arXiv:2506.02355, Appendix A)."""
+    """Reproduce the rank-bias toy experiment of "Rewarding the Unlikely" (arXiv:2506.02355, Appendix A). A rerun
+    into the same --out keeps the variants finished there (OUT/runs.jsonl)."""
     from pathlib import Path as _Path
 
     from rich.console import Console

@@ -3,6 +3,9 @@ kill (a cut last line ignored), settings that differ refused in one line."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
+
 import pytest
 
 from proofrl.errors import ConfigError
@@ -57,6 +60,25 @@ def test_the_bar_moves_by_a_kept_part_s_steps(tmp_path):
         runner.run({"v": "b"}, lambda: runner.advance() or {}, label="b", steps=3)
         task = runner._bar.tasks[0]
         assert task.completed == 4 and task.description == "b"
+
+
+def test_a_toy_rerun_keeps_finished_variants_and_writes_the_same_records(tmp_path, monkeypatch):
+    import proofrl.toy.run as toy_run
+    from proofrl.toy.experiment import ToyConfig
+
+    cfg = ToyConfig(seeds=2, steps=2, eval_every=1, eval_states=16, eval_samples=32)
+    first = toy_run.run_experiment(cfg, ["grpo-default"], tmp_path, show_progress=False).results.read_text()
+    ran = []
+    real = toy_run.run_variant
+    monkeypatch.setattr(toy_run, "run_variant", lambda v, c, **kw: ran.append(v.name) or real(v, c, **kw))
+    run = toy_run.run_experiment(cfg, ["grpo-default", "grpo-epochs-2"], tmp_path, show_progress=False)
+    assert ran == ["grpo-epochs-2"]  # grpo-default was kept
+    lines = run.results.read_text().splitlines()
+    old = first.splitlines()
+    assert lines[1 : len(old)] == old[1:]  # grpo-default's records, as the first run wrote them
+    assert {json.loads(x)["variant"] for x in lines[1:]} == {"grpo-default", "grpo-epochs-2"}
+    with pytest.raises(ConfigError, match="was run with steps=2, not 3"):
+        toy_run.run_experiment(replace(cfg, steps=3), ["grpo-default"], tmp_path, show_progress=False)
 
 
 def probe_part(ctx):
