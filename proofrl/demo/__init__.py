@@ -116,7 +116,9 @@ def run_parts(
     root = Path(root)
     names = part_names(parts)
     whole_proof = dict(whole_proof or {})
-    runner = Runner(root, ("part",), config={"seed": seed, "whole_proof": whole_proof}, console=console)
+    runner = Runner(
+        root, ("part",), log="runs.jsonl", config={"seed": seed, "whole_proof": whole_proof}, console=console
+    )
     summaries: dict[str, Any] = {}
     seconds: dict[str, float] = {}
     for name in names:
