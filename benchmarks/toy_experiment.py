@@ -32,6 +32,7 @@ def main() -> None:
     if args.smoke:
         args.seeds, args.steps, args.out = 1, 4, SMOKE_ROOT / "toy"
     cfg = ToyConfig(seeds=args.seeds, steps=args.steps)
+    (args.out / "runs.jsonl").unlink(missing_ok=True)  # a benchmark times every variant: nothing kept from before
     run = run_experiment(cfg, None, args.out, threads=args.threads, show_progress=False)
     t = run.timings
     n = t.steps  # batched steps (variants × steps), each covering every seed

@@ -156,7 +156,8 @@ def toy(
     ),
     threads: int = typer.Option(1, help="torch threads"),
 ) -> None:
-    """Reproduce the rank-bias toy experiment of "Rewarding the Unlikely" (arXiv:2506.02355, Appendix A)."""
+    """Reproduce the rank-bias toy experiment of "Rewarding the Unlikely" (arXiv:2506.02355, Appendix A). A rerun
+    into the same --out keeps the variants finished there (OUT/runs.jsonl)."""
     from pathlib import Path as _Path
 
     from rich.console import Console
@@ -248,7 +249,7 @@ def demo(
 ) -> None:
     """The whole system on a CPU, in parts that each run alone (--part): whole-proof GRPO with and without the
     unlikeliness reward, proof search, search-and-learn, step-level RL and the EVA reward model, each with a
-    report and plots, judged by Coq."""
+    report and plots, judged by Coq. A rerun into the same --out keeps the parts finished there (OUT/runs.jsonl)."""
     from .demo import demo_config, part_names, run_parts
     from .preflight import require_backend
 

@@ -62,9 +62,9 @@ def test_bench_smoke_reports_and_resumes_with_the_same_numbers(tmp_path, smoke_a
     (out / "results.jsonl").write_text(json.dumps(lines[0]) + "\n" + json.dumps(lines[1])[:40])
     again = bench(out)
     assert "seed 0: kept from an earlier run" in again
-    from proofrl.bench.run import read_results
+    from proofrl.runner import read_rows
 
-    rerun = [r for r in read_results(out / "results.jsonl") if r["seed"] == 1]
+    rerun = [r for r in read_rows(out / "results.jsonl") if r["seed"] == 1]
     assert rerun and rerun[-1]["arms"] == lines[1]["arms"]
 
 

@@ -7,7 +7,7 @@ online memory, Rango's retrieval); :class:`~.claim.Claim` says what a claim is.
 
 from __future__ import annotations
 
-from ..errors import ConfigError
+from ..runner import select
 from . import eva, kimina, leanlistener, memory, reap, unlikely
 from .claim import Claim, ClaimRun, Results
 
@@ -17,10 +17,5 @@ CLAIMS: dict[str, Claim] = {c.name: c for m in (reap, unlikely, kimina, leanlist
 
 
 def get_claims(names: list[str] | tuple[str, ...] | None = None) -> list[Claim]:
-    """The named claims (all, in registry order, by default); an unknown name is one :class:`ConfigError`."""
-    if not names:
-        return list(CLAIMS.values())
-    unknown = [n for n in names if n not in CLAIMS]
-    if unknown:
-        raise ConfigError(f"--claim {unknown[0]!r} is not a claim; valid: {', '.join(CLAIMS)}")
-    return [CLAIMS[n] for n in CLAIMS if n in names]
+    """The named claims (all, in registry order, by default); an unknown name is one ``ConfigError``."""
+    return [CLAIMS[n] for n in select(names, CLAIMS, flag="--claim", what="claim")]

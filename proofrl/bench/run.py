@@ -16,39 +16,12 @@ A run killed part-way resumes: a (claim, seed, size) already in ``results.jsonl`
 from __future__ import annotations
 
 import json
-import os
-import time
 from pathlib import Path
 from typing import Any
 
+from ..runner import Runner, read_rows
 from .claims import Claim, ClaimRun, get_claims
 from .stats import Comparison, baseline_within_margin, compare, mean_interval
-
-
-def cpu_seconds() -> float:
-    import resource
-
-    return sum(
-        getattr(resource.getrusage(who), f)
-        for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
-        for f in ("ru_utime", "ru_stime")
-    )
-
-
-def read_results(path: Path) -> list[dict[str, Any]]:
-    """The finished (claim, seed) lines; a line cut by a kill is ignored."""
-    rows = []
-    if path.is_file():
-        for line in path.read_text().splitlines():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-    return rows
-
-
-def _cut(path: Path) -> bool:
-    return path.is_file() and path.stat().st_size > 0 and not path.read_bytes().endswith(b"\n")
 
 
 def run_bench(
@@ -69,12 +42,7 @@ def run_bench(
     console = console or Console()
     chosen = get_claims(claims)
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    results_path = out / "results.jsonl"
-    done = {(r["claim"], r["seed"], r["size"]) for r in read_results(results_path)}
-    if _cut(results_path):
-        with open(results_path, "a", encoding="utf-8") as f:
-            f.write("\n")  # a line cut by a kill stays a line of its own, ignored
+    runner = Runner(out, ("claim", "seed", "size"), log="results.jsonl", console=console)
     todo = [c for c in chosen if c.implemented]
     assets = None
     if todo:
@@ -83,11 +51,6 @@ def run_bench(
     for claim in todo:
         size = claim.smoke_size if smoke else claim.size
         for seed in range(seeds):
-            if (claim.name, seed, size) in done:
-                console.print(f"{claim.name} seed {seed}: kept from an earlier run")
-                continue
-            t, cpu, load = time.perf_counter(), cpu_seconds(), os.getloadavg()[0]
-            console.print(f"{claim.name} seed {seed}: {claim.baseline} vs {claim.treatment} on {size} …")
             run = ClaimRun(
                 seed=seed,
                 size=size,
@@ -97,20 +60,17 @@ def run_bench(
                 console=console,
                 smoke=smoke,
             )
-            arms = claim.run(run)  # type: ignore[misc]
-            row = {
-                "claim": claim.name,
-                "seed": seed,
-                "size": size,
-                "arms": arms,
-                "seconds": round(time.perf_counter() - t, 1),
-                "cpu_seconds": round(cpu_seconds() - cpu, 1),
-                "load_before": round(load, 2),
-                "load_after": round(os.getloadavg()[0], 2),
-            }
-            with open(results_path, "a", encoding="utf-8") as f:
-                f.write(json.dumps(row) + "\n")
-            means = {a: sum(v.values()) / max(len(v), 1) for a, v in arms.items()}
+
+            def measure(claim: Claim = claim, run: ClaimRun = run) -> dict[str, Any]:
+                console.print(f"{claim.name} seed {run.seed}: {claim.baseline} vs {claim.treatment} on {run.size} …")
+                return {"arms": claim.run(run)}  # type: ignore[misc]
+
+            key = {"claim": claim.name, "seed": seed, "size": size}
+            kept = runner.recorded(key) is not None
+            row = runner.run(key, measure, label=f"{claim.name} seed {seed}")
+            if kept:
+                continue
+            means = {a: sum(v.values()) / max(len(v), 1) for a, v in row["arms"].items()}
             console.print(
                 f"  {', '.join(f'{a} {m:.3f}' for a, m in means.items())} "
                 f"({row['seconds']} s, {row['cpu_seconds']} CPU s)"
@@ -134,7 +94,7 @@ def matrices(
 
 
 def write_report(out: Path, claims: list[Claim], *, smoke: bool = False) -> dict[str, Any]:
-    rows = read_results(out / "results.jsonl")
+    rows = read_rows(out / "results.jsonl")
     summary: dict[str, Any] = {"claims": {}}
     for claim in claims:
         entry: dict[str, Any] = {

@@ -2,7 +2,9 @@
 
 ``proofrl demo`` runs every part in order; ``proofrl demo --part search`` runs one. Each part writes its own
 folder ``OUT/<part>/`` (``report.md``, ``summary.json``, plots) and returns its summary; the demo then writes
-``OUT/report.md`` (every part's report, one after another) and ``OUT/summary.json``.
+``OUT/report.md`` (every part's report, one after another) and ``OUT/summary.json``. A finished part's summary
+and times are a line of ``OUT/runs.jsonl`` (:class:`proofrl.runner.Runner`): a rerun in the same folder keeps
+it, and refuses other settings (seed, the whole-proof part's) in one line.
 
 Parts that work on proof states (search, expert iteration, step-level RL, EVA) share the tactic data and the
 tiny tactic model through :func:`proofrl.data.assets.tactic_assets`, built once in ``OUT/tactic-assets/`` by
@@ -16,13 +18,12 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
 from ..registry import load_target
+from ..runner import Runner, select
 from .whole_proof import demo_config, demo_problems, run_demo
 
 __all__ = ["DEMO_PARTS", "DemoContext", "DemoPart", "demo_config", "demo_problems", "run_demo", "run_parts"]
@@ -92,13 +93,8 @@ class DemoContext:
 
 
 def part_names(parts: list[str] | tuple[str, ...] | None) -> list[str]:
-    """The parts to run, in the demo's order; an unknown name is a :class:`ConfigError` listing the valid ones."""
-    if not parts:
-        return list(DEMO_PARTS)
-    unknown = [p for p in parts if p not in DEMO_PARTS]
-    if unknown:
-        raise ConfigError(f"--part {unknown[0]!r} is not a demo part; valid: {', '.join(DEMO_PARTS)}")
-    return [p for p in DEMO_PARTS if p in parts]
+    """The parts to run, in the demo's order; an unknown name is a ``ConfigError`` listing the valid ones."""
+    return select(parts, DEMO_PARTS, flag="--part", what="demo part")
 
 
 def run_parts(
@@ -110,34 +106,33 @@ def run_parts(
     whole_proof: dict[str, Any] | None = None,
     console: Any = None,
 ) -> dict[str, Any]:
-    """Run the chosen parts (all by default) in order; write ``root/report.md`` and ``root/summary.json``."""
+    """Run the chosen parts (all by default) in order, each unless ``root/runs.jsonl`` has it already; write
+    ``root/report.md`` and ``root/summary.json``."""
     from rich.console import Console
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # each long step draws its own bar; transformers' per save and load are noise
     console = console or Console()
     root = Path(root)
-    root.mkdir(parents=True, exist_ok=True)
     names = part_names(parts)
+    whole_proof = dict(whole_proof or {})
+    runner = Runner(
+        root, ("part",), log="runs.jsonl", config={"seed": seed, "whole_proof": whole_proof}, console=console
+    )
     summaries: dict[str, Any] = {}
     seconds: dict[str, float] = {}
-    t0 = time.perf_counter()
     for name in names:
         part = DEMO_PARTS[name]
         console.rule(f"[bold]{name}[/]: {part.what}")
-        ctx = DemoContext(
-            root=root,
-            part=name,
-            seed=seed,
-            workers=workers,
-            console=console,
-            whole_proof=dict(whole_proof or {}),
-        )
-        t = time.perf_counter()
-        summaries[name] = part.load()(ctx)
-        seconds[name] = time.perf_counter() - t
+        ctx = DemoContext(root, name, seed, workers, console, dict(whole_proof))
+
+        def run_part(part: DemoPart = part, ctx: DemoContext = ctx) -> dict[str, Any]:
+            return {"summary": part.load()(ctx)}
+
+        row = runner.run({"part": name}, run_part, label=name)
+        summaries[name], seconds[name] = row["summary"], row["seconds"]
         console.print(f"{name}: {seconds[name]:.0f} s, report {ctx.out / 'report.md'}")
-    seconds["total"] = time.perf_counter() - t0
+    seconds["total"] = sum(seconds.values())
     summary = {"parts": summaries, "seconds": seconds}
     (root / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
     (root / "report.md").write_text(_index(root, names, seconds))

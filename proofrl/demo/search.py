@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data.assets import tactic_assets
+from ..runner import cpu_seconds
 
 ENGINES = {"best-first": "reprover", "mcts": "reap"}
 """engine → the recipe holding its published defaults (ReProver's cumulative log-prob, reap's PUCT constants)"""
@@ -72,18 +73,6 @@ def budget(configs: dict[str, Any]) -> dict[str, Any]:
             "equal mcts.max_steps, num_samples, tactic_timeout"
         )
     return {"expansions": bf.max_expansions, "width": bf.width, "tactic_timeout": bf.tactic_timeout}
-
-
-def cpu_seconds() -> float:
-    """CPU seconds of this process and of its finished children (the Coq processes a pool has closed): on a
-    shared machine, where wall time depends on everyone else's load, what the part itself cost."""
-    import resource
-
-    return sum(
-        getattr(resource.getrusage(who), f)
-        for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
-        for f in ("ru_utime", "ru_stime")
-    )
 
 
 def run_part(ctx: Any) -> dict[str, Any]:

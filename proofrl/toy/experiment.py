@@ -14,11 +14,10 @@ batch stay in lock-step; uninformative groups are masked out of the loss instead
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any, TextIO
+from typing import Any
 
 import torch
 
@@ -26,6 +25,7 @@ from proofrl.eval.diversity import entropy, unique_counts
 from proofrl.eval.passk import pass_at_k_exact, pass_at_k_unbiased
 from proofrl.eval.uplift import uplift_rate
 from proofrl.rewards.unlikeliness import unlikeliness_reward
+from proofrl.runner import select
 from proofrl.toy.env import BatchedMLP, ToyEnv, sample_actions
 from proofrl.train.grpo import PPOConfig, grpo_step, informative_groups
 
@@ -54,13 +54,9 @@ VARIANTS: dict[str, Variant] = {
 
 
 def get_variants(names: Iterable[str] | None) -> list[Variant]:
-    """Variants by name (all when ``names`` is None); an unknown name lists the valid ones."""
-    if names is None:
-        return list(VARIANTS.values())
-    unknown = [n for n in names if n not in VARIANTS]
-    if unknown:
-        raise ValueError(f"unknown toy variant(s) {unknown}; valid choices: {list(VARIANTS)}")
-    return [VARIANTS[n] for n in names]
+    """Variants by name, in Table 1's order (all when ``names`` is empty); an unknown name is a ``ConfigError``
+    (a ``ValueError``) listing the valid ones."""
+    return [VARIANTS[n] for n in select(names, VARIANTS, flag="--variants", what="toy variant")]
 
 
 @dataclass(frozen=True)
@@ -128,7 +124,7 @@ class Timings:
 
 @dataclass
 class VariantResult:
-    """What a variant's runs leave behind (also streamed as JSONL records)."""
+    """What a variant's runs leave behind: its records (one per run and step or evaluation) and timings."""
 
     variant: Variant
     records: list[dict[str, Any]] = field(default_factory=list)
@@ -238,10 +234,8 @@ def uplift_now(policy: BatchedMLP, groups: UpliftGroups, states: torch.Tensor) -
     return [uplift_rate(groups.init_logps[r], new_lp[r], groups.correct[r]).to_json() for r in range(len(new_lp))]
 
 
-def run_variant(
-    variant: Variant, cfg: ToyConfig, *, sink: TextIO | None = None, on_step: Callable[[], None] | None = None
-) -> VariantResult:
-    """Train all seeds of one variant; evaluate every ``eval_every`` steps; write JSONL records to ``sink``."""
+def run_variant(variant: Variant, cfg: ToyConfig, *, on_step: Callable[[], None] | None = None) -> VariantResult:
+    """Train all seeds of one variant; evaluate every ``eval_every`` steps; ``on_step`` after each step."""
     gen = torch.Generator().manual_seed(cfg.seed)  # same environments and initial policies for every variant
     env = ToyEnv.make(cfg.seeds, cfg.dim, cfg.num_actions, generator=gen)
     policy = BatchedMLP(cfg.seeds, cfg.dim, cfg.hidden, cfg.num_actions, generator=gen)
@@ -255,8 +249,6 @@ def run_variant(
 
     def emit(rec: dict[str, Any]) -> None:
         result.records.append(rec)
-        if sink is not None:
-            sink.write(json.dumps(rec) + "\n")
 
     def do_eval(step: int, train_reward: list[float] | None) -> None:
         t0 = time.perf_counter()

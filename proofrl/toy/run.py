@@ -1,16 +1,18 @@
-"""Run the whole toy experiment: every variant, with a progress bar, JSONL records as it goes, then the report."""
+"""Run the whole toy experiment: every variant through :class:`proofrl.runner.Runner` (a progress bar, one line
+per finished variant in ``runs.jsonl``, resume), then ``results.jsonl`` and the report."""
 
 from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 
-from proofrl.progress import progress_bar
-from proofrl.toy.experiment import Timings, ToyConfig, config_record, get_variants, run_variant
+from proofrl.runner import Runner
+from proofrl.toy.experiment import Timings, ToyConfig, Variant, config_record, get_variants, run_variant
 from proofrl.toy.report import write_report
 
 
@@ -27,29 +29,29 @@ class ToyRun:
 def run_experiment(
     cfg: ToyConfig, variants: list[str] | None, out: Path, *, threads: int = 1, show_progress: bool = True
 ) -> ToyRun:
-    """Train every variant × seed, write ``results.jsonl``, the plots and ``report.md`` under ``out``.
+    """Train every variant × seed (a variant already in ``out/runs.jsonl`` is kept; other settings there are
+    refused), write ``results.jsonl`` (the config, then every record), the plots and ``report.md`` under ``out``.
 
     One torch thread by default: the tensors are small, and extra threads mostly add contention.
     """
     torch.set_num_threads(threads)
     chosen = get_variants(variants)
-    out.mkdir(parents=True, exist_ok=True)
-    results = out / "results.jsonl"
+    runner = Runner(out, ("variant",), log="runs.jsonl", config=asdict(cfg))
     total = Timings()
     records = [config_record(cfg, chosen)]
     t0 = time.perf_counter()
-    with (
-        results.open("w", encoding="utf-8") as sink,
-        progress_bar(disable=not show_progress) as progress,
-    ):
-        sink.write(json.dumps(records[0]) + "\n")
-        task = progress.add_task("toy", total=len(chosen) * cfg.steps)
+    with runner.progress(len(chosen) * cfg.steps, show=show_progress):
         for v in chosen:
-            progress.update(task, description=f"{v.name} ({cfg.seeds} seeds)")
-            res = run_variant(v, cfg, sink=sink, on_step=lambda: progress.advance(task))
-            sink.flush()
-            records += res.records
-            total.add(res.timings)
+
+            def train(v: Variant = v) -> dict[str, Any]:
+                res = run_variant(v, cfg, on_step=runner.advance)
+                return {"records": res.records, "timings": asdict(res.timings)}
+
+            row = runner.run({"variant": v.name}, train, label=f"{v.name} ({cfg.seeds} seeds)", steps=cfg.steps)
+            records += row["records"]
+            total.add(Timings(**row["timings"]))
     wall = time.perf_counter() - t0
+    results = out / "results.jsonl"
+    results.write_text("".join(json.dumps(r) + "\n" for r in records))
     report = write_report(records, out, wall_s=wall)
     return ToyRun(results=results, report=report, wall_s=wall, timings=total)
