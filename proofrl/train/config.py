@@ -3,7 +3,7 @@
 A loop's config is :class:`RunConfig` (name, seed, out, steps, checkpoint cadence, loggers) plus the components it
 uses, all from this module: ``model``, ``data``, ``rollout``, ``verify``, ``reward``, ``algorithm``, ``ppo``,
 ``optim``, ``eval``, ``search`` (the search engines' own :class:`SearchConfig`: search-and-learn's, and EVA's
-labelling search), and for search-and-learn ``replay`` and ``serving``. A key means the same thing, with the
+labelling search), and for search-and-learn ``replay``. A key means the same thing, with the
 same type and range, in every loop.
 
 A component holds every setting any loop reads from it, and each loop names the fields it reads
@@ -22,7 +22,7 @@ loop (``loop:``)      schema                           reads
 ``grpo`` (default)    :class:`GRPOConfig`              model, data, rollout, verify, reward, algorithm, ppo, optim,
                                                        eval
 ``expert-iteration``  :class:`ExpertIterationConfig`   model, data, search, rollout, replay, verify, algorithm,
-                                                       optim, eval, serving
+                                                       optim, eval
 ``step-grpo``         :class:`StepGRPOConfig`          model, data, rollout, verify, algorithm, ppo, optim, eval
 ``eva``               :class:`EvaConfig`               model, data, search, algorithm, optim, eval
 ====================  ===============================  ==========================================================
@@ -62,7 +62,6 @@ __all__ = [
     "ReplayConfig",
     "RolloutConfig",
     "RunConfig",
-    "ServingConfig",
     "StepGRPOConfig",
     "VerifyConfig",
     "load_recipe",
@@ -212,6 +211,14 @@ class RolloutConfig(Config):
     """step-level: the policy's own states kept (oldest dropped first)"""
     passes: PositiveInt = 4
     """search-and-learn: search passes over each batch, each with its own sampling seed (reap: four)"""
+    policy: str = "in-process"
+    """search-and-learn: the tactic policy the searches sample, ``in-process`` (the published weights, loaded by the
+    rollout worker) or ``openai:URL`` / ``openai-chat:URL``"""
+    model_name: str = ""
+    """search-and-learn: the served model's name for an OpenAI-compatible ``policy`` endpoint"""
+    value: str = "in-process"
+    """search-and-learn: the value the searches read, ``in-process`` (the published value head) or ``endpoint:URL``
+    (reap's value service)"""
 
     @model_validator(mode="after")
     def _openai_needs_url(self) -> RolloutConfig:
@@ -314,17 +321,6 @@ class ReplayConfig(Config):
     """share of every update made of human-proof transitions (reap rehearses mathlib to avoid forgetting)"""
     max_samples: PositiveInt = 2000
     """search samples drawn from the buffer per update at most"""
-
-
-class ServingConfig(Config):
-    """Where search-and-learn's rollout workers get the policy and the value from."""
-
-    policy: str = "in-process"
-    """``in-process`` (the published weights, loaded by the worker) or ``openai:URL`` / ``openai-chat:URL``"""
-    model_name: str = ""
-    """the served model's name for an OpenAI-compatible endpoint"""
-    value: str = "in-process"
-    """``in-process`` (the published value head) or ``endpoint:URL`` (reap's value service)"""
 
 
 # -- the run section and the loops -----------------------------------------------------------------------------
@@ -430,6 +426,7 @@ MOVED = {
     "eval.states": "eval.limit",
     "eval.k": "eval.ks",
     "optim.seed": "seed",
+    "serving": "rollout (policy, model_name, value)",
 }
 """keys of the loops' earlier schemas → where they live now (named in the error a recipe written for them gets)"""
 
@@ -486,7 +483,7 @@ class ExpertIterationConfig(RunConfig):
         "": ("name", "seed", "out", "steps", "keep_checkpoints", "logger", "progress"),
         "model": ("path", "lora", "value_head", "num_bins", "device"),
         "data": ("train", "eval", "limit", "eval_limit", "assets", "transitions"),
-        "rollout": ("problems_per_step", "passes", "temperature", "max_tokens"),
+        "rollout": ("problems_per_step", "passes", "temperature", "max_tokens", "policy", "model_name", "value"),
         "verify": ("workers",),
         "algorithm": ("value_coef",),
         "optim": ("lr", "weight_decay", "batch", "epochs"),
@@ -514,7 +511,6 @@ class ExpertIterationConfig(RunConfig):
     algorithm: AlgorithmConfig = Field(default_factory=AlgorithmConfig)
     optim: OptimConfig = Field(default_factory=lambda: OptimConfig(lr=3e-4, weight_decay=0.01, batch=16, epochs=2))
     eval: EvalConfig = Field(default_factory=lambda: EvalConfig(every=1))
-    serving: ServingConfig = Field(default_factory=ServingConfig)
 
 
 class StepGRPOConfig(RunConfig):
