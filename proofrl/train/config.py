@@ -3,29 +3,18 @@
 A loop's config is :class:`RunConfig` (name, seed, out, steps, checkpoint cadence, loggers) plus the components it
 uses, all from this module: ``model``, ``data``, ``rollout``, ``verify``, ``reward``, ``algorithm``, ``ppo``,
 ``optim``, ``eval``, ``search`` (the search engines' own :class:`SearchConfig`: search-and-learn's, and EVA's
-labelling search), and for search-and-learn ``replay``. A key means the same thing, with the
-same type and range, in every loop.
+labelling search), and for search-and-learn ``replay``. A key means the same thing, with the same type and range,
+in every loop.
 
-A component holds every setting any loop reads from it, and each loop names the fields it reads
-(:attr:`RunConfig.READS`): a key a loop does not read is an error naming the keys it does, so a typo, or a key
-of another loop, never silently falls back to a default. A loop's own defaults (step-level GRPO's learning rate,
+A component holds every setting any loop reads from it, and each loop (:data:`proofrl.train.recipes.LOOPS`) names
+the fields it reads (:attr:`RunConfig.READS`): a key a loop does not read is an error naming the keys it does, so
+a typo, or a key of another loop, never silently falls back to a default. A loop's own defaults (step-level GRPO's learning rate,
 EVA's LoRA on every projection) are its fields' default values, given as components, not as copies of them.
 
 A recipe (``proofrl/recipes/*.yaml``) is a mapping of these sections; ``--set rollout.group_size=8`` overrides
 one leaf (:mod:`proofrl.train.recipes`). Everything is checked when the recipe loads (:mod:`proofrl.schema`): every
 enumeration is a ``Literal`` or a name in its live registry, every range a constraint, and a mistake is one
 :class:`~proofrl.errors.ConfigError` line naming the dotted key and what it accepts.
-
-====================  ===============================  ==========================================================
-loop (``loop:``)      schema                           reads
-====================  ===============================  ==========================================================
-``grpo`` (default)    :class:`GRPOConfig`              model, data, rollout, verify, reward, algorithm, ppo, optim,
-                                                       eval
-``expert-iteration``  :class:`ExpertIterationConfig`   model, data, search, rollout, replay, verify, algorithm,
-                                                       optim, eval
-``step-grpo``         :class:`StepGRPOConfig`          model, data, rollout, verify, algorithm, ppo, optim, eval
-``eva``               :class:`EvaConfig`               model, data, search, algorithm, optim, eval
-====================  ===============================  ==========================================================
 """
 
 from __future__ import annotations

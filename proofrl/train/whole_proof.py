@@ -20,8 +20,7 @@ and kimina-prover-rl:
    log-probs at the rollout temperature;
 6. log every step to the run folder, checkpoint every ``checkpoint_every`` steps.
 
-Precision: trainable weights and AdamW state are fp32 (master weights); with ``model.dtype`` bfloat16 (or
-``auto`` on bf16 weights) every forward pass runs under bf16 autocast. float16 is refused.
+Precision (``model.dtype``) and π_ref (``model.ref_device``): :class:`~proofrl.train.lm_update.LMPolicy`.
 
 Every step goes to the run folder (:class:`~proofrl.train.rundir.RunDir`: ``metrics.jsonl`` and the recipe's
 ``logger:`` list, TensorBoard by default); checkpoints hold the weights,
@@ -202,15 +201,15 @@ class Trainer:
             return fresh
         return self.cache.mix(fresh, len(fresh))
 
-    def _sampling(self, n: int, temperature: float, top_p: float, max_tokens: int, seed: int) -> SamplingConfig:
-        return SamplingConfig(
-            n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens, stop=self.fmt.stop, seed=seed
-        )
-
     def rollout(self) -> tuple[list[Group], RolloutTimings]:
         r = self.cfg.rollout
-        params = self._sampling(
-            r.group_size, r.temperature, r.top_p, r.max_tokens, self.cfg.seed * 1_000_003 + self.step
+        params = SamplingConfig(
+            n=r.group_size,
+            temperature=r.temperature,
+            top_p=r.top_p,
+            max_tokens=r.max_tokens,
+            stop=self.fmt.stop,
+            seed=self.cfg.seed * 1_000_003 + self.step,
         )
         self.model.eval()
         with self.autocast():
