@@ -8,8 +8,9 @@ in every loop.
 
 A component holds every setting any loop reads from it, and each loop (:data:`proofrl.train.recipes.LOOPS`) names
 the fields it reads (:attr:`RunConfig.READS`): a key a loop does not read is an error naming the keys it does, so
-a typo, or a key of another loop, never silently falls back to a default. A loop's own defaults (step-level GRPO's learning rate,
-EVA's LoRA on every projection) are its fields' default values, given as components, not as copies of them.
+a typo, or a key of another loop, never silently falls back to a default. A loop's own defaults (step-level GRPO's
+learning rate, EVA's LoRA on every projection) are its fields' default values, given as components, not as copies
+of them.
 
 A recipe (``proofrl/recipes/*.yaml``) is a mapping of these sections; ``--set rollout.group_size=8`` overrides
 one leaf (:mod:`proofrl.train.recipes`). Everything is checked when the recipe loads (:mod:`proofrl.schema`): every

@@ -117,9 +117,9 @@ class Learner:
         from ..policy.value_head import load_policy_value
 
         self.cfg = cfg
-        lora = None if cfg.model.lora is None else cfg.model.lora
-        bins = cfg.model.num_bins if cfg.model.value_head else None
-        self.model = load_policy_value(start, num_bins=bins, device=cfg.model.device, lora=lora, seed=cfg.seed)
+        m = cfg.model
+        bins = m.num_bins if m.value_head else None
+        self.model = load_policy_value(start, num_bins=bins, device=m.device, lora=m.lora, seed=cfg.seed)
         params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(params, lr=cfg.optim.lr, weight_decay=cfg.optim.weight_decay)
 

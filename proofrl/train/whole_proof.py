@@ -183,13 +183,6 @@ class Trainer:
     def compute_dtype(self) -> torch.dtype:
         return self.lm.compute_dtype
 
-    @property
-    def device(self) -> torch.device:
-        return self.lm.device
-
-    def autocast(self) -> Any:
-        return self.lm.autocast()
-
     # ---------------------------------------------------------------------------------------- rollouts
 
     def _prompt_items(self) -> list[PromptItem]:
@@ -212,7 +205,7 @@ class Trainer:
             seed=self.cfg.seed * 1_000_003 + self.step,
         )
         self.model.eval()
-        with self.autocast():
+        with self.lm.autocast():
             groups, timings = sample_and_verify(
                 self.generator,
                 self._prompt_items(),
@@ -343,7 +336,7 @@ class Trainer:
             self.step += 1
             every = self.cfg.eval.every
             if self.eval_fn is not None and ((every and self.step % every == 0) or self.step == self.cfg.steps):
-                with self.autocast():
+                with self.lm.autocast():
                     metrics.update(self.eval_fn(self, self.step))
             return self.step, metrics
 
