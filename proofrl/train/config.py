@@ -420,6 +420,10 @@ MOVED = {
 }
 """keys of the loops' earlier schemas → where they live now (named in the error a recipe written for them gets)"""
 
+RENAMED = {f"serving.{k}": f"rollout.{k}" for k in ("policy", "model_name", "value")}
+"""moved keys whose meaning did not change → their place now, so that a run folder saved before the move resumes
+(:func:`proofrl.train.rundir.settings_changed`)"""
+
 
 _RUN = ("name", "seed", "out", "steps", "checkpoint_every", "keep_checkpoints", "logger")
 
