@@ -313,7 +313,13 @@ def train(
         cli_launch(recipe, overrides, dry_run=dry_run)
         return
     torch_threads(threads)
-    recipes.run(recipe, overrides, show_config=show_config)  # the recipe's loop: its schema, its runner
+    loop, cfg = recipes.load(recipe, overrides)  # the recipe's loop and its checked config
+    if show_config:
+        import yaml
+
+        typer.echo(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+        return
+    loop.train(cfg)  # the loop's runner, e.g. proofrl.train.whole_proof:run
 
 
 eval_app = typer.Typer(cls=_Commands, invoke_without_command=True, no_args_is_help=False)

@@ -96,17 +96,19 @@ def test_a_bad_recipe_key_is_one_line():
     with pytest.raises(
         ConfigError,
         match=r"unknown keys in rollout: \['pases'\]; the expert-iteration loop reads: "
-        r"\['max_tokens', 'passes', 'problems_per_step', 'temperature'\]",
+        r"\['max_tokens', 'model_name', 'passes', 'policy', 'problems_per_step', 'temperature', 'value'\]",
     ):
         load_config("reap", ["rollout.pases=4"])
     with pytest.raises(ConfigError, match=r"replay.rehearsal_fraction must be in \[0, 1\), got 1.5"):
         load_config("reap", ["replay.rehearsal_fraction=1.5"])
+    with pytest.raises(ConfigError, match=r"serving is now rollout \(policy, model_name, value\)"):
+        load_config("reap", ["serving.policy=in-process"])  # a recipe written before serving moved
     with pytest.raises(ConfigError, match=r"expected key\.sub=value"):
         load_config("reap", ["steps"])
     res = CliRunner().invoke(app, ["train", "--recipe", "reap", "--set", "rollout.pases=4"])  # the real command line
     assert res.exit_code == 2 and res.stderr.strip().splitlines() == [
         "proofrl train: unknown keys in rollout: ['pases']; the expert-iteration loop reads: "
-        "['max_tokens', 'passes', 'problems_per_step', 'temperature']"
+        "['max_tokens', 'model_name', 'passes', 'policy', 'problems_per_step', 'temperature', 'value']"
     ]
     res = CliRunner().invoke(app, ["train", "--recipe", "reap", "--show-config", "--set", "steps=5"])
     assert res.exit_code == 0 and "loop: expert-iteration" in res.output and "steps: 5" in res.output

@@ -4,6 +4,7 @@ import math
 
 import pytest
 import torch
+from grpo_support import group_advantages_loop
 
 from proofrl.train.grpo import (
     ADV_ESTIMATORS,
@@ -16,7 +17,6 @@ from proofrl.train.grpo import (
     RolloutBatch,
     agg_loss,
     group_advantages,
-    group_advantages_loop,
     grpo_step,
     informative_groups,
     kl_penalty,

@@ -154,3 +154,13 @@ def test_a_fresh_run_starts_an_empty_log_and_an_unknown_logger_is_one_line(tmp_p
         r"'wandb'\], got 'tb'",
     ):
         load_recipe("demo", ["logger=[jsonl,tb]"])
+
+
+def test_a_run_folder_saved_before_a_key_moved_resumes():
+    from proofrl.train.rundir import settings_changed
+
+    before = {"serving": {"policy": "in-process", "model_name": "", "value": "in-process"}, "rollout": {"passes": 4}}
+    now = {"rollout": {"passes": 4, "policy": "in-process", "model_name": "", "value": "in-process"}}
+    assert settings_changed(before, now) == ([], [])
+    served = {"rollout": {**now["rollout"], "policy": "openai:http://x"}}
+    assert settings_changed(before, served) == (["rollout.policy: 'in-process' -> 'openai:http://x'"], [])

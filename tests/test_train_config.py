@@ -7,10 +7,13 @@ import pytest
 from proofrl.train.config import ConfigError, GRPOConfig, load_recipe, recipe_names, save_config
 
 
-def test_every_shipped_recipe_loads(capsys):
+def test_every_shipped_recipe_loads():
     """Whole-proof recipes through ``load_recipe``; recipes of another loop (reap, leanlistener, eva) through their
     loop's own schema (``--show-config``), and ``load_recipe`` names the command instead of a schema error."""
-    from proofrl.train.recipes import loop_for, run
+    from typer.testing import CliRunner
+
+    from proofrl.cli import app
+    from proofrl.train.recipes import loop_for
 
     assert {"unlikeliness", "kimina", "deepseek-v1.5", "demo", "reap", "leanlistener", "eva"} <= set(recipe_names())
     for name in recipe_names():
@@ -21,8 +24,9 @@ def test_every_shipped_recipe_loads(capsys):
             continue
         with pytest.raises(ConfigError, match=f"proofrl train --recipe {name}"):
             load_recipe(name)
-        assert run(name, [], show_config=True) is None
-        assert f"loop: {loop.name}" in capsys.readouterr().out, name
+        shown = CliRunner().invoke(app, ["train", "--recipe", name, "--show-config"])
+        assert shown.exit_code == 0, shown.output
+        assert f"loop: {loop.name}" in shown.output, name
 
 
 def test_recipes_carry_the_papers_hyperparameters():

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from grpo_support import group_advantages_loop
 from rl_support import problems
 
 from proofrl.errors import ConfigError
@@ -18,7 +19,7 @@ from proofrl.policy.prompts import get_format
 from proofrl.policy.tiny import sample_corpus
 from proofrl.rollout.proofs import Group, PromptItem
 from proofrl.train.config import load_recipe
-from proofrl.train.grpo import AGG_MODES, group_advantages_loop, ppo_clip_loss
+from proofrl.train.grpo import AGG_MODES, ppo_clip_loss
 from proofrl.train.whole_proof import Trainer
 
 MAX_TOKENS = 16

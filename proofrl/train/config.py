@@ -3,29 +3,19 @@
 A loop's config is :class:`RunConfig` (name, seed, out, steps, checkpoint cadence, loggers) plus the components it
 uses, all from this module: ``model``, ``data``, ``rollout``, ``verify``, ``reward``, ``algorithm``, ``ppo``,
 ``optim``, ``eval``, ``search`` (the search engines' own :class:`SearchConfig`: search-and-learn's, and EVA's
-labelling search), and for search-and-learn ``replay`` and ``serving``. A key means the same thing, with the
-same type and range, in every loop.
+labelling search), and for search-and-learn ``replay``. A key means the same thing, with the same type and range,
+in every loop.
 
-A component holds every setting any loop reads from it, and each loop names the fields it reads
-(:attr:`RunConfig.READS`): a key a loop does not read is an error naming the keys it does, so a typo, or a key
-of another loop, never silently falls back to a default. A loop's own defaults (step-level GRPO's learning rate,
-EVA's LoRA on every projection) are its fields' default values, given as components, not as copies of them.
+A component holds every setting any loop reads from it, and each loop (:data:`proofrl.train.recipes.LOOPS`) names
+the fields it reads (:attr:`RunConfig.READS`): a key a loop does not read is an error naming the keys it does, so
+a typo, or a key of another loop, never silently falls back to a default. A loop's own defaults (step-level GRPO's
+learning rate, EVA's LoRA on every projection) are its fields' default values, given as components, not as copies
+of them.
 
 A recipe (``proofrl/recipes/*.yaml``) is a mapping of these sections; ``--set rollout.group_size=8`` overrides
 one leaf (:mod:`proofrl.train.recipes`). Everything is checked when the recipe loads (:mod:`proofrl.schema`): every
 enumeration is a ``Literal`` or a name in its live registry, every range a constraint, and a mistake is one
 :class:`~proofrl.errors.ConfigError` line naming the dotted key and what it accepts.
-
-====================  ===============================  ==========================================================
-loop (``loop:``)      schema                           reads
-====================  ===============================  ==========================================================
-``grpo`` (default)    :class:`GRPOConfig`              model, data, rollout, verify, reward, algorithm, ppo, optim,
-                                                       eval
-``expert-iteration``  :class:`ExpertIterationConfig`   model, data, search, rollout, replay, verify, algorithm,
-                                                       optim, eval, serving
-``step-grpo``         :class:`StepGRPOConfig`          model, data, rollout, verify, algorithm, ppo, optim, eval
-``eva``               :class:`EvaConfig`               model, data, search, algorithm, optim, eval
-====================  ===============================  ==========================================================
 """
 
 from __future__ import annotations
@@ -62,7 +52,6 @@ __all__ = [
     "ReplayConfig",
     "RolloutConfig",
     "RunConfig",
-    "ServingConfig",
     "StepGRPOConfig",
     "VerifyConfig",
     "load_recipe",
@@ -212,6 +201,14 @@ class RolloutConfig(Config):
     """step-level: the policy's own states kept (oldest dropped first)"""
     passes: PositiveInt = 4
     """search-and-learn: search passes over each batch, each with its own sampling seed (reap: four)"""
+    policy: str = "in-process"
+    """search-and-learn: the tactic policy the searches sample, ``in-process`` (the published weights, loaded by the
+    rollout worker) or ``openai:URL`` / ``openai-chat:URL``"""
+    model_name: str = ""
+    """search-and-learn: the served model's name for an OpenAI-compatible ``policy`` endpoint"""
+    value: str = "in-process"
+    """search-and-learn: the value the searches read, ``in-process`` (the published value head) or ``endpoint:URL``
+    (reap's value service)"""
 
     @model_validator(mode="after")
     def _openai_needs_url(self) -> RolloutConfig:
@@ -314,17 +311,6 @@ class ReplayConfig(Config):
     """share of every update made of human-proof transitions (reap rehearses mathlib to avoid forgetting)"""
     max_samples: PositiveInt = 2000
     """search samples drawn from the buffer per update at most"""
-
-
-class ServingConfig(Config):
-    """Where search-and-learn's rollout workers get the policy and the value from."""
-
-    policy: str = "in-process"
-    """``in-process`` (the published weights, loaded by the worker) or ``openai:URL`` / ``openai-chat:URL``"""
-    model_name: str = ""
-    """the served model's name for an OpenAI-compatible endpoint"""
-    value: str = "in-process"
-    """``in-process`` (the published value head) or ``endpoint:URL`` (reap's value service)"""
 
 
 # -- the run section and the loops -----------------------------------------------------------------------------
@@ -430,8 +416,13 @@ MOVED = {
     "eval.states": "eval.limit",
     "eval.k": "eval.ks",
     "optim.seed": "seed",
+    "serving": "rollout (policy, model_name, value)",
 }
 """keys of the loops' earlier schemas → where they live now (named in the error a recipe written for them gets)"""
+
+RENAMED = {f"serving.{k}": f"rollout.{k}" for k in ("policy", "model_name", "value")}
+"""moved keys whose meaning did not change → their place now, so that a run folder saved before the move resumes
+(:func:`proofrl.train.rundir.settings_changed`)"""
 
 
 _RUN = ("name", "seed", "out", "steps", "checkpoint_every", "keep_checkpoints", "logger")
@@ -486,7 +477,7 @@ class ExpertIterationConfig(RunConfig):
         "": ("name", "seed", "out", "steps", "keep_checkpoints", "logger", "progress"),
         "model": ("path", "lora", "value_head", "num_bins", "device"),
         "data": ("train", "eval", "limit", "eval_limit", "assets", "transitions"),
-        "rollout": ("problems_per_step", "passes", "temperature", "max_tokens"),
+        "rollout": ("problems_per_step", "passes", "temperature", "max_tokens", "policy", "model_name", "value"),
         "verify": ("workers",),
         "algorithm": ("value_coef",),
         "optim": ("lr", "weight_decay", "batch", "epochs"),
@@ -514,7 +505,6 @@ class ExpertIterationConfig(RunConfig):
     algorithm: AlgorithmConfig = Field(default_factory=AlgorithmConfig)
     optim: OptimConfig = Field(default_factory=lambda: OptimConfig(lr=3e-4, weight_decay=0.01, batch=16, epochs=2))
     eval: EvalConfig = Field(default_factory=lambda: EvalConfig(every=1))
-    serving: ServingConfig = Field(default_factory=ServingConfig)
 
 
 class StepGRPOConfig(RunConfig):

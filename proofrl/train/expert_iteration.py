@@ -54,10 +54,11 @@ def load_config(recipe: str | Path = "reap", overrides: list[str] | tuple[str, .
 
 def run(cfg: ExpertIterationConfig) -> dict[str, Any]:
     """``proofrl train --recipe reap [--set key=value ...]`` (the ``reap`` loop of :mod:`proofrl.train.recipes`)."""
-    if not cfg.serving.policy.startswith(("openai:", "openai-chat:")) and cfg.serving.policy != "in-process":
-        raise ConfigError(f"serving.policy {cfg.serving.policy!r}: valid: in-process, openai:URL, openai-chat:URL")
-    if cfg.serving.value != "in-process" and not cfg.serving.value.startswith(("endpoint:", "http://", "https://")):
-        raise ConfigError(f"serving.value {cfg.serving.value!r}: valid: in-process, endpoint:URL")
+    r = cfg.rollout
+    if not r.policy.startswith(("openai:", "openai-chat:")) and r.policy != "in-process":
+        raise ConfigError(f"rollout.policy {r.policy!r}: valid: in-process, openai:URL, openai-chat:URL")
+    if r.value != "in-process" and not r.value.startswith(("endpoint:", "http://", "https://")):
+        raise ConfigError(f"rollout.value {r.value!r}: valid: in-process, endpoint:URL")
     from ..preflight import require_backend
 
     require_backend("coq")
@@ -116,9 +117,9 @@ class Learner:
         from ..policy.value_head import load_policy_value
 
         self.cfg = cfg
-        lora = None if cfg.model.lora is None else cfg.model.lora
-        bins = cfg.model.num_bins if cfg.model.value_head else None
-        self.model = load_policy_value(start, num_bins=bins, device=cfg.model.device, lora=lora, seed=cfg.seed)
+        m = cfg.model
+        bins = m.num_bins if m.value_head else None
+        self.model = load_policy_value(start, num_bins=bins, device=m.device, lora=m.lora, seed=cfg.seed)
         params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(params, lr=cfg.optim.lr, weight_decay=cfg.optim.weight_decay)
 
@@ -178,7 +179,7 @@ def publish(learner: Learner, weights_root: Path, version: int) -> Path:
 
 class RolloutWorker:
     """The search side: a tactic policy and a value function, refreshed from ``weights/latest.json`` between
-    rounds (in-process), or endpoints that serve them (``serving``)."""
+    rounds (in-process), or endpoints that serve them (``rollout.policy``, ``rollout.value``)."""
 
     def __init__(self, cfg: ExpertIterationConfig, weights_root: Path):
         self.cfg, self.weights_root = cfg, weights_root
@@ -189,8 +190,8 @@ class RolloutWorker:
     def refresh(self) -> int | None:
         """Load the newest published weights if they changed; returns the version in use."""
         latest = json.loads((self.weights_root / "latest.json").read_text())
-        local = self.cfg.serving.policy == "in-process" or (
-            self.cfg.model.value_head and self.cfg.serving.value == "in-process"
+        local = self.cfg.rollout.policy == "in-process" or (
+            self.cfg.model.value_head and self.cfg.rollout.value == "in-process"
         )
         if latest["version"] != self.version and local:
             from ..policy.value_head import load_policy_value
@@ -201,14 +202,14 @@ class RolloutWorker:
                 num_bins=self.cfg.model.num_bins if self.cfg.model.value_head else None,
             )
         if self.cfg.model.value_head:
-            if self.cfg.serving.value == "in-process":
+            if self.cfg.rollout.value == "in-process":
                 from ..policy.value_head import HeadValue
 
                 self.value_fn = HeadValue(self.model)
             else:
                 from ..policy.tactic import make_value_fn
 
-                self.value_fn = make_value_fn(self.cfg.serving.value)
+                self.value_fn = make_value_fn(self.cfg.rollout.value)
         else:
             from ..policy.tactic import NoValue
 
@@ -218,13 +219,13 @@ class RolloutWorker:
 
     def policy(self, seed: int) -> Any:
         s = self.cfg.rollout
-        if self.cfg.serving.policy == "in-process":
+        if self.cfg.rollout.policy == "in-process":
             return self.model.tactic_policy(temperature=s.temperature, max_tokens=s.max_tokens, seed=seed)
         from ..policy.tactic import make_tactic_policy
 
         return make_tactic_policy(
-            self.cfg.serving.policy,
-            model=self.cfg.serving.model_name or None,
+            self.cfg.rollout.policy,
+            model=self.cfg.rollout.model_name or None,
             temperature=s.temperature,
             max_tokens=s.max_tokens,
             seed=seed,

@@ -76,21 +76,6 @@ def group_advantages(
     return centred / (std.index_select(0, inv) + eps)
 
 
-def group_advantages_loop(
-    rewards: torch.Tensor, group_ids: torch.Tensor, *, scale_by_std: bool = True, eps: float = 1e-6
-) -> torch.Tensor:
-    """Plain-loop reference for :func:`group_advantages` (kept for the equivalence test; slow)."""
-    out = torch.zeros(len(rewards), dtype=torch.float32, device=rewards.device)
-    for g in torch.unique(group_ids).tolist():
-        idx = (group_ids == g).nonzero().flatten().to(rewards.device)
-        r = rewards[idx].float()
-        if len(r) == 1:
-            continue  # singleton: advantage 0
-        a = r - r.mean()
-        out[idx] = a / (r.std() + eps) if scale_by_std else a
-    return out
-
-
 @ADV_ESTIMATORS.register("grpo")
 def grpo_advantages(rewards: torch.Tensor, group_ids: torch.Tensor, *, eps: float = 1e-6) -> torch.Tensor:
     """GRPO (arXiv:2402.03300): ``(r − mean) / (std + ε)`` per group. ``(B,), (B,) -> (B,)``."""

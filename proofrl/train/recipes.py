@@ -2,7 +2,8 @@
 
 A recipe (``proofrl/recipes/NAME.yaml`` or a YAML path) is a mapping checked by its loop's schema (a
 :class:`~proofrl.schema.Config`); its ``loop:`` key names the loop (none: whole-proof GRPO). ``--set
-key.sub=value`` overrides one leaf (the value read as YAML). ``proofrl train --recipe R`` is :func:`run`:
+key.sub=value`` overrides one leaf (the value read as YAML). ``proofrl train --recipe R`` is :func:`load`, then
+the loop's runner:
 
 ====================  ====================================================  ==============================
 loop                  schema (:mod:`proofrl.train.config`)                  what it trains (recipes)
@@ -19,12 +20,10 @@ Each loop's schema and runner (``run(cfg)``) are named by ``module:attribute`` a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from ..errors import ConfigError
 from ..registry import load_target
@@ -52,8 +51,10 @@ class Loop:
             raise ConfigError(f"recipe {str(recipe)!r} runs the {found!r} loop, not {self.name!r}{hint}")
         return validate(load_target(self.schema), apply_overrides(tree, overrides))
 
-    def run(self, cfg: Any) -> Any:
-        return load_target(self.runner)(cfg)
+    @property
+    def train(self) -> Callable[[Any], Any]:
+        """The loop's ``run(cfg)``, imported now."""
+        return load_target(self.runner)
 
 
 DEFAULT_LOOP = "grpo"
@@ -88,12 +89,7 @@ def loop_for(recipe: str | Path) -> Loop:
     return LOOPS[name]
 
 
-def run(recipe: str, overrides: Sequence[str] = (), *, show_config: bool = False) -> Any:
-    """``proofrl train --recipe R [--set k=v …] [--show-config]``: the recipe's loop, its checked config, and
-    (unless ``show_config``, which prints the config) the loop's run."""
+def load(recipe: str | Path, overrides: Sequence[str] = ()) -> tuple[Loop, Any]:
+    """The loop a recipe runs under and its config, with ``overrides``, checked by that loop's schema."""
     loop = loop_for(recipe)
-    cfg = loop.config(recipe, overrides)
-    if show_config:
-        print(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
-        return None
-    return loop.run(cfg)
+    return loop, loop.config(recipe, overrides)

@@ -28,6 +28,7 @@ import yaml
 
 from ..errors import ConfigError
 from . import checkpoints
+from .config import RENAMED
 from .tracking import DEFAULT_LOGGERS, LOGGERS
 
 log = logging.getLogger(__name__)
@@ -60,8 +61,12 @@ def _flat(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def settings_changed(before: Mapping[str, Any], now: Mapping[str, Any]) -> tuple[list[str], list[str]]:
     """``(refused, allowed)``: the dotted keys whose values differ between a run folder's saved settings and a
-    resumed run's, as ``key: old -> new``; those under :data:`RESUMABLE` are allowed, the others refused."""
+    resumed run's, as ``key: old -> new``; those under :data:`RESUMABLE` are allowed, the others refused. A saved
+    key that moved (:data:`~proofrl.train.config.RENAMED`) is compared at its place now."""
     a, b = _flat(before), _flat(now)
+    for old, new in RENAMED.items():
+        if old in a and new not in a:
+            a[new] = a.pop(old)
     refused: list[str] = []
     allowed: list[str] = []
     for key in sorted(set(a) | set(b)):

@@ -37,10 +37,9 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import torch
-from pydantic import Field
 
 from ..errors import ConfigError
 from ..rewards import subgoal as _subgoal  # noqa: F401  (registers the ``subgoal`` step reward)
@@ -51,10 +50,6 @@ from .config import StepGRPOConfig
 from .grpo import informative_groups
 from .lm_update import LMPolicy, lm_grpo_update
 from .rundir import RunDir
-
-PositiveInt = Annotated[int, Field(ge=1)]
-Count = Annotated[int, Field(ge=0)]
-Share = Annotated[float, Field(ge=0.0, le=1.0)]
 
 
 def load_config(recipe: str | Path | None = "leanlistener", overrides: Sequence[str] = ()) -> StepGRPOConfig:
@@ -169,7 +164,7 @@ class StepLevelTrainer:
         # the online DPO baseline needs it too), log-probs at the sampling temperature
         self.lm = LMPolicy(
             model,
-            pad_id=self._pad_id(tokenizer),
+            pad_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id,
             micro_batch=cfg.optim.micro_batch,
             temperature=cfg.rollout.temperature,
             dtype=cfg.model.dtype,
@@ -245,10 +240,6 @@ class StepLevelTrainer:
                     )
                     + "\n"
                 )
-
-    @staticmethod
-    def _pad_id(tokenizer: Any) -> int:
-        return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
 
     def grpo_update(
         self, comps: Sequence[Sequence[Any]], prompts: Sequence[Sequence[int]], rewards: Sequence[Sequence[float]]

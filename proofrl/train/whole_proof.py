@@ -20,8 +20,7 @@ and kimina-prover-rl:
    log-probs at the rollout temperature;
 6. log every step to the run folder, checkpoint every ``checkpoint_every`` steps.
 
-Precision: trainable weights and AdamW state are fp32 (master weights); with ``model.dtype`` bfloat16 (or
-``auto`` on bf16 weights) every forward pass runs under bf16 autocast. float16 is refused.
+Precision (``model.dtype``) and π_ref (``model.ref_device``): :class:`~proofrl.train.lm_update.LMPolicy`.
 
 Every step goes to the run folder (:class:`~proofrl.train.rundir.RunDir`: ``metrics.jsonl`` and the recipe's
 ``logger:`` list, TensorBoard by default); checkpoints hold the weights,
@@ -184,13 +183,6 @@ class Trainer:
     def compute_dtype(self) -> torch.dtype:
         return self.lm.compute_dtype
 
-    @property
-    def device(self) -> torch.device:
-        return self.lm.device
-
-    def autocast(self) -> Any:
-        return self.lm.autocast()
-
     # ---------------------------------------------------------------------------------------- rollouts
 
     def _prompt_items(self) -> list[PromptItem]:
@@ -202,18 +194,18 @@ class Trainer:
             return fresh
         return self.cache.mix(fresh, len(fresh))
 
-    def _sampling(self, n: int, temperature: float, top_p: float, max_tokens: int, seed: int) -> SamplingConfig:
-        return SamplingConfig(
-            n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens, stop=self.fmt.stop, seed=seed
-        )
-
     def rollout(self) -> tuple[list[Group], RolloutTimings]:
         r = self.cfg.rollout
-        params = self._sampling(
-            r.group_size, r.temperature, r.top_p, r.max_tokens, self.cfg.seed * 1_000_003 + self.step
+        params = SamplingConfig(
+            n=r.group_size,
+            temperature=r.temperature,
+            top_p=r.top_p,
+            max_tokens=r.max_tokens,
+            stop=self.fmt.stop,
+            seed=self.cfg.seed * 1_000_003 + self.step,
         )
         self.model.eval()
-        with self.autocast():
+        with self.lm.autocast():
             groups, timings = sample_and_verify(
                 self.generator,
                 self._prompt_items(),
@@ -344,7 +336,7 @@ class Trainer:
             self.step += 1
             every = self.cfg.eval.every
             if self.eval_fn is not None and ((every and self.step % every == 0) or self.step == self.cfg.steps):
-                with self.autocast():
+                with self.lm.autocast():
                     metrics.update(self.eval_fn(self, self.step))
             return self.step, metrics
 
