@@ -213,3 +213,20 @@ def test_stdlib_split_sizes_are_reported(stdlib) -> None:
         f"train {len(train)}, held-out {len(held)} ({len({p.module for p in held})} modules)"
     )
     assert Counter(p.split for p in train + held) == Counter({TRAIN: len(train), HELD_OUT: len(held)})
+
+
+def test_the_held_out_pool_extends_the_assets_draw_with_the_rest_of_the_side(stdlib, tmp_path) -> None:
+    """A claim's larger held-out pool starts with the draw every earlier run used, adds only held-out theorems under
+    the same filter, each name once, and stops where the side does."""
+    from proofrl.data.assets import AssetsConfig, TacticAssets, asset_problems
+    from proofrl.data.tactics import stdlib_tactic_problems
+
+    demo = AssetsConfig()
+    train, held = asset_problems(demo)
+    assets = TacticAssets(tmp_path / "tactic-assets", tmp_path, tmp_path, tmp_path, train, held, {"seed": 0})
+    assert assets.held_out_pool(50) == held and assets.held_out_pool(len(held)) == held
+    side = {p.name for p in stdlib_tactic_problems(max_proof_chars=demo.max_proof_chars) if p.split == HELD_OUT}
+    pool = assets.held_out_pool(10**6)
+    assert pool[: len(held)] == held and len(pool) > len(held)
+    assert {p.name for p in pool} == side and len({p.name for p in pool}) == len(pool)
+    assert len(assets.held_out_pool(len(held) + 5)) == len(held) + 5

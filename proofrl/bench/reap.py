@@ -35,7 +35,7 @@ def mcts_vs_best_first(run: ClaimRun) -> Results:
     from ..policy.tactic import make_tactic_policy
     from ..search.run import search_many
 
-    problems = run.assets.held_out_problems[: run.size]
+    problems = run.assets.held_out_pool(run.size)[: run.size]
     budget = search_budget(run)
     out: Results = {}
     for arm in ("best-first", "mcts"):
@@ -148,7 +148,7 @@ def search_and_learn(run: ClaimRun) -> Results:
     work = shared / cached.stem
     work.mkdir(parents=True, exist_ok=True)
     save_problems(run.assets.train_problems, work / "train.jsonl")
-    save_problems(run.assets.held_out_problems, work / "held-out.jsonl")
+    save_problems(run.assets.held_out_pool(run.size), work / "held-out.jsonl")
 
     def proved(arm: str, round_: int) -> dict[str, float]:
         return proved_in(work / arm / "rounds" / f"{round_:04d}" / "eval" / "results.jsonl")

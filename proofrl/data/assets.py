@@ -57,6 +57,27 @@ class TacticAssets:
     def policy_spec(self) -> str:
         return f"hf:{self.model_dir}"
 
+    def held_out_pool(self, n: int) -> list[Problem]:
+        """:attr:`held_out_problems`, then (for ``n`` beyond them) the held-out side's other theorems under the same
+        settings, in corpus order, each name once: a larger pool whose first theorems are the draw every earlier run
+        used. Never more than the side holds."""
+        held = list(self.held_out_problems)
+        if n <= len(held):
+            return held
+        settings = built_settings(self.folder.parent) or SETTINGS
+        from .tactics import stdlib_tactic_problems
+
+        taken = {p.name for p in held}
+        side = stdlib_tactic_problems(
+            max_proof_chars=settings.max_proof_chars, seed=int(self.build.get("seed", 0)), prefixes=settings.prefixes
+        )
+        rest = []
+        for p in side:  # a name twice (two modules' lemmas) once: results are keyed by name
+            if p.split == "held-out" and p.name not in taken:
+                taken.add(p.name)
+                rest.append(p)
+        return held + rest[: n - len(held)]
+
     def memory_policy_spec(self) -> str:
         """``knn:MEMORY+hf:MODEL``: k-NN proposals over the training transitions (a proof memory,
         :mod:`proofrl.policy.memory`, built once in ``folder/memory``) beside the tiny model. The memory holds the
