@@ -264,7 +264,10 @@ def demo(
 @app.command()
 def bench(
     claim: list[str] = typer.Option([], "--claim", help="run only this claim (repeatable); default: all"),
-    seeds: int = typer.Option(3, "--seeds", min=1, help="seeds 0..N-1, each arm on the same theorems per seed"),
+    seeds: int = typer.Option(None, "--seeds", min=1, help="seeds 0..N-1 (default 3), each arm on the same theorems"),
+    plan: Path = typer.Option(
+        None, "--plan", help="a plan (docs/claims-plan.yaml): its claims, sizes and seeds instead of --claim/--seeds"
+    ),
     out: Path = typer.Option(Path("runs/bench"), "--out", "-o", help="folder: results.jsonl, report.md, plots"),
     workers: int = typer.Option(2, "--workers", "-k", help="Coq processes"),
     smoke: bool = typer.Option(False, "--smoke", help="a few theorems and a tiny model: checks the wiring in seconds"),
@@ -273,14 +276,19 @@ def bench(
     """The papers' claims as paired experiments over seeds: each arm's mean with a 95 % interval, the paired
     difference, a permutation p-value and a verdict (holds / does not hold / cannot tell at this size).
     A killed run resumes: finished (claim, seed) pairs in OUT/results.jsonl are kept."""
-    from .bench.claims import get_claims
+    from .bench.claims import CLAIMS, get_claims
+    from .bench.plan import load_plan
     from .bench.run import cli_bench
+    from .errors import ConfigError
     from .preflight import require_backend
 
     get_claims(claim)  # an unknown claim is one line now
+    if plan is not None and (claim or seeds is not None):
+        raise ConfigError("--plan sets the claims, sizes and seeds: leave out --claim and --seeds")
+    planned = load_plan(plan, list(CLAIMS)) if plan is not None else None
     require_backend("coq")
     torch_threads(threads)
-    cli_bench(list(claim), seeds, out, smoke=smoke, workers=workers)
+    cli_bench(list(claim), seeds or 3, out, smoke=smoke, workers=workers, plan=planned)
 
 
 @app.command()

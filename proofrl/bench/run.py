@@ -21,6 +21,7 @@ from typing import Any
 
 from ..runner import Runner, read_rows
 from .claims import Claim, ClaimRun, get_claims
+from .plan import BenchPlanConfig
 from .stats import Comparison, baseline_within_margin, compare, mean_interval
 
 
@@ -32,15 +33,18 @@ def run_bench(
     smoke: bool = False,
     workers: int = 2,
     console: Any = None,
+    plan: BenchPlanConfig | None = None,
 ) -> dict[str, Any]:
     """Run each chosen claim that is implemented for seeds 0..seeds−1 (skipping those already in
-    ``results.jsonl`` at this size), then write the report. Returns the summary."""
+    ``results.jsonl`` at this size), then write the report. Returns the summary. With a ``plan``
+    (:mod:`.plan`), its claims at its sizes (the smoke sizes with ``smoke``) for its seeds instead."""
     from rich.console import Console
 
     from ..data import assets as assets_mod
 
     console = console or Console()
-    chosen = get_claims(claims)
+    chosen = get_claims(list(plan.planned) if plan else claims)
+    seed_list = list(plan.seeds) if plan else list(range(seeds))
     out = Path(out)
     runner = Runner(out, ("claim", "seed", "size"), log="results.jsonl", console=console)
     todo = [c for c in chosen if c.implemented]
@@ -49,8 +53,8 @@ def run_bench(
         settings = assets_mod.AssetsConfig(**assets_mod.SMOKE_ASSETS) if smoke else None
         assets = assets_mod.tactic_assets(out, seed=0, workers=workers, console=console, settings=settings)
     for claim in todo:
-        size = claim.smoke_size if smoke else claim.size
-        for seed in range(seeds):
+        size = claim_size(claim, smoke, plan)
+        for seed in seed_list:
             run = ClaimRun(
                 seed=seed,
                 size=size,
@@ -75,7 +79,15 @@ def run_bench(
                 f"  {', '.join(f'{a} {m:.3f}' for a, m in means.items())} "
                 f"({row['seconds']} s, {row['cpu_seconds']} CPU s)"
             )
-    return write_report(out, get_claims(None), smoke=smoke)  # every claim: what earlier runs measured stays in
+    return write_report(out, get_claims(None), smoke=smoke, plan=plan)  # every claim: earlier runs' stay in
+
+
+def claim_size(claim: Claim, smoke: bool, plan: BenchPlanConfig | None = None) -> int:
+    """Theorems (or states) per seed: the smoke size, the plan's, or the claim's own."""
+    if smoke:
+        return claim.smoke_size
+    planned = plan.planned.get(claim.name) if plan else None
+    return planned or claim.size
 
 
 def matrices(
@@ -93,7 +105,9 @@ def matrices(
     return seeds, theorems, {arm: [[by_seed[s]["arms"][arm][t] for t in theorems] for s in seeds] for arm in claim.arms}
 
 
-def write_report(out: Path, claims: list[Claim], *, smoke: bool = False) -> dict[str, Any]:
+def write_report(
+    out: Path, claims: list[Claim], *, smoke: bool = False, plan: BenchPlanConfig | None = None
+) -> dict[str, Any]:
     rows = read_rows(out / "results.jsonl")
     summary: dict[str, Any] = {"claims": {}}
     for claim in claims:
@@ -103,7 +117,9 @@ def write_report(out: Path, claims: list[Claim], *, smoke: bool = False) -> dict
             "arms": list(claim.arms),
             "implemented": claim.implemented,
         }
-        size = claim.smoke_size if smoke else claim.size
+        size = claim_size(claim, smoke, plan)
+        if plan is not None and plan.claims[claim.name].size is None:
+            entry["not_planned"] = plan.claims[claim.name].why
         seeds, theorems, mats = matrices(claim, rows, size) if claim.implemented else ([], [], {})
         if seeds and theorems:
             a, b = mats[claim.baseline], mats[claim.treatment]
@@ -284,6 +300,8 @@ def unmeasured(claim: Claim, entry: dict[str, Any]) -> str:
     of samples was mixed)."""
     if not claim.implemented:
         return "not yet measured"
+    if entry.get("not_planned"):
+        return f"not run by the plan: {entry['not_planned']}"
     if not entry.get("seeds"):
         return "no finished seed"
     n = len(entry["seeds"])
@@ -307,14 +325,20 @@ def compare_from(d: dict[str, Any]) -> Comparison:
 
 
 def cli_bench(
-    claims: list[str] | None, seeds: int, out: Path, *, smoke: bool = False, workers: int = 2
+    claims: list[str] | None,
+    seeds: int,
+    out: Path,
+    *,
+    smoke: bool = False,
+    workers: int = 2,
+    plan: BenchPlanConfig | None = None,
 ) -> dict[str, Any]:
-    """What ``proofrl bench`` calls: the run, then one verdict line per measured claim."""
+    """What ``proofrl bench`` calls: the run, then one verdict line per measured claim (every claim of a plan)."""
     from rich.console import Console
 
     console = Console()
-    summary = run_bench(out, claims, seeds=seeds, smoke=smoke, workers=workers, console=console)
-    for claim in get_claims(claims):
+    summary = run_bench(out, claims, seeds=seeds, smoke=smoke, workers=workers, console=console, plan=plan)
+    for claim in get_claims(list(plan.claims) if plan else claims):
         e = summary["claims"][claim.name]
         if "comparison" in e:
             console.print(

@@ -1,0 +1,65 @@
+"""A bench plan: every claim's size, the seeds and the time budget, written down before the runs it governs.
+
+``proofrl bench --plan docs/claims-plan.yaml`` reads a YAML file of this shape::
+
+    seeds: [10, 11, 12, 13, 14]     # the seeds every planned claim runs
+    budget_hours: 4.0               # wall hours on the bench's machine, the whole plan
+    claims:
+      reap-mcts-vs-best-first:
+        size: 292                   # theorems (or states) per seed; null: not run
+        hours: 0.6                  # the estimate the budget adds up
+        pool: the held-out core modules' lemmas
+        why: how the size was chosen, or why the claim is not run
+
+Every registered claim must be in the plan (run or not, with its reason), so a plan says what happens to each;
+the planned claims' hours must fit the budget. A bad plan is one line naming what to fix.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import Field
+
+from ..errors import ConfigError
+from ..schema import Config, read_mapping, validate
+
+
+class ClaimPlanConfig(Config):
+    size: Annotated[int, Field(ge=1)] | None
+    """theorems (or states) per seed; ``None``: the claim is not run, ``why`` says why"""
+    hours: Annotated[float, Field(ge=0)] = 0.0
+    pool: str = ""
+    why: str
+
+
+class BenchPlanConfig(Config):
+    seeds: Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=1)]
+    budget_hours: Annotated[float, Field(gt=0)]
+    claims: dict[str, ClaimPlanConfig]
+
+    @property
+    def planned(self) -> dict[str, int]:
+        """The claims that run, with their sizes."""
+        return {name: c.size for name, c in self.claims.items() if c.size is not None}
+
+
+def load_plan(path: Path, registered: list[str]) -> BenchPlanConfig:
+    """The plan in ``path``, checked against the ``registered`` claims' names (:class:`ConfigError`, one line)."""
+    if not Path(path).is_file():
+        raise ConfigError(f"{path}: no such plan file")
+    try:
+        plan = validate(BenchPlanConfig, read_mapping(Path(path), "a bench plan"))
+    except ConfigError as e:
+        raise ConfigError(f"{path}: {e}" if not str(e).startswith(str(path)) else str(e)) from None
+    if unknown := [n for n in plan.claims if n not in registered]:
+        raise ConfigError(f"{path}: {unknown[0]!r} is not a claim; valid: {', '.join(registered)}")
+    if missing := [n for n in registered if n not in plan.claims]:
+        raise ConfigError(f"{path}: the plan says nothing of {', '.join(missing)} (give each a size, or size: null)")
+    if len(set(plan.seeds)) != len(plan.seeds):
+        raise ConfigError(f"{path}: seeds repeat: {plan.seeds}")
+    hours = sum(c.hours for c in plan.claims.values() if c.size is not None)
+    if hours > plan.budget_hours:
+        raise ConfigError(f"{path}: the planned claims take {hours:g} hours, over the budget of {plan.budget_hours:g}")
+    return plan
