@@ -285,7 +285,7 @@ def bench(
     get_claims(claim)  # an unknown claim is one line now
     if plan is not None and (claim or seeds is not None):
         raise ConfigError("--plan sets the claims, sizes and seeds: leave out --claim and --seeds")
-    planned = load_plan(plan, list(CLAIMS)) if plan is not None else None
+    planned = load_plan(plan, {n: c.arms for n, c in CLAIMS.items()}) if plan is not None else None
     require_backend("coq")
     torch_threads(threads)
     cli_bench(list(claim), seeds or 3, out, smoke=smoke, workers=workers, plan=planned)

@@ -252,3 +252,30 @@ def test_a_held_out_theorem_counts_only_when_proved_with_a_valid_final_check(tmp
     path = tmp_path / "results.jsonl"
     path.write_text("".join(json.dumps(r.line(), default=str) + "\n" for r in rows))
     assert proved_in(path) == {"a": 1.0, "b": 0.0, "c": 0.0}
+
+
+@requires_coq
+def test_a_plan_runs_its_claims_for_its_seeds_and_says_why_the_others_did_not_run(tmp_path, smoke_assets):
+    import yaml
+
+    from proofrl.bench.claims import CLAIMS
+
+    plan = {
+        "seeds": [7],
+        "budget_hours": 1.0,
+        "claims": {n: {"size": None, "why": f"{n} is left for later"} for n in CLAIMS}
+        | {CLAIM: {"size": 100, "arms": list(CLAIMS[CLAIM].arms), "hours": 0.5, "why": "the wiring"}},
+    }
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(plan))
+    out = tmp_path / "bench"
+    out.mkdir()
+    with_assets(out, smoke_assets)
+    r = CliRunner().invoke(app, ["bench", "--smoke", "--plan", str(path), "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    keep_assets(out, smoke_assets)
+    lines = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    assert [(x["claim"], x["seed"], x["size"]) for x in lines] == [(CLAIM, 7, 2)]  # the smoke size, the plan's seed
+    assert "eva-ranking: not run by the plan: eva-ranking is left for later" in r.output
+    both = CliRunner().invoke(app, ["bench", "--plan", str(path), "--seeds", "2", "--out", str(out)])
+    assert both.exit_code != 0 and "leave out --claim and --seeds" in both.output

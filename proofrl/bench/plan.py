@@ -3,16 +3,18 @@
 ``proofrl bench --plan docs/claims-plan.yaml`` reads a YAML file of this shape::
 
     seeds: [10, 11, 12, 13, 14]     # the seeds every planned claim runs
-    budget_hours: 4.0               # wall hours on the bench's machine, the whole plan
+    budget_hours: 4.0               # wall hours on the bench's 2-core machine, the whole plan
     claims:
       reap-mcts-vs-best-first:
-        size: 292                   # theorems (or states) per seed; null: not run
+        size: 267                   # theorems (or states) per seed; null: not run
+        arms: [best-first, mcts]    # baseline, treatment: as the claim names them
         hours: 0.6                  # the estimate the budget adds up
         pool: the held-out core modules' lemmas
         why: how the size was chosen, or why the claim is not run
 
 Every registered claim must be in the plan (run or not, with its reason), so a plan says what happens to each;
-the planned claims' hours must fit the budget. A bad plan is one line naming what to fix.
+a planned claim names its arms as the registry does; the planned claims' hours must fit the budget. A bad plan
+is one line naming what to fix.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from ..schema import Config, read_mapping, validate
 class ClaimPlanConfig(Config):
     size: Annotated[int, Field(ge=1)] | None
     """theorems (or states) per seed; ``None``: the claim is not run, ``why`` says why"""
+    arms: tuple[str, ...] = ()
+    """baseline and treatment, as the registry names them (checked: an arm renamed after the plan is refused)"""
     hours: Annotated[float, Field(ge=0)] = 0.0
     pool: str = ""
     why: str
@@ -45,8 +49,9 @@ class BenchPlanConfig(Config):
         return {name: c.size for name, c in self.claims.items() if c.size is not None}
 
 
-def load_plan(path: Path, registered: list[str]) -> BenchPlanConfig:
-    """The plan in ``path``, checked against the ``registered`` claims' names (:class:`ConfigError`, one line)."""
+def load_plan(path: Path, registered: dict[str, tuple[str, str]]) -> BenchPlanConfig:
+    """The plan in ``path``, checked against the ``registered`` claims (name → arms; :class:`ConfigError`, one
+    line)."""
     if not Path(path).is_file():
         raise ConfigError(f"{path}: no such plan file")
     try:
@@ -57,6 +62,9 @@ def load_plan(path: Path, registered: list[str]) -> BenchPlanConfig:
         raise ConfigError(f"{path}: {unknown[0]!r} is not a claim; valid: {', '.join(registered)}")
     if missing := [n for n in registered if n not in plan.claims]:
         raise ConfigError(f"{path}: the plan says nothing of {', '.join(missing)} (give each a size, or size: null)")
+    for name, c in plan.claims.items():
+        if c.size is not None and tuple(c.arms) != tuple(registered[name]):
+            raise ConfigError(f"{path}: {name}'s arms are {list(registered[name])}, the plan says {c.arms}")
     if len(set(plan.seeds)) != len(plan.seeds):
         raise ConfigError(f"{path}: seeds repeat: {plan.seeds}")
     hours = sum(c.hours for c in plan.claims.values() if c.size is not None)

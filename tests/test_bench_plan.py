@@ -1,0 +1,55 @@
+"""The bench's plan (``proofrl bench --plan``): the shipped plan names every claim, its arms as the registry does,
+and fits its budget; a plan that does not is one line naming what to fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from proofrl.bench.claims import CLAIMS
+from proofrl.bench.plan import load_plan
+from proofrl.errors import ConfigError
+
+PLAN = Path(__file__).resolve().parent.parent / "docs" / "claims-plan.yaml"
+REGISTERED = {n: c.arms for n, c in CLAIMS.items()}
+
+
+def write(tmp_path: Path, tree: dict) -> Path:
+    p = tmp_path / "plan.yaml"
+    p.write_text(yaml.safe_dump(tree))
+    return p
+
+
+def test_the_shipped_plan_covers_every_claim_within_its_budget() -> None:
+    plan = load_plan(PLAN, REGISTERED)
+    assert set(plan.claims) == set(CLAIMS)
+    assert len(plan.seeds) >= 5 and not set(plan.seeds) & set(range(6))  # new seeds
+    assert sum(c.hours for c in plan.claims.values() if c.size is not None) <= plan.budget_hours
+    assert all(c.why for c in plan.claims.values())
+
+
+@pytest.mark.parametrize(
+    "change, says",
+    [
+        (lambda t: t["claims"].pop("eva-ranking"), "says nothing of eva-ranking"),
+        (lambda t: t["claims"].__setitem__("no-such-claim", {"size": 1, "why": "x"}), "'no-such-claim' is not a claim"),
+        (lambda t: t["claims"]["eva-ranking"].__setitem__("arms", ["a", "b"]), "eva-ranking's arms are"),
+        (lambda t: t["claims"]["eva-ranking"].__setitem__("hours", 99.0), "over the budget"),
+        (lambda t: t.__setitem__("seeds", [1, 1]), "seeds repeat"),
+        (lambda t: t["claims"]["eva-ranking"].__setitem__("size", 0), "size"),
+        (lambda t: t.pop("budget_hours"), "budget_hours"),
+    ],
+)
+def test_a_bad_plan_is_one_line_naming_the_fix(tmp_path, change, says) -> None:
+    tree = yaml.safe_load(PLAN.read_text())
+    change(tree)
+    with pytest.raises(ConfigError) as e:
+        load_plan(write(tmp_path, tree), REGISTERED)
+    assert says in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_missing_plan_file_is_one_line(tmp_path) -> None:
+    with pytest.raises(ConfigError, match="no such plan file"):
+        load_plan(tmp_path / "nope.yaml", REGISTERED)
