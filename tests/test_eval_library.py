@@ -186,6 +186,28 @@ def test_row_j_composes_coqhammer_s_sauto_with_the_memory(tmp_path) -> None:
     assert j.results[0]["proof_sources"] == {"sauto": 1} and "sauto" in j.results[0]["proof"]
 
 
+@requires_coq
+def test_row_j_in_file_order_loads_coqhammer_s_plugin_after_the_file_s_header(tmp_path) -> None:
+    """In file order row j's theorems keep their file's header and get CoqHammer's plugin after it: the sauto
+    source's tactic runs (it may fail to close the goal, but Coq knows it)."""
+    import json
+
+    from proofrl.eval.library import run_file_rows
+    from proofrl.eval.provers import RowsConfig, hammer_installed
+
+    if not hammer_installed():
+        pytest.skip("CoqHammer is not installed (PROOFRL_COQ_LIBS=1 bash scripts/setup.sh)")
+    problems, _ = file_problems("coq-stdlib-files:10", seed=0)
+    zpower = [p for p in problems if p.module == ZPOWER][:1]
+    settings = RowsConfig(rows=("j",), seconds=5.0, workers=1, width=4)
+    (row,) = run_file_rows(zpower, settings, tmp_path, [], progress=False, say=lambda _: None)
+    assert row.name.startswith("(j)") and len(row.results) == 1
+    (tree,) = (tmp_path / "j-best-first" / "trees").iterdir()
+    sauto = [e for e in json.loads(tree.read_text())["edges"] if "sauto" in (e.get("source") or "")]
+    assert sauto, "the sauto source proposed nothing"
+    assert all("not found" not in str(e.get("failure") or "") for e in sauto), sauto
+
+
 def test_a_corpus_s_training_side_is_its_memory(tmp_path, monkeypatch) -> None:
     """``coq-lib:NAME:SIDE``: the memory and the premises are the corpus split's training side, read from its
     folder; a split keeps its test side out, so the problems' own modules stay in the memory (only the problems
