@@ -84,7 +84,7 @@ def environment() -> dict[str, Any]:
     """What the demo's numbers depend on besides its settings: the torch build, the CPU kernels it chose
     (``ATEN_CPU_CAPABILITY`` can lower them) and the torch threads in effect; another of any can round the
     model's floats differently, and the GRPO runs, which feed their own samples back, then drift apart
-    (README, "what reproduces")."""
+    (docs/training.md, "What reproduces")."""
     return {
         "torch": torch.__version__,
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),

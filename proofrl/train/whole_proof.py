@@ -116,14 +116,14 @@ def correction_item(
 
 def verdict_metrics(verdicts: Sequence[Verdict], limit: float) -> dict[str, float]:
     """A step's verdicts by status (``verdicts/timeout`` always present: a run says whether any verdict hung on the
-    wall clock), and ``verify/slowest_s``, the longest a verdict took against ``verify/limit_s``: the verdicts of a
-    step whose slowest came near its limit could go the other way on a slower or busier machine."""
+    wall clock), and ``time/verify_slowest_s``, the longest a verdict took, against ``verify/limit_s``: the verdicts
+    of a step whose slowest came near its limit could go the other way on a slower or busier machine."""
     statuses = {"timeout": 0}
     for v in verdicts:
         statuses[v.status.value] = statuses.get(v.status.value, 0) + 1
     return {
         **{f"verdicts/{k}": float(c) for k, c in statuses.items()},
-        "verify/slowest_s": max((v.seconds for v in verdicts), default=0.0),
+        "time/verify_slowest_s": max((v.seconds for v in verdicts), default=0.0),
         "verify/limit_s": float(limit),
     }
 
@@ -412,9 +412,10 @@ class Trainer:
 
 
 def set_threads(cfg: GRPOConfig) -> None:
-    """The run's ``threads`` torch CPU threads (0: leave torch's choice). A run's samples are the same at any load,
-    but not always at another thread count (a reduction split over threads adds in another order), so the count is
-    a setting of the run, kept in its ``config.yaml``; every step logs the count in effect (``run/threads``)."""
+    """The run's ``threads`` torch CPU threads (0: leave torch's choice). A sum that torch splits between threads
+    adds in another order at another count (the demo's tiny model has none such: 1 and 2 threads gave the same
+    weights), so the count is a setting of the run, kept in its ``config.yaml``; every step logs the count in
+    effect (``run/threads``)."""
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
 
