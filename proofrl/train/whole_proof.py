@@ -413,7 +413,7 @@ class Trainer:
 
 def set_threads(cfg: GRPOConfig) -> None:
     """The run's ``threads`` torch CPU threads (0: leave torch's choice). A sum that torch splits between threads
-    adds in another order at another count (the demo's tiny model has none such: 1 and 2 threads gave the same
+    adds in another order at another count (the demo's tiny model has none such: 1, 2 and 4 threads gave the same
     weights), so the count is a setting of the run, kept in its ``config.yaml``; every step logs the count in
     effect (``run/threads``)."""
     if cfg.threads:
