@@ -255,7 +255,10 @@ def demo(
 
     names = part_names(part)  # an unknown part is one line now
     require_backend("coq")
-    overrides = [f"steps={rl_steps}", f"data.eval_limit={eval_problems}", *set_]
+    # the thread count is one of the whole-proof part's settings: kept in each GRPO run's config.yaml and in the
+    # demo's runs.jsonl, so a rerun with another count is refused rather than mixed in
+    threads_set = [f"threads={threads}"] if threads else []
+    overrides = [f"steps={rl_steps}", f"data.eval_limit={eval_problems}", *threads_set, *set_]
     demo_config(overrides)  # a bad override is one line now, not a traceback after the teaching
     torch_threads(threads)
     run_parts(out, names, seed=seed, workers=workers, whole_proof={"overrides": overrides, "sft_epochs": sft_epochs})

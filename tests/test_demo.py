@@ -6,6 +6,7 @@ import json
 import shutil
 
 import pytest
+import torch
 
 from proofrl.demo.whole_proof import demo_config, demo_problems, run_demo
 
@@ -47,6 +48,16 @@ def test_demo_runs_end_to_end_and_reports(tmp_path):
         assert (tmp_path / run / "checkpoints" / "step_000001").is_dir()
     assert json.loads((tmp_path / "summary.json").read_text())["timings"]["total_s"] > 0
     assert summary["verify"] == {"backend": "coq", "workers": 2, "timeout": 10.0}  # the demo recipe's, not 60 s
+    # what the numbers depend on besides the settings, and how near a verdict came to the time limit
+    assert summary["environment"] == {
+        "torch": torch.__version__,
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "threads": torch.get_num_threads(),
+    }
+    assert all(ev["slowest_verdict_s"] > 0 for ev in summary["eval"].values())
+    for run in ("grpo", "grpo-unlikeliness"):
+        row = json.loads((tmp_path / run / "metrics.jsonl").read_text().splitlines()[0])
+        assert row["run/threads"] == torch.get_num_threads() and row["verify/limit_s"] == 10.0
     report = (tmp_path / "report.md").read_text()
     assert "pass@8" in report and "grpo-unlikeliness" in report
     for png in ("pass_at_k.png", "train_valid.png", "uplift.png"):

@@ -80,6 +80,18 @@ def demo_problems(
     return train, [held[i] for i in sorted(pick)]
 
 
+def environment() -> dict[str, Any]:
+    """What the demo's numbers depend on besides its settings: the torch build, the CPU kernels it chose
+    (``ATEN_CPU_CAPABILITY`` can lower them) and the torch threads in effect; another of any can round the
+    model's floats differently, and the GRPO runs, which feed their own samples back, then drift apart
+    (docs/training.md, "What reproduces")."""
+    return {
+        "torch": torch.__version__,
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "threads": torch.get_num_threads(),
+    }
+
+
 def _plot_rewards(runs: dict[str, list[dict[str, float]]], path: Path) -> Path:
     with figure(path, "GRPO step", "valid samples on training theorems (%)") as ax:
         for label, rows in runs.items():
@@ -111,7 +123,7 @@ def run_demo(
     Every judgement goes through one verifier built from the recipe's ``verify`` section (``make_verifier``, as
     ``proofrl train`` does): its backend, ``verify.workers`` processes and its one timeout (the demo recipe's 10 s,
     or ``verify.timeout=…``); it owns its pool and is closed when the demo ends, whatever happens."""
-    from ..train.whole_proof import make_verifier
+    from ..train.whole_proof import make_verifier, set_threads
 
     unknown = sorted(set(variants) - VARIANTS.keys())
     if unknown:
@@ -124,6 +136,7 @@ def run_demo(
         "model": dict(MODEL if model is None else model),
         "sft_model": sft_model,
     }
+    set_threads(cfg)  # the recipe's ``threads`` (``proofrl demo --threads``), for the teaching and both runs
     verifier = make_verifier(cfg)
     try:
         return _run_demo(cfg, teach, tuple(variants), verifier, console)
@@ -229,6 +242,7 @@ def _run_demo(
         "uplift": {k: u.to_json() for k, u in uplifts.items()},
         "timings": timings,
         "verify": {"backend": cfg.verify.backend, "workers": cfg.verify.workers, "timeout": verifier.timeout},
+        "environment": environment(),
         "plots": {k: str(p.name) for k, p in plots.items()},
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2))

@@ -90,6 +90,7 @@ class EvalResult:
             "solved": sum(r.solved for r in self.results),
             "unique_valid_proofs": sum(r.unique_valid for r in self.results),
             "verdicts": statuses,
+            "slowest_verdict_s": max((v.seconds for g in self.groups for v in g.verdicts), default=0.0),
             "seconds": self.seconds,
         }
 

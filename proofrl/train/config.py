@@ -432,7 +432,7 @@ class GRPOConfig(RunConfig):
     """Whole-proof GRPO (``proofrl train``; recipes ``demo``, ``unlikeliness``, ``kimina``, ``deepseek-v1.5``)."""
 
     READS: ClassVar[dict[str, tuple[str, ...]]] = {
-        "": _RUN,
+        "": (*_RUN, "threads"),
         "model": ("path", "lora", "dtype", "gradient_checkpointing", "ref_device"),
         "data": ("train", "eval", "split", "limit", "eval_limit", "max_proof_chars"),
         "rollout": (

@@ -114,6 +114,20 @@ def correction_item(
     return PromptItem(item.problem, text, 2, messages)
 
 
+def verdict_metrics(verdicts: Sequence[Verdict], limit: float) -> dict[str, float]:
+    """A step's verdicts by status (``verdicts/timeout`` always present: a run says whether any verdict hung on the
+    wall clock), and ``time/verify_slowest_s``, the longest a verdict took, against ``verify/limit_s``: the verdicts
+    of a step whose slowest came near its limit could go the other way on a slower or busier machine."""
+    statuses = {"timeout": 0}
+    for v in verdicts:
+        statuses[v.status.value] = statuses.get(v.status.value, 0) + 1
+    return {
+        **{f"verdicts/{k}": float(c) for k, c in statuses.items()},
+        "time/verify_slowest_s": max((v.seconds for v in verdicts), default=0.0),
+        "verify/limit_s": float(limit),
+    }
+
+
 @dataclass
 class StepRecord:
     step: int
@@ -308,11 +322,8 @@ class Trainer:
                 ok = [v.valid for g in gs for v in g.verdicts]
                 m[f"valid/{name}"] = sum(ok) / len(ok)
                 m[f"solved/{name}"] = sum(any(g.correct) for g in gs) / len(gs)
-        statuses: dict[str, int] = {}
-        for g in groups:
-            for v in g.verdicts:
-                statuses[v.status.value] = statuses.get(v.status.value, 0) + 1
-        m.update({f"verdicts/{k}": float(c) for k, c in statuses.items()})
+        m.update(verdict_metrics([v for g in groups for v in g.verdicts], self.verifier.timeout))
+        m["run/threads"] = float(torch.get_num_threads())
         m["correction/added"] = float(self._feed_corrections(groups))
         if self.cache is not None:
             m["correction/cache"] = float(len(self.cache))
@@ -398,6 +409,15 @@ class Trainer:
 
 
 # -- set-up and run ----------------------------------------------------------------------------------------------
+
+
+def set_threads(cfg: GRPOConfig) -> None:
+    """The run's ``threads`` torch CPU threads (0: leave torch's choice). A sum that torch splits between threads
+    adds in another order at another count (the demo's tiny model has none such: 1, 2 and 4 threads gave the same
+    weights), so the count is a setting of the run, kept in its ``config.yaml``; every step logs the count in
+    effect (``run/threads``)."""
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
 
 
 def make_verifier(cfg: GRPOConfig) -> Any:
@@ -544,6 +564,7 @@ def run(cfg: GRPOConfig) -> Any:
     from ..preflight import require_backend
     from ..progress import progress_bar
 
+    set_threads(cfg)
     if not cfg.verify.server_url:
         require_backend(cfg.verify.backend)
     if any(s.startswith("coq-stdlib") for s in (cfg.data.train, cfg.data.eval)):
