@@ -256,6 +256,8 @@ def test_a_held_out_theorem_counts_only_when_proved_with_a_valid_final_check(tmp
 
 @requires_coq
 def test_a_plan_runs_its_claims_for_its_seeds_and_says_why_the_others_did_not_run(tmp_path, smoke_assets):
+    """The plan's seed and (at the smoke size) size name what runs: a line already recorded for them is kept, the
+    other seeds and claims are not run, and a claim the plan leaves out says why."""
     import yaml
 
     from proofrl.bench.claims import CLAIMS
@@ -271,11 +273,17 @@ def test_a_plan_runs_its_claims_for_its_seeds_and_says_why_the_others_did_not_ru
     out = tmp_path / "bench"
     out.mkdir()
     with_assets(out, smoke_assets)
+    arms = {"best-first": {"t1": 0.0, "t2": 1.0}, "mcts": {"t1": 1.0, "t2": 1.0}}
+    recorded = {"claim": CLAIM, "seed": 7, "size": 2, "arms": arms}
+    times = {"seconds": 1.0, "cpu_seconds": 1.0, "load_before": 0.0, "load_after": 0.0}
+    (out / "results.jsonl").write_text(json.dumps(recorded | times) + "\n")
     r = CliRunner().invoke(app, ["bench", "--smoke", "--plan", str(path), "--out", str(out)])
     assert r.exit_code == 0, r.output
     keep_assets(out, smoke_assets)
+    assert f"{CLAIM} seed 7: kept from an earlier run" in r.output
     lines = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
-    assert [(x["claim"], x["seed"], x["size"]) for x in lines] == [(CLAIM, 7, 2)]  # the smoke size, the plan's seed
+    assert [(x["claim"], x["seed"], x["size"]) for x in lines] == [(CLAIM, 7, 2)]  # nothing else ran
+    assert json.loads((out / "summary.json").read_text())["claims"][CLAIM]["seeds"] == [7]
     assert "eva-ranking: not run by the plan: eva-ranking is left for later" in r.output
     both = CliRunner().invoke(app, ["bench", "--plan", str(path), "--seeds", "2", "--out", str(out)])
     assert both.exit_code != 0 and "leave out --claim and --seeds" in both.output
