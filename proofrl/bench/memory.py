@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import random
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -33,23 +32,18 @@ SMOKE_BUDGET: dict[str, Any] = {"seconds": 2.0, "width": 2}
 
 def file_pool(size: int, side: str, *, smoke: bool = False) -> list[Any]:
     """The first ``size`` lemmas, file by file, of the core modules on ``side`` (``all``: both) shuffled with
-    :data:`POOL_SEED`, each lemma with its place in its file (:data:`~proofrl.eval.library.ORDER`). At the smoke
-    size (the wiring only), the modules the smoke assets step (``Coq.Bool.``), whatever their side."""
-    from dataclasses import replace
+    :data:`POOL_SEED`, each lemma with its place in its file (:func:`~proofrl.eval.library.modules_in_file_order`).
+    At the smoke size (the wiring only), the modules the smoke assets step (``Coq.Bool.``), whatever their side."""
+    from ..eval.library import modules_in_file_order
 
-    from ..data.splits import coq_stdlib_problems
-    from ..eval.library import ORDER
-
-    by_module: dict[str, list[Any]] = defaultdict(list)
-    for p in coq_stdlib_problems():
-        if p.module.startswith("Coq.Bool.") if smoke else side in ("all", p.split):
-            by_module[p.module].append(p)
-    modules = sorted(by_module)
+    by_module = modules_in_file_order(
+        (lambda p: p.module.startswith("Coq.Bool.")) if smoke else (lambda p: side in ("all", p.split))
+    )
+    modules = list(by_module)
     random.Random(POOL_SEED).shuffle(modules)
     out: list[Any] = []
     for m in modules:
-        ordered = sorted(by_module[m], key=lambda p: int(p.extra.get("line", 0)))
-        out += [replace(p, extra={**p.extra, ORDER: i}) for i, p in enumerate(ordered)]
+        out += by_module[m]
         if len(out) >= size:
             break
     return out[:size]

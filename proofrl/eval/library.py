@@ -64,42 +64,50 @@ SIDES = ("held-out", "train", "all")
 """which modules of the module split ``coq-stdlib-files:N:SIDE`` draws from (``held-out`` by default)"""
 
 
-def file_problems(spec: str, *, seed: int = 0) -> tuple[list[Problem], str]:
-    """``coq-stdlib-files:N[:SIDE]``: ``N`` modules (default 10) drawn with ``seed`` among the modules of
-    :data:`~proofrl.data.coq_stdlib.CORE_PREFIXES` on ``SIDE`` of the module split (:data:`SIDES`; ``held-out``
-    by default, the only side no model here was taught on), every theorem of each in file order
-    (``extra[ORDER]``). Returns the problems (module by module) and a label."""
-    from ..data.splits import HELD_OUT, coq_stdlib_problems
-
+def files_spec(spec: str) -> tuple[int, str]:
+    """``coq-stdlib-files:N[:SIDE]`` -> ``(N, SIDE)`` (10 and ``held-out`` by default); a bad one is one line."""
     _, _, rest = spec.partition(":")
     count, _, side = rest.partition(":")
-    side = side or HELD_OUT
     try:
         n = int(count) if count else 10
     except ValueError:
         raise ConfigError(f"{spec!r}: give {FILES_SPEC}:N, N files to draw (e.g. {FILES_SPEC}:10)") from None
     if n < 1:
         raise ConfigError(f"{spec!r}: draw at least one file")
+    side = side or SIDES[0]
     if side not in SIDES:
         raise ConfigError(
             f"{spec!r}: unknown side {side!r}; give {FILES_SPEC}:N:SIDE with SIDE one of {', '.join(SIDES)}"
         )
+    return n, side
+
+
+def modules_in_file_order(keep: Callable[[Problem], bool]) -> dict[str, list[Problem]]:
+    """The theorems of :data:`~proofrl.data.coq_stdlib.CORE_PREFIXES` that ``keep`` accepts, by module (sorted), each
+    module's in file order with its place among them (``extra[ORDER]``)."""
+    from ..data.splits import coq_stdlib_problems
+
     by_module: dict[str, list[Problem]] = defaultdict(list)
     for p in coq_stdlib_problems():
-        if side == "all" or p.split == side:
+        if keep(p):
             by_module[p.module].append(p)
-    modules = sorted(random.Random(seed).sample(sorted(by_module), min(n, len(by_module))))
-    out = []
-    for m in modules:
+    out = {}
+    for m in sorted(by_module):
         ordered = sorted(by_module[m], key=lambda p: int(p.extra.get("line", 0)))
-        out += [replace(p, extra={**p.extra, ORDER: i}) for i, p in enumerate(ordered)]
-    shown = "" if side == HELD_OUT else f" {side}"
-    return out, f"{FILES_SPEC}:{n}{shown} (seed {seed}: {', '.join(modules)})"
+        out[m] = [replace(p, extra={**p.extra, ORDER: i}) for i, p in enumerate(ordered)]
+    return out
 
 
-def files_side(spec: str) -> str:
-    """The side of the module split a ``coq-stdlib-files`` spec draws from."""
-    return (spec.split(":", 2)[2:] or ["held-out"])[0] or "held-out"
+def file_problems(spec: str, *, seed: int = 0) -> tuple[list[Problem], str]:
+    """``coq-stdlib-files:N[:SIDE]``: ``N`` modules (default 10) drawn with ``seed`` among the modules of
+    :data:`~proofrl.data.coq_stdlib.CORE_PREFIXES` on ``SIDE`` of the module split (:data:`SIDES`; ``held-out``
+    by default, the only side no model here was taught on), every theorem of each in file order
+    (:func:`modules_in_file_order`). Returns the problems (module by module) and a label."""
+    n, side = files_spec(spec)
+    by_module = modules_in_file_order(lambda p: side in ("all", p.split))
+    modules = sorted(random.Random(seed).sample(list(by_module), min(n, len(by_module))))
+    shown = "" if side == SIDES[0] else f" {side}"
+    return [p for m in modules for p in by_module[m]], f"{FILES_SPEC}:{n}{shown} (seed {seed}: {', '.join(modules)})"
 
 
 # -- what each file loads ------------------------------------------------------------------------------------

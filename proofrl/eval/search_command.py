@@ -15,7 +15,7 @@ from ..policy.sources import AUTOMATION
 from .library import (
     FILE_ROWS,
     file_problems,
-    files_side,
+    files_spec,
     is_files_spec,
     library_model,
     library_transitions,
@@ -104,7 +104,7 @@ def cli_eval_search(
             f"rows {','.join(bad)} do not run in file order (their headers load the automation's libraries, "
             f"which may come after the file); choose among {','.join(FILE_ROWS)}"
         )
-    if files and "i" in settings.rows and files_side(problems) != "held-out":
+    if files and "i" in settings.rows and files_spec(problems)[1] != "held-out":
         raise ConfigError(
             f"row i's tactic model was taught on the training side's files: run it on {problems.split(':')[0]}:N "
             "(the held-out side), or leave i out of --rows"
