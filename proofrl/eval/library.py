@@ -350,7 +350,7 @@ def _searched_in_order(
         for i, p in enumerate(problems):
             if p.module != m:
                 continue
-            (theorem,) = _with_header([p.theorem], extra) if extra else [p.theorem]
+            (theorem,) = _with_header([p.theorem], extra)
             r = _search_leased(theorem, pool, policy, cfg, tracer, None)
             if r.status == "proved" and knn.online:
                 knn.record_proof(p.name, [(st, tac) for st, tac, _ in r.proof_steps()])
