@@ -29,7 +29,7 @@ import yaml
 from ..errors import ConfigError
 from . import checkpoints
 from .config import RENAMED
-from .tracking import DEFAULT_LOGGERS, LOGGERS
+from .tracking import DEFAULT_LOGGERS, LOGGERS, flatten
 
 log = logging.getLogger(__name__)
 
@@ -48,22 +48,11 @@ RESUMABLE = (
 it was found)"""
 
 
-def _flat(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, Mapping) and v:
-            out.update(_flat(v, key + "."))
-        else:
-            out[key] = v
-    return out
-
-
 def settings_changed(before: Mapping[str, Any], now: Mapping[str, Any]) -> tuple[list[str], list[str]]:
     """``(refused, allowed)``: the dotted keys whose values differ between a run folder's saved settings and a
     resumed run's, as ``key: old -> new``; those under :data:`RESUMABLE` are allowed, the others refused. A saved
     key that moved (:data:`~proofrl.train.config.RENAMED`) is compared at its place now."""
-    a, b = _flat(before), _flat(now)
+    a, b = flatten(before), flatten(now)
     for old, new in RENAMED.items():
         if old in a and new not in a:
             a[new] = a.pop(old)
