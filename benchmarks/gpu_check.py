@@ -312,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"peak {peak_text(device)}",
                     flush=True,
                 )
-                if ref_device == "cpu" and next(tr.ref_model.parameters()).device.type != "cpu":
+                if ref_device == "cpu" and next(tr.lm.ref_model.parameters()).device.type != "cpu":
                     mismatch = "the parked reference stayed on the GPU"
                 off = [n for n, p in tr.model.named_parameters() if p.requires_grad and p.device != device]
                 off += [
@@ -347,13 +347,13 @@ def main(argv: list[str] | None = None) -> int:
         )
         named = [(n, p) for n, p in tr.model.named_parameters() if p.requires_grad]
         before = [p.detach().float().clone() for _, p in named]
-        ref_before = [p.detach().clone() for p in tr.ref_model.parameters()]
+        ref_before = [p.detach().clone() for p in tr.lm.ref_model.parameters()]
         tr.update(groups)
         deltas = [(p.detach().float() - b).abs() for (_, p), b in zip(named, before, strict=True)]
         moved = sum(int((d > 0).sum()) for d in deltas) / sum(d.numel() for d in deltas)
         largest = max(float(d.max()) for d in deltas)
         finite = all(bool(torch.isfinite(p).all()) for _, p in named)
-        ref_same = all(torch.equal(a, b) for a, b in zip(ref_before, tr.ref_model.parameters(), strict=True))
+        ref_same = all(torch.equal(a, b) for a, b in zip(ref_before, tr.lm.ref_model.parameters(), strict=True))
         ok &= verdict(
             "weights move at lr 1e-6",
             finite and moved > 0.5 and 0 < largest <= 1e-5 and ref_same,
@@ -384,7 +384,7 @@ def main(argv: list[str] | None = None) -> int:
             tr.update(part)
             grads.append(tr.optimizer.grads[-1])
             passes.append(calls())
-            dtype = tr.compute_dtype
+            dtype = tr.lm.compute_dtype
             del tr
         err = float((grads[0] - grads[1]).norm() / grads[1].norm().clamp(min=1e-30))
         tol = 2e-2 if dtype == torch.bfloat16 else 1e-4

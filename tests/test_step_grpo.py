@@ -178,8 +178,10 @@ def test_step_level_shares_the_lm_update_reference_and_precision(tiny_dir, tmp_p
     assert stats["update/groups"] == 3 and stats["loss/skipped"] == 0
     assert any(not torch.equal(before[k], v) for k, v in model.state_dict().items())
     if setup != "lora":
-        assert next(tr.ref.parameters()).device.type == "cpu"
-        assert all(torch.equal(before[k].to(v.dtype), v) for k, v in tr.ref.state_dict().items())  # π_ref frozen
+        assert next(tr.lm.ref_model.parameters()).device.type == "cpu"
+        assert all(
+            torch.equal(before[k].to(v.dtype), v) for k, v in tr.lm.ref_model.state_dict().items()
+        )  # π_ref frozen
 
 
 @pytest.mark.parametrize("objective", ["grpo", "dpo"])

@@ -121,11 +121,11 @@ def reference_gradient(tr: Trainer, groups: list[Group]) -> tuple[torch.Tensor, 
     new, ents = zip(*(row_logps(tr.model, p, r) for p, r in rows), strict=True)
     logp = pad(list(new))
     with torch.no_grad():
-        if tr.ref_model == "adapter-off":
+        if tr.lm.ref_model == "adapter-off":
             with tr.model.disable_adapter():
                 ref = pad([row_logps(tr.model, p, r)[0] for p, r in rows])
         else:
-            ref = pad([row_logps(tr.ref_model, p, r)[0] for p, r in rows])
+            ref = pad([row_logps(tr.lm.ref_model, p, r)[0] for p, r in rows])
     rewards = torch.tensor([r for g in groups for r in g.rewards])
     gids = torch.tensor([gi for gi, g in enumerate(groups) for _ in g.completions])
     adv = group_advantages_loop(rewards, gids, scale_by_std=cfg.algorithm.advantage == "grpo")
@@ -173,10 +173,10 @@ def test_update_gradient_is_the_definition(tiny, tmp_path, agg_mode):
 def test_update_gradient_is_the_definition_for_each_reference(tiny, tmp_path, ref):
     if ref == "lora-adapter-off":
         tr = make_trainer(tiny, tmp_path, lora=LoraConfig(r=4, alpha=8, dropout=0.0), perturb=0.05)
-        assert tr.ref_model == "adapter-off"
+        assert tr.lm.ref_model == "adapter-off"
     else:
         tr = make_trainer(tiny, tmp_path, ["model.ref_device=cpu"])
-        assert next(tr.ref_model.parameters()).device.type == "cpu"
+        assert next(tr.lm.ref_model.parameters()).device.type == "cpu"
     groups = make_groups(tr.tokenizer)
     expected, _ = reference_gradient(tr, groups)
     tr.update(groups)
@@ -236,7 +236,7 @@ def test_bf16_compute_keeps_fp32_master_weights_that_move_at_lr_1e_6(tiny, tmp_p
         lr=None,
     )
     params = [p for p in tr.model.parameters() if p.requires_grad]
-    assert tr.compute_dtype == torch.bfloat16 and all(p.dtype == torch.float32 for p in params)
+    assert tr.lm.compute_dtype == torch.bfloat16 and all(p.dtype == torch.float32 for p in params)
     seen = set()
     layer = tr.model.model.layers[0].self_attn.q_proj
     hook = layer.register_forward_hook(lambda m, i, o: seen.add(o.dtype))
@@ -291,8 +291,8 @@ def test_update_on_cuda_in_bf16(tiny, tmp_path, ref_device):
     )
     model, tok = load_policy(tiny, device="cuda")  # auto: bf16 weights on CUDA
     tr = Trainer(cfg, model, tok, None, None, problems())
-    assert tr.compute_dtype == torch.bfloat16
-    assert next(tr.ref_model.parameters()).device.type == ("cpu" if ref_device == "cpu" else "cuda")
+    assert tr.lm.compute_dtype == torch.bfloat16
+    assert next(tr.lm.ref_model.parameters()).device.type == ("cpu" if ref_device == "cpu" else "cuda")
     params = [p for p in tr.model.parameters() if p.requires_grad]
     before = [p.detach().clone() for p in params]
     m = tr.update(make_groups(tok))
@@ -300,4 +300,4 @@ def test_update_on_cuda_in_bf16(tiny, tmp_path, ref_device):
     assert all(p.dtype == torch.float32 and p.device.type == "cuda" for p in params)
     assert sum(int((p != b).sum()) for p, b in zip(params, before, strict=True)) > 0.9 * sum(p.numel() for p in params)
     if ref_device == "cpu":
-        assert next(tr.ref_model.parameters()).device.type == "cpu"  # back in CPU memory after its pass
+        assert next(tr.lm.ref_model.parameters()).device.type == "cpu"  # back in CPU memory after its pass

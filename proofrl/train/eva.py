@@ -338,7 +338,7 @@ def run(cfg: EvaConfig) -> dict[str, Any]:
     console = Console()
     out = Path(cfg.out)
     run_dir = RunDir(out, step_key="epoch", loggers=cfg.logger, name="eva")
-    ckpt = run_dir.latest("epoch_")
+    ckpt = run_dir.latest()
     state = load_state(ckpt) if ckpt is not None else None
     run_dir.start(cfg, resumed_from=state["epoch"] if state is not None else None)
     try:

@@ -247,21 +247,6 @@ class ExpertIteration:
         self._data = data
         self.run_dir = RunDir(self.out, step_key="round", loggers=cfg.logger, name=cfg.name)
 
-    # paths
-    @property
-    def checkpoint_dir(self) -> Path:
-        return self.run_dir.checkpoint_dir
-
-    def latest_checkpoint(self) -> Path | None:
-        return self.run_dir.latest("round_")
-
-    def search_config(self) -> Any:
-        """The search of every pass and of the evaluation: the recipe's ``search:`` section."""
-        return self.cfg.search
-
-    def log(self, round_: int, metrics: dict[str, Any]) -> None:
-        self.run_dir.log(round_, metrics)
-
     def _search(self, worker: RolloutWorker, problems: list[Any], seed: int, out: Path, pool: Any) -> list[Any]:
         from ..search.run import search_many
 
@@ -301,7 +286,7 @@ class ExpertIteration:
         cfg = self.cfg
         self.out.mkdir(parents=True, exist_ok=True)
         self.data = self._data or load_data(cfg, self.console)
-        ckpt = self.latest_checkpoint()
+        ckpt = self.run_dir.latest()
         learner = Learner(cfg, ckpt or self.data.model_dir)
         buffer = ReplayBuffer(cfg.replay.capacity)
         sampler = ProblemSampler(len(self.data.train), cfg.seed)
@@ -335,7 +320,7 @@ class ExpertIteration:
         try:
             if round_ == 0 and self.data.held_out and cfg.eval.before and ckpt is None:
                 worker.refresh()
-                self.log(0, self.evaluate(worker, 0, pool))
+                self.run_dir.log(0, self.evaluate(worker, 0, pool))
             while round_ < cfg.steps:
                 round_ += 1
                 m = self.round(round_, learner, worker, buffer, sampler, rng, filt, pool)
@@ -343,7 +328,7 @@ class ExpertIteration:
                 if (every and round_ % every == 0) or round_ == cfg.steps:
                     worker.refresh()
                     m.update(self.evaluate(worker, round_, pool))
-                self.log(round_, m)
+                self.run_dir.log(round_, m)
                 self.save_checkpoint(learner, buffer, sampler, rng, round_)
                 if stop_after is not None and round_ >= stop_after:
                     break
@@ -421,7 +406,7 @@ class ExpertIteration:
                 buffer=buffer.state_dict(),
                 problems=sampler.state_dict(),
             )
-        return self.checkpoint_dir / name
+        return self.run_dir.checkpoint_dir / name
 
     def summary(self) -> dict[str, Any]:
         rows = self.run_dir.rows()

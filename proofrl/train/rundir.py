@@ -82,7 +82,6 @@ class SteppedLoop(Protocol):
     cfg: Any  # .steps, .checkpoint_every
     step: int
 
-    def latest_checkpoint(self) -> Path | None: ...
     def resume(self) -> int: ...
     def save_checkpoint(self) -> Path: ...
 
@@ -153,7 +152,7 @@ class RunDir:
         """What a step-counted loop's ``fit`` is: resume from its newest checkpoint when there is one
         (``loop.resume()``), then :meth:`run_steps` from ``loop.step`` to ``loop.cfg.steps``, saving with
         ``loop.save_checkpoint`` every ``loop.cfg.checkpoint_every`` steps."""
-        resumed = loop.latest_checkpoint() is not None
+        resumed = self.latest() is not None
         loop.resume()
         return self.run_steps(
             loop.cfg,
@@ -235,6 +234,6 @@ class RunDir:
             yield tmp
         checkpoints.prune(self.checkpoint_dir, name.rstrip("0123456789"), keep)
 
-    def latest(self, prefix: str) -> Path | None:
-        """The newest complete checkpoint ``PREFIXNNNN`` (one holding :data:`.checkpoints.STATE`), or None."""
-        return checkpoints.latest(self.checkpoint_dir, prefix)
+    def latest(self) -> Path | None:
+        """The newest complete checkpoint ``STEPKEY_NNNN`` (one holding :data:`.checkpoints.STATE`), or None."""
+        return checkpoints.latest(self.checkpoint_dir, f"{self.step_key}_")

@@ -171,7 +171,6 @@ class StepLevelTrainer:
             reference=True,
             ref_device=cfg.model.ref_device,
         )
-        self.ref = self.lm.ref_model
         self.sampler_model = copy.deepcopy(model).eval().requires_grad_(False)  # refreshed every sync_every
         self.sampler = TacticSampler(
             self.sampler_model,
@@ -182,7 +181,6 @@ class StepLevelTrainer:
         )
         self.optimizer = torch.optim.AdamW(self.lm.params, lr=cfg.optim.lr, weight_decay=cfg.optim.weight_decay)
         self.ppo = cfg.ppo.with_horizon(cfg.rollout.max_tokens)
-        self.pad_id = self.lm.pad_id
         self.step = 0
         self.synced_at = 0
         self.last_advantages: torch.Tensor | None = None
@@ -281,10 +279,10 @@ class StepLevelTrainer:
         a = self.cfg.algorithm
         return dpo_update(
             self.model,
-            self.ref,
+            self.lm.ref_model,
             pairs,
             self.optimizer,
-            pad_id=self.pad_id,
+            pad_id=self.lm.pad_id,
             beta=a.dpo_beta,
             max_grad_norm=self.cfg.ppo.max_grad_norm,
             micro_batch=self.cfg.optim.micro_batch,
@@ -361,10 +359,6 @@ class StepLevelTrainer:
         }
 
     # -- checkpoints --------------------------------------------------------------------------------------
-    @property
-    def checkpoint_dir(self) -> Path:
-        return self.run_dir.checkpoint_dir
-
     def save_checkpoint(self) -> Path:
         """Weights (``save_pretrained``) and the saved state (:func:`.checkpoints.save_state`); written to a
         temporary folder, then renamed, so a run killed mid-write leaves the previous checkpoint as the newest."""
@@ -382,16 +376,13 @@ class StepLevelTrainer:
                 sampler_calls=self.sampler.calls,
                 problems=self.source.state_dict(),
             )
-        return self.checkpoint_dir / name
-
-    def latest_checkpoint(self) -> Path | None:
-        return self.run_dir.latest("step_")
+        return self.run_dir.checkpoint_dir / name
 
     def resume(self) -> int:
         """Load the newest complete checkpoint, if any (:meth:`fit` then cuts the logs back to its step)."""
         from ..policy.model import load_weights
 
-        ckpt = self.latest_checkpoint()
+        ckpt = self.run_dir.latest()
         if ckpt is None:
             return 0
         load_weights(self.model, ckpt)
@@ -471,5 +462,5 @@ def run(cfg: StepGRPOConfig, *, console: Any = None) -> StepLevelTrainer:
                     console.print(f"step {step}: " + "  ".join(f"{k} {m[k]:.3g}" for k in keys if k in m))
 
             trainer.fit(progress=show)
-    console.print(f"done: {trainer.out}/metrics.jsonl, checkpoints in {trainer.checkpoint_dir}")
+    console.print(f"done: {trainer.out}/metrics.jsonl, checkpoints in {trainer.run_dir.checkpoint_dir}")
     return trainer

@@ -185,18 +185,6 @@ class Trainer:
         self.run = RunDir(self.out, step_key="step", loggers=cfg.logger, name=cfg.name)
         self._resumed: int | None = None
 
-    # ------------------------------------------------------------------------------------------ set-up
-
-    @property
-    def ref_model(self) -> Any:
-        """π_ref: ``"adapter-off"`` for a LoRA model, a frozen copy, or None without KL
-        (:class:`.lm_update.LMPolicy`)."""
-        return self.lm.ref_model
-
-    @property
-    def compute_dtype(self) -> torch.dtype:
-        return self.lm.compute_dtype
-
     # ---------------------------------------------------------------------------------------- rollouts
 
     def _prompt_items(self) -> list[PromptItem]:
@@ -356,13 +344,6 @@ class Trainer:
 
     # ------------------------------------------------------------------------------------- checkpoints
 
-    @property
-    def checkpoint_dir(self) -> Path:
-        return self.run.checkpoint_dir
-
-    def latest_checkpoint(self) -> Path | None:
-        return self.run.latest("step_")
-
     def save_checkpoint(self) -> Path:
         """Weights (or the LoRA adapter) + tokenizer, and the saved state (:func:`.checkpoints.save_state`):
         optimiser, problem sampler, buffer, correction cache, reference weights, every RNG; written atomically."""
@@ -377,16 +358,16 @@ class Trainer:
                 problems=self.sampler.state_dict(),
                 buffer=self.buffer.state_dict(),
                 cache=self.cache.state_dict() if self.cache is not None else None,
-                ref=self.ref_model.state_dict() if isinstance(self.ref_model, torch.nn.Module) else None,
+                ref=self.lm.ref_model.state_dict() if isinstance(self.lm.ref_model, torch.nn.Module) else None,
             )
-        return self.checkpoint_dir / name
+        return self.run.checkpoint_dir / name
 
     def resume(self) -> int:
         """Load the newest complete checkpoint (if any) once; returns the step it resumes from (a second call,
         e.g. :meth:`fit` after a caller's own ``resume()`` for its progress bar, loads nothing again)."""
         if self._resumed is not None:
             return self._resumed
-        ckpt = self.latest_checkpoint()
+        ckpt = self.run.latest()
         self._resumed = 0
         if ckpt is None:
             return 0
@@ -399,8 +380,8 @@ class Trainer:
         if self.cache is not None and state["cache"] is not None:
             self.cache.load_state_dict(state["cache"])
         set_rng_state(state["rng"])
-        if isinstance(self.ref_model, torch.nn.Module) and state["ref"] is not None:
-            self.ref_model.load_state_dict(state["ref"])
+        if isinstance(self.lm.ref_model, torch.nn.Module) and state["ref"] is not None:
+            self.lm.ref_model.load_state_dict(state["ref"])
         self._resumed = self.step
         if self.sync_weights is not None:
             self.sync_weights(self.model)
@@ -586,5 +567,5 @@ def run(cfg: GRPOConfig) -> Any:
             trainer.fit(progress=show)
     finally:
         trainer.verifier.close()
-    console.print(f"done: {trainer.out}/metrics.jsonl, checkpoints in {trainer.checkpoint_dir}")
+    console.print(f"done: {trainer.out}/metrics.jsonl, checkpoints in {trainer.run.checkpoint_dir}")
     return trainer
