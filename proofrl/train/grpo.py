@@ -316,29 +316,26 @@ def _loss_terms(
     advantages: torch.Tensor,
     mask: torch.Tensor,
     scale: AggScale,
-    *,
-    policy_loss: str,
-    clip_ratio_low: float,
-    clip_ratio_high: float,
-    clip_ratio_c: float,
-    agg_mode: str,
+    cfg: PPOConfig,
     ref_logp: torch.Tensor | None,
-    kl_coef: float,
-    kl_kind: str,
 ) -> _Terms:
     """The one place the GRPO loss is written: agg(ℓ_policy) + β_KL · agg(KL(π ‖ π_ref)), both with ``scale``."""
     if advantages.dim() == logp.dim() - 1:
         advantages = advantages.unsqueeze(-1)  # (..., B, 1)
     log_ratio = (logp - old_logp).clamp(-20.0, 20.0)  # verl's clamp
-    tok = POLICY_LOSSES.get(policy_loss)(
-        log_ratio, advantages, clip_ratio_low=clip_ratio_low, clip_ratio_high=clip_ratio_high, clip_ratio_c=clip_ratio_c
+    tok = POLICY_LOSSES.get(cfg.policy_loss)(
+        log_ratio,
+        advantages,
+        clip_ratio_low=cfg.clip_ratio_low,
+        clip_ratio_high=cfg.clip_ratio_high,
+        clip_ratio_c=cfg.clip_ratio_c,
     )
-    loss = agg_loss(tok.loss, mask, agg_mode, scale=scale)
+    loss = agg_loss(tok.loss, mask, cfg.agg_mode, scale=scale)
     m = mask.to(logp.dtype)
     kl_sum = logp.new_zeros(())
-    if ref_logp is not None and kl_coef != 0.0:
-        kl_tok = kl_penalty(logp, ref_logp, kl_kind)
-        loss = loss + kl_coef * agg_loss(kl_tok, mask, agg_mode, scale=scale)
+    if ref_logp is not None and cfg.kl_coef != 0.0:
+        kl_tok = kl_penalty(logp, ref_logp, cfg.kl_kind)
+        loss = loss + cfg.kl_coef * agg_loss(kl_tok, mask, cfg.agg_mode, scale=scale)
         kl_sum = (kl_tok.detach() * m).sum()
     with torch.no_grad():
         sums = torch.stack(
@@ -380,21 +377,11 @@ def ppo_clip_loss(
     value per sample, broadcast over its tokens). ``scale``: see :class:`AggScale`.
     """
     scale = scale if scale is not None else AggScale.of(mask, horizon)
-    t = _loss_terms(
-        logp,
-        old_logp,
-        advantages,
-        mask,
-        scale,
-        policy_loss=policy_loss,
-        clip_ratio_low=clip_ratio_low,
-        clip_ratio_high=clip_ratio_high,
-        clip_ratio_c=clip_ratio_c,
-        agg_mode=agg_mode,
-        ref_logp=ref_logp,
-        kl_coef=kl_coef,
-        kl_kind=kl_kind,
+    clip = dict(clip_ratio_low=clip_ratio_low, clip_ratio_high=clip_ratio_high, clip_ratio_c=clip_ratio_c)
+    cfg = PPOConfig.model_construct(  # not checked here: a bad argument fails where it is used, as it always did
+        **clip, policy_loss=policy_loss, agg_mode=agg_mode, kl_coef=kl_coef, kl_kind=kl_kind
     )
+    t = _loss_terms(logp, old_logp, advantages, mask, scale, cfg, ref_logp)
     clipped, dual, akl, kl, tokens = t.sums.tolist()
     d = max(tokens, 1.0)
     return PolicyLoss(loss=t.loss, clipfrac=clipped / d, approx_kl=akl / d, kl=kl / d, dual_clipfrac=dual / d)
@@ -540,15 +527,6 @@ def ppo_update(
     device = batch.old_logps.device
     mb = cfg.minibatch_rows or n
     micro = micro_batch_rows or mb
-    loss_kw: dict[str, Any] = dict(
-        policy_loss=cfg.policy_loss,
-        clip_ratio_low=cfg.clip_ratio_low,
-        clip_ratio_high=cfg.clip_ratio_high,
-        clip_ratio_c=cfg.clip_ratio_c,
-        agg_mode=cfg.agg_mode,
-        kl_coef=cfg.kl_coef,
-        kl_kind=cfg.kl_kind,
-    )
     totals = dict(loss=0.0, clipfrac=0.0, dual_clipfrac=0.0, approx_kl=0.0, kl=0.0, grad_norm=0.0)
     steps = skipped = nonfinite = 0
     for _ in range(cfg.epochs):
@@ -564,13 +542,7 @@ def ppo_update(
             for part_rows in rows.split(micro):
                 part = sub if (whole and len(part_rows) == n) else batch.rows(part_rows)
                 t = _loss_terms(
-                    policy_fn(part_rows),
-                    part.old_logps,
-                    part.advantages,
-                    part.mask,
-                    scale,
-                    ref_logp=part.ref_logps,
-                    **loss_kw,
+                    policy_fn(part_rows), part.old_logps, part.advantages, part.mask, scale, cfg, part.ref_logps
                 )
                 t.loss.backward()
                 loss_sum = loss_sum + t.loss.detach()
