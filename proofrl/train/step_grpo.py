@@ -44,7 +44,7 @@ import torch
 from ..errors import ConfigError
 from ..rewards import subgoal as _subgoal  # noqa: F401  (registers the ``subgoal`` step reward)
 from ..rewards.combine import STEP_REWARDS
-from ..rollout.tactics import GroupRun, StatePoint, TacticSampler, run_groups, state_points, tactic_of
+from ..rollout.tactics import GroupRun, StatePoint, TacticRun, TacticSampler, run_groups, state_points, tactic_of
 from .checkpoints import load_state, save_state, set_rng_state
 from .config import StepGRPOConfig
 from .grpo import informative_groups
@@ -269,12 +269,12 @@ class StepLevelTrainer:
         return stats | out.step.stats.to_json()
 
     def dpo_update(
-        self, groups: Sequence[GroupRun], comps: Sequence[Sequence[Any]], prompts: Sequence[Sequence[int]]
+        self, runs: Sequence[Sequence[TacticRun]], comps: Sequence[Sequence[Any]], prompts: Sequence[Sequence[int]]
     ) -> dict[str, float]:
         """The online DPO baseline: pairs of a valid and an invalid sample of the current group."""
         from .dpo import dpo_update, online_pairs
 
-        valid = [[g.of(tactic_of(c)).valid for c in cs] for g, cs in zip(groups, comps, strict=True)]
+        valid = [[r.valid for r in rs] for rs in runs]
         pairs = online_pairs(prompts, [[c.token_ids for c in cs] for cs in comps], valid, self.rng)
         a = self.cfg.algorithm
         return dpo_update(
@@ -291,17 +291,18 @@ class StepLevelTrainer:
     def train_step(self) -> dict[str, float]:
         t0 = time.perf_counter()
         groups, comps, prompts, rewards = self.rollout()
+        runs = [[g.of(tactic_of(c)) for c in cs] for g, cs in zip(groups, comps, strict=True)]  # each sample's run
         t1 = time.perf_counter()
         if self.cfg.algorithm.objective == "grpo":
             upd = self.grpo_update(comps, prompts, rewards)
         else:
-            upd = self.dpo_update(groups, comps, prompts)
+            upd = self.dpo_update(runs, comps, prompts)
         self.step += 1
         if self.step % self.cfg.rollout.sync_every == 0:
             self.sampler_model.load_state_dict(self.model.state_dict())
             self.synced_at = self.step
         new_states = sum(self.source.add_reached(g) for g in groups)
-        samples = [g.of(tactic_of(c)) for g, cs in zip(groups, comps, strict=True) for c in cs]
+        samples = [r for rs in runs for r in rs]
         fails = Counter(s.failure for s in samples if not s.valid)
         n = max(len(samples), 1)
         flat = [x for r in rewards for x in r]
@@ -309,10 +310,7 @@ class StepLevelTrainer:
             "step": self.step,
             "reward/mean": sum(flat) / max(len(flat), 1),
             "tactics/valid": sum(s.valid for s in samples) / n,
-            "states/zero_valid": sum(
-                not any(g.of(tactic_of(c)).valid for c in cs) for g, cs in zip(groups, comps, strict=True)
-            )
-            / max(len(groups), 1),
+            "states/zero_valid": sum(not any(r.valid for r in rs) for rs in runs) / max(len(groups), 1),
             "states/reached": float(len(groups)),
             "states/own_pool": float(len(self.source.own)),
             "states/new_own": float(new_states),
