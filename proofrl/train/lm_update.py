@@ -1,17 +1,7 @@
-"""The one GRPO update of a language model, shared by whole-proof GRPO (:mod:`.trainer`) and step-level GRPO
+"""The one GRPO update of a language model, shared by whole-proof GRPO (:mod:`.whole_proof`) and step-level GRPO
 (:mod:`.step_grpo`): per-token log-probs of the sampled responses, π_old and π_ref before the update, optional
-reward shaping from π_old (the unlikeliness reward), then :func:`~.grpo.grpo_step`.
-
-:class:`LMPolicy` owns what the LM side needs:
-
-* **precision**: trainable weights and AdamW state in fp32 (master weights); with ``bfloat16`` (or ``auto`` on bf16
-  weights) every forward pass runs under bf16 autocast; float16 is refused (it needs loss scaling);
-* **π_ref**: for a LoRA model the same model with its adapter switched off (no copy), else a frozen copy of the
-  starting weights in the loaded dtype, on the policy's device (``same``) or parked in CPU memory and brought to
-  the policy's device only for its forward pass (``cpu``);
-* **log-probs** at the sampling temperature, ``micro_batch`` rows per forward pass; gradient checkpointing that
-  leaves submodules in eval mode (no dropout: ρ = 1 at the first epoch).
-"""
+reward shaping from π_old (the unlikeliness reward), then :func:`~.grpo.grpo_step`. :class:`LMPolicy` owns the LM
+side: the precision (:func:`compute_dtype`), π_ref, and the log-probs at the sampling temperature."""
 
 from __future__ import annotations
 
@@ -54,10 +44,8 @@ def compute_dtype(setting: str, model: Any) -> torch.dtype:
 
 
 class LMPolicy:
-    """A causal LM being trained, with its precision, its π_ref and its log-prob passes (module docstring).
-
-    Build it before the optimiser: it makes the trainable weights fp32 masters (π_ref, when it is a copy, keeps
-    the loaded dtype)."""
+    """A causal LM being trained, with its precision, its π_ref and its log-prob passes. Build it before the
+    optimiser: it makes the trainable weights fp32 masters (π_ref, when it is a copy, keeps the loaded dtype)."""
 
     def __init__(
         self,
@@ -87,6 +75,8 @@ class LMPolicy:
         self.params = params
 
     def _reference(self, ref_device: str) -> Any:
+        """π_ref: for a LoRA model the same model with its adapter switched off (no copy), else a frozen copy of the
+        starting weights, on the policy's device (``same``) or parked in CPU memory between its passes (``cpu``)."""
         if hasattr(self.model, "disable_adapter"):
             return "adapter-off"
         ref = copy.deepcopy(self.model).eval()

@@ -3,7 +3,7 @@
 * ``config.yaml``: the resolved recipe;
 * ``metrics.jsonl`` and the other trackers of the recipe's ``logger:`` list (:mod:`.tracking`), one record per
   step keyed by the loop's own step name (``step``, ``round``, ``epoch``), and the final summary;
-* ``checkpoints/PREFIXNNNN/``: atomic checkpoints (:mod:`.checkpoints`), the newest ``keep`` kept.
+* ``checkpoints/STEPKEY_NNNN/``: atomic checkpoints (:mod:`.checkpoints`), the newest ``keep`` kept.
 
 The loops counted in steps (whole-proof and step-level GRPO) run through :meth:`RunDir.fit`: resume from the newest
 checkpoint, then :meth:`RunDir.run_steps`: log, progress, checkpoint every N steps and after the last, summary.

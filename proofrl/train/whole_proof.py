@@ -18,13 +18,10 @@ and kimina-prover-rl:
    (:func:`proofrl.train.grpo.grpo_step`, the same step the toy experiment runs, through the one LM update
    :func:`proofrl.train.lm_update.lm_grpo_update`), ``optim.micro_batch`` rows per forward and backward pass,
    log-probs at the rollout temperature;
-6. log every step to the run folder, checkpoint every ``checkpoint_every`` steps.
+6. log every step to the run folder (:class:`~proofrl.train.rundir.RunDir`), checkpoint every ``checkpoint_every``
+   steps; a killed run resumes exactly.
 
 Precision (``model.dtype``) and π_ref (``model.ref_device``): :class:`~proofrl.train.lm_update.LMPolicy`.
-
-Every step goes to the run folder (:class:`~proofrl.train.rundir.RunDir`: ``metrics.jsonl`` and the recipe's
-``logger:`` list, TensorBoard by default); checkpoints hold the weights,
-the optimiser, the RNG states, the problem sampler and the buffer, so a killed run resumes exactly.
 """
 
 from __future__ import annotations
@@ -413,8 +410,6 @@ def make_verifier(cfg: GRPOConfig) -> Any:
 
 
 def make_policy(cfg: GRPOConfig) -> tuple[Any, Any]:
-    import torch
-
     from ..policy.model import load_policy
 
     m = cfg.model
@@ -423,13 +418,7 @@ def make_policy(cfg: GRPOConfig) -> tuple[Any, Any]:
             "model.path is empty: give a local Hugging Face model directory (--set model.path=DIR); "
             "`proofrl demo` builds a tiny one"
         )
-    dtypes = {
-        "auto": None,
-        "float32": torch.float32,
-        "bfloat16": torch.bfloat16,
-        "float16": torch.float16,
-    }  # model.dtype's Literal
-    return load_policy(m.path, dtype=dtypes[m.dtype], lora=m.lora)
+    return load_policy(m.path, dtype=None if m.dtype == "auto" else getattr(torch, m.dtype), lora=m.lora)
 
 
 def rollout_generator(cfg: GRPOConfig, model: Any, tokenizer: Any) -> tuple[Any, Any]:
