@@ -15,8 +15,11 @@ import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Annotated, Any
 
+from pydantic import Field
+
+from ..schema import Config
 from .value_targets import solution_path, steps_to_close, value_targets
 
 
@@ -36,9 +39,11 @@ class ReplaySample:
         return asdict(self)
 
 
-@dataclass(frozen=True)
-class ReplayFilter:
-    max_proof_steps: int = 16
+class ReplayFilter(Config):
+    """Which exported trees give samples, and which of their nodes give value targets (the recipe's ``replay:``
+    keys of these names, :class:`proofrl.train.config.ReplayConfig`)."""
+
+    max_proof_steps: Annotated[int, Field(ge=1)] = 16
     """drop solutions longer than this many tactic steps (reap filters by proof length)"""
     root_value_min: float | None = None
     root_value_max: float | None = None

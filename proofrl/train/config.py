@@ -27,6 +27,7 @@ from typing import Annotated, Any, ClassVar, Literal
 import yaml
 from pydantic import Field, model_validator
 
+from ..data.search_samples import ReplayFilter
 from ..errors import ConfigError
 from ..policy.model import LoraConfig
 from ..rewards.compose import RewardConfig
@@ -296,17 +297,11 @@ class EvalConfig(Config):
     """search-and-learn: evaluate the starting model too (round 0)"""
 
 
-class ReplayConfig(Config):
-    """Search-and-learn's replay buffer and what each update draws from it."""
+class ReplayConfig(ReplayFilter):
+    """Search-and-learn's replay: the filters of the trees (:class:`~proofrl.data.search_samples.ReplayFilter`), the
+    buffer and what each update draws from it."""
 
     capacity: PositiveInt = 20000
-    max_proof_steps: PositiveInt = 16
-    root_value_min: float | None = None
-    root_value_max: float | None = None
-    off_path_values: bool = True
-    """value-only samples of the tree's other solved nodes too"""
-    unsolved_values: bool = False
-    """value target −(B−1) for expanded unsolved nodes (ours; the AlphaProof pseudocode gives them none)"""
     rehearsal_fraction: Annotated[float, Field(ge=0, lt=1)] = 0.5
     """share of every update made of human-proof transitions (reap rehearses mathlib to avoid forgetting)"""
     max_samples: PositiveInt = 2000

@@ -34,7 +34,7 @@ from typing import Any
 
 import torch
 
-from ..data.search_samples import ReplayFilter, human_samples, samples_from_tree
+from ..data.search_samples import human_samples, samples_from_tree
 from ..errors import ConfigError
 from . import checkpoints
 from .checkpoints import load_state, save_state, set_rng_state
@@ -307,13 +307,6 @@ class ExpertIteration:
         weights.mkdir(exist_ok=True)
         publish(learner, weights, round_)
         worker = RolloutWorker(cfg, weights)
-        filt = ReplayFilter(
-            cfg.replay.max_proof_steps,
-            cfg.replay.root_value_min,
-            cfg.replay.root_value_max,
-            cfg.replay.off_path_values,
-            cfg.replay.unsolved_values,
-        )
         pool = make_pool(
             "coq", pool=PoolConfig(workers=cfg.verify.workers), step_timeout=cfg.search.mcts.tactic_timeout
         )
@@ -323,7 +316,7 @@ class ExpertIteration:
                 self.run_dir.log(0, self.evaluate(worker, 0, pool))
             while round_ < cfg.steps:
                 round_ += 1
-                m = self.round(round_, learner, worker, buffer, sampler, rng, filt, pool)
+                m = self.round(round_, learner, worker, buffer, sampler, rng, pool)
                 every = cfg.eval.every
                 if (every and round_ % every == 0) or round_ == cfg.steps:
                     worker.refresh()
@@ -345,7 +338,6 @@ class ExpertIteration:
         buffer: ReplayBuffer,
         sampler: Any,
         rng: random.Random,
-        filt: ReplayFilter,
         pool: Any,
     ) -> dict[str, Any]:
         cfg = self.cfg
@@ -362,11 +354,11 @@ class ExpertIteration:
                 tree = json.loads(json.dumps(r.tree_json(), default=str))  # as exported to trees/ (JSON values)
                 if r.status == "proved":
                     solved.add(r.name)
-                why = filt.why_dropped(tree) if r.status == "proved" else "unsolved"
+                why = cfg.replay.why_dropped(tree) if r.status == "proved" else "unsolved"
                 if why is not None:
                     dropped[why] = dropped.get(why, 0) + 1
                     continue
-                found += samples_from_tree(tree, round_, filt, cfg.model.num_bins)
+                found += samples_from_tree(tree, round_, cfg.replay, cfg.model.num_bins)
         added = buffer.add(found)
         m: dict[str, Any] = {
             "weights_version": version,
