@@ -31,6 +31,7 @@ from ..data.search_samples import ReplayFilter
 from ..errors import ConfigError
 from ..policy.model import LoraConfig
 from ..rewards.compose import RewardConfig
+from ..rewards.eva import DIMENSIONS
 from ..schema import Config, one_of
 from ..search.config import BestFirstConfig, MCTSConfig, SearchConfig
 from .grpo import ADV_ESTIMATORS, PPOConfig
@@ -63,10 +64,6 @@ Probability = Annotated[float, Field(ge=0.0, le=1.0)]
 PositiveInt = Annotated[int, Field(ge=1)]
 Positive = Annotated[float, Field(gt=0.0)]
 Count = Annotated[int, Field(ge=0)]
-
-EVA_DIMENSIONS = ("logic", "align", "clarity")
-"""the EVA paper's score dimensions (:data:`proofrl.rewards.eva.DIMENSIONS`)"""
-
 
 def _generators() -> list[str]:
     from ..policy.generation import GENERATORS  # imported when checked: it pulls in transformers
@@ -254,7 +251,7 @@ class AlgorithmConfig(Config):
     """EVA: α of L_SFT + α · L_EVA (0: the SFT-only generative reward model)"""
     tau: Positive = 1.0
     """EVA: τ of the expectation over the anchor logits"""
-    dims: tuple[str, ...] = EVA_DIMENSIONS
+    dims: tuple[str, ...] = DIMENSIONS
     """EVA: the score dimensions"""
     weights: dict[str, float] = Field(default_factory=dict)
     """EVA: weights of the combined score (empty: equal)"""
@@ -453,7 +450,6 @@ class GRPOConfig(RunConfig):
     }
 
     loop: Literal["grpo"] = "grpo"
-    out: str = "runs/train"
     model: ModelConfig = Field(default_factory=ModelConfig)
     data: DataConfig = Field(default_factory=DataConfig)
     rollout: RolloutConfig = Field(default_factory=RolloutConfig)
