@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from proofrl.train.config import ConfigError, GRPOConfig, load_recipe, recipe_names, save_config
+from proofrl.train.config import ConfigError, GRPOConfig, load_recipe, recipe_names
 
 
 def test_every_shipped_recipe_loads():
@@ -70,9 +70,11 @@ def test_unknown_recipe_lists_the_valid_ones():
 
 
 def test_saved_config_loads_back_identically(tmp_path):
+    from proofrl.train.rundir import RunDir
+
     cfg = load_recipe("kimina", ["steps=3"])
-    save_config(cfg, tmp_path / "c.yaml")
-    assert load_recipe(tmp_path / "c.yaml") == cfg
+    RunDir(tmp_path, loggers=()).start(cfg)  # the run folder's config.yaml
+    assert load_recipe(tmp_path / "config.yaml") == cfg
 
 
 def test_one_config_error_class():

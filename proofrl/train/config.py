@@ -24,7 +24,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
-import yaml
 from pydantic import Field, model_validator
 
 from ..data.search_samples import ReplayFilter
@@ -57,13 +56,13 @@ __all__ = [
     "StepGRPOConfig",
     "VerifyConfig",
     "load_recipe",
-    "save_config",
 ]
 
 Probability = Annotated[float, Field(ge=0.0, le=1.0)]
 PositiveInt = Annotated[int, Field(ge=1)]
 Positive = Annotated[float, Field(gt=0.0)]
 Count = Annotated[int, Field(ge=0)]
+
 
 def _generators() -> list[str]:
     from ..policy.generation import GENERATORS  # imported when checked: it pulls in transformers
@@ -596,7 +595,3 @@ def load_recipe(recipe: str | Path | None = None, overrides: Sequence[str] = ())
     """A :class:`GRPOConfig` from a whole-proof recipe name (``unlikeliness``, ``kimina``, ``deepseek-v1.5``, …)
     or a YAML path, with ``key.sub=value`` overrides (:func:`proofrl.train.recipes.apply_overrides`)."""
     return LOOPS["grpo"].config(recipe, overrides)
-
-
-def save_config(cfg: RunConfig, path: Path) -> None:
-    path.write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
