@@ -161,17 +161,12 @@ class Learner:
             "learn/batches": float(res.batches),
         }
 
-    def save(self, out: Path) -> Path:
-        """The model as a search policy loads it; the value head beside it when it is on."""
-        self.model.save(out, head=self.cfg.model.value_head)
-        return out
-
 
 def publish(learner: Learner, weights_root: Path, version: int) -> Path:
     """Write ``weights/vNNNN`` (whole, then renamed) and point ``weights/latest.json`` at it."""
     final = weights_root / f"v{version:04d}"
     with checkpoints.atomic_dir(final) as tmp:
-        learner.save(tmp)
+        learner.model.save(tmp, head=learner.cfg.model.value_head)  # as a search policy loads it
     (weights_root / "latest.json").write_text(json.dumps({"version": version, "path": final.name}))
     checkpoints.prune(weights_root, "v", 2)  # the one in use and the newest are enough
     return final
@@ -219,13 +214,13 @@ class RolloutWorker:
 
     def policy(self, seed: int) -> Any:
         s = self.cfg.rollout
-        if self.cfg.rollout.policy == "in-process":
+        if s.policy == "in-process":
             return self.model.tactic_policy(temperature=s.temperature, max_tokens=s.max_tokens, seed=seed)
         from ..policy.tactic import make_tactic_policy
 
         return make_tactic_policy(
-            self.cfg.rollout.policy,
-            model=self.cfg.rollout.model_name or None,
+            s.policy,
+            model=s.model_name or None,
             temperature=s.temperature,
             max_tokens=s.max_tokens,
             seed=seed,
@@ -387,9 +382,7 @@ class ExpertIteration:
     def save_checkpoint(self, learner: Learner, buffer: Any, sampler: Any, rng: random.Random, round_: int) -> Path:
         name = f"round_{round_:04d}"
         with self.run_dir.checkpoint(name, self.cfg.keep_checkpoints) as tmp:
-            learner.model.save(
-                tmp, head=True
-            )  # the head travels with the checkpoint either way (it is untouched when off)
+            learner.model.save(tmp, head=True)  # the value head too, even when off (then it is untouched)
             save_state(
                 tmp,
                 own_rng=rng,
