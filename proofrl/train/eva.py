@@ -36,7 +36,7 @@ import torch
 
 from ..errors import ConfigError
 from ..eval.rm import Record, parse_record, prompt_of, read_records  # noqa: F401  (the EVA data format)
-from ..policy.model import LoraConfig
+from ..policy.model import LoraConfig, load_policy, load_weights
 from ..rewards.eva import (
     ANCHORS,
     CONFIG_FILE,
@@ -48,7 +48,9 @@ from ..rewards.eva import (
     score_key,
     score_token_positions,
 )
+from .checkpoints import load_state, save_state, set_rng_state
 from .config import EvaConfig
+from .rundir import RunDir
 
 
 def load_config(recipe: str | Path = "eva", overrides: Sequence[str] = ()) -> EvaConfig:
@@ -287,8 +289,6 @@ def train_eva(
 
 def load_base(path: str | Path, *, lora: LoraConfig | None, device: str | None = None) -> tuple[Any, Any]:
     """The base model (a fresh copy each call) with LoRA when enabled."""
-    from ..policy.model import load_policy
-
     model, tok = load_policy(path, device=device or None, lora=lora)
     if lora is None:
         for p in model.parameters():
@@ -331,9 +331,6 @@ def run(cfg: EvaConfig) -> dict[str, Any]:
     ``eva_config.json``, score the held-out file when there is one. The run folder (:class:`.rundir.RunDir`,
     step name ``epoch``) gets ``config.yaml``, one record per epoch and ``summary.json`` in the recipe's trackers."""
     from rich.console import Console
-
-    from .checkpoints import load_state
-    from .rundir import RunDir
 
     console = Console()
     out = Path(cfg.out)
@@ -384,9 +381,6 @@ def _train_and_score(
     torch.manual_seed(cfg.seed)  # LoRA's initial weights, and anything else drawn from the global stream
     model, tok = load_base(base, lora=cfg.model.lora, device=cfg.model.device or None)
     if ckpt is not None and state is not None:
-        from ..policy.model import load_weights
-        from .checkpoints import set_rng_state
-
         load_weights(model, ckpt)
         set_rng_state(state["rng"])
         console.print(f"EVA: resumed from {ckpt.name} (epoch {state['epoch']})")
@@ -402,8 +396,6 @@ def _train_and_score(
         console.print(f"epoch {e + 1}: loss {h['loss']:.4f} (LM {h['lm']:.4f}, EVA MSE {h['eva_mse']:.4f})")
 
     def save(epochs_done: int, parts: dict[str, Any]) -> None:  # one checkpoint per epoch, the newest two kept
-        from .checkpoints import save_state
-
         with run_dir.checkpoint(f"epoch_{epochs_done:04d}", 2) as tmp:
             model.save_pretrained(tmp)
             tok.save_pretrained(tmp)
