@@ -33,12 +33,18 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from rich.console import Console
 
 from ..data.search_samples import human_samples, samples_from_tree
 from ..errors import ConfigError
+from ..policy.tactic import NoValue, make_tactic_policy, make_value_fn, tactic_prompt
+from ..problems import load_problems
+from ..provers.pool import PoolConfig
+from ..search.run import search_many
 from . import checkpoints
 from .checkpoints import load_state, save_state, set_rng_state
 from .config import ExpertIterationConfig
+from .recipes import LOOPS
 from .replay_buffer import ReplayBuffer, rehearsal_draw
 
 # -- the recipe ----------------------------------------------------------------------------------------------
@@ -47,8 +53,6 @@ from .replay_buffer import ReplayBuffer, rehearsal_draw
 def load_config(recipe: str | Path = "reap", overrides: list[str] | tuple[str, ...] = ()) -> ExpertIterationConfig:
     """A recipe name or YAML path with ``key.sub=value`` overrides (:mod:`proofrl.train.recipes`); any mistake is
     one :class:`ConfigError` line."""
-    from .recipes import LOOPS
-
     return LOOPS["expert-iteration"].config(recipe, overrides)
 
 
@@ -63,8 +67,6 @@ def run(cfg: ExpertIterationConfig) -> dict[str, Any]:
 
     require_backend("coq")
     summary = ExpertIteration(cfg).run()
-    from rich.console import Console
-
     Console().print(f"[bold]reap[/]: held-out proved by round {summary['proved_by_round']}; run folder {cfg.out}")
     return summary
 
@@ -83,7 +85,6 @@ class RunData:
 
 def load_data(cfg: ExpertIterationConfig, console: Any = None) -> RunData:
     from ..data.tactics import read_transitions
-    from ..problems import load_problems
 
     d = cfg.data
     given = [bool(d.train), bool(d.eval), bool(d.transitions)]
@@ -127,7 +128,6 @@ class Learner:
         """Epochs over ``samples`` (search and rehearsed human ones): SFT loss on those with a tactic +
         ``value_coef`` × bin cross-entropy on all (when the value head is on)."""
         from ..policy.sft import BatchLoss, completion_nll, encode_pairs, supervised_loop
-        from ..policy.tactic import tactic_prompt
 
         o, m, tok = self.cfg.optim, self.model, self.model.tokenizer
 
@@ -202,12 +202,8 @@ class RolloutWorker:
 
                 self.value_fn = HeadValue(self.model)
             else:
-                from ..policy.tactic import make_value_fn
-
                 self.value_fn = make_value_fn(self.cfg.rollout.value)
         else:
-            from ..policy.tactic import NoValue
-
             self.value_fn = NoValue()  # the policy-only baseline: every open state −1 (no value model)
         self.version = latest["version"]
         return self.version
@@ -216,8 +212,6 @@ class RolloutWorker:
         s = self.cfg.rollout
         if s.policy == "in-process":
             return self.model.tactic_policy(temperature=s.temperature, max_tokens=s.max_tokens, seed=seed)
-        from ..policy.tactic import make_tactic_policy
-
         return make_tactic_policy(
             s.policy,
             model=s.model_name or None,
@@ -232,8 +226,6 @@ class RolloutWorker:
 
 class ExpertIteration:
     def __init__(self, cfg: ExpertIterationConfig, console: Any = None, data: RunData | None = None):
-        from rich.console import Console
-
         from .rundir import RunDir
 
         self.cfg = cfg
@@ -243,8 +235,6 @@ class ExpertIteration:
         self.run_dir = RunDir(self.out, step_key="round", loggers=cfg.logger, name=cfg.name)
 
     def _search(self, worker: RolloutWorker, problems: list[Any], seed: int, out: Path, pool: Any) -> list[Any]:
-        from ..search.run import search_many
-
         return search_many(
             problems,
             worker.policy(seed),
@@ -275,7 +265,6 @@ class ExpertIteration:
     def run(self, *, stop_after: int | None = None) -> dict[str, Any]:
         """All rounds (resuming from the newest checkpoint); ``stop_after``: return after that round (tests)."""
         from ..provers.factory import make_pool
-        from ..provers.pool import PoolConfig
         from .whole_proof import ProblemSampler
 
         cfg = self.cfg

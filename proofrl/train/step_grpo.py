@@ -40,8 +40,12 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from rich.console import Console
 
 from ..errors import ConfigError
+from ..policy.generation import encode_prompts
+from ..policy.model import load_policy, load_weights
+from ..provers.backend import state_text
 from ..rewards import subgoal as _subgoal  # noqa: F401  (registers the ``subgoal`` step reward)
 from ..rewards.combine import STEP_REWARDS
 from ..rollout.tactics import GroupRun, StatePoint, TacticRun, TacticSampler, run_groups, state_points, tactic_of
@@ -49,14 +53,13 @@ from .checkpoints import load_state, save_state, set_rng_state
 from .config import StepGRPOConfig
 from .grpo import informative_groups
 from .lm_update import LMPolicy, lm_grpo_update
+from .recipes import LOOPS
 from .rundir import RunDir
 
 
 def load_config(recipe: str | Path | None = "leanlistener", overrides: Sequence[str] = ()) -> StepGRPOConfig:
     """The recipe's mapping with ``key.sub=value`` overrides (:mod:`proofrl.train.recipes`), checked: one
     :class:`ConfigError` line naming the key on any mistake."""
-    from .recipes import LOOPS
-
     return LOOPS["step-grpo"].config(recipe, overrides)
 
 
@@ -90,8 +93,6 @@ class StateSource:
 
     def add_reached(self, group: GroupRun) -> int:
         """States reached by the group's valid tactics that still have goals; returns how many were new."""
-        from ..provers.backend import state_text
-
         new = 0
         for run in group.runs.values():
             st = run.result.state if run.valid and run.result is not None else None
@@ -189,8 +190,6 @@ class StepLevelTrainer:
     def rollout(self) -> tuple[list[GroupRun], list[list[Any]], list[list[int]], list[list[float]]]:
         """Draw states, sample tactics, run them; returns (groups, completions, prompt ids, rewards) of the groups
         whose state was reached."""
-        from ..policy.generation import encode_prompts
-
         r, d = self.cfg.rollout, self.cfg.data
         points = self.source.draw(r.problems_per_step)
         texts = [with_premises(p, d.premise_dropout, self.rng) for p in points]
@@ -378,8 +377,6 @@ class StepLevelTrainer:
 
     def resume(self) -> int:
         """Load the newest complete checkpoint, if any (:meth:`fit` then cuts the logs back to its step)."""
-        from ..policy.model import load_weights
-
         ckpt = self.run_dir.latest()
         if ckpt is None:
             return 0
@@ -415,7 +412,6 @@ def resolve_inputs(cfg: StepGRPOConfig, console: Any = None) -> tuple[str, str, 
 
 def build_trainer(cfg: StepGRPOConfig, *, pool: Any, console: Any = None) -> StepLevelTrainer:
     from ..data.tactics import read_transitions
-    from ..policy.model import load_policy
 
     model_dir, train_path, held_path = resolve_inputs(cfg, console)
     try:
@@ -438,8 +434,6 @@ def build_trainer(cfg: StepGRPOConfig, *, pool: Any, console: Any = None) -> Ste
 def run(cfg: StepGRPOConfig, *, console: Any = None) -> StepLevelTrainer:
     """``proofrl train --recipe leanlistener``: train by ``cfg`` with a rich progress bar; returns the trainer (its
     ``out`` holds everything)."""
-    from rich.console import Console
-
     from ..preflight import require_backend
     from ..progress import progress_bar
     from ..rollout.tactics import coq_pool

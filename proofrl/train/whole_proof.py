@@ -34,10 +34,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
+from rich.console import Console
 
 from ..errors import ConfigError
-from ..policy.generation import SamplingConfig, encode_prompts
-from ..policy.model import load_weights
+from ..policy.generation import SamplingConfig, encode_prompts, vllm_on_cpu
+from ..policy.model import load_policy, load_weights
 from ..policy.prompts import PromptFormat, get_format, render_messages
 from ..problems import Problem
 from ..provers.base import Verdict
@@ -401,8 +402,6 @@ def set_threads(cfg: GRPOConfig) -> None:
 def make_verifier(cfg: GRPOConfig) -> Any:
     """A :class:`~proofrl.verification.Verifier` that owns what it builds (its pool, closed with it), with the
     recipe's one ``verify.timeout``."""
-    from ..verification import Verifier
-
     v = cfg.verify
     if v.server_url:
         return Verifier(server_url=v.server_url, api_key=v.api_key or None, timeout=v.timeout, backend=v.backend)
@@ -410,8 +409,6 @@ def make_verifier(cfg: GRPOConfig) -> Any:
 
 
 def make_policy(cfg: GRPOConfig) -> tuple[Any, Any]:
-    from ..policy.model import load_policy
-
     m = cfg.model
     if not m.path:
         raise ConfigError(
@@ -445,8 +442,6 @@ def vllm_engine_options(cfg: GRPOConfig, model: Any) -> dict[str, Any]:
     """:class:`~proofrl.policy.generation.VLLMGenerator`'s settings for training ``model``: ``model.path`` in the
     dtype the update computes in (``model.dtype``; fp32 on a CPU), so that the engine samples from the distribution
     the update's ratios are taken against; the run's seed; the rollout's memory and compilation settings."""
-    from ..policy.generation import vllm_on_cpu
-
     v = cfg.rollout
     options: dict[str, Any] = {
         "path": cfg.model.path,
@@ -529,8 +524,6 @@ def build_trainer(cfg: GRPOConfig, *, extra_eval: Sequence[Problem] | None = Non
 
 def run(cfg: GRPOConfig) -> Any:
     """Train by ``cfg`` (resuming in ``cfg.out``) with a progress bar; returns the trainer."""
-    from rich.console import Console
-
     from ..preflight import require_backend
     from ..progress import progress_bar
 
