@@ -504,11 +504,8 @@ def ppo_update(
     micro_batch_rows: int | None = None,
     generator: torch.Generator | None = None,
 ) -> UpdateStats:
-    """K epochs of PPO over one batch, with gradient accumulation.
-
-    ``policy_fn(rows)`` must return the *current* policy's per-token log-probs of the given rows, shape
-    ``(..., len(rows), T)``, with gradients. The toy MLP and the LM trainer both supply one; this function
-    owns the epochs, mini-batching, micro-batching, clipping, KL and gradient-norm handling.
+    """K epochs of PPO over one batch, with gradient accumulation; ``policy_fn`` (:data:`PolicyFn`) gives the
+    current policy's log-probs (the toy MLP and the LM trainer each supply one).
 
     Each mini-batch (``cfg.minibatch_rows`` rows) is one optimiser step. It is cut into micro-batches of
     ``micro_batch_rows`` rows (None = the whole mini-batch), each with its own forward and backward pass; the

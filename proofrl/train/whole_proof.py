@@ -243,10 +243,6 @@ class Trainer:
 
     # ------------------------------------------------------------------------------------------ update
 
-    def _encode_prompts(self, groups: Sequence[Group]) -> list[list[int]]:
-        encoded = encode_prompts(self.tokenizer, [g.item.prompt for g in groups])
-        return [p for g, p in zip(groups, encoded, strict=True) for _ in g.completions]
-
     def update(self, groups: Sequence[Group]) -> dict[str, float]:
         """Shape rewards, compute advantages and run K PPO epochs on these groups (the one LM GRPO update,
         :func:`.lm_update.lm_grpo_update`).
@@ -254,7 +250,8 @@ class Trainer:
         π_old, π_ref and π_θ log-probs are all taken at the rollout temperature; every forward and backward
         pass holds ``micro_batch`` rows; H of ``seq-mean-token-sum-norm`` is ``ppo.horizon`` or else
         the rollout's ``max_tokens``, whatever the lengths in this update."""
-        prompts = self._encode_prompts(groups)
+        encoded = encode_prompts(self.tokenizer, [g.item.prompt for g in groups])
+        prompts = [p for g, p in zip(groups, encoded, strict=True) for _ in g.completions]  # one row per completion
         responses: list[Sequence[int]] = [c.token_ids for g in groups for c in g.completions]
         gids = torch.tensor([gi for gi, g in enumerate(groups) for _ in g.completions])
         raw = [r for g in groups for r in g.rewards]
