@@ -377,9 +377,14 @@ def ppo_clip_loss(
     value per sample, broadcast over its tokens). ``scale``: see :class:`AggScale`.
     """
     scale = scale if scale is not None else AggScale.of(mask, horizon)
-    clip = dict(clip_ratio_low=clip_ratio_low, clip_ratio_high=clip_ratio_high, clip_ratio_c=clip_ratio_c)
     cfg = PPOConfig.model_construct(  # not checked here: a bad argument fails where it is used, as it always did
-        **clip, policy_loss=policy_loss, agg_mode=agg_mode, kl_coef=kl_coef, kl_kind=kl_kind
+        policy_loss=policy_loss,
+        clip_ratio_low=clip_ratio_low,
+        clip_ratio_high=clip_ratio_high,
+        clip_ratio_c=clip_ratio_c,
+        agg_mode=agg_mode,
+        kl_coef=kl_coef,
+        kl_kind=kl_kind,
     )
     t = _loss_terms(logp, old_logp, advantages, mask, scale, cfg, ref_logp)
     clipped, dual, akl, kl, tokens = t.sums.tolist()
