@@ -143,12 +143,15 @@ def search_and_learn(run: ClaimRun) -> Results:
     tag = hashlib.sha1(json.dumps(s, sort_keys=True).encode()).hexdigest()[:8]  # other settings: another run
     shared = run.shared_dir("reap")
     cached = shared / f"seed-{run.seed}-size-{run.size}-{tag}{run.smoke_suffix}.json"
-    if cached.is_file():
-        return json.loads(cached.read_text())["arms"]
+    pool = run.assets.held_out_pool(run.size)[: run.size]
+    if cached.is_file():  # a run whose arms hold fewer theorems than the pool was cut short: run it again
+        arms = json.loads(cached.read_text())["arms"]
+        if all(len(v) == len(pool) for v in arms.values()):
+            return arms
     work = shared / cached.stem
     work.mkdir(parents=True, exist_ok=True)
     save_problems(run.assets.train_problems, work / "train.jsonl")
-    save_problems(run.assets.held_out_pool(run.size), work / "held-out.jsonl")
+    save_problems(pool, work / "held-out.jsonl")
 
     def proved(arm: str, round_: int) -> dict[str, float]:
         return proved_in(work / arm / "rounds" / f"{round_:04d}" / "eval" / "results.jsonl")
@@ -168,6 +171,7 @@ def search_and_learn(run: ClaimRun) -> Results:
                 f"verify.workers={run.workers}",
                 "progress=false",
                 f"model.value_head={head}",
+                f"data.eval_limit={s['eval_theorems']}",  # the recipe's own cap (100) must not cut the pool
                 f"eval.limit={s['eval_theorems']}",
                 "eval.every=0",
                 f"eval.before={'true' if head == 'true' else 'false'}",
