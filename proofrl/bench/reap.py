@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -148,6 +149,7 @@ def search_and_learn(run: ClaimRun) -> Results:
         arms = json.loads(cached.read_text())["arms"]
         if all(len(v) == len(pool) for v in arms.values()):
             return arms
+        shutil.rmtree(shared / cached.stem, ignore_errors=True)  # its run folders hold the cut run's settings
     work = shared / cached.stem
     work.mkdir(parents=True, exist_ok=True)
     save_problems(run.assets.train_problems, work / "train.jsonl")
