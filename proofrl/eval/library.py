@@ -231,12 +231,11 @@ def run_file_rows(
         MEMORY_LABELS,
         PREMISE_ROWS,
         Row,
-        hammer_header,
-        hammer_path,
-        hammer_says,
+        hammer_row,
         one_shot,
         record_row,
     )
+    from .row_store import RowStore, run_key
 
     s = settings
     out.mkdir(parents=True, exist_ok=True)
@@ -260,23 +259,27 @@ def run_file_rows(
                 res += one_shot(mine, script_of(m), header, s.seconds, s.workers)
         return Row(name, res, time.monotonic() - w0, cpu.seconds)
 
-    avail = {m: available_tactics(s.tactics, headers[m]) for m in modules}
-    if "a" in s.rows:
+    def shot(name: str, script: str, header: str) -> Row:  # the same script in every module
+        return shots(name, lambda m: script, header)
+
+    def automation() -> Row:
         row = shots("(a) automation available", lambda m: combination(avail[m], s.seconds), "")
         row.notes = {"tactics_by_module": {m: list(t) for m, t in avail.items()}}
-        record(row)
+        return row
+
+    avail = {m: available_tactics(s.tactics, headers[m]) for m in modules}
+    store = RowStore(out, run_key(problems, s, memory_pairs=len(transitions)), say)
+    if "a" in s.rows:
+        record(store.row("(a) automation available", automation))
     if "b" in s.rows:
-        record(shots("(b) sauto", lambda m: "intros; sauto.", HAMMER_TACTICS_HEADER))
-        with hammer_path():
-            row = shots("(b) hammer", lambda m: "intros; hammer.", hammer_header(s.atp_seconds))
-        for r in row.results:
-            r["atp"], r["hammer_says"] = hammer_says(r["printed"]) if r["proved"] else ("", "")
-        record(row)
+        record(store.row("(b) sauto", shot, "(b) sauto", "intros; sauto.", HAMMER_TACTICS_HEADER))
+        record(store.row("(b) hammer", hammer_row, shot, "", s.atp_seconds))
     lemmas = stdlib_lemmas() if set(PREMISE_ROWS) & set(s.rows) else {}
     for kind in MEMORY_LABELS:
         if kind in s.rows:
             name = f"({kind}) {MEMORY_LABELS[kind]}"
-            record(_searched_in_order(problems, kind, name, avail, libraries, transitions, lemmas, s, out, progress))
+            args = (problems, kind, name, avail, libraries, transitions, lemmas, s, out, progress)
+            record(store.row(name, _searched_in_order, *args))
     return rows
 
 

@@ -52,7 +52,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +60,7 @@ from ..errors import ConfigError
 from ..policy.sources import AUTOMATION, AUTOMATION_HEADER, HAMMER_TACTICS_HEADER, MenuPolicy, MixedPolicy
 from ..problems import Problem
 from ..provers.coq.backend import CoqBackend
+from .row_store import Row, RowStore, run_key
 
 HAMMER_LIBEXEC = "/usr/libexec/coq-hammer"
 """where Debian's CoqHammer keeps ``htimeout`` (through which it runs CVC4) and ``predict``"""
@@ -299,36 +300,6 @@ def check_settings(s: RowsConfig) -> None:
         )
 
 
-@dataclass
-class Row:
-    """One row's outcome; ``results`` one record per theorem (``results.jsonl``)."""
-
-    name: str
-    results: list[dict[str, Any]]
-    wall: float
-    cpu: float
-    script: str = ""
-    notes: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def proved(self) -> int:
-        return sum(r["proved"] for r in self.results)
-
-    def summary(self) -> dict[str, Any]:
-        n = max(1, len(self.results))
-        return {
-            "proved": self.proved,
-            "theorems": len(self.results),
-            "wall_s_per_theorem": round(self.wall / n, 2),
-            "cpu_s_per_theorem": round(self.cpu / n, 2),
-            "wall_s": round(self.wall, 2),
-            "cpu_s": round(self.cpu, 2),
-            "proved_names": sorted(r["name"] for r in self.results if r["proved"]),
-            **({"script": self.script} if self.script else {}),
-            **self.notes,
-        }
-
-
 def _share_cpu(results: list[dict[str, Any]], cpu: float) -> None:
     total = sum(r["wall_s"] for r in results) or 1.0
     for r in results:
@@ -483,6 +454,7 @@ def run_rows(
     results_path.write_text("")
     rows: list[Row] = []
     has_hammer = hammer_installed()
+    store = RowStore(out, run_key(problems, s, memory_pairs=len(transitions)), say)
 
     def record(row: Row) -> Row:
         return record_row(row, rows, results_path, say, "theorem")
@@ -498,23 +470,19 @@ def run_rows(
     singles: dict[str, int] = {}
     if "a" in s.rows:
         for tac in s.tactics:
-            row = record(shot(f"(a) {tac}", f"intros; {tac}.", AUTOMATION_HEADER))
+            name = f"(a) {tac}"
+            row = record(store.row(name, shot, name, f"intros; {tac}.", AUTOMATION_HEADER))
             singles[tac] = row.proved
         union = {r["name"] for row in rows for r in row.results if r["proved"]}
         say(f"(a) any one tactic (union of {len(s.tactics)} runs): {len(union)}")
         order = sorted(s.tactics, key=lambda t: (-singles[t], s.tactics.index(t)))
         share = max(1, math.floor(s.seconds / len(order)))
         combo = "intros; solve [ " + " | ".join(f"timeout {share} {t}" for t in order) + " ]."
-        record(shot("(a) best combination", combo, AUTOMATION_HEADER))
+        record(store.row("(a) best combination", shot, "(a) best combination", combo, AUTOMATION_HEADER))
     if "b" in s.rows:
-        record(shot("(b) sauto", "intros; sauto.", AUTOMATION_HEADER + HAMMER_TACTICS_HEADER))
-        with hammer_path():
-            row = shot("(b) hammer", "intros; hammer.", AUTOMATION_HEADER + hammer_header(s.atp_seconds))
-        for r in row.results:
-            r["atp"], r["hammer_says"] = hammer_says(r["printed"]) if r["proved"] else ("", "")
-        atps = Counter(r["atp"].split(" ")[0] or "none (reconstruction tactics)" for r in row.results if r["proved"])
-        row.notes = {"atp_seconds": s.atp_seconds, "proofs_by_atp": dict(atps)}
-        record(row)
+        sauto = AUTOMATION_HEADER + HAMMER_TACTICS_HEADER
+        record(store.row("(b) sauto", shot, "(b) sauto", "intros; sauto.", sauto))
+        record(store.row("(b) hammer", hammer_row, shot, AUTOMATION_HEADER, s.atp_seconds))
     if set(s.rows) & {"c", "d"}:
         from ..policy.tactic import make_tactic_policy
 
@@ -527,19 +495,48 @@ def run_rows(
                 if kind not in s.rows:
                     continue
                 name = f"({kind}) {label}" + (" + automation" if kind == "d" else "")
-                w0 = time.monotonic()
-                with DescendantCPU() as cpu:
-                    res = searched(problems, pol, recipe, header, s, out / f"{kind}-{engine}", progress)
-                row = Row(name, res, time.monotonic() - w0, cpu.seconds)
-                if kind == "d":
-                    for r in res:
-                        r["proof_kind"] = proof_kind(r["proof"], auto) if r["proved"] else ""
-                    row.notes = {"proof_kinds": dict(Counter(r["proof_kind"] for r in res if r["proved"]))}
-                record(row)
+                folder = out / f"{kind}-{engine}"
+                record(store.row(name, search_row, name, problems, pol, recipe, header, s, folder, progress, auto))
     for kind in MEMORY_ROWS:
         if kind in s.rows:
-            record(_memory_row(problems, kind, s, out, transitions, progress, lemmas, split_by_module))
+            name = f"({kind}) {MEMORY_LABELS[kind]}"
+            args = (problems, kind, s, out, transitions, progress, lemmas, split_by_module)
+            record(store.row(name, _memory_row, *args))
     return rows
+
+
+def search_row(
+    name: str,
+    problems: Sequence[Problem],
+    policy: Any,
+    recipe: str,
+    header: str,
+    s: RowsConfig,
+    folder: Path,
+    progress: bool,
+    auto: Sequence[str],
+) -> Row:
+    """Row (c) or (d) for one engine; (d)'s proofs sorted by what they are made of (:func:`proof_kind`)."""
+    w0 = time.monotonic()
+    with DescendantCPU() as cpu:
+        res = searched(problems, policy, recipe, header, s, folder, progress)
+    row = Row(name, res, time.monotonic() - w0, cpu.seconds)
+    if name.startswith("(d)"):
+        for r in res:
+            r["proof_kind"] = proof_kind(r["proof"], auto) if r["proved"] else ""
+        row.notes = {"proof_kinds": dict(Counter(r["proof_kind"] for r in res if r["proved"]))}
+    return row
+
+
+def hammer_row(shot: Callable[[str, str, str], Row], header: str, atp_seconds: int) -> Row:
+    """Row (b)'s ``hammer``, ``header`` before its own, with the ATP each proof came from."""
+    with hammer_path():
+        row = shot("(b) hammer", "intros; hammer.", header + hammer_header(atp_seconds))
+    for r in row.results:
+        r["atp"], r["hammer_says"] = hammer_says(r["printed"]) if r["proved"] else ("", "")
+    atps = Counter(r["atp"].split(" ")[0] or "none (reconstruction tactics)" for r in row.results if r["proved"])
+    row.notes = {"atp_seconds": atp_seconds, "proofs_by_atp": dict(atps)}
+    return row
 
 
 def _memory_row(

@@ -1,0 +1,119 @@
+"""Finished rows of ``proofrl eval search`` kept on disk, so a killed run resumes where it stopped.
+
+A row can take an hour (the whole standard library in file order, one search per lemma); a run of several rows
+may not fit in one sitting. Each row, once it ends, is written to ``OUT/rows/<row>.json`` with the run's key:
+the problems (their names and statements, in order) and the settings other than which rows run. A rerun with
+the same ``--out`` and the same key keeps a finished row as it was (its numbers, wall and CPU seconds, and the
+load average when it ended) instead of running it again; any difference in the key runs the row again and
+replaces the file. Rows are whole units: a row killed half-way is run again from its first theorem.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+FORMAT = 1
+
+
+@dataclass
+class Row:
+    """One row's outcome; ``results`` one record per theorem (``results.jsonl``)."""
+
+    name: str
+    results: list[dict[str, Any]]
+    wall: float
+    cpu: float
+    script: str = ""
+    notes: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def proved(self) -> int:
+        return sum(r["proved"] for r in self.results)
+
+    def summary(self) -> dict[str, Any]:
+        n = max(1, len(self.results))
+        return {
+            "proved": self.proved,
+            "theorems": len(self.results),
+            "wall_s_per_theorem": round(self.wall / n, 2),
+            "cpu_s_per_theorem": round(self.cpu / n, 2),
+            "wall_s": round(self.wall, 2),
+            "cpu_s": round(self.cpu, 2),
+            "proved_names": sorted(r["name"] for r in self.results if r["proved"]),
+            **({"script": self.script} if self.script else {}),
+            **self.notes,
+        }
+
+
+def run_key(problems: Sequence[Any], settings: Any, **more: Any) -> dict[str, Any]:
+    """What a finished row depends on: the problems (a digest of each one's key, header and statement, in order),
+    every setting but ``rows``, and ``more`` (e.g. the size of the memory the search rows start from)."""
+    digest = hashlib.sha256()
+    for p in problems:
+        for part in (p.key, p.header, p.formal_statement):
+            digest.update(part.encode())
+            digest.update(b"\0")
+    kept = {k: v for k, v in asdict(settings).items() if k != "rows"}
+    key = {"problems": len(problems), "digest": digest.hexdigest(), "settings": kept, **more}
+    return json.loads(json.dumps(key, default=str))
+
+
+class RowStore:
+    """``OUT/rows``: one JSON file per finished row (module docstring)."""
+
+    def __init__(self, out: Path, key: dict[str, Any], say: Callable[[str], None] = print):
+        self.folder = Path(out) / "rows"
+        self.key = key
+        self.say = say
+
+    def _path(self, name: str) -> Path:
+        return self.folder / (re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-").lower() + ".json")
+
+    def kept(self, name: str) -> Row | None:
+        """Row ``name`` as a run with this key finished it, or None (never run, another key, or unreadable)."""
+        path = self._path(name)
+        try:
+            saved = json.loads(path.read_text(encoding="utf-8"))
+            if saved.get("format") != FORMAT or saved.get("key") != self.key:
+                self.say(f"{name}: {path} is from other settings or problems; running the row again")
+                return None
+            row = Row(**saved["row"])
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, TypeError, KeyError) as e:
+            self.say(f"{name}: {path} cannot be read ({type(e).__name__}); running the row again")
+            return None
+        row.notes = {**row.notes, "kept_from": {"finished": saved["finished"], "load_average": saved["load"]}}
+        self.say(f"{name}: kept from the run that finished it at {saved['finished']} (remove {path} to rerun it)")
+        return row
+
+    def save(self, row: Row) -> None:
+        """Write ``row`` (before its records are shared out and trimmed, so a kept row is recorded as a new one)."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        payload = {
+            "format": FORMAT,
+            "key": self.key,
+            "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
+            "load": [round(x, 2) for x in os.getloadavg()],
+            "row": json.loads(json.dumps(asdict(row), default=str)),
+        }
+        path = self._path(row.name)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(payload), encoding="utf-8")
+        tmp.replace(path)
+
+    def row(self, name: str, run: Callable[..., Row], *args: Any) -> Row:
+        """The kept row ``name``, else ``run(*args)``'s, saved."""
+        got = self.kept(name)
+        if got is None:
+            got = run(*args)
+            self.save(got)
+        return got

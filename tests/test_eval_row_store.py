@@ -1,0 +1,56 @@
+"""``proofrl eval search`` resumes: a finished row is kept on disk with the run's key and not run again.
+
+Real Coq on the two smoke theorems, row (a) with one tactic: a first run writes ``OUT/rows``; a rerun with the
+same settings keeps every row without starting a prover (its ``one_shot`` replaced by one that fails the test),
+and its records match the first run's; other settings, or a damaged row file, run the row again.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import requires_coq
+
+import proofrl.eval.provers as provers
+from proofrl.eval.provers import RowsConfig, run_rows, smoke_problems
+
+pytestmark = requires_coq
+
+
+def _rows(out, seconds=3.0, said=None):
+    settings = RowsConfig(rows=("a",), seconds=seconds, workers=1, tactics=("auto",))
+    return run_rows(smoke_problems(), settings, out, progress=False, say=said.append if said is not None else print)
+
+
+def _never(*args, **kwargs):
+    raise AssertionError("a kept row started a prover")
+
+
+def test_a_finished_row_is_kept_and_other_settings_run_it_again(tmp_path, monkeypatch) -> None:
+    first = _rows(tmp_path)
+    assert [r.name for r in first] == ["(a) auto", "(a) best combination"]
+    assert sorted(p.name for p in (tmp_path / "rows").iterdir()) == ["a-auto.json", "a-best-combination.json"]
+    records = (tmp_path / "results.jsonl").read_text()
+
+    monkeypatch.setattr(provers, "one_shot", _never)
+    said: list[str] = []
+    again = _rows(tmp_path, said=said)
+    assert [(r.name, r.results, r.wall) for r in again] == [(r.name, r.results, r.wall) for r in first]
+    assert all("kept_from" in r.notes for r in again)
+    assert sum("kept from the run that finished it" in s for s in said) == 2
+    assert (tmp_path / "results.jsonl").read_text() == records  # the report's records, as the first run wrote them
+
+    with pytest.raises(AssertionError, match="kept row started a prover"):  # another budget: another run
+        _rows(tmp_path, seconds=4.0)
+
+
+def test_a_damaged_row_file_runs_the_row_again(tmp_path) -> None:
+    first = _rows(tmp_path)
+    (tmp_path / "rows" / "a-auto.json").write_text('{"format": 1, "key": ')  # cut mid-write
+    said: list[str] = []
+    again = _rows(tmp_path, said=said)
+    assert any("cannot be read" in s for s in said)
+    assert [r.proved for r in again] == [r.proved for r in first]
+    assert "kept_from" not in again[0].notes and "kept_from" in again[1].notes
+    assert json.loads((tmp_path / "rows" / "a-auto.json").read_text())["row"]["name"] == "(a) auto"
