@@ -67,3 +67,27 @@ def test_the_reap_learning_claims_at_smoke_size_pair_the_arms_and_record_learnin
             json.loads(x) for x in (cached.parent / cached.stem / arm / "metrics.jsonl").read_text().splitlines()
         ]
         assert facts == learning_facts(metrics)  # what the loop logged, not a recount
+
+
+def test_the_reap_recipe_s_own_cap_does_not_cut_a_larger_planned_pool(tmp_path):
+    """The reap recipe evaluates at most 100 held-out theorems (``data.eval_limit: 100``); a claim planned at 236
+    must reach the run's data as 236, in both arms."""
+    from types import SimpleNamespace
+
+    from proofrl.bench.claim import ClaimRun
+    from proofrl.bench.reap import search_and_learn_overrides
+    from proofrl.problems import Problem, save_problems
+    from proofrl.train.expert_iteration import load_config, load_data
+
+    assert load_config("reap", []).data.eval_limit == 100  # the cap this test is about
+    pool = [Problem(f"t{i}", f"Theorem t{i} : {i} = {i}.", split="held-out") for i in range(236)]
+    save_problems(pool, tmp_path / "held-out.jsonl")
+    save_problems(pool[:3], tmp_path / "train.jsonl")
+    (tmp_path / "transitions.jsonl").write_text("")
+    assets = SimpleNamespace(model_dir=tmp_path / "model", train_transitions=tmp_path / "transitions.jsonl")
+    run = ClaimRun(seed=10, size=236, out=tmp_path / "claim" / "seed-10", workers=2, assets=assets)
+    s = search_and_learn_settings(False, run.size)
+    for arm, head in (("policy+value", "true"), ("policy-only", "false")):
+        cfg = load_config("reap", search_and_learn_overrides(run, s, tmp_path, arm, head))
+        assert (cfg.data.eval_limit, cfg.eval.limit) == (236, 236)
+        assert load_data(cfg).held_out == pool

@@ -61,7 +61,7 @@ def step_grpo_proving(run: ClaimRun) -> Results:
     from ..train.step_grpo import StepLevelTrainer
 
     s = step_level_settings(run)
-    problems = run.assets.held_out_pool(run.size)[: run.size]
+    problems = run.assets.held_out_pool(run.size)
     budget = search_budget(run)
     train = state_points(read_transitions(run.assets.train_transitions))
     model, tok = load_policy(run.assets.model_dir, device="cpu")

@@ -36,7 +36,7 @@ def mcts_vs_best_first(run: ClaimRun) -> Results:
     from ..policy.tactic import make_tactic_policy
     from ..search.run import search_many
 
-    problems = run.assets.held_out_pool(run.size)[: run.size]
+    problems = run.assets.held_out_pool(run.size)
     budget = search_budget(run)
     out: Results = {}
     for arm in ("best-first", "mcts"):
@@ -124,6 +124,35 @@ def search_and_learn_settings(smoke: bool, eval_theorems: int) -> dict[str, Any]
     return SEARCH_AND_LEARN | (smoke_cut if smoke else {}) | {"eval_theorems": eval_theorems}
 
 
+def search_and_learn_overrides(run: ClaimRun, s: dict[str, Any], work: Path, arm: str, head: str) -> list[str]:
+    """The reap recipe's overrides for one arm of :func:`search_and_learn`: settings ``s``
+    (:func:`search_and_learn_settings`), its files under ``work``, ``model.value_head`` = ``head``."""
+    return [
+        f"out={work / arm}",
+        f"model.path={run.assets.model_dir}",
+        f"data.train={work / 'train.jsonl'}",
+        f"data.eval={work / 'held-out.jsonl'}",
+        f"data.transitions={run.assets.train_transitions}",
+        f"seed={run.seed}",
+        f"steps={s['rounds']}",
+        f"verify.workers={run.workers}",
+        "progress=false",
+        f"model.value_head={head}",
+        f"data.eval_limit={s['eval_theorems']}",  # the recipe's own cap (100) must not cut the pool
+        f"eval.limit={s['eval_theorems']}",
+        "eval.every=0",
+        f"eval.before={'true' if head == 'true' else 'false'}",
+        f"rollout.problems_per_step={s['batch_theorems']}",
+        f"rollout.passes={s['passes']}",
+        f"search.mcts.num_samples={s['num_samples']}",
+        f"search.mcts.max_steps={s['max_steps']}",
+        f"search.mcts.max_nodes={s['max_nodes']}",
+        f"search.mcts.tactic_timeout={s['tactic_timeout']}",
+        f"search.mcts.seconds={s['seconds']}",
+        *(["optim.epochs=1", "replay.max_samples=32"] if run.smoke else []),
+    ]
+
+
 def search_and_learn(run: ClaimRun) -> Results:
     """One seed of reap's search-and-learn (:class:`proofrl.train.expert_iteration.ExpertIteration`, seeded with
     ``run.seed``), shared by both reap learning claims (computed once per seed, size and settings, kept in
@@ -144,7 +173,7 @@ def search_and_learn(run: ClaimRun) -> Results:
     tag = hashlib.sha1(json.dumps(s, sort_keys=True).encode()).hexdigest()[:8]  # other settings: another run
     shared = run.shared_dir("reap")
     cached = shared / f"seed-{run.seed}-size-{run.size}-{tag}{run.smoke_suffix}.json"
-    pool = run.assets.held_out_pool(run.size)[: run.size]
+    pool = run.assets.held_out_pool(run.size)
     if cached.is_file():  # a run whose arms hold fewer theorems than the pool was cut short: run it again
         arms = json.loads(cached.read_text())["arms"]
         if all(len(v) == len(pool) for v in arms.values()):
@@ -160,33 +189,7 @@ def search_and_learn(run: ClaimRun) -> Results:
 
     learning: dict[str, Any] = {}
     for arm, head in (("policy+value", "true"), ("policy-only", "false")):
-        cfg = load_config(
-            "reap",
-            [
-                f"out={work / arm}",
-                f"model.path={run.assets.model_dir}",
-                f"data.train={work / 'train.jsonl'}",
-                f"data.eval={work / 'held-out.jsonl'}",
-                f"data.transitions={run.assets.train_transitions}",
-                f"seed={run.seed}",
-                f"steps={s['rounds']}",
-                f"verify.workers={run.workers}",
-                "progress=false",
-                f"model.value_head={head}",
-                f"data.eval_limit={s['eval_theorems']}",  # the recipe's own cap (100) must not cut the pool
-                f"eval.limit={s['eval_theorems']}",
-                "eval.every=0",
-                f"eval.before={'true' if head == 'true' else 'false'}",
-                f"rollout.problems_per_step={s['batch_theorems']}",
-                f"rollout.passes={s['passes']}",
-                f"search.mcts.num_samples={s['num_samples']}",
-                f"search.mcts.max_steps={s['max_steps']}",
-                f"search.mcts.max_nodes={s['max_nodes']}",
-                f"search.mcts.tactic_timeout={s['tactic_timeout']}",
-                f"search.mcts.seconds={s['seconds']}",
-                *(["optim.epochs=1", "replay.max_samples=32"] if run.smoke else []),
-            ],
-        )
+        cfg = load_config("reap", search_and_learn_overrides(run, s, work, arm, head))
         learning[arm] = facts = learning_facts(ExpertIteration(cfg).run()["rounds"])
         if run.console is not None:
             run.console.print(

@@ -58,12 +58,12 @@ class TacticAssets:
         return f"hf:{self.model_dir}"
 
     def held_out_pool(self, n: int) -> list[Problem]:
-        """:attr:`held_out_problems`, then (for ``n`` beyond them) the held-out side's other theorems under the same
-        settings, in corpus order, each name once: a larger pool whose first theorems are the draw every earlier run
-        used. Never more than the side holds."""
+        """The first ``n`` of :attr:`held_out_problems`, then (for ``n`` beyond them) the held-out side's other
+        theorems under the same settings, in corpus order, each name once: a larger pool whose first theorems are
+        the draw every earlier run used. Never more than the side holds."""
         held = list(self.held_out_problems)
         if n <= len(held):
-            return held
+            return held[:n]
         settings = built_settings(self.folder.parent) or SETTINGS
         from .tactics import stdlib_tactic_problems
 
