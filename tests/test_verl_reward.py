@@ -109,3 +109,22 @@ def test_bad_reward_kwargs_are_one_line() -> None:
         asyncio.run(compute_score("proofrl", VALID, None, RECORD, prompt_fromat="raw"))
     with pytest.raises(ConfigError, match=r"prompt_format"):
         asyncio.run(compute_score("proofrl", VALID, None, RECORD, prompt_format="nope"))
+
+
+def test_judge_settings_left_out_come_from_the_recipes_verify_section() -> None:
+    from proofrl.train.config import load_recipe
+    from proofrl.verl.reward import judge_for
+
+    bare = judge_for({})  # no recipe: the verify section's defaults
+    assert (bare.timeout, bare.workers, bare.server_url, bare.api_key, bare.via) == (60.0, 2, "", "", "pool")
+    verify = load_recipe("kimina").verify
+    j = judge_for({"recipe": "kimina"})
+    assert (j.timeout, j.workers, j.server_url, j.api_key) == (
+        verify.timeout,
+        verify.workers,
+        verify.server_url,
+        verify.api_key,
+    )
+    given = {"recipe": "kimina", "timeout": 7, "workers": 3, "server_url": "http://verifier:8000", "api_key": ""}
+    o = judge_for(given)
+    assert (o.timeout, o.workers, o.server_url, o.api_key, o.via) == (7.0, 3, "http://verifier:8000", "", "server")

@@ -70,7 +70,8 @@ def _formats() -> list[str]:
 
 class JudgeConfig(Config):
     """``reward_kwargs``: how to judge. Left out, ``timeout``, ``workers``, ``server_url`` and ``api_key`` come
-    from the recipe's ``verify:`` section, ``reward`` from its ``reward:`` section."""
+    from the recipe's ``verify:`` section (without a recipe, :class:`~proofrl.train.config.VerifyConfig`'s
+    defaults), ``reward`` from its ``reward:`` section."""
 
     prompt_format: Annotated[str, one_of(_formats)] = RAW
     """``raw``: the completion is the proof; else a proofrl prompt format whose rule extracts it"""
@@ -95,10 +96,10 @@ class Judge:
 
     def __init__(self, settings: JudgeConfig):
         from proofrl.policy.prompts import get_format
-        from proofrl.train.config import ErrorCorrectionConfig, load_recipe
+        from proofrl.train.config import ErrorCorrectionConfig, VerifyConfig, load_recipe
 
         recipe = load_recipe(settings.recipe) if settings.recipe else None
-        verify = recipe.verify if recipe else None
+        verify = recipe.verify if recipe else VerifyConfig()
         reward: RewardConfig = (
             reward_config_from_dict(settings.reward)
             if settings.reward is not None
@@ -111,12 +112,10 @@ class Judge:
         self.format = None if settings.prompt_format == RAW else get_format(settings.prompt_format)
         self.reward = RewardFn(reward)
         self.rules = reward.format
-        self.server_url = (
-            settings.server_url if settings.server_url is not None else (verify.server_url if verify else "")
-        )
-        self.api_key = settings.api_key if settings.api_key is not None else (verify.api_key if verify else "")
-        self.timeout = settings.timeout or (verify.timeout if verify else 60.0)
-        self.workers = settings.workers or (verify.workers if verify else 2)
+        self.server_url = verify.server_url if settings.server_url is None else settings.server_url
+        self.api_key = verify.api_key if settings.api_key is None else settings.api_key
+        self.timeout = settings.timeout or verify.timeout
+        self.workers = settings.workers or verify.workers
         self.via = settings.via or ("server" if self.server_url else "pool")
         if self.via == "server" and not self.server_url:
             raise ConfigError(
