@@ -40,6 +40,9 @@ def test_a_finished_row_is_kept_and_other_settings_run_it_again(tmp_path, monkey
     assert all("kept_from" in r.notes for r in again)
     assert sum("kept from the run that finished it" in s for s in said) == 2
     assert (tmp_path / "results.jsonl").read_text() == records  # the report's records, as the first run wrote them
+    settings = RowsConfig(rows=("a",), seconds=3.0, workers=1, tactics=("auto",))
+    provers.write_report(tmp_path, again, label="smoke", settings=settings, command="c", load={"before": 0, "after": 0})
+    assert "Kept from an earlier run" in (tmp_path / "report.md").read_text()
 
     with pytest.raises(AssertionError, match="kept row started a prover"):  # another budget: another run
         _rows(tmp_path, seconds=4.0)

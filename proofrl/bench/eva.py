@@ -14,9 +14,10 @@ EVA_SOURCE = (
 
 # -- EVA: E[R] over the anchor logits against the parsed text score and the value head --------------------------
 
-EVA_RANKING = ["data.limit=24", "data.eval_limit=40"]
+EVA_RANKING = ["data.limit=24"]
 """the EVA demo's settings (:data:`proofrl.demo.eva.SETTINGS`, overrides of the ``eva`` recipe) on 3× its train
-and 8× its held-out theorems: the proposals are labelled once (seed 0, the same for every seed); each seed trains
+theorems, and the claim's size as its held-out theorems (``data.eval_limit``; 40 by default, 8× the demo's): the
+proposals are labelled once (seed 0, the same for every seed); each seed trains
 the EVA model (L_SFT + α·L_EVA, LoRA) and the value-head RM on the train proposals"""
 
 

@@ -59,7 +59,6 @@ def mcts_vs_best_first(run: ClaimRun) -> Results:
 
 SEARCH_AND_LEARN = {
     "rounds": 1,
-    "eval_theorems": 30,
     "batch_theorems": 64,
     "passes": 1,
     "num_samples": 8,
@@ -70,7 +69,7 @@ SEARCH_AND_LEARN = {
 }
 """the ``reap`` recipe's search (MCTS, 8 tactics a step, 16 steps, 64 nodes, 5 s a tactic, 30 s a theorem) and
 learner; the rollouts cut to what 2 loaded cores allow: one round of 64 training theorems × 1 pass (the recipe:
-3 rounds of 16 × 4), held-out evaluation on the first 30 of the assets' held-out theorems.
+3 rounds of 16 × 4), held-out evaluation on the claim's size (30 by default) of the assets' held-out pool.
 
 Why 64 × 1: the taught tiny model's MCTS solves about 7 % of the training theorems in one pass (13 and 14 of
 200 in two passes of a probe over the training side only), and a second pass mostly finds the same theorems

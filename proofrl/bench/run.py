@@ -278,7 +278,7 @@ def report(claims: list[Claim], summary: dict[str, Any]) -> str:
                 (
                     "Smoke size (budgets cut to check the wiring, not to measure)"
                     if summary.get("smoke")
-                    else f"Settings: {json.dumps(claim.settings)}"
+                    else f"Size {e['size']} a seed; settings: {json.dumps(claim.settings)}"
                 )
                 + f"; seeds {e['seeds']}; per seed, {claim.baseline}: "
                 f"{e['per_seed'][claim.baseline]}, {claim.treatment}: {e['per_seed'][claim.treatment]}. "

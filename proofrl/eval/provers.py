@@ -690,6 +690,13 @@ def write_report(
         "processes. Every proof is accepted by a fresh `coqc`.",
         "",
     ]
+    kept = [(row.name, row.notes["kept_from"]) for row in rows if "kept_from" in row.notes]
+    if kept:
+        text += [
+            "Kept from an earlier run into this folder with the same problems and settings (`rows/`), not run "
+            "again: " + "; ".join(f"{name}, finished {k['finished']} at load {k['load_average']}" for name, k in kept),
+            "",
+        ]
     if not math.isnan(head["ratio_d_over_a_b"]):
         text += [
             f"(d)'s best / the best of (a) and (b): {head['best_of_d']} / {head['best_of_a_b']} = "
