@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import requires_coq
 
-from proofrl.eval.provers import hammer_says, proof_kind, smoke_problems
+from proofrl.eval.provers import hammer_says, proof_kind, proofs_by_source, smoke_problems
 
 CLI = [sys.executable, "-m", "proofrl.cli", "eval", "search"]
 
@@ -167,3 +167,15 @@ def test_with_no_rows_every_row_runs_and_b_and_j_only_with_coqhammer(monkeypatch
     monkeypatch.setattr(search_command, "hammer_installed", lambda: False)
     without = search_command.default_rows(False)
     assert {"b", "j"}.isdisjoint(without) and len(without) == 8
+
+
+def test_proofs_by_source_count_each_source_once_per_proof():
+    """A step that two sources proposed (``knn+auto``) and a proof with several steps of one source count each
+    source once: the combination is a set."""
+    proved = [
+        {"proved": True, "proof_sources": {"knn": 2, "sauto": 1}},
+        {"proved": True, "proof_sources": {"knn+auto": 1, "knn": 1, "sauto": 1}},
+        {"proved": True, "proof_sources": {"sauto": 1}},
+        {"proved": False, "proof_sources": {}},
+    ]
+    assert proofs_by_source(proved) == {"knn+sauto": 1, "auto+knn+sauto": 1, "sauto": 1}

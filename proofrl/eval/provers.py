@@ -413,7 +413,11 @@ def record_row(row: Row, rows: list[Row], results_path: Path, say: Callable[[str
 
 def proofs_by_source(results: Sequence[dict[str, Any]]) -> dict[str, int]:
     """How many proved records' steps came from each combination of policy sources (``knn``, ``auto+knn``)."""
-    return dict(Counter("+".join(sorted(r["proof_sources"])) or "none" for r in results if r["proved"]))
+
+    def sources(r: dict[str, Any]) -> str:  # a step two sources proposed is ``knn+auto``: count each source once
+        return "+".join(sorted({s for step in r["proof_sources"] for s in step.split("+")})) or "none"
+
+    return dict(Counter(sources(r) for r in results if r["proved"]))
 
 
 def proof_kind(proof: str, automation: Sequence[str]) -> str:
