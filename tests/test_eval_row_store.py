@@ -30,7 +30,7 @@ def _never(*args, **kwargs):
 def test_a_finished_row_is_kept_and_other_settings_run_it_again(tmp_path, monkeypatch) -> None:
     first = _rows(tmp_path)
     assert [r.name for r in first] == ["(a) auto", "(a) best combination"]
-    assert sorted(p.name for p in (tmp_path / "rows").iterdir()) == ["a-auto.json", "a-best-combination.json"]
+    assert sorted(p.name for p in (tmp_path / "rows").iterdir()) == ["_a__auto.json", "_a__best_combination.json"]
     records = (tmp_path / "results.jsonl").read_text()
 
     monkeypatch.setattr(provers, "one_shot", _never)
@@ -50,10 +50,10 @@ def test_a_finished_row_is_kept_and_other_settings_run_it_again(tmp_path, monkey
 
 def test_a_damaged_row_file_runs_the_row_again(tmp_path) -> None:
     first = _rows(tmp_path)
-    (tmp_path / "rows" / "a-auto.json").write_text('{"format": 1, "key": ')  # cut mid-write
+    (tmp_path / "rows" / "_a__auto.json").write_text('{"format": 1, "key": ')  # cut mid-write
     said: list[str] = []
     again = _rows(tmp_path, said=said)
     assert any("cannot be read" in s for s in said)
     assert [r.proved for r in again] == [r.proved for r in first]
     assert "kept_from" not in again[0].notes and "kept_from" in again[1].notes
-    assert json.loads((tmp_path / "rows" / "a-auto.json").read_text())["row"]["name"] == "(a) auto"
+    assert json.loads((tmp_path / "rows" / "_a__auto.json").read_text())["row"]["name"] == "(a) auto"

@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -75,7 +74,9 @@ class RowStore:
         self.say = say
 
     def _path(self, name: str) -> Path:
-        return self.folder / (re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-").lower() + ".json")
+        from ..search.run import safe_name
+
+        return self.folder / f"{safe_name(name)}.json"
 
     def kept(self, name: str) -> Row | None:
         """Row ``name`` as a run with this key finished it, or None (never run, another key, or unreadable)."""
