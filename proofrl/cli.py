@@ -795,7 +795,8 @@ def eval_search(
         None,
         help="a: Coq's automation, b: CoqHammer, c: proofrl search, d: search + automation, e/f: k-NN over a "
         "proof memory offline/online, g: f + automation, h: g + premise retrieval, i: h + the tactic model reading "
-        "the retrieved context (default: every row; coq-stdlib-files:N runs a,b,e-i; b left out without CoqHammer)",
+        "the retrieved context, j: h + a CoqHammer tactic at every node (default: every row; coq-stdlib-files:N runs "
+        "a,b,e-j; b and j left out without CoqHammer)",
     ),
     seconds: float = typer.Option(10.0, help="wall-clock budget per theorem, every row"),
     policy: str = typer.Option(None, help="tactic model for c/d: hf:DIR (default: the tiny model, built once)"),
@@ -809,6 +810,7 @@ def eval_search(
     engines: str = typer.Option("best-first,mcts", help="search engines of rows c/d"),
     width: int = typer.Option(4, help="tactics the model proposes per node"),
     atp_seconds: int = typer.Option(5, help="hammer: Set Hammer ATPLimit"),
+    node_hammer: str = typer.Option("sauto", help="row j's CoqHammer tactic at every node: sauto, qauto or hauto"),
     context_model: Path = typer.Option(
         None, help="row i's tactic model (default: one taught with retrieved context, built once under --assets)"
     ),
@@ -834,6 +836,7 @@ def eval_search(
         engines=engines,
         width=width,
         atp_seconds=atp_seconds,
+        node_hammer=node_hammer,
         context_model=context_model,
         assets=assets,
         out=out,

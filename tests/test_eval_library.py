@@ -187,6 +187,30 @@ def test_row_j_composes_coqhammer_s_sauto_with_the_memory(tmp_path) -> None:
 
 
 @requires_coq
+def test_row_j_proposes_the_coqhammer_tactic_it_is_given(tmp_path) -> None:
+    """``node_hammer`` picks row j's tactic: with ``qauto`` the proof is made by ``intros; qauto.``, its source and
+    the row's name say so, and no ``sauto`` is proposed; a tactic outside the three presets is one line naming them."""
+    import json
+    from dataclasses import replace
+
+    from proofrl.eval.provers import RowsConfig, check_settings, hammer_installed, run_rows, smoke_problems
+
+    with pytest.raises(ConfigError) as e:
+        check_settings(RowsConfig(rows=("j",), node_hammer="crush"))
+    assert "\n" not in str(e.value) and "--node-hammer" in str(e.value) and "qauto" in str(e.value)
+    if not hammer_installed():
+        pytest.skip("CoqHammer is not installed (PROOFRL_COQ_LIBS=1 bash scripts/setup.sh)")
+    statement = "Theorem congr_any : forall (A : Type) (f : A -> A) (x y : A), x = y -> f (f x) = f (f y)."
+    problem = replace(smoke_problems()[0], name="congr_any", module="Smoke.Any", formal_statement=statement)
+    settings = RowsConfig(rows=("j",), seconds=5.0, workers=1, width=4, tactics=("lia",), node_hammer="qauto")
+    (j,) = run_rows([problem], settings, tmp_path, progress=False, say=lambda _: None, transitions=[])
+    assert "qauto" in j.name and "sauto" not in j.name
+    assert j.results[0]["proof_sources"] == {"qauto": 1} and "qauto" in j.results[0]["proof"], j.results[0]
+    (tree,) = (tmp_path / "j-best-first" / "trees").iterdir()
+    assert not [e for e in json.loads(tree.read_text())["edges"] if "sauto" in (e.get("tactic") or "")]
+
+
+@requires_coq
 def test_row_j_in_file_order_loads_coqhammer_s_plugin_after_the_file_s_header(tmp_path) -> None:
     """In file order row j's theorems keep their file's header and get CoqHammer's plugin after it: the sauto
     source's tactic runs (it may fail to close the goal, but Coq knows it)."""

@@ -232,6 +232,7 @@ def run_file_rows(
         PREMISE_ROWS,
         Row,
         hammer_row,
+        memory_label,
         one_shot,
         record_row,
     )
@@ -277,7 +278,7 @@ def run_file_rows(
     lemmas = stdlib_lemmas() if set(PREMISE_ROWS) & set(s.rows) else {}
     for kind in MEMORY_LABELS:
         if kind in s.rows:
-            name = f"({kind}) {MEMORY_LABELS[kind]}"
+            name = memory_label(kind, s)
             args = (problems, kind, name, avail, libraries, transitions, lemmas, s, out, progress)
             record(store.row(name, _searched_in_order, *args))
     return rows
@@ -346,7 +347,7 @@ def _searched_in_order(
         if kind == "i":
             sources.append(context_source(s, mem, premises.memory))
         if kind == "j":
-            sources.append(sauto_source())
+            sources.append(sauto_source(s.node_hammer))
         policy: Any = MixedPolicy(sources) if len(sources) > 1 else knn
         extra = str(getattr(policy, "header", "") or "")  # sauto's plugin, after the file's own header
         start = len(mem)

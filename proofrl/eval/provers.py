@@ -77,6 +77,9 @@ PREMISE_ROWS = ("h", "i", "j")
 """the memory rows with premise retrieval"""
 HAMMER_ROWS = ("b", "j")
 """the rows that need CoqHammer"""
+NODE_HAMMER_TACTICS = ("sauto", "qauto", "hauto")
+"""CoqHammer's reconstruction tactics row (j) may propose at every node: ``sauto`` (the full search), ``qauto`` and
+``hauto`` (its presets with less search: cheaper to fail, weaker)"""
 MEMORY_LABELS = {
     "e": "k-NN, offline memory",
     "f": "k-NN, online memory",
@@ -85,6 +88,14 @@ MEMORY_LABELS = {
     "i": "(h) + tactic model reading the retrieved context",
     "j": "(h) + CoqHammer's sauto at every node",
 }
+
+
+def memory_label(kind: str, s: Any) -> str:
+    """The row's name in reports, ``(j) …`` naming the CoqHammer tactic it proposes (``s.node_hammer``)."""
+    label = MEMORY_LABELS[kind]
+    if kind == "j":
+        label = label.replace("sauto", s.node_hammer)
+    return f"({kind}) {label}"
 ENGINES = {"best-first": "reprover", "mcts": "reap"}
 """search engine -> the recipe whose defaults it runs with"""
 ENGINE_LABEL = {"best-first": "best-first", "mcts": "MCTS"}
@@ -249,7 +260,8 @@ def select_problems(
 class RowsConfig:
     """One run's rows and budgets. ``seconds``: wall-clock budget per theorem in every row; ``tactics``: the
     automation of (a) (and of (d)); ``engines``: of ``best-first``, ``mcts`` for (c)/(d); ``width``: tactics
-    the model proposes per node; ``atp_seconds``: ``Set Hammer ATPLimit``; ``policy``: ``hf:DIR`` for
+    the model proposes per node; ``atp_seconds``: ``Set Hammer ATPLimit``; ``node_hammer``: the CoqHammer
+    tactic of :data:`NODE_HAMMER_TACTICS` row (j) proposes at every node; ``policy``: ``hf:DIR`` for
     (c)/(d); ``context_model``: the folder of row (i)'s tactic model, taught with retrieved context; ``seed``: what
     that model samples under."""
 
@@ -260,6 +272,7 @@ class RowsConfig:
     engines: tuple[str, ...] = ("best-first", "mcts")
     width: int = 4
     atp_seconds: int = 5
+    node_hammer: str = "sauto"
     policy: str = ""
     context_model: str = ""
     seed: int = 0
@@ -284,6 +297,8 @@ def check_settings(s: RowsConfig) -> None:
         raise ConfigError(f"--seconds must be a positive number, got {s.seconds}")
     if s.workers < 1:
         raise ConfigError(f"--workers must be at least 1, got {s.workers}")
+    if s.node_hammer not in NODE_HAMMER_TACTICS:
+        raise ConfigError(f"--node-hammer {s.node_hammer!r}: choose among {', '.join(NODE_HAMMER_TACTICS)}")
     if hammered := [r for r in HAMMER_ROWS if r in s.rows and not hammer_installed()]:
         raise ConfigError(
             f"row {','.join(hammered)} needs CoqHammer: PROOFRL_COQ_LIBS=1 bash scripts/setup.sh "
@@ -503,7 +518,7 @@ def run_rows(
                 record(store.row(name, search_row, name, problems, pol, recipe, header, s, folder, progress, auto))
     for kind in MEMORY_ROWS:
         if kind in s.rows:
-            name = f"({kind}) {MEMORY_LABELS[kind]}"
+            name = memory_label(kind, s)
             args = (problems, kind, s, out, transitions, progress, lemmas, split_by_module)
             record(store.row(name, _memory_row, *args))
     return rows
@@ -579,12 +594,12 @@ def _memory_row(
         if kind == "i":
             sources.append(context_source(s, mem, premises.memory))
     if kind == "j":
-        sources.append(sauto_source())
+        sources.append(sauto_source(s.node_hammer))
     policy: Any = MixedPolicy(sources) if len(sources) > 1 else knn
     w0, start = time.monotonic(), len(mem)
     with DescendantCPU() as cpu:
         res = searched(problems, policy, "reprover", "", s, out / f"{kind}-best-first", progress)
-    row = Row(f"({kind}) {MEMORY_LABELS[kind]}", res, time.monotonic() - w0, cpu.seconds)
+    row = Row(memory_label(kind, s), res, time.monotonic() - w0, cpu.seconds)
     row.notes = {
         "memory": {"start": start, "end": len(mem), "learned": mem.online_count},
         "proofs_by_source": proofs_by_source(res),
@@ -596,12 +611,12 @@ _LOADED_MODELS: dict[str, tuple[Any, Any]] = {}
 _MODELS_LOCK = threading.Lock()
 
 
-def sauto_source() -> Any:
-    """Row (j)'s extra source: CoqHammer's ``sauto`` after ``intros`` at every node, its plugin in the header
-    (no ATP is called)."""
+def sauto_source(tactic: str = "sauto") -> Any:
+    """Row (j)'s extra source: a CoqHammer reconstruction tactic (``sauto``, or a cheaper preset of
+    :data:`NODE_HAMMER_TACTICS`) after ``intros`` at every node, its plugin in the header (no ATP is called)."""
     from ..policy.sources import HAMMER_TACTICS_HEADER, MenuPolicy
 
-    return MenuPolicy(["intros; sauto."], header=HAMMER_TACTICS_HEADER, source="sauto")
+    return MenuPolicy([f"intros; {tactic}."], header=HAMMER_TACTICS_HEADER, source=tactic)
 
 
 def context_source(s: RowsConfig, memory: Any, premises: Any) -> Any:

@@ -65,6 +65,7 @@ def cli_eval_search(
     engines: str = "best-first,mcts",
     width: int = 4,
     atp_seconds: int = 5,
+    node_hammer: str = "sauto",
     context_model: Path | None = None,
     assets: Path = Path("runs"),
     out: Path = Path("runs/eval-search"),
@@ -95,6 +96,7 @@ def cli_eval_search(
         engines=parse_list(engines, tuple(ENGINES), "engine(s) in --engines"),
         width=width,
         atp_seconds=atp_seconds,
+        node_hammer=node_hammer,
         policy=policy or "",
         context_model=str(context_model or ""),
     )
