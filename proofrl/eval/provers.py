@@ -96,6 +96,8 @@ def memory_label(kind: str, s: Any) -> str:
     if kind == "j":
         label = label.replace("sauto", s.node_hammer)
     return f"({kind}) {label}"
+
+
 ENGINES = {"best-first": "reprover", "mcts": "reap"}
 """search engine -> the recipe whose defaults it runs with"""
 ENGINE_LABEL = {"best-first": "best-first", "mcts": "MCTS"}
