@@ -18,9 +18,10 @@ from proofrl.eval.provers import RowsConfig, run_rows, smoke_problems
 pytestmark = requires_coq
 
 
-def _rows(out, seconds=3.0, said=None):
+def _rows(out, seconds=3.0, said=None, transitions=()):
     settings = RowsConfig(rows=("a",), seconds=seconds, workers=1, tactics=("auto",))
-    return run_rows(smoke_problems(), settings, out, progress=False, say=said.append if said is not None else print)
+    say = said.append if said is not None else print
+    return run_rows(smoke_problems(), settings, out, progress=False, say=say, transitions=transitions)
 
 
 def _never(*args, **kwargs):
@@ -57,3 +58,30 @@ def test_a_damaged_row_file_runs_the_row_again(tmp_path) -> None:
     assert [r.proved for r in again] == [r.proved for r in first]
     assert "kept_from" not in again[0].notes and "kept_from" in again[1].notes
     assert json.loads((tmp_path / "rows" / "_a__auto.json").read_text())["row"]["name"] == "(a) auto"
+
+
+def test_the_key_holds_the_memory_the_premises_and_the_prover(tmp_path, monkeypatch) -> None:
+    """A memory of the same size with one tactic changed, or other premises, is another key; the prover's version
+    is in it; and a run given another memory runs its rows again."""
+    from proofrl.eval.row_store import run_key
+    from proofrl.provers.coq.prover import coq_version
+
+    step = {"module": "M", "theorem": "M.t", "state_before": "⊢ True", "tactic": "exact I."}
+    other = {**step, "tactic": "auto."}
+    settings = RowsConfig(rows=("a",))
+    key = run_key(smoke_problems(), settings, memory=[step])
+    assert key == run_key(smoke_problems(), settings, memory=[dict(step)])
+    assert key["prover"] == coq_version() and key["memory_pairs"] == 1
+    assert key != run_key(smoke_problems(), settings, memory=[other])
+    premises = {"M": [("M.t", "Lemma t : True.")]}
+    with_premises = run_key(smoke_problems(), settings, memory=[step], premises=premises)
+    assert with_premises != key
+    assert with_premises != run_key(
+        smoke_problems(), settings, memory=[step], premises={"M": [("M.t", "Lemma t : 1 = 1.")]}
+    )
+
+    _rows(tmp_path, transitions=[step])
+    monkeypatch.setattr(provers, "one_shot", _never)
+    _rows(tmp_path, transitions=[step])  # the same memory: kept
+    with pytest.raises(AssertionError, match="kept row started a prover"):
+        _rows(tmp_path, transitions=[other])

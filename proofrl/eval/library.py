@@ -269,7 +269,7 @@ def run_file_rows(
         return row
 
     avail = {m: available_tactics(s.tactics, headers[m]) for m in modules}
-    store = RowStore(out, run_key(problems, s, memory_pairs=len(transitions)), say)
+    store = RowStore(out, run_key(problems, s, memory=transitions), say)
     if "a" in s.rows:
         record(store.row("(a) automation available", automation))
     if "b" in s.rows:

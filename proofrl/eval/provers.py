@@ -475,7 +475,7 @@ def run_rows(
     results_path.write_text("")
     rows: list[Row] = []
     has_hammer = hammer_installed()
-    store = RowStore(out, run_key(problems, s, memory_pairs=len(transitions)), say)
+    store = RowStore(out, run_key(problems, s, memory=transitions, premises=lemmas), say)
 
     def record(row: Row) -> Row:
         return record_row(row, rows, results_path, say, "theorem")

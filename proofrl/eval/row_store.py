@@ -2,10 +2,11 @@
 
 A row can take an hour (the whole standard library in file order, one search per lemma); a run of several rows
 may not fit in one sitting. Each row, once it ends, is written to ``OUT/rows/<row>.json`` with the run's key:
-the problems (their names and statements, in order) and the settings other than which rows run. A rerun with
-the same ``--out`` and the same key keeps a finished row as it was (its numbers, wall and CPU seconds, and the
-load average when it ended) instead of running it again; any difference in the key runs the row again and
-replaces the file. Rows are whole units: a row killed half-way is run again from its first theorem.
+the problems (their names and statements, in order), the settings other than which rows run, the prover's
+version, and the memory and premises the search rows start from. A rerun with the same ``--out`` and the same
+key keeps a finished row as it was (its numbers, wall and CPU seconds, and the load average when it ended)
+instead of running it again; any difference in the key runs the row again and replaces the file. Rows are whole
+units: a row killed half-way is run again from its first theorem.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,16 +53,41 @@ class Row:
         }
 
 
-def run_key(problems: Sequence[Any], settings: Any, **more: Any) -> dict[str, Any]:
-    """What a finished row depends on: the problems (a digest of each one's key, header and statement, in order),
-    every setting but ``rows``, and ``more`` (e.g. the size of the memory the search rows start from)."""
+def _digest(parts: Iterable[str]) -> str:
     digest = hashlib.sha256()
-    for p in problems:
-        for part in (p.key, p.header, p.formal_statement):
-            digest.update(part.encode())
-            digest.update(b"\0")
+    for part in parts:
+        digest.update(part.encode())
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def run_key(
+    problems: Sequence[Any],
+    settings: Any,
+    *,
+    memory: Sequence[dict[str, Any]] = (),
+    premises: Mapping[str, Sequence[tuple[str, str]]] | None = None,
+) -> dict[str, Any]:
+    """What a finished row depends on: the problems (a digest of each one's key, header and statement, in order),
+    every setting but ``rows``, the prover's version, and what the search rows start from: the memory's pairs
+    (``memory``: transitions, each one's module, theorem, state and tactic) and the premises (``premises``:
+    module -> ``(name, statement)``; None, the standard library's, which the prover's version fixes)."""
+    from ..provers.coq.prover import coq_version
+
+    problems_digest = _digest(part for p in problems for part in (p.key, p.header, p.formal_statement))
+    keys = ("module", "theorem", "state_before", "tactic")
+    memory_digest = _digest(str(t.get(k, "")) for t in memory for k in keys)
+    premise_parts = (part for m, pairs in sorted((premises or {}).items()) for pair in pairs for part in (m, *pair))
     kept = {k: v for k, v in asdict(settings).items() if k != "rows"}
-    key = {"problems": len(problems), "digest": digest.hexdigest(), "settings": kept, **more}
+    key = {
+        "problems": len(problems),
+        "digest": problems_digest,
+        "settings": kept,
+        "prover": coq_version(),
+        "memory_pairs": len(memory),
+        "memory_digest": memory_digest,
+        "premises": "the standard library's" if premises is None else _digest(premise_parts),
+    }
     return json.loads(json.dumps(key, default=str))
 
 
