@@ -811,6 +811,9 @@ def eval_search(
     width: int = typer.Option(4, help="tactics the model proposes per node"),
     atp_seconds: int = typer.Option(5, help="hammer: Set Hammer ATPLimit"),
     node_hammer: str = typer.Option("sauto", help="row j's CoqHammer tactic at every node: sauto, qauto or hauto"),
+    node_hammer_seconds: float = typer.Option(
+        None, help="cap on each call of row j's CoqHammer tactic (default: the search's step limit)"
+    ),
     context_model: Path = typer.Option(
         None, help="row i's tactic model (default: one taught with retrieved context, built once under --assets)"
     ),
@@ -837,6 +840,7 @@ def eval_search(
         width=width,
         atp_seconds=atp_seconds,
         node_hammer=node_hammer,
+        node_hammer_seconds=node_hammer_seconds,
         context_model=context_model,
         assets=assets,
         out=out,

@@ -189,15 +189,26 @@ def test_row_j_composes_coqhammer_s_sauto_with_the_memory(tmp_path) -> None:
 @requires_coq
 def test_row_j_proposes_the_coqhammer_tactic_it_is_given(tmp_path) -> None:
     """``node_hammer`` picks row j's tactic: with ``qauto`` the proof is made by ``intros; qauto.``, its source and
-    the row's name say so, and no ``sauto`` is proposed; a tactic outside the three presets is one line naming them."""
+    the row's name say so, and no ``sauto`` is proposed; a tactic outside the three presets is one line naming them,
+    and ``node_hammer_seconds`` is each proposal's step cap."""
     import json
     from dataclasses import replace
 
-    from proofrl.eval.provers import RowsConfig, check_settings, hammer_installed, run_rows, smoke_problems
+    from proofrl.eval.provers import (
+        RowsConfig,
+        check_settings,
+        hammer_installed,
+        run_rows,
+        sauto_source,
+        smoke_problems,
+    )
 
     with pytest.raises(ConfigError) as e:
         check_settings(RowsConfig(rows=("j",), node_hammer="crush"))
     assert "\n" not in str(e.value) and "--node-hammer" in str(e.value) and "qauto" in str(e.value)
+    with pytest.raises(ConfigError, match="--node-hammer-seconds must be a positive number"):
+        check_settings(RowsConfig(rows=("j",), node_hammer_seconds=0.0))
+    assert sauto_source("sauto", 1.0).propose("", 1)[0].seconds == 1.0
     if not hammer_installed():
         pytest.skip("CoqHammer is not installed (PROOFRL_COQ_LIBS=1 bash scripts/setup.sh)")
     statement = "Theorem congr_any : forall (A : Type) (f : A -> A) (x y : A), x = y -> f (f x) = f (f y)."

@@ -184,6 +184,25 @@ def test_a_looping_tactic_is_a_timeout_edge_and_search_goes_on(coq):
     assert len(timeouts) == 1 and "loop" in timeouts[0].tactic
 
 
+def test_a_proposal_s_own_step_cap_cuts_its_tactic_short_and_a_merge_keeps_the_longer(coq):
+    """A menu with ``seconds=1`` gets 1 s for its looping tactic though the search allows 5 a step (Coq's
+    ``Timeout`` is whole seconds, so well under 5 s); the same tactic also proposed without a cap runs uncapped."""
+    from proofrl.policy.sources import MenuPolicy, MixedPolicy, pool_proposals
+
+    loop = "let rec loop := (idtac; loop) in loop."
+    pol = MixedPolicy([MenuPolicy([loop], source="slow", seconds=1.0), MenuPolicy(["intros n; lia."])])
+    r = search_one(PLUS, coq, pol, bfs(tactic_timeout=5.0))
+    assert r.status == "proved", r.reason
+    (timeout,) = [e for e in r.tree.edges if e.failure and e.failure.kind == "timeout"]
+    assert timeout.source == "slow" and timeout.seconds < 3.0, timeout.seconds
+
+    capped, free = MenuPolicy([loop], seconds=1.0).propose("", 1), MenuPolicy([loop], source="b").propose("", 1)
+    assert [p.seconds for p in pool_proposals([("a", capped), ("b", free)])] == [None]
+    assert [p.seconds for p in pool_proposals([("a", capped), ("b", capped)])] == [1.0]
+    with pytest.raises(ConfigError, match="positive"):
+        MenuPolicy([loop], seconds=0.0)
+
+
 def test_a_prover_killed_mid_search_is_restarted_and_the_state_re_reached():
     from proofrl.provers.coq import CoqProver
 

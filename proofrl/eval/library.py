@@ -347,7 +347,7 @@ def _searched_in_order(
         if kind == "i":
             sources.append(context_source(s, mem, premises.memory))
         if kind == "j":
-            sources.append(sauto_source(s.node_hammer))
+            sources.append(sauto_source(s.node_hammer, s.node_hammer_seconds))
         policy: Any = MixedPolicy(sources) if len(sources) > 1 else knn
         extra = str(getattr(policy, "header", "") or "")  # sauto's plugin, after the file's own header
         start = len(mem)

@@ -263,7 +263,8 @@ class RowsConfig:
     """One run's rows and budgets. ``seconds``: wall-clock budget per theorem in every row; ``tactics``: the
     automation of (a) (and of (d)); ``engines``: of ``best-first``, ``mcts`` for (c)/(d); ``width``: tactics
     the model proposes per node; ``atp_seconds``: ``Set Hammer ATPLimit``; ``node_hammer``: the CoqHammer
-    tactic of :data:`NODE_HAMMER_TACTICS` row (j) proposes at every node; ``policy``: ``hf:DIR`` for
+    tactic of :data:`NODE_HAMMER_TACTICS` row (j) proposes at every node, each call capped at
+    ``node_hammer_seconds`` (None: the search's step limit, ``tactic_timeout``); ``policy``: ``hf:DIR`` for
     (c)/(d); ``context_model``: the folder of row (i)'s tactic model, taught with retrieved context; ``seed``: what
     that model samples under."""
 
@@ -275,6 +276,7 @@ class RowsConfig:
     width: int = 4
     atp_seconds: int = 5
     node_hammer: str = "sauto"
+    node_hammer_seconds: float | None = None
     policy: str = ""
     context_model: str = ""
     seed: int = 0
@@ -301,6 +303,8 @@ def check_settings(s: RowsConfig) -> None:
         raise ConfigError(f"--workers must be at least 1, got {s.workers}")
     if s.node_hammer not in NODE_HAMMER_TACTICS:
         raise ConfigError(f"--node-hammer {s.node_hammer!r}: choose among {', '.join(NODE_HAMMER_TACTICS)}")
+    if s.node_hammer_seconds is not None and not (0 < s.node_hammer_seconds < math.inf):
+        raise ConfigError(f"--node-hammer-seconds must be a positive number, got {s.node_hammer_seconds}")
     if hammered := [r for r in HAMMER_ROWS if r in s.rows and not hammer_installed()]:
         raise ConfigError(
             f"row {','.join(hammered)} needs CoqHammer: PROOFRL_COQ_LIBS=1 bash scripts/setup.sh "
@@ -596,7 +600,7 @@ def _memory_row(
         if kind == "i":
             sources.append(context_source(s, mem, premises.memory))
     if kind == "j":
-        sources.append(sauto_source(s.node_hammer))
+        sources.append(sauto_source(s.node_hammer, s.node_hammer_seconds))
     policy: Any = MixedPolicy(sources) if len(sources) > 1 else knn
     w0, start = time.monotonic(), len(mem)
     with DescendantCPU() as cpu:
@@ -613,12 +617,14 @@ _LOADED_MODELS: dict[str, tuple[Any, Any]] = {}
 _MODELS_LOCK = threading.Lock()
 
 
-def sauto_source(tactic: str = "sauto") -> Any:
+def sauto_source(tactic: str = "sauto", seconds: float | None = None) -> Any:
     """Row (j)'s extra source: a CoqHammer reconstruction tactic (``sauto``, or a cheaper preset of
-    :data:`NODE_HAMMER_TACTICS`) after ``intros`` at every node, its plugin in the header (no ATP is called)."""
+    :data:`NODE_HAMMER_TACTICS`) after ``intros`` at every node, its plugin in the header (no ATP is called);
+    ``seconds`` caps each call (a search's step limit otherwise). A failing ``sauto`` runs to its limit, while
+    one that works mostly answers in well under a second."""
     from ..policy.sources import HAMMER_TACTICS_HEADER, MenuPolicy
 
-    return MenuPolicy([f"intros; {tactic}."], header=HAMMER_TACTICS_HEADER, source=tactic)
+    return MenuPolicy([f"intros; {tactic}."], header=HAMMER_TACTICS_HEADER, source=tactic, seconds=seconds)
 
 
 def context_source(s: RowsConfig, memory: Any, premises: Any) -> Any:

@@ -66,6 +66,7 @@ def cli_eval_search(
     width: int = 4,
     atp_seconds: int = 5,
     node_hammer: str = "sauto",
+    node_hammer_seconds: float | None = None,
     context_model: Path | None = None,
     assets: Path = Path("runs"),
     out: Path = Path("runs/eval-search"),
@@ -97,6 +98,7 @@ def cli_eval_search(
         width=width,
         atp_seconds=atp_seconds,
         node_hammer=node_hammer,
+        node_hammer_seconds=node_hammer_seconds,
         policy=policy or "",
         context_model=str(context_model or ""),
     )

@@ -42,7 +42,8 @@ class Proposal:
     """One distinct tactic: ``logprob_sum`` = log π(tactic | state) summed over its tokens (duplicates merged:
     :func:`proofrl.policy.tactic.merge_proposals`), ``logprob_mean`` = ``logprob_sum / tokens``; ``count`` samples
     gave it; ``source`` names the policy source that proposed it where several are mixed (``knn``, ``hf``,
-    ``auto``), empty otherwise."""
+    ``auto``), empty otherwise; ``seconds`` caps one step of it in a search (None: the search's own
+    ``tactic_timeout``), for a source whose tactic is cheap when it works and slow when it fails."""
 
     tactic: str
     logprob_sum: float
@@ -50,6 +51,7 @@ class Proposal:
     tokens: int = 0
     count: int = 1
     source: str = ""
+    seconds: float | None = None
 
 
 @runtime_checkable
@@ -127,16 +129,19 @@ def source_name(policy: Any) -> str:
 
 class MenuPolicy:
     """The same ``tactics`` at every state, each at log-prob 0 (certain: the engine tries them first), in order.
-    ``header``: what a theorem's header must load for them (added by the search)."""
+    ``header``: what a theorem's header must load for them (added by the search); ``seconds``: each one's step
+    cap in a search (:class:`Proposal`; None: the search's)."""
 
     thread_safe = True
 
-    def __init__(self, tactics: Sequence[str], *, header: str = "", source: str = "auto"):
-        self.tactics, self.header, self.source = tuple(tactics), header, source
+    def __init__(self, tactics: Sequence[str], *, header: str = "", source: str = "auto", seconds: float | None = None):
+        if seconds is not None and not seconds > 0:
+            raise ConfigError(f"a menu's step cap must be a positive number of seconds, got {seconds}")
+        self.tactics, self.header, self.source, self.seconds = tuple(tactics), header, source, seconds
         self.name = source
 
     def propose(self, state_text: str, k: int) -> list[Proposal]:
-        return [Proposal(t, 0.0, 0.0, 1, 1, self.source) for t in self.tactics]
+        return [Proposal(t, 0.0, 0.0, 1, 1, self.source, self.seconds) for t in self.tactics]
 
 
 def automation_menu(tactics: Sequence[str] = AUTOMATION) -> MenuPolicy:
@@ -164,7 +169,8 @@ def pool_proposals(groups: Sequence[tuple[str, Sequence[Proposal]]]) -> list[Pro
             names = old.source.split("+")
             merged = "+".join(names + [s for s in p.source.split("+") if s not in names])
             best = p if p.logprob_sum > old.logprob_sum else old
-            pooled[key] = replace(best, tactic=old.tactic, source=merged)
+            cap = None if None in (old.seconds, p.seconds) else max(old.seconds, p.seconds)  # type: ignore[type-var]
+            pooled[key] = replace(best, tactic=old.tactic, source=merged, seconds=cap)
     return sorted(pooled.values(), key=lambda p: -p.logprob_sum)
 
 

@@ -248,9 +248,10 @@ class Search:
         return max(MIN_STEP_SECONDS, min(self.config.tactic_timeout, left))
 
     # -- calls ----------------------------------------------------------------------------------------
-    def step(self, node: Node, tactic: str) -> StepResult:
-        """One prover step from ``node``'s state; a crash is retried once on the restarted process (which
-        re-reaches the state by replaying its path)."""
+    def step(self, node: Node, tactic: str, cap: float | None = None) -> StepResult:
+        """One prover step from ``node``'s state, within :meth:`step_timeout` and ``cap`` (a proposal's own
+        limit); a crash is retried once on the restarted process (which re-reaches the state by replaying its
+        path)."""
         with self.tracer.span("tactic", node=node.id, tactic=tactic[:200]) as info:
 
             def crashed(failure: StepFailure) -> None:  # the retry is a step of its own
@@ -259,7 +260,11 @@ class Search:
                 info["retried_after_crash"] = failure.message[:200]
 
             self.steps += 1
-            r = stepping.step(self.prover, node.state, tactic, self.step_timeout, on_crash=crashed)
+
+            def timeout() -> float:
+                return self.step_timeout() if cap is None else max(MIN_STEP_SECONDS, min(cap, self.step_timeout()))
+
+            r = stepping.step(self.prover, node.state, tactic, timeout, on_crash=crashed)
             info["ok"] = r.ok
             if r.failure is not None:
                 info["failure"] = r.failure.kind.value
@@ -288,19 +293,23 @@ class Search:
         node.evaluations += 1
         merged: dict[str, list[float]] = {}  # tactic -> [prior, logprob_sum, logprob_mean]
         sources: dict[str, str] = {}  # tactic -> the policy source(s) that proposed it
+        caps: dict[str, float | None] = {}  # tactic -> its step cap (None: none)
         default_source = str(getattr(self.policy, "name", "")).split(":")[0]
         for p in props:
             t = normalize_tactic(p.tactic, self.config.backend)
             src = getattr(p, "source", "") or default_source
+            cap = getattr(p, "seconds", None)
             if t in merged:
                 merged[t][0] += self.prior(p)
                 merged[t][1] = max(merged[t][1], p.logprob_sum)
                 merged[t][2] = max(merged[t][2], p.logprob_mean)
                 if src not in sources[t].split("+"):
                     sources[t] += "+" + src
+                caps[t] = None if None in (caps[t], cap) else max(caps[t], cap)  # type: ignore[type-var]
             else:
                 merged[t] = [self.prior(p), p.logprob_sum, p.logprob_mean]
                 sources[t] = src
+                caps[t] = cap
         new: list[Edge] = []
         for t, (prior, lp_sum, lp_mean) in merged.items():
             if (old := tree.edge_for(node, t)) is not None:  # proposed again (progressive sampling)
@@ -319,7 +328,7 @@ class Search:
                     source=sources[t],
                 )
                 continue
-            r = self.step(node, t)
+            r = self.step(node, t, caps[t])
             if r.failure is not None or r.state is None:
                 tree.add_failed(
                     node,
