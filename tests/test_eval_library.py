@@ -198,6 +198,7 @@ def test_row_j_proposes_the_coqhammer_tactic_it_is_given(tmp_path) -> None:
         RowsConfig,
         check_settings,
         hammer_installed,
+        memory_label,
         run_rows,
         sauto_source,
         smoke_problems,
@@ -209,6 +210,7 @@ def test_row_j_proposes_the_coqhammer_tactic_it_is_given(tmp_path) -> None:
     with pytest.raises(ConfigError, match="--node-hammer-seconds must be a positive number"):
         check_settings(RowsConfig(rows=("j",), node_hammer_seconds=0.0))
     assert sauto_source("sauto", 1.0).propose("", 1)[0].seconds == 1.0
+    assert memory_label("j", RowsConfig(node_hammer_seconds=1.0)).endswith("sauto at every node, at most 1 s a call")
     if not hammer_installed():
         pytest.skip("CoqHammer is not installed (PROOFRL_COQ_LIBS=1 bash scripts/setup.sh)")
     statement = "Theorem congr_any : forall (A : Type) (f : A -> A) (x y : A), x = y -> f (f x) = f (f y)."

@@ -91,10 +91,13 @@ MEMORY_LABELS = {
 
 
 def memory_label(kind: str, s: Any) -> str:
-    """The row's name in reports, ``(j) …`` naming the CoqHammer tactic it proposes (``s.node_hammer``)."""
+    """The row's name in reports, ``(j) …`` naming the CoqHammer tactic it proposes (``s.node_hammer``) and the cap
+    on each call (``s.node_hammer_seconds``), where one is set."""
     label = MEMORY_LABELS[kind]
     if kind == "j":
         label = label.replace("sauto", s.node_hammer)
+        if s.node_hammer_seconds is not None:
+            label += f", at most {s.node_hammer_seconds:g} s a call"
     return f"({kind}) {label}"
 
 
