@@ -812,7 +812,7 @@ def eval_search(
     atp_seconds: int = typer.Option(5, help="hammer: Set Hammer ATPLimit"),
     node_hammer: str = typer.Option("sauto", help="row j's CoqHammer tactic at every node: sauto, qauto or hauto"),
     node_hammer_seconds: float = typer.Option(
-        None, help="cap on each call of row j's CoqHammer tactic (default: the search's step limit)"
+        1.0, help="cap on each call of row j's CoqHammer tactic (the search's step limit applies too)"
     ),
     context_model: Path = typer.Option(
         None, help="row i's tactic model (default: one taught with retrieved context, built once under --assets)"

@@ -267,9 +267,9 @@ class RowsConfig:
     automation of (a) (and of (d)); ``engines``: of ``best-first``, ``mcts`` for (c)/(d); ``width``: tactics
     the model proposes per node; ``atp_seconds``: ``Set Hammer ATPLimit``; ``node_hammer``: the CoqHammer
     tactic of :data:`NODE_HAMMER_TACTICS` row (j) proposes at every node, each call capped at
-    ``node_hammer_seconds`` (None: the search's step limit, ``tactic_timeout``); ``policy``: ``hf:DIR`` for
-    (c)/(d); ``context_model``: the folder of row (i)'s tactic model, taught with retrieved context; ``seed``: what
-    that model samples under."""
+    ``node_hammer_seconds`` (1 s, chosen on the stdlib's training-side files against no cap; None: the search's
+    step limit, ``tactic_timeout``); ``policy``: ``hf:DIR`` for (c)/(d); ``context_model``: the folder of row
+    (i)'s tactic model, taught with retrieved context; ``seed``: what that model samples under."""
 
     rows: tuple[str, ...] = ROWS
     seconds: float = 10.0
@@ -279,7 +279,7 @@ class RowsConfig:
     width: int = 4
     atp_seconds: int = 5
     node_hammer: str = "sauto"
-    node_hammer_seconds: float | None = None
+    node_hammer_seconds: float | None = 1.0
     policy: str = ""
     context_model: str = ""
     seed: int = 0

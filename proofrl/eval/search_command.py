@@ -66,7 +66,7 @@ def cli_eval_search(
     width: int = 4,
     atp_seconds: int = 5,
     node_hammer: str = "sauto",
-    node_hammer_seconds: float | None = None,
+    node_hammer_seconds: float | None = 1.0,
     context_model: Path | None = None,
     assets: Path = Path("runs"),
     out: Path = Path("runs/eval-search"),
