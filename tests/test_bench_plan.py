@@ -13,6 +13,7 @@ from proofrl.bench.plan import load_plan
 from proofrl.errors import ConfigError
 
 PLAN = Path(__file__).resolve().parent.parent / "docs" / "claims-plan.yaml"
+PLAN_2 = PLAN.with_name("claims-plan-2.yaml")
 REGISTERED = {n: c.arms for n, c in CLAIMS.items()}
 
 
@@ -28,6 +29,13 @@ def test_the_shipped_plan_covers_every_claim_within_its_budget() -> None:
     assert len(plan.seeds) >= 5 and not set(plan.seeds) & set(range(6))  # new seeds
     assert sum(c.hours for c in plan.claims.values() if c.size is not None) <= plan.budget_hours
     assert all(c.why for c in plan.claims.values())
+
+
+def test_the_second_plan_uses_seeds_no_run_used_and_runs_only_what_the_first_could_not() -> None:
+    first, second = load_plan(PLAN, REGISTERED), load_plan(PLAN_2, REGISTERED)
+    assert set(second.claims) == set(CLAIMS) and all(c.why for c in second.claims.values())
+    assert not set(second.seeds) & (set(range(6)) | set(first.seeds)) and len(second.seeds) >= 5
+    assert second.planned == {"unlikely-passN": 69} and first.planned["unlikely-passN"] == 48
 
 
 @pytest.mark.parametrize(

@@ -89,3 +89,26 @@ def test_the_three_claims_share_one_demo_run_per_seed_at_smoke_size(tmp_path):
     assert json.loads((shared / "seed-1-smoke" / "summary.json").read_text())["sft_loss"] == []
     assert json.loads((shared / "seed-0-smoke-ppo-epochs-1" / "summary.json").read_text())["sft_loss"] == []
     assert "| unlikely-ppo-epochs |" in (tmp_path / "report.md").read_text()
+
+
+def test_a_plan_s_pass_at_n_size_sets_the_held_out_draw_and_its_own_shared_run(tmp_path):
+    """The demo's 48 keep the shared run's folder as it was; another size (a plan's 69) gets its own, whose
+    held-out theorems hold the 48; a size past the held-out side is one line naming what it holds."""
+    from proofrl.bench.claim import ClaimRun
+    from proofrl.bench.unlikely import _demo_config, _shared
+    from proofrl.demo.whole_proof import demo_problems
+    from proofrl.errors import ConfigError
+
+    def run(size: int) -> ClaimRun:
+        return ClaimRun(seed=3, size=size, out=tmp_path / "c" / "seed-3", workers=1, assets=None, console=None)
+
+    assert _shared(run(48), 48)[1] == "seed-3" == _shared(run(160))[1]
+    assert _shared(run(69), 69)[1] == "seed-3-eval-69"
+    held = {}
+    for n in (48, 69):
+        cfg, kw = _demo_config(run(n), tmp_path / "w", sft_model=None, held_out=n)
+        held[n] = {p.name for p in demo_problems(cfg, seed=kw["seed"])[1]}
+    assert len(held[69]) == 69 and held[48] < held[69]
+    cfg, kw = _demo_config(run(500), tmp_path / "w", sft_model=None, held_out=500)
+    with pytest.raises(ConfigError, match=r"data.eval_limit=500: the held-out side holds \d+ theorems"):
+        demo_problems(cfg, seed=kw["seed"])

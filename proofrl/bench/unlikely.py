@@ -35,19 +35,26 @@ def _sizes(smoke: bool) -> dict[str, int]:
     return SMOKE if smoke else UNLIKELY
 
 
+def _held_out(run: ClaimRun, size: int | None) -> int:
+    """Held-out theorems the shared demo run evaluates: ``size`` (the pass@N claims' own, which a plan may set
+    above the demo's 48), else the demo's."""
+    return _sizes(run.smoke)["eval_problems"] if size is None else size
+
+
 def _demo_config(
-    run: ClaimRun, out: Path, *, sft_model: Path | None, epochs: int | None = None
+    run: ClaimRun, out: Path, *, sft_model: Path | None, epochs: int | None = None, held_out: int | None = None
 ) -> tuple[Any, dict[str, Any]]:
     """The demo's run for this bench run (:func:`proofrl.demo.whole_proof.demo_config`, seeded with the bench seed)
     and :func:`~proofrl.demo.whole_proof.run_demo`'s keyword arguments (the split, held-out draw and SFT model:
-    the demo's seed 0); ``epochs`` overrides the recipe's PPO epochs (then plain GRPO only)."""
+    the demo's seed 0); ``epochs`` overrides the recipe's PPO epochs (then plain GRPO only); ``held_out``: the
+    theorems evaluated (:func:`_held_out`)."""
     from ..demo.whole_proof import MODEL, demo_config
 
     s = _sizes(run.smoke)
     overrides = [
         f"out={out}",
         f"steps={s['rl_steps']}",
-        f"data.eval_limit={s['eval_problems']}",
+        f"data.eval_limit={_held_out(run, held_out)}",
         f"verify.workers={run.workers}",
         f"seed={run.seed}",
         f"eval.samples={s['eval_samples']}",
@@ -72,9 +79,12 @@ def _demo_config(
     }
 
 
-def _shared(run: ClaimRun) -> tuple[Path, str]:
-    """``OUT/unlikely-shared`` and this seed's tag in it."""
-    return run.shared_dir("unlikely"), f"seed-{run.seed}{run.smoke_suffix}"
+def _shared(run: ClaimRun, held_out: int | None = None) -> tuple[Path, str]:
+    """``OUT/unlikely-shared`` and this seed's tag in it (``-eval-N`` where the run evaluates another number of
+    held-out theorems than the demo's)."""
+    n = _held_out(run, held_out)
+    other = f"-eval-{n}" if n != _sizes(run.smoke)["eval_problems"] else ""
+    return run.shared_dir("unlikely"), f"seed-{run.seed}{other}{run.smoke_suffix}"
 
 
 def _sft_model(run: ClaimRun) -> Path:
@@ -82,18 +92,18 @@ def _sft_model(run: ClaimRun) -> Path:
     return shared / f"sft-model{run.smoke_suffix}"
 
 
-def shared_demo(run: ClaimRun) -> Path:
-    """This seed's whole-proof demo run (its folder), run once for all three claims. The first seed to run teaches
-    the SFT model (the demo's seed 0) and keeps it in ``unlikely-shared``; later seeds load it instead of teaching
-    the same model again."""
+def shared_demo(run: ClaimRun, held_out: int | None = None) -> Path:
+    """This seed's whole-proof demo run (its folder), run once for all three claims (once per ``held_out`` size,
+    :func:`_held_out`). The first seed to run teaches the SFT model (the demo's seed 0) and keeps it in
+    ``unlikely-shared``; later seeds load it instead of teaching the same model again."""
     from ..demo.whole_proof import run_demo
 
-    shared, tag = _shared(run)
+    shared, tag = _shared(run, held_out)
     work = shared / tag
     if (work / "summary.json").is_file():  # written last: the run finished
         return work
     sft = _sft_model(run)
-    cfg, kw = _demo_config(run, work, sft_model=sft if sft.is_dir() else None)
+    cfg, kw = _demo_config(run, work, sft_model=sft if sft.is_dir() else None, held_out=held_out)
     run_demo(cfg, console=run.console, **kw)
     if not sft.is_dir():
         tmp = sft.with_name(sft.name + ".tmp")
@@ -115,8 +125,9 @@ def pass_at_n(samples_jsonl: Path) -> dict[str, float]:
 
 def unlikeliness_pass_at_n(run: ClaimRun) -> Results:
     """pass@32 per held-out theorem after GRPO plain and with the unlikeliness reward (β_rank 0.25) of the
-    shared demo run (:func:`shared_demo`): 48 held-out theorems, the same for every seed."""
-    work = shared_demo(run)
+    shared demo run (:func:`shared_demo`): the claim's size in held-out theorems (the demo's 48 by default), the
+    same for every seed."""
+    work = shared_demo(run, run.size)
     return {arm: pass_at_n(work / f"samples-{label}.jsonl") for arm, label in ARMS}
 
 
@@ -252,10 +263,10 @@ def ppo_epochs(run: ClaimRun) -> Results:
     seed and settings but K)."""
     from ..demo.whole_proof import run_demo
 
-    work = shared_demo(run)
+    work = shared_demo(run, run.size)
     one = work.with_name(work.name + "-ppo-epochs-1")
     if not (one / "summary.json").is_file():
-        cfg, kw = _demo_config(run, one, sft_model=_sft_model(run), epochs=1)
+        cfg, kw = _demo_config(run, one, sft_model=_sft_model(run), epochs=1, held_out=run.size)
         run_demo(cfg, console=run.console, **kw)
     return {"1 epoch": pass_at_n(one / "samples-grpo.jsonl"), "2 epochs": pass_at_n(work / "samples-grpo.jsonl")}
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import torch
 
+from ..errors import ConfigError
 from ..eval.evaluate import EvalResult, evaluate, figure, markdown_table, plot_pass_at_k, plot_uplift, uplift_between
 from ..eval.uplift import UpliftRate
 from ..policy.prompts import PromptFormat, get_format
@@ -75,6 +76,8 @@ def demo_problems(
         if len(p.formal_statement) <= max_statement_chars and "Proof using" not in p.proof
     ]
     train, held = split_by_module(probs, held_out_fraction=held_out_fraction, seed=seed)
+    if cfg.data.eval_limit is not None and cfg.data.eval_limit > len(held):
+        raise ConfigError(f"data.eval_limit={cfg.data.eval_limit}: the held-out side holds {len(held)} theorems")
     g = torch.Generator().manual_seed(seed)
     pick = torch.randperm(len(held), generator=g)[: cfg.data.eval_limit].tolist()
     return train, [held[i] for i in sorted(pick)]
