@@ -153,6 +153,11 @@ def automation_menu(tactics: Sequence[str] = AUTOMATION) -> MenuPolicy:
     return MenuPolicy([f"intros; {t}." for t in tactics], header=header)
 
 
+def longer_cap(a: float | None, b: float | None) -> float | None:
+    """The step cap of a tactic proposed twice (:attr:`Proposal.seconds`): no cap beats any, else the longer."""
+    return None if a is None or b is None else max(a, b)
+
+
 def pool_proposals(groups: Sequence[tuple[str, Sequence[Proposal]]]) -> list[Proposal]:
     """``(source, proposals)`` groups -> one list, best first (ties keep source order): each proposal tagged with
     its source (unless it names one already), a tactic proposed twice kept once with the best log-prob and the
@@ -169,8 +174,7 @@ def pool_proposals(groups: Sequence[tuple[str, Sequence[Proposal]]]) -> list[Pro
             names = old.source.split("+")
             merged = "+".join(names + [s for s in p.source.split("+") if s not in names])
             best = p if p.logprob_sum > old.logprob_sum else old
-            cap = None if None in (old.seconds, p.seconds) else max(old.seconds, p.seconds)  # type: ignore[type-var]
-            pooled[key] = replace(best, tactic=old.tactic, source=merged, seconds=cap)
+            pooled[key] = replace(best, tactic=old.tactic, source=merged, seconds=longer_cap(old.seconds, p.seconds))
     return sorted(pooled.values(), key=lambda p: -p.logprob_sum)
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..errors import ProverError, StatementError
+from ..policy.sources import longer_cap
 from ..provers import stepping
 from ..provers.backend import (
     get_backend,
@@ -305,7 +306,7 @@ class Search:
                 merged[t][2] = max(merged[t][2], p.logprob_mean)
                 if src not in sources[t].split("+"):
                     sources[t] += "+" + src
-                caps[t] = None if None in (caps[t], cap) else max(caps[t], cap)  # type: ignore[type-var]
+                caps[t] = longer_cap(caps[t], cap)
             else:
                 merged[t] = [self.prior(p), p.logprob_sum, p.logprob_mean]
                 sources[t] = src
