@@ -86,7 +86,7 @@ def main() -> None:
     )
     from proofrl.policy.model import load_policy
     from proofrl.rollout.tactics import coq_pool, state_points
-    from proofrl.train.dpo import human_tactics, offline_pairs, train_offline_dpo
+    from proofrl.train.offline_dpo import human_tactics, offline_pairs, train_offline_dpo
     from proofrl.train.step_grpo import StepLevelTrainer, load_config
 
     console = Console()

@@ -12,7 +12,7 @@ What is timed, on each side, is one optimiser step over ``--rows`` rows given th
 (both computed beforehand, outside the timing, as both trainers do): forward, loss, backward, gradient-norm
 clipping to 1.0, AdamW. Both sides use micro-batches of ``--micro`` rows (one forward and one backward each),
 token-mean aggregation (TRL's ``loss_type="bnpo"``, divided by its gradient-accumulation steps), PPO clip 0.2,
-k3 KL with β = ``--kl``, temperature 1. proofrl runs :func:`proofrl.train.grpo.ppo_update` with the LM trainer's
+k3 KL with β = ``--kl``, temperature 1. proofrl runs :func:`proofrl.objectives.grpo.ppo_update` with the LM trainer's
 log-prob function (:func:`proofrl.policy.logprobs.response_logprobs`); TRL runs ``GRPOTrainer.compute_loss``
 (its fused, chunked LM head) inside the same loop.
 
@@ -64,7 +64,7 @@ def _logps(model: Any, tok: Any, b: dict[str, Any], micro: int, width: int) -> t
 
 def ours(model: Any, ref: Any, tok: Any, b: dict[str, Any], args: argparse.Namespace) -> Callable[[], None]:
     """One proofrl update: ppo_update over the batch with the trainer's log-prob function."""
-    from proofrl.train.grpo import PPOConfig, RolloutBatch, group_advantages, ppo_update
+    from proofrl.objectives.grpo import PPOConfig, RolloutBatch, group_advantages, ppo_update
 
     device = next(model.parameters()).device
     width = max(len(r) for r in b["responses"])
@@ -129,8 +129,8 @@ def trl_side(
     trainer.current_gradient_accumulation_steps = -(-args.rows // args.micro)
     model = trainer.model
     model.train()  # as in TRL's own training step (the tiny Llama has no dropout: same function as eval mode)
+    from proofrl.objectives.grpo import group_advantages
     from proofrl.policy.logprobs import left_pad, right_pad
-    from proofrl.train.grpo import group_advantages
 
     q_ids, q_mask = left_pad(b["prompts"], tok.pad_token_id, device)
     o_ids, o_mask = right_pad(b["responses"], tok.pad_token_id, device)

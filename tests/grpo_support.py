@@ -8,7 +8,7 @@ import torch
 def group_advantages_loop(
     rewards: torch.Tensor, group_ids: torch.Tensor, *, scale_by_std: bool = True, eps: float = 1e-6
 ) -> torch.Tensor:
-    """:func:`proofrl.train.grpo.group_advantages`, one group at a time (a singleton's advantage is 0)."""
+    """:func:`proofrl.objectives.grpo.group_advantages`, one group at a time (a singleton's advantage is 0)."""
     out = torch.zeros(len(rewards), dtype=torch.float32, device=rewards.device)
     for g in torch.unique(group_ids).tolist():
         idx = (group_ids == g).nonzero().flatten().to(rewards.device)

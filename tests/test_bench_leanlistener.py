@@ -39,7 +39,7 @@ def test_online_against_offline_dpo_runs_at_smoke_size_on_the_same_states(tmp_pa
 
 def test_the_recorded_tactic_at_each_state_is_the_one_its_transition_names():
     from proofrl.rollout.tactics import state_points
-    from proofrl.train.dpo import human_tactics
+    from proofrl.train.offline_dpo import human_tactics
 
     def rec(theorem, step, tactic, statement="True"):
         return {
@@ -60,9 +60,10 @@ def test_the_recorded_tactic_at_each_state_is_the_one_its_transition_names():
 
 def test_offline_dpo_takes_the_pairs_per_step_it_is_given(tmp_path):
     """The offline arm matches the online run's updates: ``sizes`` pairs in each step, each pair once."""
+    from proofrl.objectives.dpo import Pair
     from proofrl.policy.model import load_policy
     from proofrl.policy.tiny import build_tiny_model
-    from proofrl.train.dpo import Pair, train_offline_dpo
+    from proofrl.train.offline_dpo import train_offline_dpo
 
     build_tiny_model(
         tmp_path, ["[GOAL]\n⊢ True\n[PROOFSTEP]\nexact I. auto. lia."] * 4, hidden=32, layers=1, heads=2, vocab_size=300

@@ -13,8 +13,8 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
+from proofrl.objectives.grpo import PPOConfig, RolloutBatch, agg_loss, group_advantages, ppo_update
 from proofrl.rewards.unlikeliness import likelihood_ranks, unlikeliness_reward
-from proofrl.train.grpo import PPOConfig, RolloutBatch, agg_loss, group_advantages, ppo_update
 
 CUDA = torch.device("cuda:0")
 
@@ -85,7 +85,7 @@ def test_update_loop_on_cuda_tensors_up_to_the_first_backward(fake_cuda, minibat
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_update_on_cuda():
-    from proofrl.train.grpo import grpo_step
+    from proofrl.objectives.grpo import grpo_step
 
     theta = torch.zeros(3, device="cuda", requires_grad=True)
     actions = torch.tensor([0, 1, 2, 0], device="cuda")

@@ -9,7 +9,7 @@ import random
 import pytest
 import torch
 
-from proofrl.train.dpo import DPOStats, Pair, dpo_loss, dpo_update, online_pairs, random_pairs, sequence_logps
+from proofrl.objectives.dpo import DPOStats, Pair, dpo_loss, dpo_update, online_pairs, random_pairs, sequence_logps
 
 
 def test_dpo_loss_matches_a_hand_computed_value():

@@ -6,7 +6,7 @@ import pytest
 import torch
 from grpo_support import group_advantages_loop
 
-from proofrl.train.grpo import (
+from proofrl.objectives.grpo import (
     ADV_ESTIMATORS,
     AGG_MODES,
     KL_ESTIMATORS,

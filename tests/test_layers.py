@@ -30,10 +30,10 @@ def test_an_upward_import_breaks_the_layers(tmp_path):
     shutil.copy(ROOT / "pyproject.toml", tmp_path)
     shutil.copytree(ROOT / "proofrl", tmp_path / "proofrl", ignore=shutil.ignore_patterns("__pycache__"))
     base = tmp_path / "proofrl" / "provers" / "base.py"
-    base.write_text(base.read_text() + "\n\ndef _upward() -> None:\n    from ..train import grpo  # noqa: F401\n")
+    base.write_text(base.read_text() + "\n\ndef _upward() -> None:\n    from ..objectives import grpo  # noqa: F401\n")
     r = lint_imports(tmp_path)
     assert r.returncode != 0
-    assert "proofrl.provers.base -> proofrl.train.grpo" in r.stdout, r.stdout[-3000:]
+    assert "proofrl.provers.base -> proofrl.objectives.grpo" in r.stdout, r.stdout[-3000:]
 
 
 def import_cycles(package: str) -> list[list[str]]:

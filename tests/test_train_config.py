@@ -89,7 +89,7 @@ def test_one_config_error_class():
 
 
 def test_keys_of_the_update_path_and_their_defaults():
-    from proofrl.train.grpo import PPOConfig
+    from proofrl.objectives.grpo import PPOConfig
 
     cfg = load_recipe("demo")
     ppo, model = cfg.ppo, cfg.model

@@ -13,13 +13,13 @@ from grpo_support import group_advantages_loop
 from rl_support import problems
 
 from proofrl.errors import ConfigError
+from proofrl.objectives.grpo import AGG_MODES, ppo_clip_loss
 from proofrl.policy import LoraConfig, build_tiny_model, load_policy
 from proofrl.policy.generation import Completion
 from proofrl.policy.prompts import get_format
 from proofrl.policy.tiny import sample_corpus
 from proofrl.rollout.proofs import Group, PromptItem
 from proofrl.train.config import load_recipe
-from proofrl.train.grpo import AGG_MODES, ppo_clip_loss
 from proofrl.train.whole_proof import Trainer
 
 MAX_TOKENS = 16
@@ -94,7 +94,7 @@ def make_groups(
 
 def reference_gradient(tr: Trainer, groups: list[Group]) -> tuple[torch.Tensor, float]:
     """The definition, row by row: log π(o_t | q, o_<t) = log softmax(z / τ)[o_t] from one unpadded forward
-    pass; advantages by the plain-loop group reference; the loss of :mod:`proofrl.train.grpo` over the whole
+    pass; advantages by the plain-loop group reference; the loss of :mod:`proofrl.objectives.grpo` over the whole
     batch with H = max_tokens. Returns the gradient and the mean token entropy at τ."""
     cfg, ppo = tr.cfg, tr.cfg.ppo
     tau = cfg.rollout.temperature

@@ -171,12 +171,12 @@ def offline_dpo_pairs(
 ) -> tuple[list[Any], int]:
     """LeanListener's offline data for ``want`` pairs: the SFT model samples ``group_size`` tactics at training
     states taken in a seeded order (``run.seed``), ``updates × batch_states`` states at a time (as many as the
-    online run draws in all), Coq judges them once (:func:`proofrl.train.dpo.offline_pairs`: y_w a valid sample,
+    online run draws in all), Coq judges them once (:func:`proofrl.train.offline_dpo.offline_pairs`: y_w a valid sample,
     or the human tactic where none is valid; y_l an invalid one), until there are ``want`` pairs. Returns
     the first ``want`` pairs (all there are, when the training states run out) and the states judged."""
     import random
 
-    from ..train.dpo import human_tactics, offline_pairs
+    from ..train.offline_dpo import human_tactics, offline_pairs
 
     order = random.Random(run.seed).sample(train, len(train))
     chunk = s["updates"] * s["batch_states"]
@@ -207,7 +207,7 @@ def online_vs_offline_dpo(run: ClaimRun) -> Results:
     *Online DPO*: the ``leanlistener`` recipe with ``algorithm.objective=dpo`` at the step-level claims' size
     (``updates`` updates, each ``batch_states`` states × ``group_size`` tactics sampled by the current policy,
     pairs from each group: :meth:`~proofrl.train.step_grpo.StepLevelTrainer.dpo_update`), seeded with
-    ``run.seed``. *Offline DPO* (:func:`proofrl.train.dpo.train_offline_dpo`): pairs fixed beforehand from the
+    ``run.seed``. *Offline DPO* (:func:`proofrl.train.offline_dpo.train_offline_dpo`): pairs fixed beforehand from the
     SFT model's own samples (:func:`offline_dpo_pairs`). **Equal** means: the same number of optimiser updates,
     each on the same number of pairs as the online run's update of the same index (an online update without a
     pair makes no step, so neither does the offline one), the same lr, β and gradient clipping (1.0), and every
@@ -217,7 +217,7 @@ def online_vs_offline_dpo(run: ClaimRun) -> Results:
     from ..data.tactics import read_transitions
     from ..policy.model import load_policy
     from ..rollout.tactics import coq_pool, state_points
-    from ..train.dpo import train_offline_dpo
+    from ..train.offline_dpo import train_offline_dpo
     from ..train.step_grpo import StepLevelTrainer
 
     s = step_level_settings(run)

@@ -6,7 +6,7 @@ training loop every supervised learner runs.
   with the gradient norm clipped (a non-finite norm skips the step); per-epoch weighted means of the named parts.
   SFT (:func:`supervised_finetune`), the EVA loss (:mod:`proofrl.train.eva`), the value-head RM
   (:mod:`proofrl.bench.eva_table4`), the search-and-learn learner (:mod:`proofrl.train.expert_iteration`) and
-  offline DPO (:mod:`proofrl.train.dpo`) all train through it.
+  offline DPO (:mod:`proofrl.train.offline_dpo`) all train through it.
 * :func:`supervised_finetune`: the SFT loss (:func:`completion_nll`) in that loop; the demo teaches the tiny
   whole-proof model with it, and :func:`proofrl.policy.tactic.train_tiny_tactic_model` the tiny tactic model.
 """

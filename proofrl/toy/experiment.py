@@ -2,9 +2,9 @@
 
 Each step draws ``states_per_step`` states per run, samples a group of G actions for each from the current
 policy, scores them at τ = 1, masks out groups whose raw rewards are all equal (the buffer's skip rule,
-:func:`proofrl.train.grpo.informative_groups`), optionally applies the unlikeliness reward, computes GRPO
-advantages and runs K PPO epochs (:func:`proofrl.train.grpo.grpo_step`, the LM trainer's step) — all with the
-shared code in :mod:`proofrl.train.grpo`,
+:func:`proofrl.objectives.grpo.informative_groups`), optionally applies the unlikeliness reward, computes GRPO
+advantages and runs K PPO epochs (:func:`proofrl.objectives.grpo.grpo_step`, the LM trainer's step) — all with the
+shared code in :mod:`proofrl.objectives.grpo`,
 :mod:`proofrl.rewards.unlikeliness` and :mod:`proofrl.eval`. Seeds run side by side as batched tensors.
 
 Where Appendix A gives no value we chose one (marked "our choice" in :class:`ToyConfig`). One deliberate
@@ -24,10 +24,10 @@ import torch
 from proofrl.eval.diversity import entropy, unique_counts
 from proofrl.eval.passk import pass_at_k_exact, pass_at_k_unbiased
 from proofrl.eval.uplift import uplift_rate
+from proofrl.objectives.grpo import PPOConfig, grpo_step, informative_groups
 from proofrl.rewards.unlikeliness import unlikeliness_reward
 from proofrl.runner import select
 from proofrl.toy.env import BatchedMLP, ToyEnv, sample_actions
-from proofrl.train.grpo import PPOConfig, grpo_step, informative_groups
 
 
 @dataclass(frozen=True)

@@ -28,12 +28,12 @@ from pydantic import Field, model_validator
 
 from ..data.search_samples import ReplayFilter
 from ..errors import ConfigError
+from ..objectives.grpo import ADV_ESTIMATORS, PPOConfig
 from ..policy.model import LoraConfig
 from ..rewards.compose import RewardConfig
 from ..rewards.eva import DIMENSIONS
 from ..schema import Config, one_of
 from ..search.config import BestFirstConfig, MCTSConfig, SearchConfig
-from .grpo import ADV_ESTIMATORS, PPOConfig
 from .recipes import LOOPS, RECIPES_DIR, apply_overrides, recipe_names  # noqa: F401  (re-exported)
 from .tracking import DEFAULT_LOGGERS, LOGGERS
 
@@ -229,7 +229,7 @@ class AlgorithmConfig(Config):
     """The method's own settings, besides PPO and the optimiser."""
 
     advantage: Annotated[str, one_of(ADV_ESTIMATORS.names)] = "grpo"
-    """grpo | dr_grpo (a name in :data:`proofrl.train.grpo.ADV_ESTIMATORS`)"""
+    """grpo | dr_grpo (a name in :data:`proofrl.objectives.grpo.ADV_ESTIMATORS`)"""
     buffer_samples: Count = 0
     """update once this many samples from informative groups are buffered ("Rewarding the Unlikely": 256); 0 =
     every step"""

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from ..errors import ConfigError
-from .grpo import GRPOStep, PPOConfig, grpo_step
+from ..objectives.grpo import GRPOStep, PPOConfig, grpo_step
 
 
 def pad_rows(rows: Sequence[Sequence[float]] | torch.Tensor, width: int, value: float = 0.0) -> torch.Tensor:

@@ -16,9 +16,9 @@ One update (``steps`` of them; the paper: 10,000):
 4. **Reward.** r = softplus(G(s_t) − G(s_{t+1})) for a valid tactic, ``algorithm.failed_reward`` (0) otherwise
    (the ``subgoal`` step reward, :mod:`proofrl.rewards.subgoal`; any of ``STEP_REWARDS`` by name).
 5. **Update.** ``algorithm.objective: grpo``: group = the tactics of one state; the one GRPO step
-   (:func:`proofrl.train.grpo.grpo_step`: Â = (r − mean_g r) / std_g r, PPO-clip, KL to the frozen starting model,
+   (:func:`proofrl.objectives.grpo.grpo_step`: Â = (r − mean_g r) / std_g r, PPO-clip, KL to the frozen starting model,
    β = ``ppo.kl_coef``); groups whose rewards are all equal carry no advantage and are left out.
-   ``objective: dpo`` is the online DPO baseline (:mod:`proofrl.train.dpo`, binary validity).
+   ``objective: dpo`` is the online DPO baseline (:mod:`proofrl.objectives.dpo`, binary validity).
 
 Written to ``out``: ``config.yaml``, ``metrics.jsonl`` (one line per update), ``tactics.jsonl`` (every tactic:
 state, tactic, valid, failure kind, reward), ``checkpoints/step_N/`` (weights, optimiser, sampler weights, RNG
@@ -43,6 +43,7 @@ import torch
 from rich.console import Console
 
 from ..errors import ConfigError
+from ..objectives.grpo import informative_groups
 from ..policy.generation import encode_prompts
 from ..policy.model import load_policy, load_weights
 from ..provers.backend import state_text
@@ -51,7 +52,6 @@ from ..rewards.combine import STEP_REWARDS
 from ..rollout.tactics import GroupRun, StatePoint, TacticRun, TacticSampler, run_groups, state_points, tactic_of
 from .checkpoints import load_state, save_state, set_rng_state
 from .config import StepGRPOConfig
-from .grpo import informative_groups
 from .lm_update import LMPolicy, lm_grpo_update
 from .recipes import LOOPS
 from .rundir import RunDir
@@ -271,7 +271,7 @@ class StepLevelTrainer:
         self, runs: Sequence[Sequence[TacticRun]], comps: Sequence[Sequence[Any]], prompts: Sequence[Sequence[int]]
     ) -> dict[str, float]:
         """The online DPO baseline: pairs of a valid and an invalid sample of the current group."""
-        from .dpo import dpo_update, online_pairs
+        from ..objectives.dpo import dpo_update, online_pairs
 
         valid = [[r.valid for r in rs] for rs in runs]
         pairs = online_pairs(prompts, [[c.token_ids for c in cs] for cs in comps], valid, self.rng)

@@ -15,7 +15,7 @@ and kimina-prover-rl:
 4. π_old log-probs are recomputed exactly right before the update (the official code does the same);
    the unlikeliness reward reranks correct samples by their mean token log-prob;
 5. group advantages (GRPO or Dr.GRPO), then K PPO epochs with KL to a frozen reference
-   (:func:`proofrl.train.grpo.grpo_step`, the same step the toy experiment runs, through the one LM update
+   (:func:`proofrl.objectives.grpo.grpo_step`, the same step the toy experiment runs, through the one LM update
    :func:`proofrl.train.lm_update.lm_grpo_update`), ``optim.micro_batch`` rows per forward and backward pass,
    log-probs at the rollout temperature;
 6. log every step to the run folder (:class:`~proofrl.train.rundir.RunDir`), checkpoint every ``checkpoint_every``
@@ -37,6 +37,7 @@ import torch
 from rich.console import Console
 
 from ..errors import ConfigError
+from ..objectives.grpo import ADV_ESTIMATORS, GroupBuffer, PPOConfig
 from ..policy.generation import SamplingConfig, encode_prompts, vllm_on_cpu
 from ..policy.model import load_policy, load_weights
 from ..policy.prompts import PromptFormat, get_format, render_messages
@@ -47,7 +48,6 @@ from ..rollout.proofs import Group, PromptItem, RolloutTimings, first_turn, samp
 from ..verification import Verifier
 from .checkpoints import load_state, save_state, set_rng_state
 from .config import ErrorCorrectionConfig, GRPOConfig
-from .grpo import ADV_ESTIMATORS, GroupBuffer, PPOConfig
 from .lm_update import LMPolicy, compute_dtype, lm_grpo_update, pad_rows  # noqa: F401  (re-exported)
 from .rundir import RunDir
 
