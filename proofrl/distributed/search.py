@@ -27,7 +27,6 @@ import math
 import sys
 import tempfile
 from collections import defaultdict
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -110,22 +109,16 @@ def cli_search_ray(
     model: str | None = None,
     out: str | Path = "search-out",
     *,
-    recipe: str | None = None,
     workers: int = 1,
-    max_steps: int | None = None,
-    max_nodes: int | None = None,
-    expansions: int | None = None,
-    width: int | None = None,
-    seconds: float | None = None,
-    tactic_timeout: float | None = None,
-    value: str | None = None,
     api_key: str | None = None,
     limit: int | None = None,
     policy_obj: Any = None,
-    overrides: Sequence[str] = (),
+    **options: Any,
 ) -> dict[str, Any]:
     """:func:`proofrl.search.run.cli_search` on a Ray cluster (``address``: ``local``, ``auto`` or ``host:port``).
-    ``workers``: search workers (one CPU each); left at 1, one per CPU of the cluster. Returns the summary."""
+    ``workers``: search workers (one CPU each); left at 1, one per CPU of the cluster. ``options``: the search's
+    settings, passed to each worker's :func:`~proofrl.search.run.cli_search` as they are (``recipe``, ``width``,
+    ``seconds``, ``overrides``, ...). Returns the summary."""
     from ..problems import load_problems
     from ..search.engine import SearchResult
     from ..search.policy import PolicyError
@@ -139,17 +132,7 @@ def cli_search_ray(
         workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
     pieces = chunks(probs, workers)
     label = lambda i: f"chunk {i + 1}/{len(pieces)} ({', '.join(p.name for p in pieces[i])})"  # noqa: E731
-    options = {
-        "recipe": recipe,
-        "max_steps": max_steps,
-        "max_nodes": max_nodes,
-        "expansions": expansions,
-        "width": width,
-        "seconds": seconds,
-        "tactic_timeout": tactic_timeout,
-        "value": value,
-        "overrides": list(overrides),
-    }
+    options = {**options, "overrides": list(options.get("overrides", ()))}
     actor = ray.remote(SearchWorker).options(num_cpus=1, scheduling_strategy="SPREAD")
     start = lambda: actor.remote(policy, model, api_key, policy_obj)  # noqa: E731
     pool = [start() for _ in range(min(workers, len(pieces)))]
