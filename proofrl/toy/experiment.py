@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 import torch
@@ -94,17 +94,21 @@ class ToyConfig:
     """evaluate every this many steps, and at steps 0 and ``steps``"""
     uplift_group: int = 32
     """G of the uplift-rate groups drawn from the initial policy (paper §3.5: 32)"""
-    clip_ratio: float = 0.2
-    """PPO ε, both sides (paper: 0.2)"""
-    agg_mode: str = "token-mean"
-    """loss aggregation (the official code's verl default; every mode but the -norm one agrees when T = 1)"""
-    policy_loss: str = "ppo-clip"
-    """per-token policy loss (our choice: plain PPO-clip, as in the runs reported in docs/toy.md; verl's default
-    ``dual-clip`` only differs where Â < 0 and ρ > 3)"""
-    max_grad_norm: float | None = None
-    """gradient-norm clipping (our choice: none, as in the runs reported in docs/toy.md)"""
+    ppo: PPOConfig = field(
+        default_factory=lambda: PPOConfig(
+            clip_ratio_low=0.2, clip_ratio_high=0.2, policy_loss="ppo-clip", agg_mode="token-mean", max_grad_norm=None
+        )
+    )
+    """the PPO section of every GRPO loop (:class:`~proofrl.objectives.grpo.PPOConfig`), with ε = 0.2 on both sides
+    (paper), plain PPO-clip (our choice, as in the runs of docs/toy.md; verl's default ``dual-clip`` only differs
+    where Â < 0 and ρ > 3), ``token-mean`` (the official code's verl default; every mode but the -norm one agrees
+    when T = 1) and no gradient-norm clipping (our choice, as in docs/toy.md); each variant sets ``epochs`` (K)"""
     seed: int = 0
     """base seed; run r of every variant uses the same environment and initial policy"""
+
+    def to_json(self) -> dict[str, Any]:
+        """The settings as plain JSON values (the run folder's record of them)."""
+        return {**{f.name: getattr(self, f.name) for f in fields(self)}, "ppo": self.ppo.model_dump(mode="json")}
 
 
 @dataclass
@@ -182,14 +186,7 @@ def train_step(
         new = policy(states).gather(-1, actions).reshape(s_, b * g, 1)  # (S, B·G, 1)
         return new if len(rows) == b * g else new.index_select(1, rows)
 
-    ppo = PPOConfig(
-        epochs=variant.epochs,
-        clip_ratio_low=cfg.clip_ratio,
-        clip_ratio_high=cfg.clip_ratio,
-        agg_mode=cfg.agg_mode,
-        policy_loss=cfg.policy_loss,
-        max_grad_norm=cfg.max_grad_norm,
-    )
+    ppo = cfg.ppo.model_copy(update={"epochs": variant.epochs})
     grpo_step(
         logp_fn,
         shaped.reshape(s_, b * g),
@@ -286,4 +283,4 @@ def run_variant(variant: Variant, cfg: ToyConfig, *, on_step: Callable[[], None]
 
 
 def config_record(cfg: ToyConfig, variants: list[Variant]) -> dict[str, Any]:
-    return {"kind": "config", **asdict(cfg), "variants": [asdict(v) for v in variants]}
+    return {"kind": "config", **cfg.to_json(), "variants": [asdict(v) for v in variants]}

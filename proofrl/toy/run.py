@@ -36,7 +36,7 @@ def run_experiment(
     """
     torch.set_num_threads(threads)
     chosen = get_variants(variants)
-    runner = Runner(out, ("variant",), log="runs.jsonl", config=asdict(cfg))
+    runner = Runner(out, ("variant",), log="runs.jsonl", config=cfg.to_json())
     total = Timings()
     records = [config_record(cfg, chosen)]
     t0 = time.perf_counter()
