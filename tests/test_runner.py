@@ -52,6 +52,18 @@ def test_other_settings_are_refused_in_one_line_naming_the_first_that_differs(tm
     assert len(configs) == 1  # written once, first
 
 
+def test_a_folder_from_a_version_with_other_settings_is_refused_in_one_line_naming_the_setting(tmp_path):
+    """A setting only the folder's record has (or only this version has) cannot be matched by any rerun."""
+    Runner(tmp_path / "old", ("part",), config={"seed": 0, "clip_ratio": 0.2})
+    with pytest.raises(ConfigError) as e:
+        Runner(tmp_path / "old", ("part",), config={"seed": 0, "ppo": {"clip_ratio_low": 0.2}})
+    msg = str(e.value)
+    assert "was run with clip_ratio=0.2, a setting this version of proofrl does not have" in msg and "\n" not in msg
+    Runner(tmp_path / "new", ("part",), config={"seed": 0})
+    with pytest.raises(ConfigError, match=r"was run without ppo\.epochs, a setting this version of proofrl has"):
+        Runner(tmp_path / "new", ("part",), config={"seed": 0, "ppo": {"epochs": 1}})
+
+
 def test_the_bar_moves_by_a_kept_part_s_steps(tmp_path):
     Runner(tmp_path, ("v",)).run({"v": "a"}, lambda: {}, label="a")
     runner = Runner(tmp_path, ("v",))
