@@ -95,14 +95,17 @@ class Runner:
         if config is not None and recorded is not None and recorded != config:
             old, new = _flat(recorded), _flat(config)
             k = next(k for k in sorted(old.keys() | new.keys()) if old.get(k) != new.get(k))
-            if k not in new or k not in old:  # another version of proofrl wrote it: no rerun of this one can match
-                what = f"with {k}={old[k]!r}, a setting" if k in old else f"without {k}, a setting"
+            if k not in new:  # another version of proofrl wrote it: no rerun of this one can match
                 raise ConfigError(
-                    f"{self.out} was run {what} this version of proofrl "
-                    f"{'does not have' if k in old else 'has'}: choose another --out"
+                    f"{self.out} was run with {k}={old[k]!r}, a setting this version of proofrl does not have: "
+                    "choose another --out"
+                )
+            if k not in old:
+                raise ConfigError(
+                    f"{self.out} was run without {k}, a setting this version of proofrl has: choose another --out"
                 )
             raise ConfigError(
-                f"{self.out} was run with {k}={old.get(k)!r}, not {new.get(k)!r}: rerun it with its settings "
+                f"{self.out} was run with {k}={old[k]!r}, not {new[k]!r}: rerun it with its settings "
                 "to resume, or choose another --out"
             )
         self.out.mkdir(parents=True, exist_ok=True)
