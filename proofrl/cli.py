@@ -808,6 +808,7 @@ def eval_search(
         "lia,nia,lra,nra,ring,field,auto,easy,tauto,intuition", help="row a's automation tactics (and d's)"
     ),
     engines: str = typer.Option("best-first,mcts", help="search engines of rows c/d"),
+    memory_engine: str = typer.Option("best-first", help="search engine of rows e-j: best-first or mcts"),
     width: int = typer.Option(4, help="tactics the model proposes per node"),
     atp_seconds: int = typer.Option(5, help="hammer: Set Hammer ATPLimit"),
     node_hammer: str = typer.Option("sauto", help="row j's CoqHammer tactic at every node: sauto, qauto or hauto"),
@@ -837,6 +838,7 @@ def eval_search(
         seed=seed,
         tactics=tactics,
         engines=engines,
+        memory_engine=memory_engine,
         width=width,
         atp_seconds=atp_seconds,
         node_hammer=node_hammer,

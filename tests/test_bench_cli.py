@@ -72,11 +72,12 @@ def test_bench_smoke_reports_and_resumes_with_the_same_numbers(tmp_path, smoke_a
 def test_the_library_learning_claims_run_at_smoke_size_in_file_order(tmp_path, smoke_assets):
     """Online against offline memory: rows (e) and (f) on the same lemmas in file order, the online memory growing
     by each lemma's human proof once it was tried, the offline one not. Retrieval in the prompt: row (i) with the
-    model taught without and with retrieved context, on the same lemmas."""
+    model taught without and with retrieved context, on the same lemmas. MCTS against best-first: row (j) searched
+    by each engine."""
     out = tmp_path / "bench"
     out.mkdir()
     with_assets(out, smoke_assets)
-    claims = ("tactician-online-memory", "rango-retrieval-in-prompt")
+    claims = ("tactician-online-memory", "rango-retrieval-in-prompt", "reap-mcts-vs-best-first-memory")
     r = CliRunner().invoke(
         app, ["bench", "--smoke", *(x for c in claims for x in ("--claim", c)), "--seeds", "1", "--out", str(out)]
     )
@@ -101,6 +102,14 @@ def test_the_library_learning_claims_run_at_smoke_size_in_file_order(tmp_path, s
     assert taught == {True, False}
     seed = out / "rango-retrieval-in-prompt" / "seed-0"
     assert all(len(list((seed / kind / "i-best-first" / "trees").iterdir())) == 2 for kind in ("without", "with"))
+    # MCTS against best-first: the same row (j, or h without CoqHammer) on the same lemmas, each engine's own trees
+    from proofrl.eval.provers import hammer_installed
+
+    row = "j" if hammer_installed() else "h"
+    seed = out / "reap-mcts-vs-best-first-memory" / "seed-0"
+    for engine in ("best-first", "mcts"):
+        trees = list((seed / engine / f"{row}-{engine}" / "trees").iterdir())
+        assert len(trees) == 2 and {json.loads(t.read_text())["search"]["algorithm"] for t in trees} == {engine}
 
 
 @requires_coq

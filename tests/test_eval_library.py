@@ -291,3 +291,31 @@ def test_memory_rows_split_by_theorem_keep_the_problems_modules(tmp_path) -> Non
     assert row.notes["memory"]["start"] == 1
     (row,) = run_rows([nat], settings, tmp_path / "m", progress=False, say=lambda _: None, transitions=[same_module])
     assert not row.results[0]["proved"] and row.notes["memory"]["start"] == 0  # split by module: its module is out
+
+
+@requires_coq
+def test_the_memory_rows_search_with_the_engine_they_are_given(tmp_path) -> None:
+    """``memory_engine="mcts"``: row f in file order searches with reap's AND-OR MCTS at the same wall budget (its
+    trees are MCTS trees, its folder and name say so) and still proves Zpower's second lemma from the first one's
+    human proof; an engine that does not exist is refused in one line before anything runs."""
+    import json
+
+    from proofrl.data.tactics import extract_transitions
+    from proofrl.errors import ConfigError
+    from proofrl.eval.library import run_file_rows
+    from proofrl.eval.provers import RowsConfig, check_settings
+
+    with pytest.raises(ConfigError) as e:
+        check_settings(RowsConfig(rows=("f",), memory_engine="dfs"))
+    assert "\n" not in str(e.value) and "--memory-engine" in str(e.value)
+    problems, _ = file_problems("coq-stdlib-files:10", seed=0)
+    zpower = [p for p in problems if p.module == ZPOWER][:2]
+    stepped, _ = extract_transitions(zpower, workers=1)
+    transitions = [t for r in stepped for t in r.transitions]
+    settings = RowsConfig(rows=("f",), seconds=5.0, workers=1, width=4, memory_engine="mcts")
+    check_settings(settings)
+    (row,) = run_file_rows(zpower, settings, tmp_path, transitions, progress=False, say=lambda _: None)
+    assert row.name.endswith("by MCTS") and [r["proved"] for r in row.results] == [False, True]
+    trees = sorted((tmp_path / "f-mcts" / "trees").iterdir())
+    assert len(trees) == 2 and not (tmp_path / "f-best-first").exists()
+    assert {json.loads(t.read_text())["search"]["algorithm"] for t in trees} == {"mcts"}

@@ -9,6 +9,10 @@ The lemmas are a fixed pool for every seed (the bench pairs arms theorem by theo
   rows learn nothing from it), whole files in that order until ``size`` lemmas; arms rows (e) and (f).
   The k-NN source samples nothing, so a seed repeats the same searches: the seeds measure how far the
   wall-clock budgets move a verdict.
+* **MCTS against best-first with the memory** (reap's claim, with the strongest policy the project has): row (j)'s
+  sources (online k-NN memory, automation, premises, CoqHammer's ``sauto`` at every node; no model, so nothing is
+  taught on either side of the split) searched by reap's AND-OR MCTS and by best-first at the same wall budget, on
+  the online-memory claim's pool. Without CoqHammer the smoke size (the wiring only) takes row (h).
 * **retrieval in the prompt**: the held-out side's files only (the models were taught on the training side),
   same order rule; arms row (i) with the tiny model taught on states alone, and row (i) with the same model
   taught with each state's retrieved tactics and premises in its prompt; the model samples under the seed.
@@ -83,6 +87,20 @@ def online_memory(run: ClaimRun) -> Results:
     return {"offline memory": arms["e"], "online memory": arms["f"]}
 
 
+def mcts_vs_best_first(run: ClaimRun) -> Results:
+    """Row (j) searched by best-first and by MCTS (``memory_engine``) on :func:`file_pool`'s lemmas of both sides,
+    every other setting the same."""
+    from ..eval.provers import RowsConfig, check_settings, hammer_installed
+
+    row = "j" if not run.smoke or hammer_installed() else "h"
+    problems = file_pool(run.size, "all", smoke=run.smoke)
+    arms: Results = {}
+    for engine in ("best-first", "mcts"):
+        check_settings(RowsConfig(rows=(row,), memory_engine=engine))  # no CoqHammer: one line naming the set-up
+        arms[engine] = _rows(run, problems, (row,), run.out / engine, memory_engine=engine)[row]
+    return arms
+
+
 def context_models(run: ClaimRun) -> dict[str, str]:
     """Row (i)'s two tiny models, taught once beside the bench's assets on the training side's pairs: without and
     with retrieved context (:func:`~proofrl.eval.library.library_model`; the smoke assets' pairs and model shape
@@ -127,6 +145,22 @@ CLAIMS: list[Claim] = [
         smoke_size=2,
         unit="lemmas",
         settings={**BUDGET, "pool": "every core module, shuffled with seed 0", "rows": "e, f"},
+    ),
+    Claim(
+        "reap-mcts-vs-best-first-memory",
+        "reap",
+        "AND-OR MCTS proves more theorems than best-first search at equal budget.",
+        "The reap blog reports 77.5 % on miniF2F-test at pass@32 with its MCTS and gives no best-first comparison "
+        "at equal budget. Here both engines search with the library-learning prover's sources (row j): with the "
+        "tiny tactic model (reap-mcts-vs-best-first) both arms proved the same few theorems.",
+        "proved (0/1) per stdlib lemma in file order by row (j), only what precedes it, final check in a fresh coqc",
+        "best-first",
+        "mcts",
+        run=mcts_vs_best_first,
+        size=1337,
+        smoke_size=2,
+        unit="lemmas",
+        settings={**BUDGET, "pool": "every core module, shuffled with seed 0", "rows": "j (best-first / MCTS)"},
     ),
     Claim(
         "rango-retrieval-in-prompt",

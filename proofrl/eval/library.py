@@ -296,9 +296,9 @@ def _searched_in_order(
     out: Path,
     progress: bool,
 ) -> Any:
-    """Best-first search over each module's lemmas in file order, ``settings.workers`` modules at once, each
-    module with its own memory (offline for ``e``, online for ``f``-``j``) and, for ``h``-``j``, its own
-    premises."""
+    """Search (``settings.memory_engine``: best-first or MCTS) over each module's lemmas in file order,
+    ``settings.workers`` modules at once, each module with its own memory (offline for ``e``, online for
+    ``f``-``j``) and, for ``h``-``j``, its own premises."""
     from ..policy.memory import KNNPolicy, ProofMemory
     from ..policy.premises import PremisePolicy, unresolved
     from ..policy.sources import MenuPolicy, MixedPolicy
@@ -307,6 +307,7 @@ def _searched_in_order(
     from ..search.trace import Tracer
     from .provers import (
         AUTOMATION_ROWS,
+        ENGINES,
         PREMISE_ROWS,
         DescendantCPU,
         Row,
@@ -318,8 +319,8 @@ def _searched_in_order(
     )
 
     s = settings
-    cfg = row_search_config("reprover", s)
-    folder = out / f"{kind}-best-first"
+    cfg = row_search_config(ENGINES[s.memory_engine], s)
+    folder = out / f"{kind}-{s.memory_engine}"
     (folder / "trees").mkdir(parents=True, exist_ok=True)
     tracer = Tracer(folder / "trace.jsonl")
     by_theorem: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)

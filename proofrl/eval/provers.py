@@ -92,12 +92,14 @@ MEMORY_LABELS = {
 
 def memory_label(kind: str, s: Any) -> str:
     """The row's name in reports, ``(j) …`` naming the CoqHammer tactic it proposes (``s.node_hammer``) and the cap
-    on each call (``s.node_hammer_seconds``), where one is set."""
+    on each call (``s.node_hammer_seconds``), where one is set, and the engine where it is not best-first."""
     label = MEMORY_LABELS[kind]
     if kind == "j":
         label = label.replace("sauto", s.node_hammer)
         if s.node_hammer_seconds is not None:
             label += f", at most {s.node_hammer_seconds:g} s a call"
+    if s.memory_engine != "best-first":
+        label += f", by {ENGINE_LABEL[s.memory_engine]}"
     return f"({kind}) {label}"
 
 
@@ -268,8 +270,9 @@ class RowsConfig:
     the model proposes per node; ``atp_seconds``: ``Set Hammer ATPLimit``; ``node_hammer``: the CoqHammer
     tactic of :data:`NODE_HAMMER_TACTICS` row (j) proposes at every node, each call capped at
     ``node_hammer_seconds`` (1 s, chosen on the stdlib's training-side files against no cap; None: the search's
-    step limit, ``tactic_timeout``); ``policy``: ``hf:DIR`` for (c)/(d); ``context_model``: the folder of row
-    (i)'s tactic model, taught with retrieved context; ``seed``: what that model samples under."""
+    step limit, ``tactic_timeout``); ``memory_engine``: what searches with the memory's sources, rows (e)-(j):
+    ``best-first`` or ``mcts`` at the same wall budget; ``policy``: ``hf:DIR`` for (c)/(d); ``context_model``: the
+    folder of row (i)'s tactic model, taught with retrieved context; ``seed``: what that model samples under."""
 
     rows: tuple[str, ...] = ROWS
     seconds: float = 10.0
@@ -280,6 +283,7 @@ class RowsConfig:
     atp_seconds: int = 5
     node_hammer: str = "sauto"
     node_hammer_seconds: float | None = 1.0
+    memory_engine: str = "best-first"
     policy: str = ""
     context_model: str = ""
     seed: int = 0
@@ -304,6 +308,8 @@ def check_settings(s: RowsConfig) -> None:
         raise ConfigError(f"--seconds must be a positive number, got {s.seconds}")
     if s.workers < 1:
         raise ConfigError(f"--workers must be at least 1, got {s.workers}")
+    if s.memory_engine not in ENGINES:
+        raise ConfigError(f"--memory-engine {s.memory_engine!r}: choose among {', '.join(ENGINES)}")
     if s.node_hammer not in NODE_HAMMER_TACTICS:
         raise ConfigError(f"--node-hammer {s.node_hammer!r}: choose among {', '.join(NODE_HAMMER_TACTICS)}")
     if s.node_hammer_seconds is not None and not (0 < s.node_hammer_seconds < math.inf):
@@ -607,7 +613,8 @@ def _memory_row(
     policy: Any = MixedPolicy(sources) if len(sources) > 1 else knn
     w0, start = time.monotonic(), len(mem)
     with DescendantCPU() as cpu:
-        res = searched(problems, policy, "reprover", "", s, out / f"{kind}-best-first", progress)
+        engine = s.memory_engine
+        res = searched(problems, policy, ENGINES[engine], "", s, out / f"{kind}-{engine}", progress)
     row = Row(memory_label(kind, s), res, time.monotonic() - w0, cpu.seconds)
     row.notes = {
         "memory": {"start": start, "end": len(mem), "learned": mem.online_count},
