@@ -14,6 +14,7 @@ from proofrl.errors import ConfigError
 
 PLAN = Path(__file__).resolve().parent.parent / "docs" / "claims-plan.yaml"
 PLAN_2 = PLAN.with_name("claims-plan-2.yaml")
+PILOT_3, PLAN_3 = PLAN.with_name("claims-pilot-3.yaml"), PLAN.with_name("claims-plan-3.yaml")
 REGISTERED = {n: c.arms for n, c in CLAIMS.items()}
 
 
@@ -36,6 +37,14 @@ def test_the_second_plan_uses_seeds_no_run_used_and_runs_only_what_the_first_cou
     assert set(second.claims) == set(CLAIMS) and all(c.why for c in second.claims.values())
     assert not set(second.seeds) & (set(range(6)) | set(first.seeds)) and len(second.seeds) >= 5
     assert second.planned == {"unlikely-passN": 69} and first.planned["unlikely-passN"] == 48
+
+
+def test_the_third_plan_runs_the_memory_search_claim_at_its_pilot_s_size_on_seeds_no_run_used() -> None:
+    pilot, third = load_plan(PILOT_3, REGISTERED), load_plan(PLAN_3, REGISTERED)
+    earlier = set(range(6)) | set(load_plan(PLAN, REGISTERED).seeds) | set(load_plan(PLAN_2, REGISTERED).seeds)
+    assert pilot.planned == {"reap-mcts-vs-best-first-memory": 100}
+    assert third.planned == {"reap-mcts-vs-best-first-memory": 785} and len(third.seeds) >= 5
+    assert not set(third.seeds) & (earlier | set(pilot.seeds))
 
 
 @pytest.mark.parametrize(
