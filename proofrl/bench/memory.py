@@ -68,13 +68,14 @@ def _rows(run: ClaimRun, problems: list[Any], rows: tuple[str, ...], out: Path, 
     """The file-order rows on ``problems`` into ``out`` (kept: a finished arm is read back, not searched again);
     each row's ``{lemma: proved 0/1}`` by row letter."""
     from ..eval.library import run_file_rows
-    from ..eval.provers import RowsConfig
+    from ..eval.provers import RowsConfig, check_settings
 
     done = out / "arms.json"
     if done.is_file():
         return json.loads(done.read_text())
     budget = SMOKE_BUDGET if run.smoke else BUDGET
     s = RowsConfig(rows=rows, workers=run.workers, seed=run.seed, **budget, **more)
+    check_settings(s)  # e.g. row j without CoqHammer: one line naming the set-up, before anything runs
     ran = run_file_rows(problems, s, out, _transitions(run), progress=False, say=lambda _: None)
     arms = {row.name[1]: {r["name"]: float(r["proved"]) for r in row.results} for row in ran}
     done.write_text(json.dumps(arms))
@@ -90,15 +91,14 @@ def online_memory(run: ClaimRun) -> Results:
 def mcts_vs_best_first(run: ClaimRun) -> Results:
     """Row (j) searched by best-first and by MCTS (``memory_engine``) on :func:`file_pool`'s lemmas of both sides,
     every other setting the same."""
-    from ..eval.provers import RowsConfig, check_settings, hammer_installed
+    from ..eval.provers import hammer_installed
 
     row = "j" if not run.smoke or hammer_installed() else "h"
     problems = file_pool(run.size, "all", smoke=run.smoke)
-    arms: Results = {}
-    for engine in ("best-first", "mcts"):
-        check_settings(RowsConfig(rows=(row,), memory_engine=engine))  # no CoqHammer: one line naming the set-up
-        arms[engine] = _rows(run, problems, (row,), run.out / engine, memory_engine=engine)[row]
-    return arms
+    return {
+        engine: _rows(run, problems, (row,), run.out / engine, memory_engine=engine)[row]
+        for engine in ("best-first", "mcts")
+    }
 
 
 def context_models(run: ClaimRun) -> dict[str, str]:
