@@ -59,3 +59,37 @@ def test_bad_shapes_are_one_clear_error():
         compare(np.zeros((2, 3)), np.zeros((2, 4)))
     with pytest.raises(ValueError, match="NaN"):
         mean_interval([[0.0, float("nan")]])
+
+
+def test_a_spread_between_seeds_asks_for_seeds_not_theorems():
+    # each seed trains its own model: the difference is +0.10 on some seeds and -0.02 on others, whatever the
+    # theorem; more theorems cannot average that away, more seeds can
+    rng = np.random.default_rng(5)
+    seed_part = np.array([0.10, -0.02, 0.12, -0.03, 0.06])
+    a = rng.uniform(0.4, 0.6, (5, 100))
+    b = a + seed_part[:, None] + rng.normal(0, 0.01, (5, 100))
+    c = compare(a, b)
+    assert c.verdict == "cannot tell at this size" and c.difference.low < 0 < c.difference.high
+    assert c.theorems_needed is None and c.seeds_needed is not None and c.seeds_needed > 5
+    # the theorems' spread alone would have asked for a handful of theorems
+    assert theorems_needed((b - a).mean(axis=0)) < 10
+
+
+def test_seeds_that_repeat_one_measurement_size_by_theorems_as_one_seed_does():
+    rng = np.random.default_rng(6)
+    per_theorem = rng.normal(0.05, 0.3, 60)
+    a = np.zeros((4, 60))
+    c = compare(a, a + per_theorem)
+    assert c.seeds_needed is None and c.theorems_needed == theorems_needed(per_theorem)
+
+
+def test_the_report_says_when_seeds_would_tell_and_theorems_would_not():
+    from proofrl.bench.claims import get_claims
+    from proofrl.bench.run import size_line
+
+    claim = get_claims(["eva-ranking"])[0]
+    rng = np.random.default_rng(5)
+    a = rng.uniform(0.4, 0.6, (5, 100))
+    c = compare(a, a + np.array([0.10, -0.02, 0.12, -0.03, 0.06])[:, None])
+    line = size_line(claim, c)
+    assert f"about {c.seeds_needed} seeds of these 100 {claim.unit} would" in line and "alone would not" in line

@@ -16,6 +16,7 @@ A run killed part-way resumes: a (claim, seed, size) already in ``results.jsonl`
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -167,12 +168,23 @@ def verdict_line(claim: Claim, c: Comparison) -> str:
             " baseline (or a smaller margin with more theorems) would."
         )
     elif c.verdict == "cannot tell at this size":
-        line += (
-            f" About {c.theorems_needed} {claim.unit} would tell an effect of this size (80 % power)."
-            if c.theorems_needed
-            else " No difference at all was seen: no size follows from it."
-        )
+        line += " " + size_line(claim, c)
     return line
+
+
+def size_line(claim: Claim, c: Comparison) -> str:
+    """What would tell (:func:`proofrl.bench.stats.sizes_needed`): more theorems at these seeds, else more seeds."""
+    if c.theorems_needed:
+        return f"About {c.theorems_needed} {claim.unit} would tell an effect of this size (80 % power)."
+    if c.seeds_needed:
+        return (
+            f"More {claim.unit} alone would not tell: the arms' difference moves from seed to seed by more than the "
+            f"effect allows at {c.seeds} seeds; about {c.seeds_needed} seeds of these {c.theorems} {claim.unit} would "
+            "(80 % power)."
+        )
+    if c.difference.mean == 0 and not c.margin:
+        return "No difference at all was seen: no size follows from it."
+    return f"Neither more {claim.unit} nor more seeds alone would tell an effect of this size at this spread."
 
 
 def plot(claim: Claim, c: Comparison, out: Path) -> Path:
@@ -187,7 +199,9 @@ def plot(claim: Claim, c: Comparison, out: Path) -> Path:
         left.errorbar([i], [iv.mean], yerr=[[iv.mean - iv.low], [iv.high - iv.mean]], fmt="o", capsize=6)
     left.set_xticks([0, 1], [claim.baseline, claim.treatment])
     left.set_xlim(-0.5, 1.5)
-    left.set_ylabel(claim.metric[:40])
+    # the metric's first clause, cut at a word and on two lines: a cut mid-word read as another metric
+    label = textwrap.shorten(claim.metric.split(",")[0], 60, placeholder=" …")
+    left.set_ylabel(textwrap.fill(label, 32), fontsize=8)
     left.set_title(f"{claim.name}: mean, 95 % interval", fontsize=9)
     d = c.difference
     right.errorbar([0], [d.mean], yerr=[[d.mean - d.low], [d.high - d.mean]], fmt="s", color="tab:red", capsize=6)
@@ -321,6 +335,7 @@ def compare_from(d: dict[str, Any]) -> Comparison:
         d["seeds"],
         d["theorems_needed"],
         d.get("margin", 0.0),
+        d.get("seeds_needed"),
     )
 
 

@@ -11,7 +11,14 @@ arm A uses the paired differences ``d[s, t] = b[s, t] − a[s, t]``:
 - the p-value is a sign-flip permutation test on the per-theorem mean differences ``d̄_t`` (the theorem is the
   exchangeable unit: under "no effect" the label of the arm is arbitrary within a theorem), two-sided;
 - the size that would tell is the number of theorems at which a two-sided 5 % test has 80 % power for the
-  observed effect, from the observed spread of ``d̄_t``: ``n = ((z₀.₉₇₅ + z₀.₈) · sd(d̄_t) / |mean d|)²``.
+  observed effect, at the same number of seeds. The differences are read as ``d[s, t] = μ + a_s + b_t + e[s, t]``
+  (a seed's part, a theorem's part, the rest; their variances σ²_s, σ²_t, σ²_e estimated from the two-way
+  mean squares), so the mean over ``S`` seeds and ``n`` theorems varies by ``σ²_s/S + σ²_t/n + σ²_e/(S·n)``, the
+  spread the two-level bootstrap resamples. The size is the ``n`` at which that variance falls to
+  ``(|mean d| / (z₀.₉₇₅ + z₀.₈))²``. With one seed, or seeds that add no spread of their own, this is
+  ``n = ((z₀.₉₇₅ + z₀.₈) · sd(d̄_t) / |mean d|)²``. Where the seeds' own spread σ²_s/S alone exceeds that bound (a
+  model trained per seed that lands differently each time), no number of theorems tells, and the size is given in
+  seeds instead: the ``S`` at which the variance falls to the bound with the theorems there are.
 
 A non-inferiority claim ("B does not lower the metric by more than a margin δ") is the claim
 ``direction·(B − A) > −δ``: the same rule, with the differences shifted by δ (``d + δ``) for the test, the
@@ -56,10 +63,14 @@ class Comparison:
     theorems: int
     seeds: int
     theorems_needed: int | None
-    """theorems at which this effect would be detected (80 % power, 5 % two-sided); None when no effect was seen"""
+    """theorems at which this effect would be detected at these seeds (80 % power, 5 % two-sided); None when no
+    effect was seen, or when the seeds' own spread is too large for any number of theorems"""
     margin: float = 0.0
     """δ of a non-inferiority claim (``direction·(B − A) > −δ``); the p-value and the size that would tell are
     then about ``d + direction·δ``"""
+    seeds_needed: int | None = None
+    """where no number of theorems would tell at these seeds: the seeds at which this effect would be detected
+    with these theorems (None when more seeds alone would not either, or when theorems would)"""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -110,14 +121,42 @@ def permutation_p_value(per_theorem_diff: np.ndarray, rounds: int, rng: np.rando
 
 
 def theorems_needed(per_theorem_diff: np.ndarray) -> int | None:
-    """Theorems at which a two-sided 5 % test has 80 % power for the observed mean difference."""
-    effect = abs(float(per_theorem_diff.mean()))
+    """Theorems at which a two-sided 5 % test has 80 % power for the observed mean difference (one seed)."""
+    return sizes_needed(per_theorem_diff[None, :])[0]
+
+
+def variance_components(diff: np.ndarray) -> tuple[float, float, float]:
+    """σ²_s, σ²_t, σ²_e of ``d[s, t] = μ + a_s + b_t + e[s, t]`` from the two-way mean squares (a negative
+    estimate is 0). With one seed σ²_s is 0 and σ²_t + σ²_e is the theorems' variance; with one theorem σ²_t
+    is 0 and σ²_s + σ²_e the seeds'."""
+    seeds, theorems = diff.shape
+    by_seed, by_theorem = diff.mean(axis=1), diff.mean(axis=0)
+    if seeds == 1 or theorems == 1:
+        spread = float(np.var(diff, ddof=1)) if diff.size > 1 else 0.0
+        return (0.0, spread, 0.0) if seeds == 1 else (spread, 0.0, 0.0)
+    resid = diff - by_seed[:, None] - by_theorem[None, :] + diff.mean()
+    ms_e = float((resid**2).sum()) / ((seeds - 1) * (theorems - 1))
+    ms_s = theorems * float(np.var(by_seed, ddof=1))
+    ms_t = seeds * float(np.var(by_theorem, ddof=1))
+    return max(0.0, (ms_s - ms_e) / theorems), max(0.0, (ms_t - ms_e) / seeds), ms_e
+
+
+def sizes_needed(diff: np.ndarray) -> tuple[int | None, int | None]:
+    """(theorems at these seeds, seeds at these theorems) at which a two-sided 5 % test has 80 % power for the
+    mean of ``diff`` (seeds × theorems): theorems where more theorems can tell, else seeds where more seeds can,
+    else neither (and (None, None) when no effect was seen)."""
+    effect = abs(float(diff.mean()))
     if effect == 0.0:
-        return None
-    sd = float(per_theorem_diff.std(ddof=1)) if per_theorem_diff.size > 1 else 0.0
-    if sd == 0.0:
-        return int(per_theorem_diff.size)
-    return max(2, math.ceil(((Z_975 + Z_80) * sd / effect) ** 2))
+        return None, None
+    seeds, theorems = diff.shape
+    var_s, var_t, var_e = variance_components(diff)
+    bound = (effect / (Z_975 + Z_80)) ** 2
+    if var_s / seeds < bound:
+        spread = var_t + var_e / seeds
+        return (max(2, math.ceil(spread / (bound - var_s / seeds))) if spread > 0 else theorems), None
+    if var_t / theorems < bound:
+        return None, max(seeds + 1, math.ceil((var_s + var_e / theorems) / (bound - var_t / theorems)))
+    return None, None
 
 
 def compare(
@@ -152,7 +191,8 @@ def compare(
         verdict = "does not hold"
     else:
         verdict = "cannot tell at this size"
-    return Comparison(ia, ib, idiff, p, verdict, ma.shape[1], ma.shape[0], theorems_needed(shifted), margin)
+    n_theorems, n_seeds = sizes_needed(diff + direction * margin)
+    return Comparison(ia, ib, idiff, p, verdict, ma.shape[1], ma.shape[0], n_theorems, margin, n_seeds)
 
 
 def baseline_within_margin(a: Interval, direction: int, margin: float) -> bool:
