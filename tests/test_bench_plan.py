@@ -15,6 +15,7 @@ from proofrl.errors import ConfigError
 PLAN = Path(__file__).resolve().parent.parent / "docs" / "claims-plan.yaml"
 PLAN_2 = PLAN.with_name("claims-plan-2.yaml")
 PILOT_3, PLAN_3 = PLAN.with_name("claims-pilot-3.yaml"), PLAN.with_name("claims-plan-3.yaml")
+PILOT_4, PLAN_4 = PLAN.with_name("claims-pilot-4.yaml"), PLAN.with_name("claims-plan-4.yaml")
 REGISTERED = {n: c.arms for n, c in CLAIMS.items()}
 
 
@@ -45,6 +46,15 @@ def test_the_third_plan_runs_the_memory_search_claim_at_its_pilot_s_size_on_seed
     assert pilot.planned == {"reap-mcts-vs-best-first-memory": 100}
     assert third.planned == {"reap-mcts-vs-best-first-memory": 785} and len(third.seeds) >= 5
     assert not set(third.seeds) & (earlier | set(pilot.seeds))
+
+
+def test_the_fourth_plan_runs_eva_ranking_on_the_pilot_s_states_at_the_seeds_it_asked_for() -> None:
+    first, pilot, fourth = (load_plan(p, REGISTERED) for p in (PLAN, PILOT_4, PLAN_4))
+    # the pilot repeats the first plan's EVA run as it was; the plan adds seeds, not states
+    assert pilot.seeds == first.seeds and pilot.planned == {"eva-ranking": 55, "eva-ranking-value-head": 55}
+    assert fourth.planned == pilot.planned and len(fourth.seeds) == 15
+    used = set(range(6)) | {s for p in (PLAN, PLAN_2, PILOT_3, PLAN_3) for s in load_plan(p, REGISTERED).seeds}
+    assert not set(fourth.seeds) & used
 
 
 @pytest.mark.parametrize(
