@@ -201,7 +201,7 @@ def plot(claim: Claim, c: Comparison, out: Path) -> Path:
     left.set_xlim(-0.5, 1.5)
     # the metric's first clause, cut at a word and on two lines: a cut mid-word read as another metric
     label = textwrap.shorten(claim.metric.split(",")[0], 60, placeholder=" …")
-    left.set_ylabel(textwrap.fill(label, 32), fontsize=8)
+    left.set_ylabel(textwrap.fill(label, 32, break_on_hyphens=False), fontsize=8)
     left.set_title(f"{claim.name}: mean, 95 % interval", fontsize=9)
     d = c.difference
     right.errorbar([0], [d.mean], yerr=[[d.mean - d.low], [d.high - d.mean]], fmt="s", color="tab:red", capsize=6)
