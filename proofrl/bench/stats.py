@@ -14,11 +14,12 @@ arm A uses the paired differences ``d[s, t] = b[s, t] − a[s, t]``:
   observed effect, at the same number of seeds. The differences are read as ``d[s, t] = μ + a_s + b_t + e[s, t]``
   (a seed's part, a theorem's part, the rest; their variances σ²_s, σ²_t, σ²_e estimated from the two-way
   mean squares), so the mean over ``S`` seeds and ``n`` theorems varies by ``σ²_s/S + σ²_t/n + σ²_e/(S·n)``, the
-  spread the two-level bootstrap resamples. The size is the ``n`` at which that variance falls to
-  ``(|mean d| / (z₀.₉₇₅ + z₀.₈))²``. With one seed, or seeds that add no spread of their own, this is
-  ``n = ((z₀.₉₇₅ + z₀.₈) · sd(d̄_t) / |mean d|)²``. Where the seeds' own spread σ²_s/S alone exceeds that bound (a
-  model trained per seed that lands differently each time), no number of theorems tells, and the size is given in
-  seeds instead: the ``S`` at which the variance falls to the bound with the theorems there are.
+  spread the two-level bootstrap resamples (σ²_s counted only where the seeds' F-test gives p < 0.25, else pooled
+  into σ²_e). The size is the ``n`` at which that variance falls to ``(|mean d| / (z₀.₉₇₅ + z₀.₈))²``. With one
+  seed, or seeds that add no spread of their own, this is ``n = ((z₀.₉₇₅ + z₀.₈) · sd(d̄_t) / |mean d|)²``. Where
+  the seeds' own spread σ²_s/S alone exceeds that bound (a model trained per seed that lands differently each
+  time), no number of theorems tells, and the size is given in seeds instead: the ``S`` at which the variance
+  falls to the bound with the theorems there are.
 
 A non-inferiority claim ("B does not lower the metric by more than a margin δ") is the claim
 ``direction·(B − A) > −δ``: the same rule, with the differences shifted by δ (``d + δ``) for the test, the
@@ -125,20 +126,32 @@ def theorems_needed(per_theorem_diff: np.ndarray) -> int | None:
     return sizes_needed(per_theorem_diff[None, :])[0]
 
 
+POOL_ALPHA = 0.25
+"""the seeds' part is counted only where an F-test rejects "no seed part" at this level, else pooled into the
+rest (Bancroft's sometimes-pool rule, whose usual level this is): from a few seeds, a part estimated from noise
+alone would otherwise decide the size"""
+
+
 def variance_components(diff: np.ndarray) -> tuple[float, float, float]:
     """σ²_s, σ²_t, σ²_e of ``d[s, t] = μ + a_s + b_t + e[s, t]`` from the two-way mean squares (a negative
-    estimate is 0). With one seed σ²_s is 0 and σ²_t + σ²_e is the theorems' variance; with one theorem σ²_t
-    is 0 and σ²_s + σ²_e the seeds'."""
+    estimate is 0; σ²_s is 0 unless the seeds' F-test gives p < :data:`POOL_ALPHA`). With one seed σ²_s is 0
+    and σ²_t + σ²_e is the theorems' variance; with one theorem σ²_t is 0 and σ²_s + σ²_e the seeds'."""
+    from scipy.stats import f
+
     seeds, theorems = diff.shape
     by_seed, by_theorem = diff.mean(axis=1), diff.mean(axis=0)
     if seeds == 1 or theorems == 1:
         spread = float(np.var(diff, ddof=1)) if diff.size > 1 else 0.0
         return (0.0, spread, 0.0) if seeds == 1 else (spread, 0.0, 0.0)
+    df_s, df_e = seeds - 1, (seeds - 1) * (theorems - 1)
     resid = diff - by_seed[:, None] - by_theorem[None, :] + diff.mean()
-    ms_e = float((resid**2).sum()) / ((seeds - 1) * (theorems - 1))
+    ms_e = float((resid**2).sum()) / df_e
     ms_s = theorems * float(np.var(by_seed, ddof=1))
     ms_t = seeds * float(np.var(by_theorem, ddof=1))
-    return max(0.0, (ms_s - ms_e) / theorems), max(0.0, (ms_t - ms_e) / seeds), ms_e
+    seed_part = ms_s > ms_e and (ms_e == 0.0 or float(f.sf(ms_s / ms_e, df_s, df_e)) < POOL_ALPHA)
+    if not seed_part:
+        ms_e = (df_s * ms_s + df_e * ms_e) / (df_s + df_e)
+    return (ms_s - ms_e) / theorems if seed_part else 0.0, max(0.0, (ms_t - ms_e) / seeds), ms_e
 
 
 def sizes_needed(diff: np.ndarray) -> tuple[int | None, int | None]:
