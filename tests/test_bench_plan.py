@@ -16,6 +16,7 @@ PLAN = Path(__file__).resolve().parent.parent / "docs" / "claims-plan.yaml"
 PLAN_2 = PLAN.with_name("claims-plan-2.yaml")
 PILOT_3, PLAN_3 = PLAN.with_name("claims-pilot-3.yaml"), PLAN.with_name("claims-plan-3.yaml")
 PILOT_4, PLAN_4 = PLAN.with_name("claims-pilot-4.yaml"), PLAN.with_name("claims-plan-4.yaml")
+PILOT_5, PLAN_5 = PLAN.with_name("claims-pilot-5.yaml"), PLAN.with_name("claims-plan-5.yaml")
 REGISTERED = {n: c.arms for n, c in CLAIMS.items()}
 
 
@@ -55,6 +56,16 @@ def test_the_fourth_plan_runs_eva_ranking_on_the_pilot_s_states_at_the_seeds_it_
     assert fourth.planned == pilot.planned and len(fourth.seeds) == 15
     used = set(range(6)) | {s for p in (PLAN, PLAN_2, PILOT_3, PLAN_3) for s in load_plan(p, REGISTERED).seeds}
     assert not set(fourth.seeds) & used
+
+
+def test_the_fifth_plan_runs_the_correction_turn_on_the_whole_pool_at_seeds_no_run_used() -> None:
+    pilot, fifth = load_plan(PILOT_5, REGISTERED), load_plan(PLAN_5, REGISTERED)
+    assert pilot.planned["kimina-error-correction"] == 32 and len(pilot.seeds) == 6
+    assert fifth.planned == {"kimina-error-correction": 78, "kimina-format-reward": 78} and len(fifth.seeds) == 7
+    used = set(range(6)) | {
+        s for p in (PLAN, PLAN_2, PILOT_3, PLAN_3, PILOT_4, PLAN_4, PILOT_5) for s in load_plan(p, REGISTERED).seeds
+    }
+    assert not set(fifth.seeds) & used
 
 
 @pytest.mark.parametrize(
