@@ -93,3 +93,14 @@ def test_the_report_says_when_seeds_would_tell_and_theorems_would_not():
     c = compare(a, a + np.array([0.10, -0.02, 0.12, -0.03, 0.06])[:, None])
     line = size_line(claim, c)
     assert f"about {c.seeds_needed} seeds of these 100 {claim.unit} would" in line and "alone would not" in line
+
+
+def test_a_difference_on_a_non_inferiority_bound_names_no_size():
+    from proofrl.bench.claims import get_claims
+    from proofrl.bench.run import size_line
+
+    claim = get_claims(["kimina-format-reward"])[0]
+    a = np.full((3, 40), 0.5)
+    c = compare(a, a - 0.25, margin=0.25)  # B − A + δ = 0 on every theorem (exact in binary, unlike 0.05)
+    assert (c.theorems_needed, c.seeds_needed) == (None, None)
+    assert size_line(claim, c) == "The difference sits exactly on the claim's bound: no size follows from it."

@@ -182,8 +182,9 @@ def size_line(claim: Claim, c: Comparison) -> str:
             f"effect allows at {c.seeds} seeds; about {c.seeds_needed} seeds of these {c.theorems} {claim.unit} would "
             "(80 % power)."
         )
-    if c.difference.mean == 0 and not c.margin:
-        return "No difference at all was seen: no size follows from it."
+    if c.difference.mean + claim.direction * c.margin == 0:  # the effect sizes_needed measures, as it shifts it
+        seen = "The difference sits exactly on the claim's bound" if c.margin else "No difference at all was seen"
+        return f"{seen}: no size follows from it."
     return f"Neither more {claim.unit} nor more seeds alone would tell an effect of this size at this spread."
 
 
