@@ -17,6 +17,7 @@ PLAN_2 = PLAN.with_name("claims-plan-2.yaml")
 PILOT_3, PLAN_3 = PLAN.with_name("claims-pilot-3.yaml"), PLAN.with_name("claims-plan-3.yaml")
 PILOT_4, PLAN_4 = PLAN.with_name("claims-pilot-4.yaml"), PLAN.with_name("claims-plan-4.yaml")
 PILOT_5, PLAN_5 = PLAN.with_name("claims-pilot-5.yaml"), PLAN.with_name("claims-plan-5.yaml")
+PILOT_6 = PLAN.with_name("claims-pilot-6.yaml")
 REGISTERED = {n: c.arms for n, c in CLAIMS.items()}
 
 
@@ -66,6 +67,17 @@ def test_the_fifth_plan_runs_the_correction_turn_on_the_whole_pool_at_seeds_no_r
         s for p in (PLAN, PLAN_2, PILOT_3, PLAN_3, PILOT_4, PLAN_4, PILOT_5) for s in load_plan(p, REGISTERED).seeds
     }
     assert not set(fifth.seeds) & used
+
+
+def test_the_sixth_pilot_measures_the_proving_claim_on_the_whole_pool_at_six_seeds_no_run_used() -> None:
+    pilot = load_plan(PILOT_6, REGISTERED)
+    assert pilot.planned == {"leanlistener-proving": 267} and len(pilot.seeds) == 6
+    used = set(range(6)) | {
+        s
+        for p in (PLAN, PLAN_2, PILOT_3, PLAN_3, PILOT_4, PLAN_4, PILOT_5, PLAN_5)
+        for s in load_plan(p, REGISTERED).seeds
+    }
+    assert not set(pilot.seeds) & used
 
 
 @pytest.mark.parametrize(
