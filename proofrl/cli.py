@@ -269,7 +269,10 @@ def bench(
     claim: list[str] = typer.Option([], "--claim", help="run only this claim (repeatable); default: all"),
     seeds: int = typer.Option(None, "--seeds", min=1, help="seeds 0..N-1 (default 3), each arm on the same theorems"),
     plan: Path = typer.Option(
-        None, "--plan", help="a plan (docs/claims-plan.yaml): its claims, sizes and seeds instead of --claim/--seeds"
+        None,
+        "--plan",
+        help="a plan (docs/claims-plan.yaml): its claims, sizes and seeds instead of --claim/--seeds; or an index of "
+        "plans (docs/claims-plans.yaml): each into OUT/NAME, then OUT/standing.md, each claim's latest verdict",
     ),
     out: Path = typer.Option(Path("runs/bench"), "--out", "-o", help="folder: results.jsonl, report.md, plots"),
     workers: int = typer.Option(2, "--workers", "-k", help="Coq processes"),
@@ -280,18 +283,24 @@ def bench(
     difference, a permutation p-value and a verdict (holds / does not hold / cannot tell at this size).
     A killed run resumes: finished (claim, seed) pairs in OUT/results.jsonl are kept."""
     from .bench.claims import CLAIMS, get_claims
-    from .bench.plan import load_plan
+    from .bench.plan import load_plans
     from .bench.run import cli_bench
+    from .bench.standing import cli_bench_plans
     from .errors import ConfigError
     from .preflight import require_backend
 
     get_claims(claim)  # an unknown claim is one line now
     if plan is not None and (claim or seeds is not None):
         raise ConfigError("--plan sets the claims, sizes and seeds: leave out --claim and --seeds")
-    planned = load_plan(plan, {n: c.arms for n, c in CLAIMS.items()}) if plan is not None else None
+    index, plans = load_plans(plan, {n: c.arms for n, c in CLAIMS.items()}) if plan is not None else (False, [])
+    if index and smoke:
+        raise ConfigError("--smoke runs one plan (or none): give a plan file, not an index of plans")
     require_backend("coq")
     torch_threads(threads)
-    cli_bench(list(claim), seeds or 3, out, smoke=smoke, workers=workers, plan=planned)
+    if index:
+        cli_bench_plans(plans, out, workers=workers)
+    else:
+        cli_bench(list(claim), seeds or 3, out, smoke=smoke, workers=workers, plan=plans[0][1] if plans else None)
 
 
 @app.command()

@@ -15,12 +15,17 @@
 Every registered claim must be in the plan (run or not, with its reason), so a plan says what happens to each;
 a planned claim names its arms as the registry does; the planned claims' hours must fit the budget. A bad plan
 is one line naming what to fix.
+
+An index of plans (``docs/claims-plans.yaml``) lists plan files in the order they were written, so that one
+command reruns every plan and reads each claim's latest verdict from them::
+
+    plans: [claims-plan.yaml, claims-plan-2.yaml, claims-pilot-3.yaml, claims-plan-3.yaml]   # relative to the index
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import Field
 
@@ -71,3 +76,24 @@ def load_plan(path: Path, registered: dict[str, tuple[str, str]]) -> BenchPlanCo
     if hours > plan.budget_hours:
         raise ConfigError(f"{path}: the planned claims take {hours:g} hours, over the budget of {plan.budget_hours:g}")
     return plan
+
+
+def load_plans(path: Path, registered: dict[str, tuple[str, str]]) -> tuple[bool, list[tuple[str, BenchPlanConfig]]]:
+    """``(is_index, [(name, plan), ...])``: the plan in ``path`` (one, named by its file), or every plan an index
+    lists (``plans:``), each checked by :func:`load_plan`. An index's plans are named by their file stems, which must
+    differ (each runs into its own folder)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{path}: no such plan file")
+    tree: dict[str, Any] = read_mapping(path, "a bench plan")
+    if "plans" not in tree:
+        return False, [(path.stem, load_plan(path, registered))]
+    entries = tree["plans"]
+    if set(tree) != {"plans"} or not isinstance(entries, list) or not entries:
+        raise ConfigError(f"{path}: an index of plans has one key, plans: a list of plan files")
+    if not all(isinstance(e, str) for e in entries):
+        raise ConfigError(f"{path}: plans: each entry is a plan file's path (relative to the index)")
+    files = [path.parent / e for e in entries]
+    if len({f.stem for f in files}) != len(files):
+        raise ConfigError(f"{path}: plans: two files share a name ({', '.join(entries)}); each runs into OUT/NAME")
+    return True, [(f.stem, load_plan(f, registered)) for f in files]

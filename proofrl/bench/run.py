@@ -35,16 +35,18 @@ def run_bench(
     workers: int = 2,
     console: Any = None,
     plan: BenchPlanConfig | None = None,
+    assets_root: Path | None = None,
 ) -> dict[str, Any]:
     """Run each chosen claim that is implemented for seeds 0..seeds−1 (skipping those already in
     ``results.jsonl`` at this size), then write the report. Returns the summary. With a ``plan``
-    (:mod:`.plan`), its claims at its sizes (the smoke sizes with ``smoke``) for its seeds instead."""
+    (:mod:`.plan`), its claims at its sizes (the smoke sizes with ``smoke``) for its seeds instead. The tactic
+    assets live in ``assets_root`` (default ``out``): an index of plans shares one build."""
     from rich.console import Console
 
     from ..data import assets as assets_mod
 
     console = console or Console()
-    chosen = get_claims(list(plan.planned) if plan else claims)
+    chosen = [c for c in get_claims(None) if c.name in plan.planned] if plan else get_claims(claims)
     seed_list = list(plan.seeds) if plan else list(range(seeds))
     out = Path(out)
     runner = Runner(out, ("claim", "seed", "size"), log="results.jsonl", console=console)
@@ -52,7 +54,8 @@ def run_bench(
     assets = None
     if todo:
         settings = assets_mod.AssetsConfig(**assets_mod.SMOKE_ASSETS) if smoke else None
-        assets = assets_mod.tactic_assets(out, seed=0, workers=workers, console=console, settings=settings)
+        root = assets_root or out
+        assets = assets_mod.tactic_assets(root, seed=0, workers=workers, console=console, settings=settings)
     for claim in todo:
         size = claim_size(claim, smoke, plan)
         for seed in seed_list:
@@ -348,12 +351,15 @@ def cli_bench(
     smoke: bool = False,
     workers: int = 2,
     plan: BenchPlanConfig | None = None,
+    assets_root: Path | None = None,
 ) -> dict[str, Any]:
     """What ``proofrl bench`` calls: the run, then one verdict line per measured claim (every claim of a plan)."""
     from rich.console import Console
 
     console = Console()
-    summary = run_bench(out, claims, seeds=seeds, smoke=smoke, workers=workers, console=console, plan=plan)
+    summary = run_bench(
+        out, claims, seeds=seeds, smoke=smoke, workers=workers, console=console, plan=plan, assets_root=assets_root
+    )
     for claim in get_claims(list(plan.claims) if plan else claims):
         e = summary["claims"][claim.name]
         if "comparison" in e:

@@ -1,0 +1,134 @@
+"""An index of bench plans (``proofrl bench --plan docs/claims-plans.yaml``): every plan in the order written, and
+each claim's latest verdict read from them; a bad index is one line naming what to fix."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from proofrl.bench.claims import CLAIMS, get_claims
+from proofrl.bench.plan import load_plans
+from proofrl.bench.run import write_report
+from proofrl.bench.standing import standing, write_standing
+from proofrl.errors import ConfigError
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+REGISTERED = {n: c.arms for n, c in CLAIMS.items()}
+
+
+def test_the_shipped_index_lists_every_plan_file_once_in_the_order_written() -> None:
+    index, plans = load_plans(DOCS / "claims-plans.yaml", REGISTERED)
+    names = [n for n, _ in plans]
+    assert index and names[0] == "claims-plan"
+    on_disk = {p.stem for p in DOCS.glob("claims-p*.yaml")} - {"claims-plans"}
+    assert set(names) == on_disk and len(names) == len(on_disk)  # a plan left out of the index would not rerun
+    assert names.index("claims-pilot-4") < names.index("claims-plan-4")
+    assert names.index("claims-pilot-5") < names.index("claims-plan-5")
+
+
+def test_a_plan_file_is_not_an_index() -> None:
+    index, plans = load_plans(DOCS / "claims-plan-5.yaml", REGISTERED)
+    assert not index and [n for n, _ in plans] == ["claims-plan-5"]
+
+
+@pytest.mark.parametrize(
+    "tree, says",
+    [
+        ({"plans": [], "seeds": [1]}, "one key, plans"),
+        ({"plans": "claims-plan.yaml"}, "one key, plans"),
+        ({"plans": [3]}, "each entry is a plan file"),
+        ({"plans": ["claims-plan.yaml", "claims-plan.yaml"]}, "share a name"),
+        ({"plans": ["no-such-plan.yaml"]}, "no such plan file"),
+    ],
+)
+def test_a_bad_index_is_one_line_naming_the_fix(tmp_path, tree, says) -> None:
+    for p in DOCS.glob("claims-plan*.yaml"):
+        shutil.copy(p, tmp_path)
+    index = tmp_path / "index.yaml"
+    index.write_text(yaml.safe_dump(tree))
+    with pytest.raises(ConfigError) as e:
+        load_plans(index, REGISTERED)
+    assert says in str(e.value) and "\n" not in str(e.value)
+
+
+def entry(verdict: str) -> dict:
+    return {"comparison": {"verdict": verdict}}
+
+
+def test_the_latest_measuring_plan_gives_the_verdict_and_a_later_plan_that_left_the_claim_out_keeps_it() -> None:
+    claims = get_claims(["eva-ranking", "reap-value-head", "rango-retrieval-in-prompt"])
+    summaries = [
+        ("first", {"claims": {"eva-ranking": entry("cannot tell at this size"), "reap-value-head": entry("holds")}}),
+        ("second", {"claims": {"eva-ranking": entry("holds"), "reap-value-head": {"not_planned": "not this one"}}}),
+        (
+            "third",
+            {"claims": {"eva-ranking": {"not_planned": "done"}, "rango-retrieval-in-prompt": {"not_planned": "x"}}},
+        ),
+    ]
+    got = standing(claims, summaries)
+    assert got["eva-ranking"]["from"] == "second" and got["eva-ranking"]["comparison"]["verdict"] == "holds"
+    assert got["reap-value-head"]["from"] == "first"
+    assert got["rango-retrieval-in-prompt"] == {"not_planned": "x", "from": "third"}
+
+
+def kept_summary(tmp_path: Path, name: str) -> tuple[str, dict]:
+    """A plan's report, written from its kept result lines (no claim runs)."""
+    _, [(_, plan)] = load_plans(DOCS / f"{name}.yaml", REGISTERED)
+    out = tmp_path / name
+    out.mkdir()
+    with gzip.open(DOCS / f"{name}-results.jsonl.gz", "rt") as f:
+        (out / "results.jsonl").write_text(f.read())
+    return name, write_report(out, get_claims(None), plan=plan)
+
+
+def test_the_standing_of_the_kept_plans_gives_their_verdicts_and_sizes(tmp_path) -> None:
+    summaries = [
+        kept_summary(tmp_path, n) for n in ("claims-plan-3", "claims-pilot-4", "claims-plan-4", "claims-plan-5")
+    ]
+    rows = write_standing(tmp_path, summaries)
+    assert rows["eva-ranking"]["verdict"].startswith("holds") and rows["eva-ranking"]["from"] == "claims-plan-4"
+    assert rows["eva-ranking-value-head"]["verdict"].startswith("does not hold")
+    assert rows["kimina-error-correction"]["verdict"].startswith("holds")
+    memory = rows["reap-mcts-vs-best-first-memory"]
+    assert memory["verdict"].startswith("cannot tell") and "2595 lemmas would tell" in memory["would_tell"]
+    assert rows["unlikely-passN"]["verdict"].startswith("not run by the plan")
+    text = (tmp_path / "standing.md").read_text()
+    assert "**3 of 16 claims have a verdict: 2 hold, 1 does not hold.**" in text and (tmp_path / "claims.png").is_file()
+    assert json.loads((tmp_path / "standing.json").read_text()) == rows
+
+
+def test_bench_runs_an_index_plan_by_plan_and_writes_the_standing(tmp_path) -> None:
+    """Through the CLI: each plan into OUT/NAME with its report, then OUT/standing.md; a plan that sizes no claim
+    runs none (no assets built), and --smoke with an index is one line."""
+    from typer.testing import CliRunner
+
+    from proofrl.cli import app
+
+    for name in ("early", "late"):
+        plan = {
+            "seeds": [7],
+            "budget_hours": 1.0,
+            "claims": {n: {"size": None, "why": f"{n} waits ({name})"} for n in CLAIMS},
+        }
+        (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump(plan))
+    index = tmp_path / "plans.yaml"
+    index.write_text(yaml.safe_dump({"plans": ["early.yaml", "late.yaml"]}))
+    out = tmp_path / "bench"
+    r = CliRunner().invoke(app, ["bench", "--plan", str(index), "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert (out / "early" / "report.md").is_file() and (out / "late" / "report.md").is_file()
+    assert not (out / "tactic-assets").exists()
+    rows = json.loads((out / "standing.json").read_text())
+    assert rows["eva-ranking"] == {
+        "paper": "EVA",
+        "verdict": "not run by the plan: eva-ranking waits (late)",
+        "from": "",
+        "would_tell": "",
+    }
+    smoke = CliRunner().invoke(app, ["bench", "--smoke", "--plan", str(index), "--out", str(out)])
+    assert smoke.exit_code != 0 and "give a plan file, not an index" in smoke.output
