@@ -17,7 +17,7 @@ PLAN_2 = PLAN.with_name("claims-plan-2.yaml")
 PILOT_3, PLAN_3 = PLAN.with_name("claims-pilot-3.yaml"), PLAN.with_name("claims-plan-3.yaml")
 PILOT_4, PLAN_4 = PLAN.with_name("claims-pilot-4.yaml"), PLAN.with_name("claims-plan-4.yaml")
 PILOT_5, PLAN_5 = PLAN.with_name("claims-pilot-5.yaml"), PLAN.with_name("claims-plan-5.yaml")
-PILOT_6 = PLAN.with_name("claims-pilot-6.yaml")
+PILOT_6, PILOT_7 = PLAN.with_name("claims-pilot-6.yaml"), PLAN.with_name("claims-pilot-7.yaml")
 REGISTERED = {n: c.arms for n, c in CLAIMS.items()}
 
 
@@ -78,6 +78,13 @@ def test_the_sixth_pilot_measures_the_proving_claim_on_the_whole_pool_at_six_see
         for s in load_plan(p, REGISTERED).seeds
     }
     assert not set(pilot.seeds) & used
+
+
+def test_the_seventh_pilot_measures_both_reap_learning_claims_on_the_whole_pool_at_six_seeds_no_run_used() -> None:
+    pilot = load_plan(PILOT_7, REGISTERED)
+    assert pilot.planned == {"reap-search-and-learn": 267, "reap-value-head": 267} and len(pilot.seeds) == 6
+    earlier = (PLAN, PLAN_2, PILOT_3, PLAN_3, PILOT_4, PLAN_4, PILOT_5, PLAN_5, PILOT_6)
+    assert not set(pilot.seeds) & (set(range(6)) | {s for p in earlier for s in load_plan(p, REGISTERED).seeds})
 
 
 @pytest.mark.parametrize(
