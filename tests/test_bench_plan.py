@@ -18,6 +18,7 @@ PILOT_3, PLAN_3 = PLAN.with_name("claims-pilot-3.yaml"), PLAN.with_name("claims-
 PILOT_4, PLAN_4 = PLAN.with_name("claims-pilot-4.yaml"), PLAN.with_name("claims-plan-4.yaml")
 PILOT_5, PLAN_5 = PLAN.with_name("claims-pilot-5.yaml"), PLAN.with_name("claims-plan-5.yaml")
 PILOT_6, PILOT_7 = PLAN.with_name("claims-pilot-6.yaml"), PLAN.with_name("claims-pilot-7.yaml")
+PLAN_6 = PLAN.with_name("claims-plan-6.yaml")
 REGISTERED = {n: c.arms for n, c in CLAIMS.items()}
 
 
@@ -85,6 +86,13 @@ def test_the_seventh_pilot_measures_both_reap_learning_claims_on_the_whole_pool_
     assert pilot.planned == {"reap-search-and-learn": 267, "reap-value-head": 267} and len(pilot.seeds) == 6
     earlier = (PLAN, PLAN_2, PILOT_3, PLAN_3, PILOT_4, PLAN_4, PILOT_5, PLAN_5, PILOT_6)
     assert not set(pilot.seeds) & (set(range(6)) | {s for p in earlier for s in load_plan(p, REGISTERED).seeds})
+
+
+def test_the_sixth_plan_runs_the_proving_claim_on_the_pool_at_the_seeds_its_pilot_asked_for() -> None:
+    plan = load_plan(PLAN_6, REGISTERED)
+    assert plan.planned == {"leanlistener-proving": 267} and len(plan.seeds) == 11
+    earlier = (PLAN, PLAN_2, PILOT_3, PLAN_3, PILOT_4, PLAN_4, PILOT_5, PLAN_5, PILOT_6, PILOT_7)
+    assert not set(plan.seeds) & (set(range(6)) | {s for p in earlier for s in load_plan(p, REGISTERED).seeds})
 
 
 @pytest.mark.parametrize(
