@@ -88,7 +88,15 @@ def kept_summary(tmp_path: Path, name: str) -> tuple[str, dict]:
 
 def test_the_standing_of_the_kept_plans_gives_their_verdicts_and_sizes(tmp_path) -> None:
     summaries = [
-        kept_summary(tmp_path, n) for n in ("claims-plan-3", "claims-pilot-4", "claims-plan-4", "claims-plan-5")
+        kept_summary(tmp_path, n)
+        for n in (
+            "claims-plan-3",
+            "claims-pilot-4",
+            "claims-plan-4",
+            "claims-plan-5",
+            "claims-pilot-6",
+            "claims-plan-6",
+        )
     ]
     rows = write_standing(tmp_path, summaries)
     assert rows["eva-ranking"]["verdict"].startswith("holds") and rows["eva-ranking"]["from"] == "claims-plan-4"
@@ -97,6 +105,8 @@ def test_the_standing_of_the_kept_plans_gives_their_verdicts_and_sizes(tmp_path)
     memory = rows["reap-mcts-vs-best-first-memory"]
     assert memory["verdict"].startswith("cannot tell") and "2595 lemmas would tell" in memory["would_tell"]
     assert rows["unlikely-passN"]["verdict"].startswith("not run by the plan")
+    proving = rows["leanlistener-proving"]
+    assert proving["from"] == "claims-plan-6" and "9459 theorems would tell" in proving["would_tell"]
     text = (tmp_path / "standing.md").read_text()
     assert "**3 of 16 claims have a verdict: 2 hold, 1 does not hold.**" in text and (tmp_path / "claims.png").is_file()
     assert json.loads((tmp_path / "standing.json").read_text()) == rows
