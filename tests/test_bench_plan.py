@@ -18,7 +18,8 @@ PILOT_3, PLAN_3 = PLAN.with_name("claims-pilot-3.yaml"), PLAN.with_name("claims-
 PILOT_4, PLAN_4 = PLAN.with_name("claims-pilot-4.yaml"), PLAN.with_name("claims-plan-4.yaml")
 PILOT_5, PLAN_5 = PLAN.with_name("claims-pilot-5.yaml"), PLAN.with_name("claims-plan-5.yaml")
 PILOT_6, PILOT_7 = PLAN.with_name("claims-pilot-6.yaml"), PLAN.with_name("claims-pilot-7.yaml")
-PLAN_6 = PLAN.with_name("claims-plan-6.yaml")
+PLAN_6, PLAN_7 = PLAN.with_name("claims-plan-6.yaml"), PLAN.with_name("claims-plan-7.yaml")
+PILOT_8 = PLAN.with_name("claims-pilot-8.yaml")
 REGISTERED = {n: c.arms for n, c in CLAIMS.items()}
 
 
@@ -93,6 +94,19 @@ def test_the_sixth_plan_runs_the_proving_claim_on_the_pool_at_the_seeds_its_pilo
     assert plan.planned == {"leanlistener-proving": 267} and len(plan.seeds) == 11
     earlier = (PLAN, PLAN_2, PILOT_3, PLAN_3, PILOT_4, PLAN_4, PILOT_5, PLAN_5, PILOT_6, PILOT_7)
     assert not set(plan.seeds) & (set(range(6)) | {s for p in earlier for s in load_plan(p, REGISTERED).seeds})
+
+
+def test_the_seventh_plan_runs_nothing_and_says_the_seeds_each_reap_claim_would_need() -> None:
+    plan = load_plan(PLAN_7, REGISTERED)
+    assert plan.planned == {}
+    assert "37 seeds" in plan.claims["reap-search-and-learn"].why and "48 seeds" in plan.claims["reap-value-head"].why
+
+
+def test_the_eighth_pilot_measures_ppo_epochs_at_its_own_size_at_six_seeds_no_run_used() -> None:
+    pilot = load_plan(PILOT_8, REGISTERED)
+    assert pilot.planned == {"unlikely-passN": 48, "unlikely-ppo-epochs": 48} and len(pilot.seeds) == 6
+    earlier = (PLAN, PLAN_2, PILOT_3, PLAN_3, PILOT_4, PLAN_4, PILOT_5, PLAN_5, PILOT_6, PILOT_7, PLAN_6, PLAN_7)
+    assert not set(pilot.seeds) & (set(range(6)) | {s for p in earlier for s in load_plan(p, REGISTERED).seeds})
 
 
 @pytest.mark.parametrize(
