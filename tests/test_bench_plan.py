@@ -19,7 +19,7 @@ PILOT_4, PLAN_4 = PLAN.with_name("claims-pilot-4.yaml"), PLAN.with_name("claims-
 PILOT_5, PLAN_5 = PLAN.with_name("claims-pilot-5.yaml"), PLAN.with_name("claims-plan-5.yaml")
 PILOT_6, PILOT_7 = PLAN.with_name("claims-pilot-6.yaml"), PLAN.with_name("claims-pilot-7.yaml")
 PLAN_6, PLAN_7 = PLAN.with_name("claims-plan-6.yaml"), PLAN.with_name("claims-plan-7.yaml")
-PILOT_8 = PLAN.with_name("claims-pilot-8.yaml")
+PILOT_8, PLAN_8 = PLAN.with_name("claims-pilot-8.yaml"), PLAN.with_name("claims-plan-8.yaml")
 REGISTERED = {n: c.arms for n, c in CLAIMS.items()}
 
 
@@ -107,6 +107,11 @@ def test_the_eighth_pilot_measures_ppo_epochs_at_its_own_size_at_six_seeds_no_ru
     assert pilot.planned == {"unlikely-passN": 48, "unlikely-ppo-epochs": 48} and len(pilot.seeds) == 6
     earlier = (PLAN, PLAN_2, PILOT_3, PLAN_3, PILOT_4, PLAN_4, PILOT_5, PLAN_5, PILOT_6, PILOT_7, PLAN_6, PLAN_7)
     assert not set(pilot.seeds) & (set(range(6)) | {s for p in earlier for s in load_plan(p, REGISTERED).seeds})
+
+
+def test_the_eighth_plan_runs_nothing_and_says_the_seeds_ppo_epochs_would_need() -> None:
+    plan = load_plan(PLAN_8, REGISTERED)
+    assert plan.planned == {} and "29 seeds" in plan.claims["unlikely-ppo-epochs"].why
 
 
 @pytest.mark.parametrize(
