@@ -23,6 +23,14 @@ PILOT_8, PLAN_8 = PLAN.with_name("claims-pilot-8.yaml"), PLAN.with_name("claims-
 REGISTERED = {n: c.arms for n, c in CLAIMS.items()}
 
 
+def seeds_used_before(name: str) -> set[int]:
+    """The seeds of the bench's first runs (0-5) and of every plan the index lists before ``name``, the order they
+    were written in."""
+    listed = yaml.safe_load(PLAN.with_name("claims-plans.yaml").read_text())["plans"]
+    earlier = listed[: listed.index(name)]
+    return set(range(6)) | {s for f in earlier for s in load_plan(PLAN.with_name(f), REGISTERED).seeds}
+
+
 def write(tmp_path: Path, tree: dict) -> Path:
     p = tmp_path / "plan.yaml"
     p.write_text(yaml.safe_dump(tree))
@@ -57,43 +65,32 @@ def test_the_fourth_plan_runs_eva_ranking_on_the_pilot_s_states_at_the_seeds_it_
     # the pilot repeats the first plan's EVA run as it was; the plan adds seeds, not states
     assert pilot.seeds == first.seeds and pilot.planned == {"eva-ranking": 55, "eva-ranking-value-head": 55}
     assert fourth.planned == pilot.planned and len(fourth.seeds) == 15
-    used = set(range(6)) | {s for p in (PLAN, PLAN_2, PILOT_3, PLAN_3) for s in load_plan(p, REGISTERED).seeds}
-    assert not set(fourth.seeds) & used
+    assert not set(fourth.seeds) & seeds_used_before(PLAN_4.name)
 
 
 def test_the_fifth_plan_runs_the_correction_turn_on_the_whole_pool_at_seeds_no_run_used() -> None:
     pilot, fifth = load_plan(PILOT_5, REGISTERED), load_plan(PLAN_5, REGISTERED)
     assert pilot.planned["kimina-error-correction"] == 32 and len(pilot.seeds) == 6
     assert fifth.planned == {"kimina-error-correction": 78, "kimina-format-reward": 78} and len(fifth.seeds) == 7
-    used = set(range(6)) | {
-        s for p in (PLAN, PLAN_2, PILOT_3, PLAN_3, PILOT_4, PLAN_4, PILOT_5) for s in load_plan(p, REGISTERED).seeds
-    }
-    assert not set(fifth.seeds) & used
+    assert not set(fifth.seeds) & seeds_used_before(PLAN_5.name)
 
 
 def test_the_sixth_pilot_measures_the_proving_claim_on_the_whole_pool_at_six_seeds_no_run_used() -> None:
     pilot = load_plan(PILOT_6, REGISTERED)
     assert pilot.planned == {"leanlistener-proving": 267} and len(pilot.seeds) == 6
-    used = set(range(6)) | {
-        s
-        for p in (PLAN, PLAN_2, PILOT_3, PLAN_3, PILOT_4, PLAN_4, PILOT_5, PLAN_5)
-        for s in load_plan(p, REGISTERED).seeds
-    }
-    assert not set(pilot.seeds) & used
+    assert not set(pilot.seeds) & seeds_used_before(PILOT_6.name)
 
 
 def test_the_seventh_pilot_measures_both_reap_learning_claims_on_the_whole_pool_at_six_seeds_no_run_used() -> None:
     pilot = load_plan(PILOT_7, REGISTERED)
     assert pilot.planned == {"reap-search-and-learn": 267, "reap-value-head": 267} and len(pilot.seeds) == 6
-    earlier = (PLAN, PLAN_2, PILOT_3, PLAN_3, PILOT_4, PLAN_4, PILOT_5, PLAN_5, PILOT_6)
-    assert not set(pilot.seeds) & (set(range(6)) | {s for p in earlier for s in load_plan(p, REGISTERED).seeds})
+    assert not set(pilot.seeds) & seeds_used_before(PILOT_7.name)
 
 
 def test_the_sixth_plan_runs_the_proving_claim_on_the_pool_at_the_seeds_its_pilot_asked_for() -> None:
     plan = load_plan(PLAN_6, REGISTERED)
     assert plan.planned == {"leanlistener-proving": 267} and len(plan.seeds) == 11
-    earlier = (PLAN, PLAN_2, PILOT_3, PLAN_3, PILOT_4, PLAN_4, PILOT_5, PLAN_5, PILOT_6, PILOT_7)
-    assert not set(plan.seeds) & (set(range(6)) | {s for p in earlier for s in load_plan(p, REGISTERED).seeds})
+    assert not set(plan.seeds) & seeds_used_before(PLAN_6.name)
 
 
 def test_the_seventh_plan_runs_nothing_and_says_the_seeds_each_reap_claim_would_need() -> None:
@@ -105,8 +102,7 @@ def test_the_seventh_plan_runs_nothing_and_says_the_seeds_each_reap_claim_would_
 def test_the_eighth_pilot_measures_ppo_epochs_at_its_own_size_at_six_seeds_no_run_used() -> None:
     pilot = load_plan(PILOT_8, REGISTERED)
     assert pilot.planned == {"unlikely-passN": 48, "unlikely-ppo-epochs": 48} and len(pilot.seeds) == 6
-    earlier = (PLAN, PLAN_2, PILOT_3, PLAN_3, PILOT_4, PLAN_4, PILOT_5, PLAN_5, PILOT_6, PILOT_7, PLAN_6, PLAN_7)
-    assert not set(pilot.seeds) & (set(range(6)) | {s for p in earlier for s in load_plan(p, REGISTERED).seeds})
+    assert not set(pilot.seeds) & seeds_used_before(PILOT_8.name)
 
 
 def test_the_eighth_plan_runs_nothing_and_says_the_seeds_ppo_epochs_would_need() -> None:

@@ -59,8 +59,9 @@ def write_standing(out: Path, summaries: list[tuple[str, dict[str, Any]]]) -> di
     claims = get_claims(None)
     latest = standing(claims, summaries)
     rows = {c.name: {"paper": c.paper, **row(c, latest[c.name])} for c in claims}
-    decided = [n for n, r in rows.items() if r["verdict"].startswith(("holds", "does not hold"))]
-    holds = sum(rows[n]["verdict"].startswith("holds") for n in decided)
+    verdicts = [e["comparison"]["verdict"] for e in latest.values() if "comparison" in e]
+    decided = [v for v in verdicts if v != "cannot tell at this size"]
+    holds = decided.count("holds")
     lines = [
         "# Where each claim stands",
         "",
@@ -85,10 +86,11 @@ def cli_bench_plans(plans: list[tuple[str, BenchPlanConfig]], out: Path, *, work
     """What ``proofrl bench --plan INDEX`` calls: each plan into ``OUT/NAME``, then the standing."""
     from rich.console import Console
 
+    console = Console()
     summaries = []
     for name, plan in plans:
-        Console().rule(f"plan {name}")
+        console.rule(f"plan {name}")
         summaries.append((name, cli_bench([], 3, Path(out) / name, workers=workers, plan=plan, assets_root=out)))
     rows = write_standing(Path(out), summaries)
-    Console().print(f"standing of {len(rows)} claims: {Path(out) / 'standing.md'}")
+    console.print(f"standing of {len(rows)} claims: {Path(out) / 'standing.md'}")
     return rows
