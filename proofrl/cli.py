@@ -804,8 +804,8 @@ def eval_search(
         None,
         help="a: Coq's automation, b: CoqHammer, c: proofrl search, d: search + automation, e/f: k-NN over a "
         "proof memory offline/online, g: f + automation, h: g + premise retrieval, i: h + the tactic model reading "
-        "the retrieved context, j: h + a CoqHammer tactic at every node (default: every row; coq-stdlib-files:N runs "
-        "a,b,e-j; b and j left out without CoqHammer)",
+        "the retrieved context, j: h + a CoqHammer tactic at every node, k: that model alone, the memory and premises "
+        "only in its prompt (default: every row; coq-stdlib-files:N runs a,b,e-k; b and j left out without CoqHammer)",
     ),
     seconds: float = typer.Option(10.0, help="wall-clock budget per theorem, every row"),
     policy: str = typer.Option(None, help="tactic model for c/d: hf:DIR (default: the tiny model, built once)"),
@@ -817,7 +817,7 @@ def eval_search(
         "lia,nia,lra,nra,ring,field,auto,easy,tauto,intuition", help="row a's automation tactics (and d's)"
     ),
     engines: str = typer.Option("best-first,mcts", help="search engines of rows c/d"),
-    memory_engine: str = typer.Option("best-first", help="search engine of rows e-j: best-first or mcts"),
+    memory_engine: str = typer.Option("best-first", help="search engine of rows e-k: best-first or mcts"),
     width: int = typer.Option(4, help="tactics the model proposes per node"),
     atp_seconds: int = typer.Option(5, help="hammer: Set Hammer ATPLimit"),
     node_hammer: str = typer.Option("sauto", help="row j's CoqHammer tactic at every node: sauto, qauto or hauto"),
@@ -825,7 +825,7 @@ def eval_search(
         1.0, help="cap on each call of row j's CoqHammer tactic (the search's step limit applies too)"
     ),
     context_model: Path = typer.Option(
-        None, help="row i's tactic model (default: one taught with retrieved context, built once under --assets)"
+        None, help="rows i and k's tactic model (default: one taught with retrieved context, built once under --assets)"
     ),
     assets: Path = typer.Option(
         Path("runs"), help="where the default models and the memory's transitions are built, once"

@@ -77,7 +77,12 @@ def test_the_library_learning_claims_run_at_smoke_size_in_file_order(tmp_path, s
     out = tmp_path / "bench"
     out.mkdir()
     with_assets(out, smoke_assets)
-    claims = ("tactician-online-memory", "rango-retrieval-in-prompt", "reap-mcts-vs-best-first-memory")
+    claims = (
+        "tactician-online-memory",
+        "rango-retrieval-in-prompt",
+        "rango-retrieval-model-alone",
+        "reap-mcts-vs-best-first-memory",
+    )
     r = CliRunner().invoke(
         app, ["bench", "--smoke", *(x for c in claims for x in ("--claim", c)), "--seeds", "1", "--out", str(out)]
     )
@@ -102,6 +107,13 @@ def test_the_library_learning_claims_run_at_smoke_size_in_file_order(tmp_path, s
     assert taught == {True, False}
     seed = out / "rango-retrieval-in-prompt" / "seed-0"
     assert all(len(list((seed / kind / "i-best-first" / "trees").iterdir())) == 2 for kind in ("without", "with"))
+    # the model alone (row k): the same two models, and every tactic tried came from the model, none from the memory
+    seed = out / "rango-retrieval-model-alone" / "seed-0"
+    for kind in ("without", "with"):
+        trees = [json.loads(t.read_text()) for t in (seed / kind / "k-best-first" / "trees").iterdir()]
+        assert len(trees) == 2
+        sources = {e["source"] for tree in trees for e in tree["edges"]}
+        assert sources and sources <= {"hf"}, (kind, sources)
     # MCTS against best-first: the same row (j, or h without CoqHammer) on the same lemmas, each engine's own trees
     from proofrl.eval.provers import hammer_installed
 

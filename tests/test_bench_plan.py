@@ -20,6 +20,7 @@ PILOT_5, PLAN_5 = PLAN.with_name("claims-pilot-5.yaml"), PLAN.with_name("claims-
 PILOT_6, PILOT_7 = PLAN.with_name("claims-pilot-6.yaml"), PLAN.with_name("claims-pilot-7.yaml")
 PLAN_6, PLAN_7 = PLAN.with_name("claims-plan-6.yaml"), PLAN.with_name("claims-plan-7.yaml")
 PILOT_8, PLAN_8 = PLAN.with_name("claims-pilot-8.yaml"), PLAN.with_name("claims-plan-8.yaml")
+PLAN_9 = PLAN.with_name("claims-plan-9.yaml")
 REGISTERED = {n: c.arms for n, c in CLAIMS.items()}
 
 
@@ -108,6 +109,12 @@ def test_the_eighth_pilot_measures_ppo_epochs_at_its_own_size_at_six_seeds_no_ru
 def test_the_eighth_plan_runs_nothing_and_says_the_seeds_ppo_epochs_would_need() -> None:
     plan = load_plan(PLAN_8, REGISTERED)
     assert plan.planned == {} and "29 seeds" in plan.claims["unlikely-ppo-epochs"].why
+
+
+def test_the_ninth_plan_runs_the_model_alone_claim_on_the_whole_held_out_pool_at_five_new_seeds() -> None:
+    plan = load_plan(PLAN_9, REGISTERED)
+    assert plan.planned == {"rango-retrieval-model-alone": 292} and len(plan.seeds) == 5
+    assert not set(plan.seeds) & seeds_used_before(PLAN_9.name)
 
 
 @pytest.mark.parametrize(

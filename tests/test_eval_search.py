@@ -162,11 +162,11 @@ def test_with_no_rows_every_row_runs_and_b_and_j_only_with_coqhammer(monkeypatch
     from proofrl.eval.provers import ALL_ROWS
 
     monkeypatch.setattr(search_command, "hammer_installed", lambda: True)
-    assert search_command.default_rows(False) == ALL_ROWS == ("a", "b", "c", "d", "e", "f", "g", "h", "i", "j")
+    assert search_command.default_rows(False) == ALL_ROWS == ("a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k")
     assert search_command.default_rows(True) == FILE_ROWS
     monkeypatch.setattr(search_command, "hammer_installed", lambda: False)
     without = search_command.default_rows(False)
-    assert {"b", "j"}.isdisjoint(without) and len(without) == 8
+    assert {"b", "j"}.isdisjoint(without) and len(without) == 9
 
 
 def test_proofs_by_source_count_each_source_once_per_proof():

@@ -28,7 +28,9 @@ demo's assets never saw them), every lemma of each file in order:
   of the module's memory and the premises of (h), in its prompt. The model (:func:`library_model`) is taught
   once on the training side of the module split, so it never saw a held-out file's proofs;
   (j) (h) with CoqHammer's ``sauto`` at every node (its plugin loaded as for (b); no ATP is called): the
-  reconstruction tactic of (b) composed with the memory's steps.
+  reconstruction tactic of (b) composed with the memory's steps;
+  (k) the tactic model of (i) alone: the online memory and the premises only in its prompt, never proposed as
+  they are (what the model adds by itself, and with a model taught on states alone, what the context is worth).
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ from ..errors import ConfigError
 from ..problems import Problem
 
 FILES_SPEC = "coq-stdlib-files"
-FILE_ROWS = ("a", "b", "e", "f", "g", "h", "i", "j")
+FILE_ROWS = ("a", "b", "e", "f", "g", "h", "i", "j", "k")
 INIT_TACTICS = ("auto", "easy", "tauto", "intuition")
 """automation every Coq file has (``Coq.Init``)"""
 ORDER = "file_order"
@@ -229,7 +231,7 @@ def run_file_rows(
     from ..policy.sources import HAMMER_TACTICS_HEADER
     from .provers import (
         MEMORY_LABELS,
-        PREMISE_ROWS,
+        PREMISE_MEMORY_ROWS,
         Row,
         hammer_row,
         memory_label,
@@ -275,7 +277,7 @@ def run_file_rows(
     if "b" in s.rows:
         record(store.row("(b) sauto", shot, "(b) sauto", "intros; sauto.", HAMMER_TACTICS_HEADER))
         record(store.row("(b) hammer", hammer_row, shot, "", s.atp_seconds))
-    lemmas = stdlib_lemmas() if set(PREMISE_ROWS) & set(s.rows) else {}
+    lemmas = stdlib_lemmas() if set(PREMISE_MEMORY_ROWS) & set(s.rows) else {}
     for kind in MEMORY_LABELS:
         if kind in s.rows:
             name = memory_label(kind, s)
@@ -307,7 +309,9 @@ def _searched_in_order(
     from ..search.trace import Tracer
     from .provers import (
         AUTOMATION_ROWS,
+        CONTEXT_ROWS,
         ENGINES,
+        PREMISE_MEMORY_ROWS,
         PREMISE_ROWS,
         DescendantCPU,
         Row,
@@ -338,18 +342,18 @@ def _searched_in_order(
         mem = ProofMemory.from_transitions([t for t in transitions if t.get("module") in before], cap=None)
         knn = KNNPolicy(mem, online=kind != "e")
         premises = PremisePolicy()
-        if kind in PREMISE_ROWS:
+        if kind in PREMISE_MEMORY_ROWS:
             premises.add_many(pair for lib in libraries[m] if lib != m for pair in lemmas.get(lib, ()))
-        sources: list[Any] = [knn]
+        sources: list[Any] = [] if kind == "k" else [knn]  # k: the model alone, the memory only in its prompt
         if kind in AUTOMATION_ROWS and avail[m]:
             sources.append(MenuPolicy([f"intros; {t}." for t in avail[m]]))
         if kind in PREMISE_ROWS:
             sources.append(premises)
-        if kind == "i":
+        if kind in CONTEXT_ROWS:
             sources.append(context_source(s, mem, premises.memory))
         if kind == "j":
             sources.append(sauto_source(s.node_hammer, s.node_hammer_seconds))
-        policy: Any = MixedPolicy(sources) if len(sources) > 1 else knn
+        policy: Any = MixedPolicy(sources) if len(sources) > 1 else sources[0]
         extra = str(getattr(policy, "header", "") or "")  # sauto's plugin, after the file's own header
         start = len(mem)
         for i, p in enumerate(problems):
@@ -361,7 +365,7 @@ def _searched_in_order(
                 knn.record_proof(p.name, [(st, tac) for st, tac, _ in r.proof_steps()])
             if knn.online:  # the library's own proof of the lemma, read once the lemma has been tried
                 mem.add_many(by_theorem.get((m, p.name), ()), theorem=p.name, online=False)
-            if kind in PREMISE_ROWS:  # and the lemma itself, citable from the next one on
+            if kind in PREMISE_MEMORY_ROWS:  # and the lemma itself, citable from the next one on
                 premises.add(p.key, p.formal_statement)
             line = search_record(p, r) | {"memory_pairs": len(mem)}
             if kind in PREMISE_ROWS and r.tree:
@@ -372,7 +376,7 @@ def _searched_in_order(
                 if bar is not None:
                     bar.update(task, advance=1)
         memory_sizes[m] = {"start": start, "end": len(mem), "learned": mem.online_count}
-        if kind in PREMISE_ROWS:
+        if kind in PREMISE_MEMORY_ROWS:
             memory_sizes[m]["premises"] = len(premises.memory)
 
     w0 = time.monotonic()

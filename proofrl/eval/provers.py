@@ -68,13 +68,17 @@ ATP_PROGRAMS = {"Vampire": "vampire", "Eprover": "eprover", "Z3": "z3_tptp", "CV
 """the program CoqHammer 1.3 runs for each ATP (it detects each by running it)"""
 ROWS = ("a", "b", "c", "d")
 """the first comparison's rows: Coq's automation, CoqHammer, the tactic model's search with and without it"""
-ALL_ROWS = (*ROWS, "e", "f", "g", "h", "i", "j")
-MEMORY_ROWS = ("e", "f", "g", "h", "i", "j")
-"""the rows whose policy is the proof memory"""
+ALL_ROWS = (*ROWS, "e", "f", "g", "h", "i", "j", "k")
+MEMORY_ROWS = ("e", "f", "g", "h", "i", "j", "k")
+"""the rows whose policy is the proof memory, or reads it (k)"""
 AUTOMATION_ROWS = ("g", "h", "i", "j")
 """the memory rows with the automation of (a) proposed at every node"""
 PREMISE_ROWS = ("h", "i", "j")
 """the memory rows with premise retrieval"""
+CONTEXT_ROWS = ("i", "k")
+"""the memory rows with a tactic model reading the retrieved context: beside the other sources (i), alone (k)"""
+PREMISE_MEMORY_ROWS = (*PREMISE_ROWS, "k")
+"""the rows that keep the premises: proposed as tactics by (h)-(j), read in the model's prompt by (i) and (k)"""
 HAMMER_ROWS = ("b", "j")
 """the rows that need CoqHammer"""
 NODE_HAMMER_TACTICS = ("sauto", "qauto", "hauto")
@@ -87,6 +91,7 @@ MEMORY_LABELS = {
     "h": "k-NN online + automation + premises",
     "i": "(h) + tactic model reading the retrieved context",
     "j": "(h) + CoqHammer's sauto at every node",
+    "k": "tactic model alone reading the retrieved context of the online memory and premises",
 }
 
 
@@ -323,7 +328,7 @@ def check_settings(s: RowsConfig) -> None:
         kind, _, where = s.policy.partition(":")
         if kind != "hf" or not Path(where).is_dir():
             raise ConfigError(f"--policy {s.policy!r}: give hf:DIR, a local tactic model directory")
-    if "i" in s.rows and s.context_model and not (Path(s.context_model) / "config.json").is_file():
+    if set(CONTEXT_ROWS) & set(s.rows) and s.context_model and not (Path(s.context_model) / "config.json").is_file():
         raise ConfigError(
             f"--context-model {s.context_model!r}: give the folder of a tactic model (leave the option out to build "
             "the default one, taught with retrieved context)"
@@ -583,11 +588,12 @@ def _memory_row(
     lemmas: Mapping[str, Sequence[tuple[str, str]]] | None = None,
     split_by_module: bool = True,
 ) -> Row:
-    """Row e, f, g, h, i or j: best-first search with the k-NN source over the human proofs of ``transitions``
+    """Row e, f, g, h, i, j or k: best-first search with the k-NN source over the human proofs of ``transitions``
     (:func:`run_rows`: with ``split_by_module``, of every module that holds none of ``problems``; else all but the
     problems' own: a theorem's own proof is never in its memory); h's and i's premises are the statements of
     ``lemmas`` left out alike; i adds the tactic model that reads the memory's and the premises' retrieval
-    (:func:`context_source`), j CoqHammer's ``sauto`` (:func:`sauto_source`)."""
+    (:func:`context_source`), j CoqHammer's ``sauto`` (:func:`sauto_source`); k searches with that model alone,
+    the memory (learning online) and the premises only in its prompt."""
     from ..data.splits import stdlib_lemmas
     from ..policy.memory import KNNPolicy, ProofMemory
     from ..policy.premises import PremisePolicy
@@ -598,19 +604,22 @@ def _memory_row(
     kept = [t for t in transitions if t.get("module") not in own and t.get("theorem") not in mine]
     mem = ProofMemory.from_transitions(kept, cap=None)
     knn = KNNPolicy(mem, online=kind != "e")
-    sources: list[Any] = [knn, *([automation_menu(s.tactics)] if kind in AUTOMATION_ROWS else [])]
-    if kind in PREMISE_ROWS:
+    sources: list[Any] = [] if kind == "k" else [knn]
+    if kind in AUTOMATION_ROWS:
+        sources.append(automation_menu(s.tactics))
+    if kind in PREMISE_MEMORY_ROWS:
         premises = PremisePolicy()
         known = stdlib_lemmas() if lemmas is None else lemmas
         premises.add_many(
             pair for module, pairs in known.items() if module not in own for pair in pairs if pair[0] not in mine
         )
-        sources.append(premises)
-        if kind == "i":
+        if kind in PREMISE_ROWS:
+            sources.append(premises)
+        if kind in CONTEXT_ROWS:
             sources.append(context_source(s, mem, premises.memory))
     if kind == "j":
         sources.append(sauto_source(s.node_hammer, s.node_hammer_seconds))
-    policy: Any = MixedPolicy(sources) if len(sources) > 1 else knn
+    policy: Any = MixedPolicy(sources) if len(sources) > 1 else sources[0]
     w0, start = time.monotonic(), len(mem)
     with DescendantCPU() as cpu:
         engine = s.memory_engine
@@ -638,7 +647,7 @@ def sauto_source(tactic: str = "sauto", seconds: float | None = None) -> Any:
 
 
 def context_source(s: RowsConfig, memory: Any, premises: Any) -> Any:
-    """Row (i)'s tactic model (``s.context_model``, loaded once and shared) reading the retrieved context of
+    """Rows (i) and (k)'s tactic model (``s.context_model``, loaded once and shared) reading the retrieved context of
     ``memory`` and ``premises`` (:mod:`proofrl.policy.retrieval`), sampling the tactics the search asks for. A
     model taught on states alone gets none (the comparison that says what the context is worth)."""
     from ..policy.model import load_policy

@@ -23,6 +23,7 @@ from .library import (
 )
 from .provers import (
     ALL_ROWS,
+    CONTEXT_ROWS,
     ENGINES,
     HAMMER_ROWS,
     MEMORY_ROWS,
@@ -110,10 +111,12 @@ def cli_eval_search(
             f"rows {','.join(bad)} do not run in file order (their headers load the automation's libraries, "
             f"which may come after the file); choose among {','.join(FILE_ROWS)}"
         )
-    if files and "i" in settings.rows and files_spec(problems)[1] != "held-out":
+    modelled = [r for r in CONTEXT_ROWS if r in settings.rows]
+    if files and modelled and files_spec(problems)[1] != "held-out":
+        rows = ",".join(modelled)
         raise ConfigError(
-            f"row i's tactic model was taught on the training side's files: run it on {problems.split(':')[0]}:N "
-            "(the held-out side), or leave i out of --rows"
+            f"row {rows}'s tactic model was taught on the training side's files: run it on "
+            f"{problems.split(':')[0]}:N (the held-out side), or leave {rows} out of --rows"
         )
     require_backend("coq")
     if files:
@@ -134,7 +137,7 @@ def cli_eval_search(
         by_module = False
     else:
         transitions = library_transitions(assets, progress=progress) if memory_rows else []
-    if "i" in settings.rows and not settings.context_model:
+    if set(CONTEXT_ROWS) & set(settings.rows) and not settings.context_model:
         settings.context_model = str(library_model(assets, console=console if progress else None))
     command = command or shlex.join(["proofrl", "eval", "search", problems])
     load0 = loadavg()
