@@ -134,7 +134,8 @@ def test_memory_rows_on_any_problem_set_leave_the_problems_own_modules_out(tmp_p
 @requires_coq
 def test_row_i_asks_the_model_that_reads_the_retrieved_context(tmp_path) -> None:
     """Row i is row h with the tactic model taught with retrieved context among its sources: its tree has edges
-    the model proposed, and a folder that is not such a model is refused in one line before anything runs."""
+    the model proposed, and a folder that is not such a model is refused in one line before anything runs. Row k
+    searches with that model alone: every edge of its tree is the model's."""
     import json
     from dataclasses import replace
 
@@ -164,6 +165,13 @@ def test_row_i_asks_the_model_that_reads_the_retrieved_context(tmp_path) -> None
     (tree,) = (tmp_path / "out" / "i-best-first" / "trees").iterdir()
     sources = {e.get("source") or "" for e in json.loads(tree.read_text())["edges"]}
     assert any("hf" in s for s in sources), sources
+    # row k: the same model alone; the memory (whose one pair holds the same tactic) only in its prompt
+    (row,) = run_rows(
+        [nat], replace(settings, rows=("k",)), tmp_path / "k", progress=False, say=lambda _: None, transitions=[other]
+    )
+    assert row.name.startswith("(k)") and row.results[0]["proved"]
+    (tree,) = (tmp_path / "k" / "k-best-first" / "trees").iterdir()
+    assert {e.get("source") for e in json.loads(tree.read_text())["edges"]} == {"hf"}
 
 
 @requires_coq
