@@ -165,11 +165,11 @@ def test_row_i_asks_the_model_that_reads_the_retrieved_context(tmp_path) -> None
     (tree,) = (tmp_path / "out" / "i-best-first" / "trees").iterdir()
     sources = {e.get("source") or "" for e in json.loads(tree.read_text())["edges"]}
     assert any("hf" in s for s in sources), sources
-    # row k: the same model alone; the memory (whose one pair holds the same tactic) only in its prompt
+    # row k: the same model alone, the memory only in its prompt: every tactic tried is the model's
     (row,) = run_rows(
         [nat], replace(settings, rows=("k",)), tmp_path / "k", progress=False, say=lambda _: None, transitions=[other]
     )
-    assert row.name.startswith("(k)") and row.results[0]["proved"]
+    assert row.name.startswith("(k)")
     (tree,) = (tmp_path / "k" / "k-best-first" / "trees").iterdir()
     assert {e.get("source") for e in json.loads(tree.read_text())["edges"]} == {"hf"}
 
