@@ -120,26 +120,27 @@ def context_models(run: ClaimRun) -> dict[str, str]:
     }
 
 
-def retrieval_in_prompt(run: ClaimRun) -> Results:
-    """Row (i) twice on the held-out side's lemmas, the model taught without and with retrieved context; the rest
-    of the search (k-NN, automation, premises) the same."""
+def _without_and_with_context(run: ClaimRun, row: str) -> dict[str, dict[str, float]]:
+    """``row`` twice on the held-out side's lemmas, with the model taught ``without`` and ``with`` retrieved
+    context (:func:`context_models`), each in its own folder."""
     problems = file_pool(run.size, "held-out", smoke=run.smoke)
     models = context_models(run)
-    arms = {
-        kind: _rows(run, problems, ("i",), run.out / kind, context_model=models[kind])["i"]
+    return {
+        kind: _rows(run, problems, (row,), run.out / kind, context_model=models[kind])[row]
         for kind in ("without", "with")
     }
+
+
+def retrieval_in_prompt(run: ClaimRun) -> Results:
+    """Row (i) with the model taught without and with retrieved context; the rest of the search (k-NN,
+    automation, premises) the same."""
+    arms = _without_and_with_context(run, "i")
     return {"no retrieval in the prompt": arms["without"], "retrieval in the prompt": arms["with"]}
 
 
 def retrieval_model_alone(run: ClaimRun) -> Results:
-    """Row (k) twice on the held-out side's lemmas: the model taught without and with retrieved context, alone."""
-    problems = file_pool(run.size, "held-out", smoke=run.smoke)
-    models = context_models(run)
-    arms = {
-        kind: _rows(run, problems, ("k",), run.out / kind, context_model=models[kind])["k"]
-        for kind in ("without", "with")
-    }
+    """Row (k): the model taught without and with retrieved context, each the search's only source."""
+    arms = _without_and_with_context(run, "k")
     return {"model alone": arms["without"], "model alone, retrieval in the prompt": arms["with"]}
 
 

@@ -300,25 +300,22 @@ def _searched_in_order(
 ) -> Any:
     """Search (``settings.memory_engine``: best-first or MCTS) over each module's lemmas in file order,
     ``settings.workers`` modules at once, each module with its own memory (offline for ``e``, online for
-    ``f``-``j``) and, for ``h``-``j``, its own premises."""
+    ``f``-``k``) and, for ``h``-``k``, its own premises (:func:`~.provers.memory_policy`: each row's sources)."""
     from ..policy.memory import KNNPolicy, ProofMemory
     from ..policy.premises import PremisePolicy, unresolved
-    from ..policy.sources import MenuPolicy, MixedPolicy
+    from ..policy.sources import MenuPolicy
     from ..progress import progress_bar
     from ..search.run import _search_leased, _search_pool, _with_header, tree_files
     from ..search.trace import Tracer
     from .provers import (
-        AUTOMATION_ROWS,
-        CONTEXT_ROWS,
         ENGINES,
         PREMISE_MEMORY_ROWS,
         PREMISE_ROWS,
         DescendantCPU,
         Row,
-        context_source,
+        memory_policy,
         proofs_by_source,
         row_search_config,
-        sauto_source,
         search_record,
     )
 
@@ -344,16 +341,8 @@ def _searched_in_order(
         premises = PremisePolicy()
         if kind in PREMISE_MEMORY_ROWS:
             premises.add_many(pair for lib in libraries[m] if lib != m for pair in lemmas.get(lib, ()))
-        sources: list[Any] = [] if kind == "k" else [knn]  # k: the model alone, the memory only in its prompt
-        if kind in AUTOMATION_ROWS and avail[m]:
-            sources.append(MenuPolicy([f"intros; {t}." for t in avail[m]]))
-        if kind in PREMISE_ROWS:
-            sources.append(premises)
-        if kind in CONTEXT_ROWS:
-            sources.append(context_source(s, mem, premises.memory))
-        if kind == "j":
-            sources.append(sauto_source(s.node_hammer, s.node_hammer_seconds))
-        policy: Any = MixedPolicy(sources) if len(sources) > 1 else sources[0]
+        automation = MenuPolicy([f"intros; {t}." for t in avail[m]]) if avail[m] else None
+        policy = memory_policy(kind, s, knn, premises, automation)
         extra = str(getattr(policy, "header", "") or "")  # sauto's plugin, after the file's own header
         start = len(mem)
         for i, p in enumerate(problems):

@@ -604,22 +604,13 @@ def _memory_row(
     kept = [t for t in transitions if t.get("module") not in own and t.get("theorem") not in mine]
     mem = ProofMemory.from_transitions(kept, cap=None)
     knn = KNNPolicy(mem, online=kind != "e")
-    sources: list[Any] = [] if kind == "k" else [knn]
-    if kind in AUTOMATION_ROWS:
-        sources.append(automation_menu(s.tactics))
+    premises = PremisePolicy()
     if kind in PREMISE_MEMORY_ROWS:
-        premises = PremisePolicy()
         known = stdlib_lemmas() if lemmas is None else lemmas
         premises.add_many(
             pair for module, pairs in known.items() if module not in own for pair in pairs if pair[0] not in mine
         )
-        if kind in PREMISE_ROWS:
-            sources.append(premises)
-        if kind in CONTEXT_ROWS:
-            sources.append(context_source(s, mem, premises.memory))
-    if kind == "j":
-        sources.append(sauto_source(s.node_hammer, s.node_hammer_seconds))
-    policy: Any = MixedPolicy(sources) if len(sources) > 1 else sources[0]
+    policy = memory_policy(kind, s, knn, premises, automation_menu(s.tactics))
     w0, start = time.monotonic(), len(mem)
     with DescendantCPU() as cpu:
         engine = s.memory_engine
@@ -630,6 +621,22 @@ def _memory_row(
         "proofs_by_source": proofs_by_source(res),
     }
     return row
+
+
+def memory_policy(kind: str, s: RowsConfig, knn: Any, premises: Any, automation: Any) -> Any:
+    """Memory row ``kind``'s policy: the k-NN source ``knn`` (all but k), the ``automation`` menu (g-j; None where
+    none is available), ``premises`` as tactics (h-j), the tactic model reading ``knn``'s memory and ``premises``
+    (i, and alone in k), CoqHammer's ``sauto`` (j); several sources pooled by a :class:`MixedPolicy`."""
+    sources: list[Any] = [] if kind == "k" else [knn]  # k: the model alone, the memory only in its prompt
+    if kind in AUTOMATION_ROWS and automation is not None:
+        sources.append(automation)
+    if kind in PREMISE_ROWS:
+        sources.append(premises)
+    if kind in CONTEXT_ROWS:
+        sources.append(context_source(s, knn.memory, premises.memory))
+    if kind == "j":
+        sources.append(sauto_source(s.node_hammer, s.node_hammer_seconds))
+    return MixedPolicy(sources) if len(sources) > 1 else sources[0]
 
 
 _LOADED_MODELS: dict[str, tuple[Any, Any]] = {}

@@ -137,7 +137,7 @@ def cli_eval_search(
         by_module = False
     else:
         transitions = library_transitions(assets, progress=progress) if memory_rows else []
-    if set(CONTEXT_ROWS) & set(settings.rows) and not settings.context_model:
+    if modelled and not settings.context_model:
         settings.context_model = str(library_model(assets, console=console if progress else None))
     command = command or shlex.join(["proofrl", "eval", "search", problems])
     load0 = loadavg()
