@@ -44,7 +44,7 @@ from proofrl.provers.base import Verdict
 from proofrl.provers.factory import make_pool
 from proofrl.provers.pool import PoolConfig, ProverPool
 from proofrl.provers.snippets import Job, make_job
-from proofrl.server import ServerConfig, create_app
+from proofrl.server import ServeConfig, create_app
 
 PREFIXES = ("Coq.Arith.", "Coq.Bool.")
 
@@ -147,7 +147,7 @@ def over_http(codes: list[str], workers: int, timeout: float, clients: int, batc
         port = s.getsockname()[1]
     pool = fresh_pool(workers, timeout, codes[0])
     config = uvicorn.Config(
-        create_app(pool, ServerConfig(max_inflight=4096)), host="127.0.0.1", port=port, log_level="warning"
+        create_app(pool, ServeConfig(max_inflight=4096)), host="127.0.0.1", port=port, log_level="warning"
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)

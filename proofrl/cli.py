@@ -99,9 +99,7 @@ def serve(
     pool_cfg = cfg.pool
     pools = {b: make_pool(b, pool=pool_cfg, **(cfg.prover if b == cfg.backends[0] else {})) for b in cfg.backends}
     try:
-        run_server(
-            create_app(pools, cfg.server), cfg.server, host=cfg.host, port=cfg.port
-        )  # limits, drain: server/run.py
+        run_server(create_app(pools, cfg), cfg, host=cfg.host, port=cfg.port)  # limits, drain: server/run.py
     finally:
         for pool in pools.values():
             pool.close()

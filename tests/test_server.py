@@ -24,7 +24,7 @@ from proofrl.provers import sandbox
 from proofrl.provers.factory import make_pool
 from proofrl.provers.pool import PoolConfig, ProverPool
 from proofrl.provers.snippets import make_job
-from proofrl.server import ServerConfig, create_app
+from proofrl.server import ServeConfig, create_app
 
 pytestmark = requires_coq
 
@@ -82,7 +82,7 @@ class InProcess:
         self.pool = pool or make_pool("coq", pool=PoolConfig(workers=workers, timeout=5))
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        app = create_app(self.pool, ServerConfig(**server_options))
+        app = create_app(self.pool, ServeConfig(**server_options))
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
@@ -101,7 +101,7 @@ class InProcess:
 def served(tmp_path_factory):
     """``proofrl serve`` as a subprocess, with an API key and a 64 KiB body limit from a YAML file."""
     cfg = tmp_path_factory.mktemp("serve") / "serve.yaml"
-    cfg.write_text("pool: {max_uses: 200}\nserver: {max_body_bytes: 65536, max_batch: 50}\n")
+    cfg.write_text("pool: {max_uses: 200}\nmax_body_bytes: 65536\nmax_batch: 50\n")
     env = {**os.environ, "PROOFRL_API_KEY": KEY}
     proc, url = serve_process("--workers", "2", "--timeout", "10", "--config", str(cfg), env=env)
     try:
@@ -364,7 +364,7 @@ def _lean_server(tmp_path):
         "": write_transcript(tmp_path, "kernel", [(renamed, kernel_ans)]),
     }
     pool = ProverPool(lambda h: LeanProver(replay_config(transcripts[h]), h), PoolConfig(workers=1, timeout=10))
-    return InProcess(pool=pool, backend="lean"), header_req["cmd"], kernel_req["cmd"]
+    return InProcess(pool=pool, backends=["lean"]), header_req["cmd"], kernel_req["cmd"]
 
 
 @needs_transcripts

@@ -170,12 +170,12 @@ class Served(InProcess):
     """:class:`InProcess`, run the way ``proofrl serve`` runs it (:func:`proofrl.server.run.make_server`)."""
 
     def __init__(self, workers: int = 1, **server_options):
-        from proofrl.server import ServerConfig
+        from proofrl.server import ServeConfig
         from proofrl.server.run import make_server
 
         super().__init__(workers, **server_options)
         self.server = make_server(
-            self.server.config.app, ServerConfig(**server_options), host="127.0.0.1", port=self.port
+            self.server.config.app, ServeConfig(**server_options), host="127.0.0.1", port=self.port
         )
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
@@ -300,7 +300,7 @@ def test_sigterm_drains_requests_in_flight(tmp_path):
 
 
 def test_sigterm_past_the_drain_bound_answers_every_item_and_exits(tmp_path):
-    proc, url = _serve(tmp_path, "server: {drain_seconds: 2}\n", workers=1)
+    proc, url = _serve(tmp_path, "drain_seconds: 2\n", workers=1)
     try:
         t, out = _post_in_background(
             url, {"snippets": [{"id": str(i), "code": LOOPING} for i in range(3)], "timeout": 60}

@@ -1,5 +1,6 @@
 """The verification service (``proofrl serve``): kimina-lean-server's API over proofrl's prover pools."""
 
-from .app import ServerConfig, create_app
+from .app import create_app
+from .config import ServeConfig
 
-__all__ = ["ServerConfig", "create_app"]
+__all__ = ["ServeConfig", "create_app"]

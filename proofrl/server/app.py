@@ -33,6 +33,7 @@ from ..provers import sandbox
 from ..provers.base import Message, Status, Verdict
 from ..provers.pool import ProverPool
 from ..provers.snippets import Job, make_job
+from .config import ServeConfig
 from .schemas import (
     CheckRequest,
     CheckResponse,
@@ -47,36 +48,6 @@ from .snippets import kimina_fields
 log = logging.getLogger(__name__)
 
 LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
-
-
-@dataclass
-class ServerConfig:
-    backend: str = "coq"
-    """backend of requests that name none"""
-    max_inflight: int = 256
-    """items admitted and not yet judged, across all requests; beyond it: 429 (a batch larger than this alone
-    could never be admitted: 413)"""
-    max_batch: int = 1024
-    """items in one request; beyond it (or beyond ``max_inflight``): 413"""
-    max_body_bytes: int = 8 * 2**20
-    max_code_chars: int = 2**19
-    """characters in one item's code; a longer one is ``error: code too long`` at once, never cut into sentences
-    (cutting is pure Python, about a second per MiB; the Coq prover refuses proofs over 256 KiB anyway)"""
-    max_timeout: float = 300.0
-    """cap on a request's ``timeout`` (seconds per item); ``timeout: 0`` means the pool's default"""
-    retry_after: int = 1
-    """seconds suggested to a client turned away with 429"""
-    api_key: str | None = None
-    max_connections: int = 512
-    """open connections at once; one more is answered 503 and closed when accepted (``proofrl serve``)"""
-    keep_alive_seconds: float = 5.0
-    """an idle kept-alive connection is closed after this long"""
-    request_read_seconds: float = 30.0
-    """a request's head must arrive within this long of the connection opening (or of the previous response),
-    its body within what is left: past it, 408 and the connection closed"""
-    drain_seconds: float = 30.0
-    """on SIGTERM/SIGINT, requests in flight get this long to finish; then the pools close and what is left
-    gets ``error: server shutting down`` (still a 200), and the server exits"""
 
 
 @dataclass
@@ -108,7 +79,7 @@ class Judged:
 class Service:
     """The state behind the routes: pools, admission count, metrics."""
 
-    def __init__(self, pools: Mapping[str, ProverPool], config: ServerConfig):
+    def __init__(self, pools: Mapping[str, ProverPool], config: ServeConfig):
         if config.backend not in pools:
             raise ValueError(f"default backend {config.backend!r} has no pool")
         self.pools = dict(pools)
@@ -311,10 +282,10 @@ class BodyLimit:
         await response(scope, receive, send)
 
 
-def create_app(pools: ProverPool | Mapping[str, ProverPool], config: ServerConfig | None = None) -> FastAPI:
+def create_app(pools: ProverPool | Mapping[str, ProverPool], config: ServeConfig | None = None) -> FastAPI:
     """The app over ``pools`` (one pool, for ``config.backend``, or one per backend name). The app owns the
     pools: its shutdown closes them, so no prover process outlives the server."""
-    config = config or ServerConfig()
+    config = config or ServeConfig()
     service = Service({config.backend: pools} if isinstance(pools, ProverPool) else pools, config)
 
     @contextlib.asynccontextmanager
@@ -363,7 +334,7 @@ def _answer_errors(app: FastAPI, service: Service) -> None:
         return response
 
 
-def _add_routes(app: FastAPI, service: Service, config: ServerConfig) -> None:
+def _add_routes(app: FastAPI, service: Service, config: ServeConfig) -> None:
     """``/health`` and ``/metrics``; kimina's ``/api/check`` and ``/verify`` (also ``/one_pass_verify_batch``)
     behind the API key when one is set."""
 

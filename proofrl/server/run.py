@@ -28,7 +28,8 @@ from typing import Any
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from .app import READ_DEADLINE, ServerConfig
+from .app import READ_DEADLINE
+from .config import ServeConfig
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +50,7 @@ class BoundedH11Protocol(H11Protocol):
     """uvicorn's h11 protocol with a connection cap at accept time and a deadline on receiving a request head.
     ``limits`` is set on a subclass per server (:func:`make_server`)."""
 
-    limits: ServerConfig = ServerConfig()
+    limits: ServeConfig = ServeConfig()
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         self._read_timer: asyncio.TimerHandle | None = None
@@ -146,7 +147,7 @@ class _DrainingServer(uvicorn.Server):
         self._on_drain_deadline()
 
 
-def make_server(app: Any, config: ServerConfig, *, host: str, port: int, log_level: str = "warning") -> uvicorn.Server:
+def make_server(app: Any, config: ServeConfig, *, host: str, port: int, log_level: str = "warning") -> uvicorn.Server:
     """A uvicorn server for ``app`` (from :func:`~proofrl.server.app.create_app`) with ``config``'s limits."""
     protocol = type("BoundedH11Protocol", (BoundedH11Protocol,), {"limits": config})
     uv = uvicorn.Config(
@@ -168,6 +169,6 @@ def make_server(app: Any, config: ServerConfig, *, host: str, port: int, log_lev
     return _DrainingServer(uv, config.drain_seconds, close_pools)
 
 
-def run_server(app: Any, config: ServerConfig, *, host: str, port: int) -> None:
+def run_server(app: Any, config: ServeConfig, *, host: str, port: int) -> None:
     """Serve until SIGTERM/SIGINT, then drain (see the module's docstring)."""
     make_server(app, config, host=host, port=port).run()
