@@ -157,25 +157,12 @@ def search_bench(a: argparse.Namespace, assets, console) -> dict:
     def policy():  # a fresh policy per run: same seeds, same samples
         return make_tactic_policy(assets.policy_spec, device="cpu", seed=a.seed, max_tokens=64)
 
-    bf = load_search_config(
-        None,
-        algorithm="best-first",
-        **{
-            "best_first.width": a.width,
-            "best_first.max_expansions": a.expansions,
-            "best_first.seconds": 600.0,
-            "best_first.tactic_timeout": 5.0,
-        },
-    )
-    mc = load_search_config(
-        None,
-        algorithm="mcts",
-        **{"mcts.num_samples": a.width, "mcts.max_steps": a.mcts_steps, "mcts.tactic_timeout": 5.0},
-    )
+    bf = load_search_config("reprover", width=a.width, max_steps=a.expansions, seconds=600.0, tactic_timeout=5.0)
+    mc = load_search_config("reap", width=a.width, max_steps=a.mcts_steps, tactic_timeout=5.0)
     runs = {
         "best-first, log-prob priority": (bf, lambda: policy(), None),
         "best-first, EVA priority": (bf, lambda: EvaPriorityPolicy(policy(), scorer), None),
-        "MCTS, value -(open goals)": (mc.with_overrides(**{"mcts.value": "goals"}), lambda: policy(), None),
+        "MCTS, value -(open goals)": (mc.with_overrides(value="goals"), lambda: policy(), None),
         "MCTS, EVA value": (mc, lambda: policy(), lambda: EvaValue(scorer, policy(), k=a.width)),
     }
     out = {}

@@ -26,10 +26,10 @@ from pathlib import Path
 from _bench import SMOKE_ROOT, add_smoke, div, need_coq, ratio, smoke_assets
 
 SMOKE = [
-    "search.mcts.num_samples=2",
-    "search.mcts.max_steps=2",
-    "search.mcts.max_nodes=8",
-    "search.mcts.seconds=5",
+    "search.width=2",
+    "search.max_steps=2",
+    "search.max_nodes=8",
+    "search.seconds=5",
     "rollout.problems_per_step=2",
     "rollout.passes=1",
     "optim.epochs=1",

@@ -114,13 +114,7 @@ def searches(args: argparse.Namespace, train: Path, problems: list) -> dict[str,
     folder = built.save(args.out / "memory")
     print(f"memory: {len(built)} pairs from {train}, built and saved in {time.perf_counter() - t0:.1f} s", flush=True)
     cfg = load_search_config(
-        "reprover",
-        **{
-            "best_first.max_expansions": args.expansions,
-            "best_first.seconds": args.seconds,
-            "best_first.width": args.k,
-            "best_first.tactic_timeout": args.tactic_timeout,
-        },
+        "reprover", max_steps=args.expansions, seconds=args.seconds, width=args.k, tactic_timeout=args.tactic_timeout
     )
     out: dict[str, dict[str, Any]] = {}
     for mode in ("offline", "online"):

@@ -5,8 +5,8 @@
     python benchmarks/search.py --policy hf:runs/tactic-model --theorems 100 --budget seconds --seconds 10 -k 8
     python benchmarks/search.py --smoke     # the tiny smoke tactic assets, 2 theorems, 2 expansions of 2: seconds
 
-Both engines get the same budget per theorem: the same number of expansions (policy calls: best-first
-``max_expansions``, MCTS ``max_steps``, each MCTS step expanding one leaf) or the same wall time (and no
+Both engines get the same budget per theorem: the same number of expansions (policy calls, ``max_steps``: best-first
+expansions, MCTS steps, each MCTS step expanding one leaf) or the same wall time (and no
 other limit). Reported per engine: theorems proved (every one passed the fresh ``coqc`` check), unsound,
 the share of search time outside the prover and the model, tactic steps per second per prover process,
 and coqidetop's own time per tactic (the time between sending each XML call of a step and reading its
@@ -95,28 +95,15 @@ def main() -> None:
     policy = make_tactic_policy(args.policy, model=args.model)
     report = {"theorems": len(problems), "budget": args.budget, "k": args.k, "engines": {}}
     for engine, recipe in (("best-first", "reprover"), ("mcts", "reap")):
-        if args.budget == "expansions":
-            budgets = {
-                "best_first.max_expansions": args.expansions,
-                "best_first.seconds": None,
-                "mcts.max_steps": args.expansions,
-                "mcts.max_nodes": 10**6,
-            }
-        else:
-            budgets = {
-                "best_first.max_expansions": None,
-                "best_first.seconds": args.seconds,
-                "mcts.max_steps": 10**6,
-                "mcts.max_nodes": 10**6,
-                "mcts.seconds": args.seconds,
-            }
-        budgets |= {
-            "best_first.width": args.k,
-            "mcts.num_samples": args.k,
-            "best_first.tactic_timeout": args.tactic_timeout,
-            "mcts.tactic_timeout": args.tactic_timeout,
-        }
-        cfg = load_search_config(recipe, **budgets)
+        by_expansions = args.budget == "expansions"
+        cfg = load_search_config(
+            recipe,
+            max_steps=args.expansions if by_expansions else None,
+            seconds=None if by_expansions else args.seconds,
+            max_nodes=10**6,
+            width=args.k,
+            tactic_timeout=args.tactic_timeout,
+        )
         for key in coq_in_steps:
             coq_in_steps[key] = 0
         out = args.out / engine

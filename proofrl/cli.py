@@ -606,7 +606,7 @@ def search(
         None, help="defaults: reap, bfs-prover, reprover (proofrl/recipes/search/NAME.yaml) or a YAML file"
     ),
     set_: list[str] = typer.Option(
-        [], "--set", help="override a search setting: key.sub=value (repeatable), e.g. mcts.c_base=1000"
+        [], "--set", help="override a search setting: key.sub=value (repeatable), e.g. c_base=1000"
     ),
     workers: int = typer.Option(1, "--workers", "-k", help="prover processes (theorems searched at once)"),
     expansions: int = typer.Option(None, help="best-first: expansions per theorem"),

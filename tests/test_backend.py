@@ -106,12 +106,12 @@ def test_one_goal_count_every_list_given_up_included():
 
 
 def test_the_search_leaf_value_is_minus_the_goal_count_of_the_goal_a_node_owes():
-    """``mcts.value: goals``: −G(s); inside a focus block the goals behind the node are its siblings' to prove."""
-    from proofrl.search.config import MCTSConfig, SearchConfig
+    """``value: goals``: −G(s); inside a focus block the goals behind the node are its siblings' to prove."""
+    from proofrl.search.config import SearchConfig
     from proofrl.search.mcts import MCTS
     from proofrl.search.tree import Node
 
-    search = MCTS(None, None, SearchConfig(algorithm="mcts", mcts=MCTSConfig(value="goals")))  # type: ignore[arg-type]
+    search = MCTS(None, None, SearchConfig(algorithm="mcts", value="goals"))  # type: ignore[arg-type]
     top = Node(0, _state(2, shelved=1, given_up=1))
     assert search.leaf_value(top) == -4.0 == -goal_count(top.state)
     focused = Node(1, _state(1, background=3, shelved=1), focus_depth=1)

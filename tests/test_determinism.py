@@ -56,12 +56,9 @@ def test_a_search_samples_the_same_with_one_or_two_workers(tmp_path, model_dir, 
     from proofrl.search.run import search_many
 
     budgets = {
-        "best_first.max_expansions": 3,
-        "best_first.width": 8,
-        "best_first.seconds": None,
-        "mcts.max_steps": 3,
-        "mcts.num_samples": 8,
-        "mcts.seconds": None,
+        "max_steps": 3,
+        "width": 8,
+        "seconds": None,
     }
     runs = {}
     for workers in (1, 2):

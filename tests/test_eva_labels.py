@@ -56,10 +56,10 @@ def test_coq_labels_each_kind_of_proposal(coq, tmp_path):
     s = load_search_config(
         None,
         "algorithm=best-first",
-        "best_first.width=1",
-        "best_first.max_expansions=1",
-        "best_first.seconds=30.0",
-        "best_first.tactic_timeout=5.0",
+        "width=1",
+        "max_steps=1",
+        "seconds=30.0",
+        "tactic_timeout=5.0",
     )
     recs = label_theorem(coq, _steps(), [0], ["reflexivity."], Scripted("now rewrite Nat.add_0_r."), s)
     by_kind = {r["kind"]: r for r in recs}

@@ -28,7 +28,7 @@ from proofrl.provers.lean import LeanConfig, LeanProver
 from proofrl.provers.lean.goals import bullets, decomposable, focus_tactic, has_metavariable
 from proofrl.provers.lean.models import parse_response
 from proofrl.provers.lean.prover import assemble
-from proofrl.search import MCTSConfig, SearchConfig, search_one
+from proofrl.search import SearchConfig, search_one
 from proofrl.search.tree import refusal
 
 BRANCHING = Theorem(
@@ -41,7 +41,7 @@ TABLE = [
     ("⊢ q", ["exact h1.right"]),
 ]
 PROOF = ["apply And.intro", "· exact h1.left", "· apply h2", "  exact h1.right"]
-MCTS = SearchConfig(algorithm="mcts", backend="lean", mcts=MCTSConfig(num_samples=1, max_steps=12, tactic_timeout=10.0))
+MCTS = SearchConfig(algorithm="mcts", backend="lean", width=1, max_steps=12, tactic_timeout=10.0)
 
 
 def _goals(name: str, i: int) -> list[str]:

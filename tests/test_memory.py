@@ -26,7 +26,7 @@ from proofrl.policy.sources import (
 )
 from proofrl.policy.tactic import POLICY_KINDS, Proposal, make_tactic_policy
 from proofrl.provers.base import Theorem
-from proofrl.search import BestFirstConfig, SearchConfig, search_one
+from proofrl.search import SearchConfig, load_search_config, search_one
 from proofrl.search.run import search_many
 from proofrl.search.trace import read_trace
 
@@ -54,10 +54,7 @@ DISTRACTORS = [
 
 
 def bfs() -> SearchConfig:
-    return SearchConfig(
-        algorithm="best-first",
-        best_first=BestFirstConfig(tactic_timeout=5.0, width=4, max_expansions=12, seconds=60.0),
-    )
+    return load_search_config("reprover", tactic_timeout=5.0, width=4, max_steps=12, seconds=60.0)
 
 
 def memory_of(pairs, **kw) -> ProofMemory:

@@ -14,7 +14,7 @@ from search_support import ScriptedPolicy
 from proofrl.errors import ConfigError
 from proofrl.provers.base import Goal, ProofState, Theorem
 from proofrl.provers.coq.backend import mentions_evar
-from proofrl.search import BestFirstConfig, MCTSConfig, SearchConfig, load_search_config, refusal, search_one
+from proofrl.search import SearchConfig, load_search_config, refusal, search_one
 from proofrl.search.policy import PolicyError
 from proofrl.search.run import search_many
 from proofrl.search.trace import read_trace, summarize
@@ -35,14 +35,11 @@ CONJ_TABLE = [
 
 
 def mcts(**kw) -> SearchConfig:
-    return SearchConfig(algorithm="mcts", mcts=MCTSConfig(**{"tactic_timeout": 5.0, "max_steps": 16, **kw}))
+    return SearchConfig(**{"algorithm": "mcts", "tactic_timeout": 5.0, "max_steps": 16, **kw})
 
 
 def bfs(**kw) -> SearchConfig:
-    return SearchConfig(
-        algorithm="best-first",
-        best_first=BestFirstConfig(**{"tactic_timeout": 5.0, "width": 4, "max_expansions": 16, "seconds": 30.0, **kw}),
-    )
+    return load_search_config("reprover", **{"tactic_timeout": 5.0, "width": 4, "max_steps": 16, "seconds": 30.0, **kw})
 
 
 def test_forbidden_tactics_are_refused_before_the_prover():
@@ -79,31 +76,44 @@ def test_forbidden_tactics_are_refused_before_the_prover():
 
 def test_config_recipes_and_unknown_keys():
     reap = load_search_config("reap")
-    assert (reap.algorithm, reap.mcts.num_samples, reap.mcts.c_base, reap.mcts.c_init, reap.mcts.discount) == (
+    assert (reap.algorithm, reap.width, reap.c_base, reap.c_init, reap.discount) == (
         "mcts",
         6,
         3200,
         0.001,
         0.99,
     )
-    assert (reap.mcts.prior_temperature, reap.mcts.max_nodes, reap.mcts.max_steps, reap.mcts.tactic_timeout) == (
+    assert (reap.prior_temperature, reap.max_nodes, reap.max_steps, reap.tactic_timeout, reap.seconds) == (
         50,
         64,
         64,
         200,
+        None,
     )
     bfs_ = load_search_config("bfs-prover")
-    assert (bfs_.algorithm, bfs_.best_first.priority, bfs_.best_first.alpha, bfs_.best_first.width) == (
+    assert (bfs_.algorithm, bfs_.priority, bfs_.logprob, bfs_.alpha, bfs_.width, bfs_.max_steps, bfs_.seconds) == (
         "best-first",
         "length_normalized",
+        "mean",
         2.0,
         4,
+        None,
+        600,
     )
-    assert load_search_config("reprover").best_first.width == 64
+    assert bfs_.tactic_timeout == 18
+    rep = load_search_config("reprover")
+    assert (rep.priority, rep.logprob, rep.width, rep.max_steps, rep.seconds, rep.tactic_timeout) == (
+        "cum_logprob",
+        "sum",
+        64,
+        None,
+        600,
+        10,
+    )
     with pytest.raises(ConfigError):
-        load_search_config("reap", **{"mcts.max_stepz": 3})
+        load_search_config("reap", max_stepz=3)
     with pytest.raises(ConfigError):
-        load_search_config("reap", **{"mcts.discount": 1.5})
+        load_search_config("reap", discount=1.5)
     with pytest.raises(ConfigError):
         load_search_config("nope")
 
@@ -148,7 +158,7 @@ def test_evar_goals_stay_together_in_one_or_node(coq):
     assert two and all(n.kind == "OR" and mentions_evar(n.state) for n in two)
 
 
-@pytest.mark.parametrize("config", [mcts(max_steps=6), bfs(max_expansions=6)], ids=["mcts", "best-first"])
+@pytest.mark.parametrize("config", [mcts(max_steps=6), bfs(max_steps=6)], ids=["mcts", "best-first"])
 def test_a_policy_of_cheats_is_refused_and_never_closes_a_node(coq, config):
     cheats = [
         "admit.",
@@ -166,7 +176,7 @@ def test_a_policy_of_cheats_is_refused_and_never_closes_a_node(coq, config):
         "intros; admit.",
     ]
     pol = ScriptedPolicy([], default=cheats)
-    r = search_one(PLUS, coq, pol, config.with_overrides(**{"mcts.num_samples": 20, "best_first.width": 20}))
+    r = search_one(PLUS, coq, pol, config.with_overrides(width=20))
     assert r.status == "failed"
     assert len(r.tree.nodes) == 1 and not r.tree.root.solved
     assert len(r.tree.edges) == len(cheats)
@@ -250,7 +260,7 @@ def test_a_prover_killed_during_a_tactic_is_retried_once():
 def test_a_statement_that_does_not_elaborate_is_an_error_and_others_go_on(tmp_path):
     bad = Theorem("bad", "Theorem bad : forall n : nat, n + undefined_thing = n.", NAT)
     pol = ScriptedPolicy([("forall n", ["intros n."]), ("n + 0 = n", ["lia."])])
-    results = search_many([bad, PLUS], pol, "mcts", {"mcts.tactic_timeout": 5.0}, tmp_path, workers=1, progress=False)
+    results = search_many([bad, PLUS], pol, "mcts", {"tactic_timeout": 5.0}, tmp_path, workers=1, progress=False)
     lines = [json.loads(x) for x in (tmp_path / "results.jsonl").read_text().splitlines()]
     by = {x["name"]: x for x in lines}
     assert by["bad"]["status"] == "error" and "elaborate" in by["bad"]["reason"]
@@ -267,7 +277,7 @@ def test_a_policy_that_raises_mid_run_stops_with_a_clear_error_and_keeps_results
     th2 = Theorem("plus0b", "Theorem plus0b : forall n : nat, n + 0 = n.", NAT)
     th3 = Theorem("plus0c", "Theorem plus0c : forall n : nat, n + 0 = n.", NAT)
     with pytest.raises(PolicyError, match="endpoint went away"):
-        search_many([PLUS, th2, th3], pol, "mcts", {"mcts.tactic_timeout": 5.0}, tmp_path, workers=1, progress=False)
+        search_many([PLUS, th2, th3], pol, "mcts", {"tactic_timeout": 5.0}, tmp_path, workers=1, progress=False)
     lines = [json.loads(x) for x in (tmp_path / "results.jsonl").read_text().splitlines()]
     assert [(x["name"], x["status"]) for x in lines] == [("plus0", "proved"), ("plus0b", "error")]
     assert "ConnectionError" in lines[1]["reason"]
@@ -350,7 +360,7 @@ def test_search_many_writes_results_trees_and_a_trace(tmp_path):
         [CONJ, PLUS],
         pol,
         "best-first",
-        {"best_first.tactic_timeout": 5.0, "best_first.width": 4, "best_first.max_expansions": 10},
+        {"tactic_timeout": 5.0, "width": 4, "max_steps": 10},
         tmp_path,
         workers=2,
         progress=True,
@@ -468,15 +478,21 @@ def test_search_recipes_are_yaml_files_overridden_like_training_recipes(tmp_path
 
     assert search_recipe_names() == ["bfs-prover", "reap", "reprover"]
     assert all((SEARCH_RECIPES_DIR / f"{n}.yaml").is_file() for n in search_recipe_names())
-    cfg = load_search_config("reap", "mcts.c_base=1000", "mcts.value=goals")
-    assert (cfg.mcts.c_base, cfg.mcts.value, cfg.mcts.num_samples) == (1000, "goals", 6)
+    cfg = load_search_config("reap", "c_base=1000", "value=goals")
+    assert (cfg.c_base, cfg.value, cfg.width) == (1000, "goals", 6)
     assert load_search_config("reap").with_set(["algorithm=best-first"]).algorithm == "best-first"
     mine = tmp_path / "mine.yaml"
-    mine.write_text("algorithm: best-first\nbest_first:\n  width: 3\n")
-    assert load_search_config(mine, "best_first.seconds=5").best_first.seconds == 5
+    mine.write_text("algorithm: best-first\nwidth: 3\n")
+    assert load_search_config(mine, "seconds=5").seconds == 5
     with pytest.raises(ConfigError) as e:
-        load_search_config("reap", "mcts.c_bse=1")
+        load_search_config("reap", "c_bse=1")
     assert "\n" not in str(e.value) and "c_bse" in str(e.value) and "c_base" in str(e.value)
+    with pytest.raises(ConfigError) as e:  # a recipe written for the two engine sections: where each key is now
+        load_search_config("reap", "mcts.num_samples=3", "best_first.max_expansions=2", "mcts.c_base=9")
+    assert str(e.value) == (
+        "best_first and mcts: no longer sections, their keys are one level up (best_first.max_expansions is "
+        "max_steps; mcts.c_base is c_base; mcts.num_samples is width)"
+    )
     mine.write_text("- a list\n")
     with pytest.raises(ConfigError) as e:
         load_search_config(mine)

@@ -12,7 +12,7 @@ from lean_replay_support import TRANSCRIPTS, needs_transcripts, replay_config
 from search_support import ScriptedPolicy
 
 from proofrl.provers.base import Theorem
-from proofrl.search import BestFirstConfig, SearchConfig, search_one
+from proofrl.search import load_search_config, search_one
 from proofrl.search.run import search_many, tree_files
 
 LOOP = "do 1000000000 idtac."  # minutes of work, and no stack to overflow
@@ -24,7 +24,7 @@ def test_the_seconds_budget_bounds_a_tactics_timeout(coq):
     """A 20 s tactic timeout, a 2 s budget, and a looping tactic: the loop is cut when the budget is spent
     (Coq's Timeout counts whole seconds, so within about a second of it), not after 20 s."""
     pol = ScriptedPolicy([("forall n", [LOOP, "intros n."])])
-    cfg = SearchConfig(algorithm="best-first", best_first=BestFirstConfig(width=2, seconds=2.0, tactic_timeout=20.0))
+    cfg = load_search_config("reprover", width=2, seconds=2.0, tactic_timeout=20.0)
     t0 = time.monotonic()
     r = search_one(PLUS, coq, pol, cfg)
     took = time.monotonic() - t0
@@ -54,7 +54,7 @@ def test_two_theorems_of_one_name_keep_two_trees(tmp_path):
         [PLUS, same],
         pol,
         "best-first",
-        {"best_first.width": 2, "best_first.max_expansions": 3, "best_first.tactic_timeout": 5.0},
+        {"width": 2, "max_steps": 3, "tactic_timeout": 5.0},
         tmp_path,
         workers=2,
         progress=False,
@@ -87,13 +87,7 @@ def test_lean_search_walks_recorded_states_keeps_goal_lists_whole_and_never_prov
         ("⊢ r", ["apply h2"]),
         ("⊢ q", ["exact h1.right"]),
     ]
-    for cfg in (
-        SearchConfig(
-            algorithm="best-first",
-            backend="lean",
-            best_first=BestFirstConfig(width=1, max_expansions=8, tactic_timeout=10.0),
-        ),
-    ):
+    for cfg in (load_search_config("reprover", backend="lean", width=1, max_steps=8, tactic_timeout=10.0),):
         prover = LeanProver(replay_config(TRANSCRIPTS / "proof_branching.in"))
         try:
             r = search_one(th, prover, ScriptedPolicy(table), cfg)

@@ -162,14 +162,14 @@ def test_search_settings_are_overridden_with_set_and_a_bad_one_is_one_line(tmp_p
     problems = tmp_path / "p.jsonl"
     problems.write_text(json.dumps(PROBLEMS[0]) + "\n")
     common = ("search", str(problems), "--policy", "auto:easy", "--algorithm", "best-first", "--seconds", "30")
-    sets = ("--set", "best_first.alpha=0.5", "--set", "best_first.tactic_timeout=3", "--set", "best_first.seconds=20")
+    sets = ("--set", "alpha=0.5", "--set", "tactic_timeout=3", "--set", "seconds=20")
     r = run(*common, *sets, "--out", str(tmp_path / "o"))
     assert r.returncode == 0, r.stderr
     assert json.loads((tmp_path / "o" / "summary.json").read_text())["proved"] == 1
     (tree,) = (tmp_path / "o" / "trees").iterdir()
-    ran = json.loads(tree.read_text())["search"]["config"]["best_first"]
+    ran = json.loads(tree.read_text())["search"]["config"]
     assert (ran["alpha"], ran["tactic_timeout"], ran["seconds"], ran["width"]) == (0.5, 3, 20, 64)
-    for bad, named in (("best_first.widht=2", "widht"), ("mcts.discount=2", "mcts.discount"), ("nokey", "key.sub")):
+    for bad, named in (("widht=2", "widht"), ("mcts.discount=2", "mcts.discount is discount"), ("nokey", "key")):
         r = run(*common, "--set", bad, "--out", str(tmp_path / "bad"))
         assert r.returncode != 0 and "Traceback" not in r.stderr and named in r.stderr, r.stderr
         assert len([ln for ln in r.stderr.splitlines() if ln.strip()]) <= 3, r.stderr

@@ -13,7 +13,7 @@ from search_support import ScriptedPolicy
 
 from proofrl.provers.base import FailureKind, Theorem
 from proofrl.rewards.subgoal import softplus, subgoal_reward
-from proofrl.search import BestFirstConfig, MCTSConfig, SearchConfig, refusal, search_one
+from proofrl.search import SearchConfig, load_search_config, refusal, search_one
 
 pytestmark = requires_coq
 
@@ -296,14 +296,11 @@ PLUS_CHEAT = Theorem("plus0", "Theorem plus0 : forall n : nat, n + 0 = n.", CHEA
 
 
 def mcts(**kw) -> SearchConfig:
-    return SearchConfig(algorithm="mcts", mcts=MCTSConfig(**{"tactic_timeout": 5.0, "max_steps": 16, **kw}))
+    return SearchConfig(**{"algorithm": "mcts", "tactic_timeout": 5.0, "max_steps": 16, **kw})
 
 
 def bfs(**kw) -> SearchConfig:
-    return SearchConfig(
-        algorithm="best-first",
-        best_first=BestFirstConfig(**{"tactic_timeout": 5.0, "width": 4, "max_expansions": 16, "seconds": 60.0, **kw}),
-    )
+    return load_search_config("reprover", **{"tactic_timeout": 5.0, "width": 4, "max_steps": 16, "seconds": 60.0, **kw})
 
 
 @pytest.mark.parametrize("config", [mcts(), bfs()], ids=["mcts", "best-first"])

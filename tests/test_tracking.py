@@ -164,3 +164,31 @@ def test_a_run_folder_saved_before_a_key_moved_resumes():
     assert settings_changed(before, now) == ([], [])
     served = {"rollout": {**now["rollout"], "policy": "openai:http://x"}}
     assert settings_changed(before, served) == (["rollout.policy: 'in-process' -> 'openai:http://x'"], [])
+
+
+def test_a_run_folder_saved_with_the_search_engines_sections_resumes():
+    """A search-and-learn run saved when the search had ``best_first:`` and ``mcts:`` sections compares equal to
+    the same settings now (one flat section); a changed budget is still refused, by its key now."""
+    from proofrl.search.config import BEST_FIRST_KEYS, MCTS_KEYS
+    from proofrl.train.recipes import LOOPS
+    from proofrl.train.rundir import settings_changed
+
+    now = LOOPS["expert-iteration"].config("reap").to_dict()
+    flat = now["search"]
+    budget = ("max_steps", "seconds", "tactic_timeout")
+    before = {
+        **now,
+        "search": {
+            "algorithm": "mcts",
+            "final_check_timeout": flat["final_check_timeout"],
+            "backend": flat["backend"],
+            "best_first": {
+                **{k: flat[k] for k in BEST_FIRST_KEYS},
+                **{"width": 64, "max_expansions": None, "seconds": 600.0, "tactic_timeout": 10.0},
+            },
+            "mcts": {"num_samples": flat["width"], **{k: flat[k] for k in (*MCTS_KEYS, *budget)}},
+        },
+    }
+    assert settings_changed(before, now) == ([], [])
+    wider = {**now, "search": {**flat, "width": flat["width"] + 1}}
+    assert settings_changed(before, wider)[0] == [f"search.width: {flat['width']} -> {flat['width'] + 1}"]

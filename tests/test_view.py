@@ -130,7 +130,7 @@ def search_run(tmp_path_factory) -> Path:
         PROBLEMS,
         policy,
         "mcts",
-        {"mcts.max_steps": 8, "mcts.num_samples": 4},
+        {"max_steps": 8, "width": 4},
         out_dir=base / "run" / "mcts",
         progress=False,
     )

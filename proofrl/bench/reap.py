@@ -143,11 +143,11 @@ def search_and_learn_overrides(run: ClaimRun, s: dict[str, Any], work: Path, arm
         f"eval.before={'true' if head == 'true' else 'false'}",
         f"rollout.problems_per_step={s['batch_theorems']}",
         f"rollout.passes={s['passes']}",
-        f"search.mcts.num_samples={s['num_samples']}",
-        f"search.mcts.max_steps={s['max_steps']}",
-        f"search.mcts.max_nodes={s['max_nodes']}",
-        f"search.mcts.tactic_timeout={s['tactic_timeout']}",
-        f"search.mcts.seconds={s['seconds']}",
+        f"search.width={s['num_samples']}",
+        f"search.max_steps={s['max_steps']}",
+        f"search.max_nodes={s['max_nodes']}",
+        f"search.tactic_timeout={s['tactic_timeout']}",
+        f"search.seconds={s['seconds']}",
         *(["optim.epochs=1", "replay.max_samples=32"] if run.smoke else []),
     ]
 

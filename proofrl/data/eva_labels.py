@@ -59,7 +59,7 @@ from typing import Any
 from ..errors import ProofrlError
 from ..provers.backend import goal_count, state_text
 from ..provers.base import FailureKind, Theorem
-from ..search.config import BestFirstConfig, SearchConfig
+from ..search.config import SearchConfig
 
 KINDS = ("human", "other", "ghost", "broken")
 
@@ -162,7 +162,10 @@ STEP_TIMEOUT = 5.0
 
 LABEL_SEARCH = SearchConfig(
     algorithm="best-first",
-    best_first=BestFirstConfig(width=4, max_expansions=2, seconds=30.0, tactic_timeout=STEP_TIMEOUT),
+    width=4,
+    max_steps=2,
+    seconds=30.0,
+    tactic_timeout=STEP_TIMEOUT,
 )
 """the short best-first search from an accepted step's state (the ``eva`` recipe's ``search`` section)"""
 

@@ -19,7 +19,7 @@ SETTINGS = [
     "rollout.problems_per_step=24",
     "rollout.passes=2",
     "eval.limit=40",
-    "search.mcts.max_steps=16",
+    "search.max_steps=16",
     "optim.epochs=2",
     "progress=false",
 ]

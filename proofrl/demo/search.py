@@ -2,7 +2,7 @@
 memory of the training proofs on held-out stdlib theorems, at equal budget.
 
 Both engines get the same held-out theorems (modules the model was never taught on), the same number of
-policy calls per theorem (best-first ``max_expansions``, MCTS ``max_steps``), the same tactics per call and
+policy calls per theorem (``max_steps``: best-first expansions, MCTS steps), the same tactics per call and
 the same tactic timeout; each starts from a freshly loaded policy with the same seed. A theorem counts as
 proved only when the search's script passed the final check in a fresh ``coqc``. Writes ``report.md``,
 ``summary.json``, ``proved.png`` (proved counts per engine) and ``proved_vs_budget.png`` (theorems proved
@@ -36,17 +36,14 @@ held-out theorems with best-first at this part's budget, on a shared 2-core mach
 
 def equal_budget(expansions: int, width: int, tactic_timeout: float) -> list[str]:
     """Overrides of both engines' search recipes giving them the same budget: ``expansions`` policy calls per
-    theorem (best-first ``max_expansions`` = MCTS ``max_steps``, no other limit), ``width`` tactics per call
-    (best-first ``width`` = MCTS ``num_samples``), ``tactic_timeout`` seconds a tactic."""
+    theorem (``max_steps``: best-first expansions, MCTS steps; no seconds or node limit), ``width`` tactics per
+    call, ``tactic_timeout`` seconds a tactic."""
     return [
-        f"best_first.max_expansions={expansions}",
-        "best_first.seconds=null",
-        f"best_first.width={width}",
-        f"best_first.tactic_timeout={tactic_timeout}",
-        f"mcts.max_steps={expansions}",
-        f"mcts.max_nodes={10**6}",
-        f"mcts.num_samples={width}",
-        f"mcts.tactic_timeout={tactic_timeout}",
+        f"max_steps={expansions}",
+        "seconds=null",
+        f"max_nodes={10**6}",
+        f"width={width}",
+        f"tactic_timeout={tactic_timeout}",
     ]
 
 
@@ -66,13 +63,11 @@ def budget(configs: dict[str, Any]) -> dict[str, Any]:
     """The budget both engines were given, read from their configs (one ConfigError line when they differ)."""
     from ..errors import ConfigError
 
-    bf, mc = configs["best-first"].best_first, configs["mcts"].mcts
-    if (bf.max_expansions, bf.width, bf.tactic_timeout) != (mc.max_steps, mc.num_samples, mc.tactic_timeout):
-        raise ConfigError(
-            "the search part gives both engines one budget: best_first.max_expansions, width, tactic_timeout must "
-            "equal mcts.max_steps, num_samples, tactic_timeout"
-        )
-    return {"expansions": bf.max_expansions, "width": bf.width, "tactic_timeout": bf.tactic_timeout}
+    keys = ("max_steps", "width", "tactic_timeout")
+    bf, mc = ({k: getattr(configs[e], k) for k in keys} for e in ("best-first", "mcts"))
+    if bf != mc:
+        raise ConfigError(f"the search part gives both engines one budget ({', '.join(keys)}): {bf} and {mc}")
+    return {"expansions": bf["max_steps"], "width": bf["width"], "tactic_timeout": bf["tactic_timeout"]}
 
 
 def run_part(ctx: Any) -> dict[str, Any]:

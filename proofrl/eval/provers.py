@@ -400,15 +400,11 @@ def row_search_config(recipe: str, s: RowsConfig) -> Any:
     return load_search_config(
         recipe,
         **{
-            "best_first.max_expansions": None,
-            "best_first.seconds": s.seconds,
-            "best_first.width": s.width,
-            "best_first.tactic_timeout": s.tactic_timeout,
-            "mcts.max_steps": 10**6,
-            "mcts.max_nodes": 10**6,
-            "mcts.seconds": s.seconds,
-            "mcts.num_samples": s.width,
-            "mcts.tactic_timeout": s.tactic_timeout,
+            "max_steps": None,
+            "max_nodes": 10**6,
+            "seconds": s.seconds,
+            "width": s.width,
+            "tactic_timeout": s.tactic_timeout,
         },
     )
 

@@ -177,10 +177,10 @@ def proving_rate(
     from ..search.run import search_many
 
     budget = {
-        "best_first.max_expansions": expansions,
-        "best_first.width": width,
-        "best_first.seconds": seconds,
-        "best_first.tactic_timeout": tactic_timeout,
+        "max_steps": expansions,
+        "width": width,
+        "seconds": seconds,
+        "tactic_timeout": tactic_timeout,
     }
     policy = HFTacticPolicy(model, tokenizer, max_tokens=64, seed=seed)
     results = search_many(

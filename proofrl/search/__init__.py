@@ -2,7 +2,7 @@
 a final check in a fresh process, tree export and a wall-clock trace (docs/search.md)."""
 
 from .best_first import BestFirstSearch
-from .config import BestFirstConfig, MCTSConfig, SearchConfig, load_search_config
+from .config import SearchConfig, load_search_config
 from .engine import Search, SearchResult
 from .mcts import MCTS
 from .policy import PolicyError, Proposal, TacticPolicy
@@ -11,9 +11,7 @@ from .tree import SearchTree, refusal
 
 __all__ = [
     "MCTS",
-    "BestFirstConfig",
     "BestFirstSearch",
-    "MCTSConfig",
     "PolicyError",
     "Proposal",
     "Search",

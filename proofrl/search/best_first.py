@@ -1,7 +1,7 @@
 """Best-first proof search over whole goal lists (no AND decomposition), as ReProver / GPT-f and BFS-Prover.
 
 The open node with the highest priority is expanded: the policy proposes ``width`` tactics, each runs in the
-prover, and every new state joins the queue. Priorities (:class:`~proofrl.search.config.BestFirstConfig`):
+prover, and every new state joins the queue. Priorities (:class:`~proofrl.search.config.SearchConfig`):
 
 * ``cum_logprob`` — Σ log-prob of the tactics on the node's path (lean-dojo/ReProver
   ``prover/proof_search.py``: 64 tactics per expansion, 600 s per theorem, no expansion limit);
@@ -31,16 +31,16 @@ class BestFirstSearch(Search):
 
     @property
     def seconds_budget(self) -> float | None:
-        return self.config.best_first.seconds
+        return self.config.seconds
 
     def prior(self, p: Proposal) -> float:
         return math.exp(self.tactic_logprob(p.logprob_sum, p.logprob_mean))
 
     def tactic_logprob(self, logprob_sum: float, logprob_mean: float) -> float:
-        return logprob_mean if self.config.best_first.logprob == "mean" else logprob_sum
+        return logprob_mean if self.config.logprob == "mean" else logprob_sum
 
     def priority(self, node: Node) -> float:
-        cfg = self.config.best_first
+        cfg = self.config
         if cfg.priority == "length_normalized" and node.depth > 0:
             return node.logprob / node.depth**cfg.alpha
         return node.logprob
@@ -50,7 +50,7 @@ class BestFirstSearch(Search):
         return {e.id: {"score": self.tree.nodes[e.dst].priority or 0.0} for e in self.tree.edges if e.ok}  # type: ignore[index]
 
     def loop(self) -> None:
-        cfg, tree = self.config.best_first, self.tree
+        cfg, tree = self.config, self.tree
         assert tree is not None
         root = tree.root
         if self.queue is None or not root.expanded:  # a later call (after a refused proof) goes on with the queue
@@ -58,8 +58,8 @@ class BestFirstSearch(Search):
             self.queue = [(-0.0, root.id)]
         queue = self.queue
         while not root.solved:
-            if cfg.max_expansions is not None and self.expansions >= cfg.max_expansions:
-                self.stop_reason = f"expansion budget spent ({cfg.max_expansions})"
+            if cfg.max_steps is not None and self.expansions >= cfg.max_steps:
+                self.stop_reason = f"expansion budget spent ({cfg.max_steps})"
                 return
             if self.out_of_time():
                 return

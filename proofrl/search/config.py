@@ -13,10 +13,11 @@ the training recipes are.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from ..errors import ConfigError
 from ..schema import Config, apply_overrides, read_mapping, set_dotted, validate
@@ -26,76 +27,94 @@ PositiveInt = Annotated[int, Field(ge=1)]
 SEARCH_RECIPES_DIR = Path(__file__).resolve().parent.parent / "recipes" / "search"
 
 
-class BestFirstConfig(Config):
-    """Best-first search over whole goal lists (no AND decomposition), as ReProver / BFS-Prover."""
-
-    priority: Literal["cum_logprob", "length_normalized"] = "cum_logprob"
-    """``cum_logprob``: Σ log-prob of the path's tactics (ReProver, GPT-f); ``length_normalized``:
-    that sum / depth^alpha (BFS-Prover)"""
-    logprob: Literal["sum", "mean"] = "sum"
-    """each tactic's log-prob: the sum over its tokens (ReProver) or their mean (BFS-Prover-V2)"""
-    alpha: Annotated[float, Field(ge=0)] = 2.0
-    """the depth exponent of ``length_normalized`` (BFS-Prover-V2 ``depth_reward`` 2.0; REAL-Prover 0.5)"""
-    width: PositiveInt = 64
-    """tactics proposed per expansion (ReProver ``num_sampled_tactics`` 64; BFS-Prover-V2 4)"""
-    max_expansions: PositiveInt | None = None
-    """nodes expanded at most (ReProver: None)"""
-    seconds: Positive | None = 600.0
-    """wall-clock budget per theorem (ReProver and BFS-Prover-V2: 600 s)"""
-    tactic_timeout: Positive = 10.0
-    """seconds a tactic may run (BFS-Prover-V2: 18 s wall)"""
-
-
-class MCTSConfig(Config):
-    """AND-OR MCTS as reap / the AlphaProof pseudocode (defaults from ``Reap/Options.lean``)."""
-
-    num_samples: PositiveInt = 6
-    """tactics proposed per expansion (``reap.num_samples``)"""
-    c_base: Positive = 3200.0
-    c_init: Annotated[float, Field(ge=0)] = 0.001
-    discount: Annotated[float, Field(gt=0, le=1)] = 0.99
-    """γ (``reap.visit_discount``): Q = γ^(−1 − (v̄ − cost))"""
-    prior_temperature: Positive = 50.0
-    """τ: prior = exp(Σ token log-prob / τ) (reap 50; the AlphaProof pseudocode 200)"""
-    progressive_sampling_c: Annotated[float, Field(ge=0)] = 0.01
-    progressive_sampling_alpha: Annotated[float, Field(ge=0)] = 0.6
-    """an expanded OR node is expanded again when evaluations ≤ c · N^α"""
-    max_nodes: PositiveInt = 64
-    """the loop runs while the tree has at most this many nodes (``reap.max_goals``)"""
-    max_steps: PositiveInt = 64
-    """selection-expansion-backup steps (``reap.max_steps``)"""
-    tactic_timeout: Positive = 200.0
-    """seconds a tactic may run (``reap.timeout`` 200000 ms)"""
-    seconds: Positive | None = None
-    """wall-clock budget per theorem (reap has none)"""
-    value: Literal["model", "goals", "zero"] = "model"
-    """leaf values: ``model``: the value function given to the search (reap's value endpoint; without one,
-    ``goals``); ``goals``: −(open goals); ``zero``: 0"""
-    failed_value: float = -1000.0
-    """the value of a leaf whose value call failed and of a dead end (reap: −1000 on failure)"""
+BEST_FIRST_KEYS = ("priority", "logprob", "alpha")
+MCTS_KEYS = (
+    "c_base",
+    "c_init",
+    "discount",
+    "prior_temperature",
+    "progressive_sampling_c",
+    "progressive_sampling_alpha",
+    "max_nodes",
+    "value",
+    "failed_value",
+)
+DEFAULT_RECIPE = {"mcts": "reap", "best-first": "reprover"}
+"""the recipe an algorithm named alone stands for (``proofrl search --algorithm best-first``)"""
+MOVED = {"best_first.width": "width", "best_first.max_expansions": "max_steps", "mcts.num_samples": "width"}
+"""keys of the earlier schema's two engine sections whose name changed (every other key moved up as it was)"""
 
 
 class SearchConfig(Config):
+    """One search section for both engines: the budget they share once (``width``, ``max_steps``, ``seconds``,
+    ``tactic_timeout``: one set of keys gives best-first and MCTS the same budget), then each engine's own keys.
+    The defaults are reap's (the default algorithm, ``Reap/Options.lean``); the recipes set each system's."""
+
     algorithm: Literal["best-first", "mcts"] = "mcts"
-    best_first: BestFirstConfig = BestFirstConfig()
-    mcts: MCTSConfig = MCTSConfig()
+    width: PositiveInt = 6
+    """tactics the policy proposes per expansion (reap ``num_samples`` 6; ReProver ``num_sampled_tactics`` 64;
+    BFS-Prover-V2 4)"""
+    max_steps: PositiveInt | None = 64
+    """policy calls per theorem at most: best-first expansions, MCTS selection-expansion-backup steps (reap
+    ``max_steps`` 64; ReProver and BFS-Prover-V2: None, no limit)"""
+    seconds: Positive | None = None
+    """wall-clock budget per theorem (reap: None; ReProver and BFS-Prover-V2: 600 s)"""
+    tactic_timeout: Positive = 200.0
+    """seconds a tactic may run (reap ``timeout`` 200000 ms; BFS-Prover-V2 18 s wall; ReProver 10 s)"""
     final_check_timeout: Positive = 60.0
     """seconds for the fresh-process replay of a found proof"""
     backend: Literal["coq", "lean"] = "coq"
 
-    @property
-    def tactic_timeout(self) -> float:
-        return self.mcts.tactic_timeout if self.algorithm == "mcts" else self.best_first.tactic_timeout
+    # -- best-first only (ReProver, BFS-Prover) --
+    priority: Literal["cum_logprob", "length_normalized"] = "cum_logprob"
+    """best-first: ``cum_logprob``: Σ log-prob of the path's tactics (ReProver, GPT-f); ``length_normalized``:
+    that sum / depth^alpha (BFS-Prover)"""
+    logprob: Literal["sum", "mean"] = "sum"
+    """best-first: each tactic's log-prob, the sum over its tokens (ReProver) or their mean (BFS-Prover-V2)"""
+    alpha: Annotated[float, Field(ge=0)] = 2.0
+    """best-first: the depth exponent of ``length_normalized`` (BFS-Prover-V2 ``depth_reward`` 2.0; REAL-Prover
+    0.5)"""
+
+    # -- MCTS only (reap, the AlphaProof pseudocode) --
+    c_base: Positive = 3200.0
+    c_init: Annotated[float, Field(ge=0)] = 0.001
+    discount: Annotated[float, Field(gt=0, le=1)] = 0.99
+    """MCTS: γ (``reap.visit_discount``): Q = γ^(−1 − (v̄ − cost))"""
+    prior_temperature: Positive = 50.0
+    """MCTS: τ, prior = exp(Σ token log-prob / τ) (reap 50; the AlphaProof pseudocode 200)"""
+    progressive_sampling_c: Annotated[float, Field(ge=0)] = 0.01
+    progressive_sampling_alpha: Annotated[float, Field(ge=0)] = 0.6
+    """MCTS: an expanded OR node is expanded again when evaluations ≤ c · N^α"""
+    max_nodes: PositiveInt = 64
+    """MCTS: the loop runs while the tree has at most this many nodes (``reap.max_goals``)"""
+    value: Literal["model", "goals", "zero"] = "model"
+    """MCTS leaf values: ``model``: the value function given to the search (reap's value endpoint; without one,
+    ``goals``); ``goals``: −(open goals); ``zero``: 0"""
+    failed_value: float = -1000.0
+    """MCTS: the value of a leaf whose value call failed and of a dead end (reap: −1000 on failure)"""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _engine_sections_moved(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and (old := [k for k in ("best_first", "mcts") if k in data]):
+            keys = sorted({f"{k}.{sub}" for k in old if isinstance(data[k], Mapping) for sub in data[k]})
+            moved = [f"{k} is {MOVED.get(k, k.split('.', 1)[1])}" for k in keys]
+            raise ConfigError(
+                f"{' and '.join(old)}: "
+                + ("no longer sections, their keys are" if len(old) > 1 else "no longer a section, its keys are")
+                + f" one level up ({'; '.join(moved) or 'best_first.width and mcts.num_samples are width'})"
+            )
+        return data
 
     def with_overrides(self, **changes: Any) -> SearchConfig:
-        """A copy with top-level or dotted keys changed (``{"mcts.max_steps": 8}``), validated again."""
+        """A copy with keys changed (``{"max_steps": 8}``), validated again."""
         data = self.to_dict()
         for key, value in changes.items():
             set_dotted(data, key.replace("__", "."), value)
         return validate(SearchConfig, data, "search")
 
     def with_set(self, overrides: tuple[str, ...] | list[str]) -> SearchConfig:
-        """A copy with ``--set`` overrides applied (``mcts.max_steps=8``, values read as YAML), validated again."""
+        """A copy with ``--set`` overrides applied (``max_steps=8``, values read as YAML), validated again."""
         return validate(SearchConfig, apply_overrides(self.to_dict(), overrides), "search") if overrides else self
 
 
@@ -105,8 +124,8 @@ def search_recipe_names() -> list[str]:
 
 def load_search_config(recipe: str | Path | None = None, /, *overrides: str, **changes: Any) -> SearchConfig:
     """A recipe name (``reap``, ``bfs-prover``, ``reprover``: ``proofrl/recipes/search/NAME.yaml``) or a YAML
-    file, then ``--set`` style ``overrides`` (``"mcts.max_steps=8"``), then dotted ``changes`` from code
-    (``**{"mcts.max_steps": 8}``)."""
+    file, then ``--set`` style ``overrides`` (``"max_steps=8"``), then ``changes`` from code
+    (``max_steps=8``)."""
     if recipe is None:
         tree: dict[str, Any] = {}
     elif str(recipe) in search_recipe_names():
@@ -117,3 +136,20 @@ def load_search_config(recipe: str | Path | None = None, /, *overrides: str, **c
         raise ConfigError(f"unknown search recipe {str(recipe)!r}; valid: {search_recipe_names()} or a YAML path")
     cfg = validate(SearchConfig, apply_overrides(tree, overrides), "search")
     return cfg.with_overrides(**changes) if changes else cfg
+
+
+def upgrade_saved(saved: Mapping[str, Any]) -> dict[str, Any]:
+    """A search section saved by the earlier schema (``best_first:`` and ``mcts:`` sections) as it reads now: the
+    section of its ``algorithm`` one level up (renamed as :data:`MOVED` says), and of the other engine's section
+    only the keys that are that engine's alone (the budget keys it held never ran). A flat section is returned as
+    it is."""
+    out = {k: v for k, v in saved.items() if k not in ("best_first", "mcts")}
+    best_first = saved.get("algorithm") == "best-first"
+    ran, other = ("best_first", "mcts") if best_first else ("mcts", "best_first")
+    others_own: tuple[str, ...] = MCTS_KEYS if best_first else BEST_FIRST_KEYS
+    for key, value in (saved.get(other) or {}).items():
+        if key in others_own:
+            out[key] = value
+    for key, value in (saved.get(ran) or {}).items():
+        out[MOVED.get(f"{ran}.{key}", key)] = value
+    return out

@@ -388,7 +388,7 @@ class Search:
             return 0.0
         if node.estimate is not None:
             return node.estimate
-        mode = self.config.mcts.value
+        mode = self.config.value
         if mode == "model" and self.value_fn is not None:
             with self.tracer.span("value", node=node.id) as info:
                 try:
@@ -397,7 +397,7 @@ class Search:
                         raise ValueError(f"value {v}")
                 except Exception as e:  # reap: a failed value call is -1000
                     info["error"] = f"{type(e).__name__}: {e}"[:300]
-                    v = self.config.mcts.failed_value
+                    v = self.config.failed_value
         elif mode == "zero":
             v = 0.0
         else:

@@ -1,5 +1,5 @@
 """AND-OR Monte-Carlo tree search as reap (frenzymath/reap, ``Reap/Tactic/TreeSearch.lean``), a close port of
-the AlphaProof pseudocode. Defaults (``Reap/Options.lean``, see :class:`~proofrl.search.config.MCTSConfig`):
+the AlphaProof pseudocode. Defaults (``Reap/Options.lean``, see :class:`~proofrl.search.config.SearchConfig`):
 6 tactics per expansion, c_base 3200, c_init 0.001, γ 0.99, prior temperature τ 50, progressive sampling
 c 0.01 and α 0.6, at most 64 nodes and 64 steps, 200 s a tactic.
 
@@ -10,7 +10,7 @@ visited edge (v̄_edge: the mean of v_child − cost over its visits, ≈ −ste
 node Q = −∞ for a solved child and 1 − γ^(−1 − v̄_edge) otherwise, so search goes to the hardest open goal.
 The edge with the largest Q + U is followed.
 
-**Expansion.** A leaf OR node is expanded once (one policy call, ``num_samples`` tactics); an expanded OR
+**Expansion.** A leaf OR node is expanded once (one policy call, ``width`` tactics); an expanded OR
 node is expanded again when its evaluations ≤ c · N^α (progressive sampling: with the defaults, not before
 N ≈ 2154 visits, so with 64 steps never). A tactic that leaves several goals, none mentioning an existential
 variable, makes an AND node whose goals become focused OR children (``i: {``, prior 1/#goals, cost 0).
@@ -38,15 +38,15 @@ class MCTS(Search):
 
     @property
     def seconds_budget(self) -> float | None:
-        return self.config.mcts.seconds
+        return self.config.seconds
 
     def prior(self, p: Proposal) -> float:
-        return math.exp(p.logprob_sum / self.config.mcts.prior_temperature)
+        return math.exp(p.logprob_sum / self.config.prior_temperature)
 
     # -- PUCT -----------------------------------------------------------------------------------------
     def edge_scores(self, node: Node) -> dict[int, dict[str, float]]:
         """``{edge id: {c, p, Q, U, score}}`` for ``node``'s live edges (reap's ``computePUCTScores``)."""
-        cfg, tree = self.config.mcts, self.tree
+        cfg, tree = self.config, self.tree
         assert tree is not None
         edges = tree.live_children(node)
         n = node.visits
@@ -71,7 +71,7 @@ class MCTS(Search):
         return out
 
     def wants_expansion(self, node: Node) -> bool:
-        cfg = self.config.mcts
+        cfg = self.config
         if node.kind == "AND":
             return not node.expanded
         return (
@@ -120,14 +120,14 @@ class MCTS(Search):
 
     # -- the loop ---------------------------------------------------------------------------------------
     def loop(self) -> None:
-        cfg, tree = self.config.mcts, self.tree
+        cfg, tree = self.config, self.tree
         assert tree is not None
         root = tree.root
         while not (root.solved or root.dead):
             if len(tree.nodes) > cfg.max_nodes:
                 self.stop_reason = f"node budget spent ({len(tree.nodes)} > {cfg.max_nodes})"
                 return
-            if self.iterations >= cfg.max_steps:
+            if cfg.max_steps is not None and self.iterations >= cfg.max_steps:
                 self.stop_reason = f"step budget spent ({cfg.max_steps})"
                 return
             if self.out_of_time():
@@ -144,7 +144,7 @@ class MCTS(Search):
                 if leaf.kind == "AND":
                     self.decompose_node(leaf)
                 else:
-                    self.expand(leaf, cfg.num_samples)
+                    self.expand(leaf, cfg.width)
                 v = self.leaf_value(leaf) if not leaf.dead else cfg.failed_value
             with self.tracer.span("backup", step=self.iterations):
                 self.backup(path, leaf, v)

@@ -17,6 +17,6 @@ def policy_from_spec(spec: str, model: str | None = None, **kw: object) -> Tacti
 
 
 def value_from_spec(spec: str | None) -> ValueFn | None:
-    """``None`` -> no value function (the search's ``mcts.value`` fallback); ``none``, ``endpoint:URL`` or an
+    """``None`` -> no value function (the search's ``value`` fallback); ``none``, ``endpoint:URL`` or an
     ``http(s)://`` URL -> :func:`proofrl.policy.tactic.make_value_fn`."""
     return None if spec is None else make_value_fn(spec)

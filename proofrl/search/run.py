@@ -32,7 +32,7 @@ from ..policy.tactic import sampling_stream
 from ..provers.base import Prover, Theorem
 from ..provers.pool import PoolConfig, ProverPool
 from .best_first import BestFirstSearch
-from .config import SearchConfig, load_search_config
+from .config import DEFAULT_RECIPE, SearchConfig, load_search_config
 from .engine import Search, SearchResult
 from .mcts import MCTS
 from .policy import PolicyError, TacticPolicy, ValueFn, policy_from_spec, value_from_spec
@@ -140,7 +140,7 @@ def search_many(
 ) -> list[SearchResult]:
     """Search every problem; write ``results.jsonl``, ``trees/``, ``trace.jsonl`` and ``summary.json`` under
     ``out_dir``. ``algorithm`` (``mcts`` / ``best-first`` or a recipe name such as ``reap``) and ``budgets``
-    (dotted config keys: ``{"mcts.max_steps": 16}``) adjust ``config``.
+    (config keys: ``{"max_steps": 16}``) adjust ``config``.
 
     A policy with a ``header`` (the automation menu's libraries) has it added to every theorem's header; a policy
     with ``record_proof`` (an online proof memory) gets each proof's steps as soon as it is found (span
@@ -244,11 +244,10 @@ def _with_header(theorems: list[Theorem], extra: str) -> list[Theorem]:
 
 
 def _settings(config: SearchConfig | None, algorithm: str | None, budgets: dict[str, Any] | None) -> SearchConfig:
-    """``config``, else the recipe or algorithm named by ``algorithm``; ``budgets`` (dotted keys) on top."""
+    """``config``, else the recipe named by ``algorithm`` (``mcts``: reap's, ``best-first``: ReProver's, or a
+    recipe name); ``budgets`` (config keys) on top."""
     if config is None:
-        config = load_search_config(algorithm if algorithm not in (None, "mcts", "best-first") else None)
-        if algorithm in ("mcts", "best-first"):
-            config = config.with_overrides(algorithm=algorithm)
+        config = load_search_config(DEFAULT_RECIPE.get(algorithm or "mcts", algorithm))
     return config.with_overrides(**budgets) if budgets else config
 
 
@@ -343,30 +342,22 @@ def cli_search(
     """``proofrl search PROBLEMS --algorithm mcts|best-first --policy hf:DIR|openai:URL [--model NAME] --out DIR``.
 
     ``recipe`` (``reap``, ``bfs-prover``, ``reprover`` or a YAML path) gives the defaults; ``algorithm`` picks
-    the engine (a recipe name is accepted there too); the budget flags override the chosen engine's section;
+    the engine (a recipe name is accepted there too); the budget flags override the recipe's;
     ``value`` (``none``, ``endpoint:URL``) is the value function of MCTS leaves; ``save_memory`` is where an
     online proof memory is saved at the end (default ``out/memory``: :func:`search_many`); ``overrides``
-    (``--set mcts.max_steps=8``, any key of :class:`~proofrl.search.config.SearchConfig`) come last.
+    (``--set max_steps=8``, any key of :class:`~proofrl.search.config.SearchConfig`) come last.
     Prints a summary table and returns the summary (``summary.json``)."""
-    cfg = load_search_config(
-        recipe
-        or (algorithm if algorithm not in ("mcts", "best-first") else ("reap" if algorithm == "mcts" else "reprover"))
-    )
+    cfg = load_search_config(recipe or DEFAULT_RECIPE.get(algorithm, algorithm))
     if algorithm in ("mcts", "best-first"):
         cfg = cfg.with_overrides(algorithm=algorithm)
-    sec = "mcts" if cfg.algorithm == "mcts" else "best_first"
-    changes: dict[str, Any] = {}
-    for key, limit_ in (("max_steps", max_steps), ("max_nodes", max_nodes)):
-        if limit_ is not None:
-            changes[f"mcts.{key}"] = limit_
-    if expansions is not None:
-        changes["best_first.max_expansions"] = expansions
-    if width is not None:
-        changes["best_first.width" if sec == "best_first" else "mcts.num_samples"] = width
-    if seconds is not None:
-        changes[f"{sec}.seconds"] = seconds
-    if tactic_timeout is not None:
-        changes[f"{sec}.tactic_timeout"] = tactic_timeout
+    given = {  # --expansions is best-first's name for max_steps, --max-steps MCTS's: the chosen engine's applies
+        "max_steps": expansions if cfg.algorithm == "best-first" else max_steps,
+        "max_nodes": max_nodes,
+        "width": width,
+        "seconds": seconds,
+        "tactic_timeout": tactic_timeout,
+    }
+    changes: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
     if changes:
         cfg = cfg.with_overrides(**changes)
     cfg = cfg.with_set(list(overrides))

@@ -33,7 +33,7 @@ from ..policy.model import LoraConfig
 from ..rewards.compose import RewardConfig
 from ..rewards.eva import DIMENSIONS
 from ..schema import Config, one_of
-from ..search.config import BestFirstConfig, MCTSConfig, SearchConfig
+from ..search.config import SearchConfig
 from .recipes import LOOPS, RECIPES_DIR, apply_overrides, recipe_names  # noqa: F401  (re-exported)
 from .tracking import DEFAULT_LOGGERS, LOGGERS
 
@@ -482,8 +482,7 @@ class ExpertIterationConfig(RunConfig):
     data: DataConfig = Field(default_factory=DataConfig)
     search: SearchConfig = Field(
         default_factory=lambda: SearchConfig(
-            algorithm="mcts",
-            mcts=MCTSConfig(num_samples=8, max_steps=16, max_nodes=64, tactic_timeout=5.0, seconds=30.0),
+            algorithm="mcts", width=8, max_steps=16, max_nodes=64, tactic_timeout=5.0, seconds=30.0
         )
     )
     """the search of every rollout pass and of the held-out evaluation (reap's MCTS at a small budget)"""
@@ -570,8 +569,7 @@ class EvaConfig(RunConfig):
     held-out side, when given)"""
     search: SearchConfig | None = Field(
         default_factory=lambda: SearchConfig(
-            algorithm="best-first",
-            best_first=BestFirstConfig(width=4, max_expansions=2, seconds=30.0, tactic_timeout=5.0),
+            algorithm="best-first", width=4, max_steps=2, seconds=30.0, tactic_timeout=5.0
         )
     )
     """the short search (with ``policy``) from an accepted proposal's state that tells whether the proof then

@@ -291,9 +291,7 @@ class ExpertIteration:
         weights.mkdir(exist_ok=True)
         publish(learner, weights, round_)
         worker = RolloutWorker(cfg, weights)
-        pool = make_pool(
-            "coq", pool=PoolConfig(workers=cfg.verify.workers), step_timeout=cfg.search.mcts.tactic_timeout
-        )
+        pool = make_pool("coq", pool=PoolConfig(workers=cfg.verify.workers), step_timeout=cfg.search.tactic_timeout)
         try:
             if round_ == 0 and self.data.held_out and cfg.eval.before and ckpt is None:
                 worker.refresh()

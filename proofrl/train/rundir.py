@@ -27,6 +27,7 @@ from typing import Any, Protocol
 import yaml
 
 from ..errors import ConfigError
+from ..search.config import upgrade_saved
 from . import checkpoints
 from .config import RENAMED
 from .tracking import DEFAULT_LOGGERS, LOGGERS, flatten
@@ -51,7 +52,10 @@ it was found)"""
 def settings_changed(before: Mapping[str, Any], now: Mapping[str, Any]) -> tuple[list[str], list[str]]:
     """``(refused, allowed)``: the dotted keys whose values differ between a run folder's saved settings and a
     resumed run's, as ``key: old -> new``; those under :data:`RESUMABLE` are allowed, the others refused. A saved
-    key that moved (:data:`~proofrl.train.config.RENAMED`) is compared at its place now."""
+    key that moved (:data:`~proofrl.train.config.RENAMED`, and the search's engine sections:
+    :func:`~proofrl.search.config.upgrade_saved`) is compared at its place now."""
+    if isinstance(before.get("search"), Mapping):
+        before = {**before, "search": upgrade_saved(before["search"])}
     a, b = flatten(before), flatten(now)
     for old, new in RENAMED.items():
         if old in a and new not in a:
