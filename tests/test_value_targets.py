@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from proofrl.data.search_samples import ReplayFilter, ReplaySample, human_samples, samples_from_tree
+from proofrl.data.search_samples import ReplayConfig, ReplaySample, human_samples, samples_from_tree
 from proofrl.data.value_targets import node_state_text, solution_path, steps_to_close, value_targets
 from proofrl.train.replay_buffer import ReplayBuffer, rehearsal_draw
 
@@ -90,20 +90,20 @@ def test_solution_path_lists_tactic_edges_only():
 
 def test_replay_samples_and_reaps_filters():
     tree = and_tree()
-    samples = samples_from_tree(tree, 1, ReplayFilter(max_proof_steps=16))
+    samples = samples_from_tree(tree, 1, ReplayConfig(max_proof_steps=16))
     on_path = [(s.state, s.tactic, s.cost) for s in samples if s.tactic]
     assert on_path == [("⊢ A /\\ B", "split.", 3), ("⊢ A", "auto.", 1), ("⊢ B", "simpl.", 2), ("⊢ B'", "auto.", 1)]
     off = {s.state: s.cost for s in samples if s.tactic is None}
     assert off == {"⊢ A\n\n⊢ B": 2}  # closed nodes are left out: search gives them 0 itself; unsolved ones too
-    with_unsolved = samples_from_tree(tree, 1, ReplayFilter(unsolved_values=True))
+    with_unsolved = samples_from_tree(tree, 1, ReplayConfig(unsolved_values=True))
     assert {s.state: s.cost for s in with_unsolved if s.tactic is None} == {"⊢ A\n\n⊢ B": 2, "⊢ C": 63}
-    assert not [s for s in samples_from_tree(tree, 1, ReplayFilter(off_path_values=False)) if s.tactic is None]
-    assert ReplayFilter(max_proof_steps=2).why_dropped(tree) == "too long"
-    assert ReplayFilter(root_value_max=-3.0).why_dropped(tree) == "root value"  # root value −2.5: too easy
-    assert ReplayFilter(root_value_min=-2.0).why_dropped(tree) == "root value"
-    assert ReplayFilter(root_value_min=-3.0, root_value_max=-2.0).why_dropped(tree) is None
+    assert not [s for s in samples_from_tree(tree, 1, ReplayConfig(off_path_values=False)) if s.tactic is None]
+    assert ReplayConfig(max_proof_steps=2).why_dropped(tree) == "too long"
+    assert ReplayConfig(root_value_max=-3.0).why_dropped(tree) == "root value"  # root value −2.5: too easy
+    assert ReplayConfig(root_value_min=-2.0).why_dropped(tree) == "root value"
+    assert ReplayConfig(root_value_min=-3.0, root_value_max=-2.0).why_dropped(tree) is None
     tree["solution"] = []
-    assert ReplayFilter().why_dropped(tree) == "unsolved" and samples_from_tree(tree, 1, ReplayFilter()) == []
+    assert ReplayConfig().why_dropped(tree) == "unsolved" and samples_from_tree(tree, 1, ReplayConfig()) == []
 
 
 def test_buffer_drops_repeats_keeps_the_newest_and_round_trips():

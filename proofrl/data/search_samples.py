@@ -39,9 +39,9 @@ class ReplaySample:
         return asdict(self)
 
 
-class ReplayFilter(Config):
-    """Which exported trees give samples, and which of their nodes give value targets (the recipe's ``replay:``
-    keys of these names, :class:`proofrl.train.config.ReplayConfig`)."""
+class ReplayConfig(Config):
+    """Search-and-learn's ``replay:`` section: which exported trees give samples and which of their nodes give
+    value targets, the buffer, and what each update draws from it."""
 
     max_proof_steps: Annotated[int, Field(ge=1)] = 16
     """drop solutions longer than this many tactic steps (reap filters by proof length)"""
@@ -54,6 +54,13 @@ class ReplayFilter(Config):
     proof's own)"""
     unsolved_values: bool = False
     """also give expanded unsolved nodes the value target −(B−1) (ours; the AlphaProof pseudocode gives them none)"""
+
+    capacity: Annotated[int, Field(ge=1)] = 20000
+    """search samples the buffer keeps (the oldest dropped first)"""
+    rehearsal_fraction: Annotated[float, Field(ge=0, lt=1)] = 0.5
+    """share of every update made of human-proof transitions (reap rehearses mathlib to avoid forgetting)"""
+    max_samples: Annotated[int, Field(ge=1)] = 2000
+    """search samples drawn from the buffer per update at most"""
 
     def why_dropped(self, tree: dict[str, Any]) -> str | None:
         """Why a tree gives no samples (``unsolved``, ``too long``, ``root value``), or None to keep it."""
@@ -72,7 +79,7 @@ class ReplayFilter(Config):
         return None
 
 
-def samples_from_tree(tree: dict[str, Any], round_: int, filt: ReplayFilter, num_bins: int = 64) -> list[ReplaySample]:
+def samples_from_tree(tree: dict[str, Any], round_: int, filt: ReplayConfig, num_bins: int = 64) -> list[ReplaySample]:
     """The replay samples of one exported tree after the filters: one (state, tactic, −steps) per tactic of
     the solution, plus value-only samples of the other expanded nodes when ``off_path_values``."""
     if filt.why_dropped(tree) is not None:

@@ -26,7 +26,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from ..data.search_samples import ReplayFilter
+from ..data.search_samples import ReplayConfig
 from ..errors import ConfigError
 from ..objectives.grpo import ADV_ESTIMATORS, PPOConfig
 from ..policy.model import LoraConfig
@@ -291,17 +291,6 @@ class EvalConfig(Config):
     """held-out problems evaluated at most (None: all)"""
     before: bool = True
     """search-and-learn: evaluate the starting model too (round 0)"""
-
-
-class ReplayConfig(ReplayFilter):
-    """Search-and-learn's replay: the filters of the trees (:class:`~proofrl.data.search_samples.ReplayFilter`), the
-    buffer and what each update draws from it."""
-
-    capacity: PositiveInt = 20000
-    rehearsal_fraction: Annotated[float, Field(ge=0, lt=1)] = 0.5
-    """share of every update made of human-proof transitions (reap rehearses mathlib to avoid forgetting)"""
-    max_samples: PositiveInt = 2000
-    """search samples drawn from the buffer per update at most"""
 
 
 # -- the run section and the loops -----------------------------------------------------------------------------
