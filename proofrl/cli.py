@@ -606,11 +606,11 @@ def search(
         None, help="defaults: reap, bfs-prover, reprover (proofrl/recipes/search/NAME.yaml) or a YAML file"
     ),
     set_: list[str] = typer.Option(
-        [], "--set", help="override a search setting: key.sub=value (repeatable), e.g. c_base=1000"
+        [], "--set", help="override a search setting: key=value (repeatable), e.g. c_base=1000"
     ),
     workers: int = typer.Option(1, "--workers", "-k", help="prover processes (theorems searched at once)"),
-    expansions: int = typer.Option(None, help="best-first: expansions per theorem"),
-    max_steps: int = typer.Option(None, help="MCTS: simulations per theorem"),
+    expansions: int = typer.Option(None, help="best-first: expansions per theorem (the max_steps key)"),
+    max_steps: int = typer.Option(None, help="MCTS: simulations per theorem (the max_steps key)"),
     max_nodes: int = typer.Option(None, help="MCTS: nodes per theorem"),
     width: int = typer.Option(None, help="tactics proposed per expansion"),
     seconds: float = typer.Option(None, help="wall-clock budget per theorem"),
