@@ -28,6 +28,7 @@ SEARCH_RECIPES_DIR = Path(__file__).resolve().parent.parent / "recipes" / "searc
 
 
 BEST_FIRST_KEYS = ("priority", "logprob", "alpha")
+"""the keys the earlier schema's ``best_first:`` section held that no other engine reads (:func:`upgrade_saved`)"""
 MCTS_KEYS = (
     "c_base",
     "c_init",
@@ -39,6 +40,7 @@ MCTS_KEYS = (
     "value",
     "failed_value",
 )
+"""the keys the earlier schema's ``mcts:`` section held that no other engine reads"""
 DEFAULT_RECIPE = {"mcts": "reap", "best-first": "reprover"}
 """the recipe an algorithm named alone stands for (``proofrl search --algorithm best-first``)"""
 MOVED = {"best_first.width": "width", "best_first.max_expansions": "max_steps", "mcts.num_samples": "width"}

@@ -6,8 +6,8 @@ backends: [coq]            # pools to start; the first is the default for reques
 sandbox: auto              # auto | bwrap | unshare | off: how prover processes are confined
 host: 127.0.0.1
 port: 8000
-api_key: null             # requests must carry it (Authorization: Bearer …) when set
-max_inflight: 256          # the HTTP limits: every key is ServeConfig's
+api_key: null              # requests must carry it (Authorization: Bearer …) when set
+max_inflight: 256          # the HTTP limits, top-level keys like the rest
 max_batch: 1024
 pool: {workers: 2, timeout: 30, max_uses: 500, max_rss_mb: 2048}
 prover: {memory_mb: 4096}  # per-process options of the backend (CoqConfig / LeanConfig fields)

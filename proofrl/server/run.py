@@ -50,7 +50,7 @@ class BoundedH11Protocol(H11Protocol):
     """uvicorn's h11 protocol with a connection cap at accept time and a deadline on receiving a request head.
     ``limits`` is set on a subclass per server (:func:`make_server`)."""
 
-    limits: ServeConfig = ServeConfig()
+    limits: ServeConfig
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         self._read_timer: asyncio.TimerHandle | None = None
