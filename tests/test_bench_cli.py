@@ -82,6 +82,8 @@ def test_the_library_learning_claims_run_at_smoke_size_in_file_order(tmp_path, s
         "rango-retrieval-in-prompt",
         "rango-retrieval-model-alone",
         "reap-mcts-vs-best-first-memory",
+        "reap-mcts-vs-best-first-beyond-core",
+        "rango-retrieval-model-alone-beyond-core",
     )
     r = CliRunner().invoke(
         app, ["bench", "--smoke", *(x for c in claims for x in ("--claim", c)), "--seeds", "1", "--out", str(out)]
@@ -108,8 +110,7 @@ def test_the_library_learning_claims_run_at_smoke_size_in_file_order(tmp_path, s
     seed = out / "rango-retrieval-in-prompt" / "seed-0"
     assert all(len(list((seed / kind / "i-best-first" / "trees").iterdir())) == 2 for kind in ("without", "with"))
     # the model alone (row k): the same two models, and every tactic tried came from the model, none from the memory
-    seed = out / "rango-retrieval-model-alone" / "seed-0"
-    for kind in ("without", "with"):
+    for seed, kind in [(out / c / "seed-0", k) for c in claims if "model-alone" in c for k in ("without", "with")]:
         trees = [json.loads(t.read_text()) for t in (seed / kind / "k-best-first" / "trees").iterdir()]
         assert len(trees) == 2
         sources = {e["source"] for tree in trees for e in tree["edges"]}
@@ -118,10 +119,11 @@ def test_the_library_learning_claims_run_at_smoke_size_in_file_order(tmp_path, s
     from proofrl.eval.provers import hammer_installed
 
     row = "j" if hammer_installed() else "h"
-    seed = out / "reap-mcts-vs-best-first-memory" / "seed-0"
-    for engine in ("best-first", "mcts"):
-        trees = list((seed / engine / f"{row}-{engine}" / "trees").iterdir())
-        assert len(trees) == 2 and {json.loads(t.read_text())["search"]["algorithm"] for t in trees} == {engine}
+    for claim in ("reap-mcts-vs-best-first-memory", "reap-mcts-vs-best-first-beyond-core"):
+        seed = out / claim / "seed-0"
+        for engine in ("best-first", "mcts"):
+            trees = list((seed / engine / f"{row}-{engine}" / "trees").iterdir())
+            assert len(trees) == 2 and {json.loads(t.read_text())["search"]["algorithm"] for t in trees} == {engine}
 
 
 @requires_coq

@@ -3,6 +3,7 @@ and fits its budget; a plan that does not is one line naming what to fix."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,8 @@ PILOT_6, PILOT_7 = PLAN.with_name("claims-pilot-6.yaml"), PLAN.with_name("claims
 PLAN_6, PLAN_7 = PLAN.with_name("claims-plan-6.yaml"), PLAN.with_name("claims-plan-7.yaml")
 PILOT_8, PLAN_8 = PLAN.with_name("claims-pilot-8.yaml"), PLAN.with_name("claims-plan-8.yaml")
 PLAN_9 = PLAN.with_name("claims-plan-9.yaml")
+PLAN_10 = PLAN.with_name("claims-plan-10.yaml")
+PLAN_11 = PLAN.with_name("claims-plan-11.yaml")
 REGISTERED = {n: c.arms for n, c in CLAIMS.items()}
 
 
@@ -115,6 +118,25 @@ def test_the_ninth_plan_runs_the_model_alone_claim_on_the_whole_held_out_pool_at
     plan = load_plan(PLAN_9, REGISTERED)
     assert plan.planned == {"rango-retrieval-model-alone": 292} and len(plan.seeds) == 5
     assert not set(plan.seeds) & seeds_used_before(PLAN_9.name)
+
+
+def test_the_tenth_and_eleventh_plans_take_the_sizes_asked_on_the_pool_beyond_the_core_modules() -> None:
+    """Each runs one claim beyond the core modules at the size its core run's analysis asked, on five new seeds;
+    the pool holds that many lemmas, and the eleventh says it does not fit the bench's 4 hours."""
+    from proofrl.bench.memory import file_pool
+
+    tenth, eleventh = load_plan(PLAN_10, REGISTERED), load_plan(PLAN_11, REGISTERED)
+    assert tenth.planned == {"rango-retrieval-model-alone-beyond-core": 3295}
+    assert eleventh.planned == {"reap-mcts-vs-best-first-beyond-core": 2595}
+    for plan, path in ((tenth, PLAN_10), (eleventh, PLAN_11)):
+        assert len(plan.seeds) == 5 and not set(plan.seeds) & seeds_used_before(path.name)
+    assert not set(tenth.seeds) & set(eleventh.seeds)
+    assert (
+        eleventh.budget_hours > 4
+        and "over the bench's 4-hour budget" in eleventh.claims["reap-mcts-vs-best-first-beyond-core"].why
+    )
+    if shutil.which("coqc"):
+        assert len(file_pool(3295, "all", library="rest")) == 3295
 
 
 @pytest.mark.parametrize(

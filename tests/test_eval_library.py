@@ -327,3 +327,32 @@ def test_the_memory_rows_search_with_the_engine_they_are_given(tmp_path) -> None
     trees = sorted((tmp_path / "f-mcts" / "trees").iterdir())
     assert len(trees) == 2 and not (tmp_path / "f-best-first").exists()
     assert {json.loads(t.read_text())["search"]["algorithm"] for t in trees} == {"mcts"}
+
+
+@requires_coq
+def test_a_pool_beyond_the_core_modules_reads_its_premises_from_the_whole_library(tmp_path) -> None:
+    """The bench's pool outside the core modules holds none of them, file by file in file order; row h on its
+    lemmas offers the premises of every module the file loads (Coq.Init's too), not only the core modules'."""
+    from proofrl.bench.memory import file_pool
+    from proofrl.data.coq_stdlib import CORE_PREFIXES, STDLIB_ALL
+    from proofrl.data.splits import stdlib_lemmas
+    from proofrl.eval.library import library_transitions, loaded_libraries, run_file_rows
+    from proofrl.eval.provers import RowsConfig
+
+    pool = file_pool(100_000, "all", library="rest")
+    assert pool and not any(p.module.startswith(CORE_PREFIXES) for p in pool)
+    for m in {p.module for p in pool}:
+        assert [p.extra[ORDER] for p in pool if p.module == m] == list(range(sum(p.module == m for p in pool)))
+    assert [p.key for p in file_pool(50, "all", library="rest")] == [p.key for p in pool[:50]]
+    with pytest.raises(ValueError, match="core or rest"):
+        file_pool(5, "all", library="reals")
+    with pytest.raises(ConfigError, match="core modules or the whole library"):
+        library_transitions(tmp_path, prefixes=("Coq.Reals.",))
+
+    permutation = [p for p in pool if p.module == "Coq.Sorting.Permutation"][:1]
+    loaded = [m for m in loaded_libraries(permutation[0].header) if m != "Coq.Sorting.Permutation"]
+    whole, core = (sum(len(ls.get(m, ())) for m in loaded) for ls in (stdlib_lemmas(STDLIB_ALL), stdlib_lemmas()))
+    assert whole > core
+    settings = RowsConfig(rows=("h",), seconds=2.0, workers=1, width=2)
+    (row,) = run_file_rows(permutation, settings, tmp_path / "rows", [], progress=False, say=lambda _: None)
+    assert row.notes["memory_by_module"]["Coq.Sorting.Permutation"]["premises"] == whole + 1

@@ -44,6 +44,8 @@ CORE_PREFIXES = (
     "Coq.QArith.",
 )
 """Modules whose theorems need few libraries: the default sample for checks and benchmarks."""
+STDLIB_ALL = ("Coq.",)
+"""Every module of the standard library (Reals, Numbers, FSets, … beside the core ones)."""
 
 
 def coq_lib_dir() -> Path:

@@ -84,13 +84,16 @@ def files_spec(spec: str) -> tuple[int, str]:
     return n, side
 
 
-def modules_in_file_order(keep: Callable[[Problem], bool]) -> dict[str, list[Problem]]:
-    """The theorems of :data:`~proofrl.data.coq_stdlib.CORE_PREFIXES` that ``keep`` accepts, by module (sorted), each
-    module's in file order with its place among them (``extra[ORDER]``)."""
+def modules_in_file_order(
+    keep: Callable[[Problem], bool], prefixes: Sequence[str] | None = None
+) -> dict[str, list[Problem]]:
+    """The theorems of the modules under ``prefixes`` (default :data:`~proofrl.data.coq_stdlib.CORE_PREFIXES`) that
+    ``keep`` accepts, by module (sorted), each module's in file order with its place among them (``extra[ORDER]``)."""
+    from ..data.coq_stdlib import CORE_PREFIXES
     from ..data.splits import coq_stdlib_problems
 
     by_module: dict[str, list[Problem]] = defaultdict(list)
-    for p in coq_stdlib_problems():
+    for p in coq_stdlib_problems(prefixes=prefixes or CORE_PREFIXES):
         if keep(p):
             by_module[p.module].append(p)
     out = {}
@@ -168,15 +171,23 @@ def combination(tactics: Sequence[str], seconds: float) -> str:
 
 
 # -- the library's human proofs, stepped once ---------------------------------------------------------------
-def library_transitions(root: Path, *, workers: int = 2, progress: bool = True) -> list[dict[str, Any]]:
-    """Every (state → tactic) step of the human proofs of :data:`~proofrl.data.coq_stdlib.CORE_PREFIXES`, both
-    sides, stepped once under each theorem's placed header into ``root/stdlib-transitions`` and read from there
-    after (``python -m proofrl.data.tactics``'s files)."""
+def library_transitions(
+    root: Path, *, workers: int = 2, progress: bool = True, prefixes: Sequence[str] | None = None
+) -> list[dict[str, Any]]:
+    """Every (state → tactic) step of the human proofs of the modules under ``prefixes`` (default
+    :data:`~proofrl.data.coq_stdlib.CORE_PREFIXES`, into ``root/stdlib-transitions``; the whole library,
+    :data:`~proofrl.data.coq_stdlib.STDLIB_ALL`, into ``root/stdlib-transitions-all``), both sides, stepped once
+    under each theorem's placed header and read from there after (``python -m proofrl.data.tactics``'s files)."""
+    from ..data.coq_stdlib import CORE_PREFIXES, STDLIB_ALL
     from ..data.tactics import build_tactic_data, read_transitions
 
-    folder = Path(root) / "stdlib-transitions"
+    prefixes = tuple(prefixes or CORE_PREFIXES)
+    named = {CORE_PREFIXES: "stdlib-transitions", STDLIB_ALL: "stdlib-transitions-all"}
+    if prefixes not in named:
+        raise ConfigError(f"library transitions are stepped for the core modules or the whole library, not {prefixes}")
+    folder = Path(root) / named[prefixes]
     if not (folder / "summary.json").is_file():
-        build_tactic_data(folder, workers=workers, progress=progress)
+        build_tactic_data(folder, workers=workers, progress=progress, prefixes=prefixes)
     return [t for side in ("train", "held-out") for t in read_transitions(folder / f"{side}.jsonl")]
 
 
@@ -227,7 +238,7 @@ def run_file_rows(
 ) -> list[Any]:
     """The rows of :data:`FILE_ROWS` in ``settings.rows`` on file-order ``problems`` (module docstring); ``out``
     gets ``results.jsonl`` and each search row's trees. Returns the rows (:class:`~.provers.Row`) in run order."""
-    from ..data.splits import stdlib_lemmas
+    from ..data.splits import STDLIB_PREFIXES, stdlib_lemmas
     from ..policy.sources import HAMMER_TACTICS_HEADER
     from .provers import (
         MEMORY_LABELS,
@@ -277,7 +288,11 @@ def run_file_rows(
     if "b" in s.rows:
         record(store.row("(b) sauto", shot, "(b) sauto", "intros; sauto.", HAMMER_TACTICS_HEADER))
         record(store.row("(b) hammer", hammer_row, shot, "", s.atp_seconds))
-    lemmas = stdlib_lemmas() if set(PREMISE_MEMORY_ROWS) & set(s.rows) else {}
+    # the premises: the lemmas of the set the problems were read from (the core modules, or the whole library)
+    read_from = {tuple(p.extra.get(STDLIB_PREFIXES, ())) for p in problems} - {()}
+    lemmas = {}
+    if set(PREMISE_MEMORY_ROWS) & set(s.rows):
+        lemmas = stdlib_lemmas(*read_from) if len(read_from) == 1 else stdlib_lemmas()
     for kind in MEMORY_LABELS:
         if kind in s.rows:
             name = memory_label(kind, s)
