@@ -356,3 +356,24 @@ def test_a_pool_beyond_the_core_modules_reads_its_premises_from_the_whole_librar
     settings = RowsConfig(rows=("h",), seconds=2.0, workers=1, width=2)
     (row,) = run_file_rows(permutation, settings, tmp_path / "rows", [], progress=False, say=lambda _: None)
     assert row.notes["memory_by_module"]["Coq.Sorting.Permutation"]["premises"] == whole + 1
+
+
+@requires_coq
+def test_a_file_whose_header_does_not_load_fails_its_lemmas_not_the_run(tmp_path) -> None:
+    """FSetCompat's header (its functors replayed outside them) does not load in a fresh coqc: its lemmas are
+    recorded as failed searches, and the file after it is searched as usual."""
+    from proofrl.bench.memory import file_pool
+    from proofrl.eval.library import run_file_rows
+    from proofrl.eval.provers import RowsConfig
+
+    pool = file_pool(100_000, "all", library="rest")
+    broken = [p for p in pool if p.module == "Coq.FSets.FSetCompat"][:1]
+    fine = [p for p in pool if p.module == "Coq.Sorting.Permutation"][:1]
+    assert broken and fine
+    said: list[str] = []
+    settings = RowsConfig(rows=("h",), seconds=2.0, workers=1, width=2)
+    (row,) = run_file_rows(broken + fine, settings, tmp_path, [], progress=False, say=said.append)
+    assert [r["name"] for r in row.results] == [broken[0].key, fine[0].key]
+    assert not row.results[0]["proved"] and row.results[0]["reason"].startswith("header failed to load")
+    assert any("Coq.FSets.FSetCompat" in line and "recorded as failed" in line for line in said)
+    assert row.notes["memory_by_module"]["Coq.Sorting.Permutation"]["premises"] > 1

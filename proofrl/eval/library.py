@@ -139,6 +139,16 @@ def loaded_libraries(header: str, *, timeout: float = 120.0) -> tuple[str, ...]:
     return libs
 
 
+def _libraries_or_none(header: str, module: str, say: Callable[[str], None]) -> tuple[str, ...]:
+    """:func:`loaded_libraries`, or none where the header does not load: the file's lemmas then fail when their
+    statements are started (each a recorded failure, as a statement that does not elaborate is), not the run."""
+    try:
+        return loaded_libraries(header)
+    except ConfigError as e:
+        say(f"{module}: {e}; its lemmas are recorded as failed")
+        return ()
+
+
 _AVAILABLE: dict[tuple[str, str], bool] = {}
 
 
@@ -257,7 +267,7 @@ def run_file_rows(
     results_path.write_text("")
     headers = {p.module: p.header for p in problems}  # every lemma of a file has the file's header
     modules = list(headers)
-    libraries = {m: loaded_libraries(headers[m]) for m in modules}
+    libraries = {m: _libraries_or_none(headers[m], m, say) for m in modules}
     rows: list[Row] = []
 
     def record(row: Row) -> None:
