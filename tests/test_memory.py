@@ -124,6 +124,25 @@ def test_a_large_memory_indexes_recent_pairs_apart_and_never_answers_an_evicted_
     assert mem.stats.rebuilds == 2 and len(mem) == 300 and mem.online_count == 21 and mem.stats.evicted == 21
 
 
+def test_every_rebuild_reads_each_pair_s_terms_tokenized_once_and_answers_as_a_fresh_memory(monkeypatch):
+    """An online memory rebuilds its index as it grows; each state is tokenized once, when it is added, and the
+    answers are those of a memory built afresh from the same pairs."""
+    from proofrl.policy import memory as memory_mod
+
+    calls: list[str] = []
+    tokens = memory_mod.tokens
+    monkeypatch.setattr(memory_mod, "tokens", lambda s: calls.append(s) or tokens(s))
+    mem = ProofMemory(cap=None)
+    query = "x : nat\n⊢ f x = g (h x)"
+    for i in range(12):
+        mem.add(f"x : nat\n⊢ f{i % 3} x = g{i} (h x)", f"tac{i}.", theorem=f"t{i}")
+        mem.neighbours(query, 4)
+    assert len(calls) == 12 + 12 and mem.stats.rebuilds == 12  # 12 adds, 12 queries: no state tokenized again
+    fresh = ProofMemory(cap=None)
+    fresh.add_many([(p.state, p.tactic) for p in mem.pairs()])
+    assert fresh.neighbours(query, 4) == [n._replace(theorem="") for n in mem.neighbours(query, 4)]
+
+
 def test_build_from_transitions_skips_structural_steps_and_other_splits(tmp_path):
     recs = [
         {"theorem": "a", "state_before": "⊢ True", "tactic": "exact I.", "split": "train"},

@@ -130,11 +130,12 @@ class _Index:
     rows: list[int]
 
     @classmethod
-    def build(cls, rows: list[int], states: Sequence[str]) -> _Index:
+    def build(cls, rows: list[int], terms: Sequence[list[str]]) -> _Index:
+        """The index of each row's ``terms`` (:func:`tokens` of its state)."""
         import bm25s  # type: ignore[import-untyped]  # (no py.typed)
 
         bm25 = bm25s.BM25()
-        bm25.index([tokens(s) for s in states], show_progress=False)
+        bm25.index(list(terms), show_progress=False)
         return cls(bm25, rows)
 
     answered: int | None = None
@@ -170,6 +171,7 @@ class ProofMemory:
         """up to this many pairs every change rebuilds the whole index; above, recent pairs get a small index"""
         self.stats = MemoryStats()
         self._pairs: dict[int, Pair] = {}
+        self._terms: dict[int, list[str]] = {}  # each pair's state tokenized once, for every rebuild after
         self._key: dict[tuple[str, str], int] = {}
         self._offline: deque[int] = deque()  # offline pair ids, oldest first (evicted from the left)
         self._next = 0
@@ -219,6 +221,7 @@ class ProofMemory:
             return 0
         pid, self._next = self._next, self._next + 1
         self._pairs[pid] = pair
+        self._terms[pid] = tokens(pair.state)
         self._key[key] = pid
         self._recent_ids.append(pid)
         if not pair.online:
@@ -235,6 +238,7 @@ class ProofMemory:
             if pair is None or pair.online:  # promoted to online since
                 continue
             del self._pairs[pid]
+            del self._terms[pid]
             del self._key[(pair.state, pair.tactic)]
             self.stats.evicted += 1
             self._evicted_since += 1
@@ -253,7 +257,7 @@ class ProofMemory:
         changed = len(recent) + self._evicted_since
         if self._main is None or len(self._pairs) <= self.exact_below or changed > WHOLE_AFTER * built:
             rows = list(self._pairs)
-            self._main = _Index.build(rows, [self._pairs[i].state for i in rows]) if rows else None
+            self._main = _Index.build(rows, [self._terms[i] for i in rows]) if rows else None
             self._recent, self._recent_ids, self._evicted_since = None, [], 0
             self.stats.rebuilds += 1
             self.stats.rebuild_seconds += time.perf_counter() - t0
@@ -261,18 +265,14 @@ class ProofMemory:
             main_rows = self._main.rows
             step = max(1, len(main_rows) // CALIBRATION)
             sample = main_rows[::step][:CALIBRATION]  # for the corpus statistics only: never answered from here
-            states = [self._pairs[i].state for i in recent] + [self._sample_state(i) for i in sample]
-            self._recent = _Index.build(recent + [-1] * len(sample), states) if recent else None
+            terms = [self._terms[i] for i in recent] + [self._terms.get(i, []) for i in sample]  # evicted: none
+            self._recent = _Index.build(recent + [-1] * len(sample), terms) if recent else None
             if self._recent is not None:
                 self._recent.answered = len(recent)
             self._recent_ids = recent
             self.stats.recent_rebuilds += 1
             self.stats.recent_seconds += time.perf_counter() - t0
         self._stale = False
-
-    def _sample_state(self, pid: int) -> str:
-        pair = self._pairs.get(pid)
-        return pair.state if pair is not None else ""
 
     def neighbours(self, state: str, k: int) -> list[Neighbour]:
         """The tactics of the ``k`` states most like ``state`` (BM25 score > 0), most similar first. Empty when
