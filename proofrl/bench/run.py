@@ -201,7 +201,8 @@ def plot(claim: Claim, c: Comparison, out: Path) -> Path:
     fig, (left, right) = plt.subplots(1, 2, figsize=(8, 3.2), gridspec_kw={"width_ratios": [2, 1]})
     for i, iv in enumerate((c.a, c.b)):
         left.errorbar([i], [iv.mean], yerr=[[iv.mean - iv.low], [iv.high - iv.mean]], fmt="o", capsize=6)
-    left.set_xticks([0, 1], [claim.baseline, claim.treatment])
+    # arm names run long ("model alone, retrieval in the prompt"): on lines of their own, they do not overlap
+    left.set_xticks([0, 1], [textwrap.fill(arm, 24) for arm in (claim.baseline, claim.treatment)], fontsize=8)
     left.set_xlim(-0.5, 1.5)
     # the metric's first clause, cut at a word and on two lines: a cut mid-word read as another metric
     label = textwrap.shorten(claim.metric.split(",")[0], 60, placeholder=" …")
@@ -210,7 +211,7 @@ def plot(claim: Claim, c: Comparison, out: Path) -> Path:
     d = c.difference
     right.errorbar([0], [d.mean], yerr=[[d.mean - d.low], [d.high - d.mean]], fmt="s", color="tab:red", capsize=6)
     right.axhline(0, color="grey", lw=0.8)
-    right.set_xticks([0], [f"{claim.treatment} − {claim.baseline}"])
+    right.set_xticks([0], [textwrap.fill(f"{claim.treatment} − {claim.baseline}", 28)], fontsize=8)
     right.set_title(f"paired difference, p = {c.p_value:.3g}", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
