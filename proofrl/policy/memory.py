@@ -221,7 +221,7 @@ class ProofMemory:
             return 0
         pid, self._next = self._next, self._next + 1
         self._pairs[pid] = pair
-        self._terms[pid] = tokens(pair.state)
+        self._terms[pid] = list(map(sys.intern, tokens(pair.state)))  # one string per distinct term, not per use
         self._key[key] = pid
         self._recent_ids.append(pid)
         if not pair.online:
