@@ -145,7 +145,8 @@ def test_every_rebuild_reads_each_pair_s_terms_tokenized_once_and_answers_as_a_f
 
 def test_a_term_kept_for_rebuilds_is_one_string_however_many_states_use_it():
     """The terms kept per pair hold one string per distinct term: a memory of many states naming the same lemmas
-    costs pointers, not a copy of each name per use (it held 2.3x the RAM of the pairs otherwise)."""
+    costs pointers, not a copy of each name per use (benchmarks/memory.py, 100,000 pairs: 403 MiB unshared, 209
+    shared)."""
     mem = ProofMemory(cap=None)
     for i in range(50):
         mem.add(f"n{i} : nat\n⊢ Nat.add_comm_like n{i} = Nat.mul_comm_like n{i}", f"tac{i}.")
