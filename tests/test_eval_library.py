@@ -377,3 +377,49 @@ def test_a_file_whose_header_does_not_load_fails_its_lemmas_not_the_run(tmp_path
     assert not row.results[0]["proved"] and row.results[0]["reason"].startswith("header failed to load")
     assert any("Coq.FSets.FSetCompat" in line and "recorded as failed" in line for line in said)
     assert row.notes["memory_by_module"]["Coq.Sorting.Permutation"]["premises"] > 1
+
+
+@requires_coq
+def test_a_killed_file_order_row_resumes_at_the_modules_it_had_not_finished(tmp_path) -> None:
+    """Each module's search starts from what its file loads, so a file-order row keeps each finished module: a
+    rerun with the same key takes a kept module's records as they were and searches only the module whose record
+    is gone; under other settings nothing kept is taken."""
+    import json
+
+    from proofrl.data.tactics import extract_transitions
+    from proofrl.eval.library import run_file_rows
+    from proofrl.eval.provers import RowsConfig
+
+    problems, _ = file_problems("coq-stdlib-files:10", seed=0)
+    zpower = [p for p in problems if p.module == ZPOWER][:2]
+    other = next(p for p in problems if p.module != ZPOWER)
+    stepped, _ = extract_transitions(zpower, workers=1)
+    transitions = [t for r in stepped for t in r.transitions]
+    settings = RowsConfig(rows=("f",), seconds=3.0, workers=1, width=2)
+    pool = [*zpower, other]
+    (first,) = run_file_rows(pool, settings, tmp_path, transitions, progress=False, say=lambda _: None)
+    assert [r["proved"] for r in first.results][:2] == [False, True] and "modules_kept" not in first.notes
+    kept = tmp_path / "f-best-first" / "modules"
+    assert sorted(f.name for f in kept.iterdir()) == sorted(f"{m}.json" for m in (ZPOWER, other.module))
+
+    # killed before the row ended: no row file, the other module unfinished; Zpower's record marked to be seen
+    for f in (tmp_path / "rows").iterdir():
+        f.unlink()
+    (kept / f"{other.module}.json").unlink()
+    saved = json.loads((kept / f"{ZPOWER}.json").read_text())
+    saved["results"]["0"]["wall_s"] = 12345.0
+    (kept / f"{ZPOWER}.json").write_text(json.dumps(saved))
+    trees = sorted((tmp_path / "f-best-first" / "trees").iterdir())
+    for t in trees:
+        t.unlink()
+    (again,) = run_file_rows(pool, settings, tmp_path, transitions, progress=False, say=lambda _: None)
+    assert again.results[0]["wall_s"] == 12345.0 and [r["name"] for r in again.results] == [
+        r["name"] for r in first.results
+    ]
+    assert again.notes["modules_kept"] == {"modules": [ZPOWER], "lemmas": 2, "wall_s": round(saved["wall"], 2)}
+    assert again.notes["memory_by_module"][ZPOWER] == first.notes["memory_by_module"][ZPOWER]
+    assert len(list((tmp_path / "f-best-first" / "trees").iterdir())) == 1  # only the other module searched
+
+    other_settings = RowsConfig(rows=("f",), seconds=2.0, workers=1, width=2)
+    (third,) = run_file_rows(pool, other_settings, tmp_path, transitions, progress=False, say=print)
+    assert "modules_kept" not in third.notes and third.results[0]["wall_s"] != 12345.0

@@ -49,6 +49,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..problems import Problem
+from .row_store import KeptModule, ModuleStore
 
 FILES_SPEC = "coq-stdlib-files"
 FILE_ROWS = ("a", "b", "e", "f", "g", "h", "i", "j", "k")
@@ -306,7 +307,7 @@ def run_file_rows(
     for kind in MEMORY_LABELS:
         if kind in s.rows:
             name = memory_label(kind, s)
-            args = (problems, kind, name, avail, libraries, transitions, lemmas, s, out, progress)
+            args = (problems, kind, name, avail, libraries, transitions, lemmas, s, out, progress, store.key)
             record(store.row(name, _searched_in_order, *args))
     return rows
 
@@ -322,10 +323,15 @@ def _searched_in_order(
     settings: Any,
     out: Path,
     progress: bool,
+    key: dict[str, Any] | None = None,
 ) -> Any:
     """Search (``settings.memory_engine``: best-first or MCTS) over each module's lemmas in file order,
     ``settings.workers`` modules at once, each module with its own memory (offline for ``e``, online for
-    ``f``-``k``) and, for ``h``-``k``, its own premises (:func:`~.provers.memory_policy`: each row's sources)."""
+    ``f``-``k``) and, for ``h``-``k``, its own premises (:func:`~.provers.memory_policy`: each row's sources).
+
+    Each module starts from nothing but what its file loads, so a module is a unit a killed row can resume from:
+    with ``key`` (the row store's), each finished module's records are kept in ``modules/`` and a rerun with the
+    same key takes them instead of searching the module again (:class:`ModuleStore`)."""
     from ..policy.memory import KNNPolicy, ProofMemory
     from ..policy.premises import PremisePolicy, unresolved
     from ..policy.sources import MenuPolicy
@@ -358,8 +364,20 @@ def _searched_in_order(
     lock = threading.Lock()
     memory_sizes: dict[str, dict[str, int]] = {}
     pool = _search_pool(cfg, s.workers, None)
+    kept_modules = ModuleStore(folder / "modules", {"row": name, **key}) if key is not None else None
+    kept_wall = 0.0
 
     def module(m: str, bar: Any, task: Any) -> None:
+        nonlocal kept_wall
+        if kept_modules is not None and (got := kept_modules.kept(m)) is not None:
+            with lock:
+                results.update(got.results)
+                memory_sizes[m] = got.memory
+                kept_wall += got.wall
+                if bar is not None:
+                    bar.update(task, advance=len(got.results))
+            return
+        m0 = time.monotonic()
         before = set(libraries[m]) - {m}  # what the file loads: the modules that precede it
         mem = ProofMemory.from_transitions([t for t in transitions if t.get("module") in before], cap=None)
         knn = KNNPolicy(mem, online=kind != "e")
@@ -392,6 +410,10 @@ def _searched_in_order(
         memory_sizes[m] = {"start": start, "end": len(mem), "learned": mem.online_count}
         if kind in PREMISE_MEMORY_ROWS:
             memory_sizes[m]["premises"] = len(premises.memory)
+        if kept_modules is not None:
+            with lock:
+                mine = {i: results[i] for i, p in enumerate(problems) if p.module == m}
+            kept_modules.save(m, KeptModule(mine, memory_sizes[m], time.monotonic() - m0))
 
     w0 = time.monotonic()
     mods = list(dict.fromkeys(p.module for p in problems))
@@ -408,8 +430,14 @@ def _searched_in_order(
     with open(folder / "results.jsonl", "w", encoding="utf-8") as f:
         for r in res:
             f.write(json.dumps(r) + "\n")
-    row = Row(name, res, time.monotonic() - w0, cpu.seconds)
+    row = Row(name, res, time.monotonic() - w0 + kept_wall, cpu.seconds)
     row.notes = {"memory_by_module": memory_sizes, "proofs_by_source": proofs_by_source(res)}
+    if kept_modules is not None and kept_modules.taken:
+        row.notes["modules_kept"] = {  # wall adds their searches' seconds; CPU counts only this sitting's
+            "modules": kept_modules.taken,
+            "lemmas": sum(1 for p in problems if p.module in set(kept_modules.taken)),
+            "wall_s": round(kept_wall, 2),
+        }
     if kind in PREMISE_ROWS:  # retrieved names Coq did not know (a lemma of a module nested in its file): failed steps
         row.notes["premise_steps_unresolved"] = sum(r.get("premises_unresolved", 0) for r in res)
     return row

@@ -5,8 +5,10 @@ may not fit in one sitting. Each row, once it ends, is written to ``OUT/rows/<ro
 the problems (their names and statements, in order), the settings other than which rows run, the prover's
 version, and the memory and premises the search rows start from. A rerun with the same ``--out`` and the same
 key keeps a finished row as it was (its numbers, wall and CPU seconds, and the load average when it ended)
-instead of running it again; any difference in the key runs the row again and replaces the file. Rows are whole
-units: a row killed half-way is run again from its first theorem.
+instead of running it again; any difference in the key runs the row again and replaces the file. Most rows are
+whole units: a row killed half-way is run again from its first theorem. The file-order search rows are the
+exception, as each module's search starts afresh from what its file loads: :class:`ModuleStore` keeps each
+finished module, under the row's key, and a killed row resumes at the modules it had not finished.
 """
 
 from __future__ import annotations
@@ -144,3 +146,58 @@ class RowStore:
             got = run(*args)
             self.save(got)
         return got
+
+
+@dataclass
+class KeptModule:
+    """One module's part of a file-order row: its records by the lemma's index in the row, the memory's sizes, and
+    the seconds its search took."""
+
+    results: dict[int, dict[str, Any]]
+    memory: dict[str, int]
+    wall: float
+
+
+class ModuleStore:
+    """``FOLDER/<module>.json``: each finished module of a file-order search row, with the row's key."""
+
+    def __init__(self, folder: Path, key: dict[str, Any]):
+        self.folder = Path(folder)
+        self.key = json.loads(json.dumps(key, default=str))
+        self.taken: list[str] = []
+
+    def _path(self, module: str) -> Path:
+        from ..search.run import safe_name
+
+        return self.folder / f"{safe_name(module)}.json"
+
+    def kept(self, module: str) -> KeptModule | None:
+        """Module ``module`` as a run with this key finished it, or None (never finished, another key, unreadable)."""
+        try:
+            saved = json.loads(self._path(module).read_text(encoding="utf-8"))
+            if saved.get("format") != FORMAT or saved.get("key") != self.key or saved.get("module") != module:
+                return None
+            got = KeptModule({int(i): r for i, r in saved["results"].items()}, saved["memory"], float(saved["wall"]))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, TypeError, KeyError, AttributeError):
+            return None
+        self.taken.append(module)
+        return got
+
+    def save(self, module: str, done: KeptModule) -> None:
+        """Write ``done``, module ``module``'s part, once its last lemma is recorded."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        payload = {
+            "format": FORMAT,
+            "key": self.key,
+            "module": module,
+            "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
+            "results": {str(i): r for i, r in done.results.items()},
+            "memory": done.memory,
+            "wall": done.wall,
+        }
+        path = self._path(module)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(payload, default=str), encoding="utf-8")
+        tmp.replace(path)
