@@ -323,14 +323,14 @@ def _searched_in_order(
     settings: Any,
     out: Path,
     progress: bool,
-    key: dict[str, Any] | None = None,
+    key: dict[str, Any],
 ) -> Any:
     """Search (``settings.memory_engine``: best-first or MCTS) over each module's lemmas in file order,
     ``settings.workers`` modules at once, each module with its own memory (offline for ``e``, online for
     ``f``-``k``) and, for ``h``-``k``, its own premises (:func:`~.provers.memory_policy`: each row's sources).
 
     Each module starts from nothing but what its file loads, so a module is a unit a killed row can resume from:
-    with ``key`` (the row store's), each finished module's records are kept in ``modules/`` and a rerun with the
+    under ``key`` (the row store's), each finished module's records are kept in ``modules/`` and a rerun with the
     same key takes them instead of searching the module again (:class:`ModuleStore`)."""
     from ..policy.memory import KNNPolicy, ProofMemory
     from ..policy.premises import PremisePolicy, unresolved
@@ -364,12 +364,12 @@ def _searched_in_order(
     lock = threading.Lock()
     memory_sizes: dict[str, dict[str, int]] = {}
     pool = _search_pool(cfg, s.workers, None)
-    kept_modules = ModuleStore(folder / "modules", {"row": name, **key}) if key is not None else None
+    kept_modules = ModuleStore(folder / "modules", {"row": name, **key})
     kept_wall = 0.0
 
     def module(m: str, bar: Any, task: Any) -> None:
         nonlocal kept_wall
-        if kept_modules is not None and (got := kept_modules.kept(m)) is not None:
+        if (got := kept_modules.kept(m)) is not None:
             with lock:
                 results.update(got.results)
                 memory_sizes[m] = got.memory
@@ -410,10 +410,9 @@ def _searched_in_order(
         memory_sizes[m] = {"start": start, "end": len(mem), "learned": mem.online_count}
         if kind in PREMISE_MEMORY_ROWS:
             memory_sizes[m]["premises"] = len(premises.memory)
-        if kept_modules is not None:
-            with lock:
-                mine = {i: results[i] for i, p in enumerate(problems) if p.module == m}
-            kept_modules.save(m, KeptModule(mine, memory_sizes[m], time.monotonic() - m0))
+        with lock:
+            mine = {i: results[i] for i, p in enumerate(problems) if p.module == m}
+        kept_modules.save(m, KeptModule(mine, memory_sizes[m], time.monotonic() - m0))
 
     w0 = time.monotonic()
     mods = list(dict.fromkeys(p.module for p in problems))
@@ -432,10 +431,11 @@ def _searched_in_order(
             f.write(json.dumps(r) + "\n")
     row = Row(name, res, time.monotonic() - w0 + kept_wall, cpu.seconds)
     row.notes = {"memory_by_module": memory_sizes, "proofs_by_source": proofs_by_source(res)}
-    if kept_modules is not None and kept_modules.taken:
+    if kept_modules.taken:
+        taken = set(kept_modules.taken)
         row.notes["modules_kept"] = {  # wall adds their searches' seconds; CPU counts only this sitting's
             "modules": kept_modules.taken,
-            "lemmas": sum(1 for p in problems if p.module in set(kept_modules.taken)),
+            "lemmas": sum(1 for p in problems if p.module in taken),
             "wall_s": round(kept_wall, 2),
         }
     if kind in PREMISE_ROWS:  # retrieved names Coq did not know (a lemma of a module nested in its file): failed steps

@@ -63,6 +63,13 @@ def _digest(parts: Iterable[str]) -> str:
     return digest.hexdigest()
 
 
+def _write_whole(path: Path, payload: dict[str, Any]) -> None:
+    """``payload`` as JSON at ``path``, written beside it first so a kill mid-write leaves the old file or none."""
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(payload, default=str), encoding="utf-8")
+    tmp.replace(path)
+
+
 def run_key(
     problems: Sequence[Any],
     settings: Any,
@@ -134,10 +141,7 @@ class RowStore:
             "load": [round(x, 2) for x in os.getloadavg()],
             "row": json.loads(json.dumps(asdict(row), default=str)),
         }
-        path = self._path(row.name)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(payload), encoding="utf-8")
-        tmp.replace(path)
+        _write_whole(self._path(row.name), payload)
 
     def row(self, name: str, run: Callable[..., Row], *args: Any) -> Row:
         """The kept row ``name``, else ``run(*args)``'s, saved."""
@@ -178,9 +182,7 @@ class ModuleStore:
             if saved.get("format") != FORMAT or saved.get("key") != self.key or saved.get("module") != module:
                 return None
             got = KeptModule({int(i): r for i, r in saved["results"].items()}, saved["memory"], float(saved["wall"]))
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        except (OSError, ValueError, TypeError, KeyError, AttributeError):  # never finished, or a torn file
             return None
         self.taken.append(module)
         return got
@@ -197,7 +199,4 @@ class ModuleStore:
             "memory": done.memory,
             "wall": done.wall,
         }
-        path = self._path(module)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(payload, default=str), encoding="utf-8")
-        tmp.replace(path)
+        _write_whole(self._path(module), payload)
