@@ -92,6 +92,8 @@ def test_the_library_learning_claims_run_at_smoke_size_in_file_order(tmp_path, s
     keep_assets(out, smoke_assets)
     lines = {x["claim"]: x for x in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
     assert set(lines) == set(claims)
+    said = r.output.splitlines()  # each row's count is said (and so is a kept row refused, with why)
+    assert any(x.startswith("(e) ") and "/2 proved" in x for x in said), r.output
     for line in lines.values():
         a, b = line["arms"].values()
         assert a.keys() == b.keys() and len(a) == line["size"] == 2

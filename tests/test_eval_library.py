@@ -421,5 +421,9 @@ def test_a_killed_file_order_row_resumes_at_the_modules_it_had_not_finished(tmp_
     assert len(list((tmp_path / "f-best-first" / "trees").iterdir())) == 1  # only the other module searched
 
     other_settings = RowsConfig(rows=("f",), seconds=2.0, workers=1, width=2)
-    (third,) = run_file_rows(pool, other_settings, tmp_path, transitions, progress=False, say=print)
+    said: list[str] = []
+    (third,) = run_file_rows(pool, other_settings, tmp_path, transitions, progress=False, say=said.append)
     assert "modules_kept" not in third.notes and third.results[0]["wall_s"] != 12345.0
+    # why nothing kept was taken is said, naming what differs: the row once, its modules once
+    refused = [x for x in said if "under another key (settings.seconds 3.0 → 2.0)" in x]
+    assert len(refused) == 2 and "running the row again" in refused[0] and "searching them again" in refused[1]

@@ -83,5 +83,20 @@ def test_the_key_holds_the_memory_the_premises_and_the_prover(tmp_path, monkeypa
     _rows(tmp_path, transitions=[step])
     monkeypatch.setattr(provers, "one_shot", _never)
     _rows(tmp_path, transitions=[step])  # the same memory: kept
+    said: list[str] = []
     with pytest.raises(AssertionError, match="kept row started a prover"):
-        _rows(tmp_path, transitions=[other])
+        _rows(tmp_path, transitions=[other], said=said)
+    path = tmp_path / "rows" / "_a__auto.json"
+    assert said == [f"(a) auto: {path} was finished under another key (memory_digest); running the row again"]
+
+
+def test_a_refused_key_names_the_parts_that_differ() -> None:
+    """A memory rebuilt one pair larger, or another budget, is named with its old and new value; a digest by name."""
+    from proofrl.eval.row_store import key_difference
+
+    key = {"problems": 2, "digest": "a" * 64, "settings": {"seconds": 5.0, "width": 4}, "memory_pairs": 34474}
+    rebuilt = {**key, "memory_pairs": 34475, "memory_digest": "b" * 64}
+    assert key_difference(key, rebuilt) == "memory_digest, memory_pairs 34474 → 34475"
+    assert key_difference({**key, "memory_digest": "c" * 64}, rebuilt) == "memory_digest, memory_pairs 34474 → 34475"
+    assert key_difference(key, {**key, "settings": {"seconds": 3.0, "width": 4}}) == "settings.seconds 5.0 → 3.0"
+    assert key_difference(key, key) == "" and key_difference(None, key) == "no key"

@@ -307,7 +307,7 @@ def run_file_rows(
     for kind in MEMORY_LABELS:
         if kind in s.rows:
             name = memory_label(kind, s)
-            args = (problems, kind, name, avail, libraries, transitions, lemmas, s, out, progress, store.key)
+            args = (problems, kind, name, avail, libraries, transitions, lemmas, s, out, progress, store.key, say)
             record(store.row(name, _searched_in_order, *args))
     return rows
 
@@ -324,6 +324,7 @@ def _searched_in_order(
     out: Path,
     progress: bool,
     key: dict[str, Any],
+    say: Callable[[str], None] = print,
 ) -> Any:
     """Search (``settings.memory_engine``: best-first or MCTS) over each module's lemmas in file order,
     ``settings.workers`` modules at once, each module with its own memory (offline for ``e``, online for
@@ -331,7 +332,8 @@ def _searched_in_order(
 
     Each module starts from nothing but what its file loads, so a module is a unit a killed row can resume from:
     under ``key`` (the row store's), each finished module's records are kept in ``modules/`` and a rerun with the
-    same key takes them instead of searching the module again (:class:`ModuleStore`)."""
+    same key takes them instead of searching the module again (:class:`ModuleStore`); modules kept under another
+    key are searched again, said once with the parts of the key that differ."""
     from ..policy.memory import KNNPolicy, ProofMemory
     from ..policy.premises import PremisePolicy, unresolved
     from ..policy.sources import MenuPolicy
@@ -364,7 +366,7 @@ def _searched_in_order(
     lock = threading.Lock()
     memory_sizes: dict[str, dict[str, int]] = {}
     pool = _search_pool(cfg, s.workers, None)
-    kept_modules = ModuleStore(folder / "modules", {"row": name, **key})
+    kept_modules = ModuleStore(folder / "modules", {"row": name, **key}, say)
     kept_wall = 0.0
 
     def module(m: str, bar: Any, task: Any) -> None:

@@ -63,6 +63,30 @@ def _digest(parts: Iterable[str]) -> str:
     return digest.hexdigest()
 
 
+def key_difference(saved: Any, key: Mapping[str, Any]) -> str:
+    """The parts of ``key`` that a kept file's key ``saved`` differs in, for the line that says why it is run
+    again: ``memory_pairs 34474 → 34475, memory_digest``, a setting by its name (``settings.seconds 3.0 → 4.0``);
+    a value too long to read (a digest) by its name alone."""
+    if not isinstance(saved, Mapping):
+        return "no key"
+
+    def change(old: Any, new: Any) -> str:
+        short = all(isinstance(v, (int, float, str, type(None))) and len(str(v)) <= 24 for v in (old, new))
+        return f" {old} → {new}" if short else ""
+
+    parts = []
+    for k in sorted(set(saved) | set(key)):
+        old, new = saved.get(k), key.get(k)
+        if old == new:
+            continue
+        if isinstance(old, Mapping) and isinstance(new, Mapping):
+            inner = sorted(p for p in set(old) | set(new) if old.get(p) != new.get(p))
+            parts += [f"{k}.{p}{change(old.get(p), new.get(p))}" for p in inner]
+        else:
+            parts.append(f"{k}{change(old, new)}")
+    return ", ".join(parts)
+
+
 def _write_whole(path: Path, payload: dict[str, Any]) -> None:
     """``payload`` as JSON at ``path``, written beside it first so a kill mid-write leaves the old file or none."""
     tmp = path.with_suffix(".tmp")
@@ -118,8 +142,12 @@ class RowStore:
         path = self._path(name)
         try:
             saved = json.loads(path.read_text(encoding="utf-8"))
-            if saved.get("format") != FORMAT or saved.get("key") != self.key:
-                self.say(f"{name}: {path} is from other settings or problems; running the row again")
+            if saved.get("format") != FORMAT:
+                self.say(f"{name}: {path} is in format {saved.get('format')}, not {FORMAT}; running the row again")
+                return None
+            if saved.get("key") != self.key:
+                diff = key_difference(saved.get("key"), self.key)
+                self.say(f"{name}: {path} was finished under another key ({diff}); running the row again")
                 return None
             row = Row(**saved["row"])
         except FileNotFoundError:
@@ -165,10 +193,12 @@ class KeptModule:
 class ModuleStore:
     """``FOLDER/<module>.json``: each finished module of a file-order search row, with the row's key."""
 
-    def __init__(self, folder: Path, key: dict[str, Any]):
+    def __init__(self, folder: Path, key: dict[str, Any], say: Callable[[str], None] = print):
         self.folder = Path(folder)
         self.key = json.loads(json.dumps(key, default=str))
+        self.say = say
         self.taken: list[str] = []
+        self.refused = False
 
     def _path(self, module: str) -> Path:
         from ..search.run import safe_name
@@ -179,6 +209,10 @@ class ModuleStore:
         """Module ``module`` as a run with this key finished it, or None (never finished, another key, unreadable)."""
         try:
             saved = json.loads(self._path(module).read_text(encoding="utf-8"))
+            if saved.get("format") == FORMAT and saved.get("key") != self.key and not self.refused:
+                self.refused = True  # said once: every module kept there was finished under the same key
+                diff = key_difference(saved.get("key"), self.key)
+                self.say(f"{self.folder}: modules finished under another key ({diff}); searching them again")
             if saved.get("format") != FORMAT or saved.get("key") != self.key or saved.get("module") != module:
                 return None
             got = KeptModule({int(i): r for i, r in saved["results"].items()}, saved["memory"], float(saved["wall"]))
