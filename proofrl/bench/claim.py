@@ -49,6 +49,11 @@ class ClaimRun:
         """``seed-S-size-N`` (``-smoke``): what a run shared by several claims is kept under, per seed and size."""
         return f"seed-{self.seed}-size-{self.size}{self.smoke_suffix}"
 
+    def say(self, line: str) -> None:
+        """``line`` on the bench's console as written (no markup), not wrapped; nothing without a console."""
+        if self.console is not None:
+            self.console.print(line, markup=False, highlight=False, soft_wrap=True)
+
     def shared_dir(self, name: str) -> Path:
         """``OUT/NAME-shared``: where one run per seed that serves several claims is kept (a claim's own folder is
         ``OUT/CLAIM/seed-S``), so the second claim reads the first one's run."""

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -90,14 +89,6 @@ def _transitions(run: ClaimRun, library: str = "core") -> list[dict[str, Any]]:
     return library_transitions(run.assets.folder.parent, progress=run.console is not None, prefixes=prefixes)
 
 
-def _say(run: ClaimRun) -> Callable[[str], None]:
-    """The rows' lines on the bench's console (none without one): each row's count, and a kept row or module
-    taken, or run again with the parts of its key that differ, so hours of search are never redone unsaid."""
-    if run.console is None:
-        return lambda _: None
-    return lambda line: run.console.print(line, markup=False, highlight=False, soft_wrap=True)
-
-
 def _rows(
     run: ClaimRun, problems: list[Any], rows: tuple[str, ...], out: Path, library: str = "core", **more: Any
 ) -> dict[str, Any]:
@@ -112,7 +103,8 @@ def _rows(
     budget = SMOKE_BUDGET if run.smoke else BUDGET
     s = RowsConfig(rows=rows, workers=run.workers, seed=run.seed, **budget, **more)
     check_settings(s)  # e.g. row j without CoqHammer: one line naming the set-up, before anything runs
-    ran = run_file_rows(problems, s, out, _transitions(run, library), progress=False, say=_say(run))
+    # each row's count, and a kept row or module taken or run again (with the parts of its key that differ)
+    ran = run_file_rows(problems, s, out, _transitions(run, library), progress=False, say=run.say)
     arms = {row.name[1]: {r["name"]: float(r["proved"]) for r in row.results} for row in ran}
     done.write_text(json.dumps(arms))
     return arms

@@ -190,12 +190,11 @@ def search_and_learn(run: ClaimRun) -> Results:
     for arm, head in (("policy+value", "true"), ("policy-only", "false")):
         cfg = load_config("reap", search_and_learn_overrides(run, s, work, arm, head))
         learning[arm] = facts = learning_facts(ExpertIteration(cfg).run()["rounds"])
-        if run.console is not None:
-            run.console.print(
-                f"  reap seed {run.seed}, {arm}: rollouts solved {facts['solved']} of {facts['theorems']} training "
-                f"theorems, {facts['update_steps']} update steps"
-                + ("" if facts["update_steps"] else " (no update: the model after the rounds is the start model)")
-            )
+        run.say(
+            f"  reap seed {run.seed}, {arm}: rollouts solved {facts['solved']} of {facts['theorems']} training "
+            f"theorems, {facts['update_steps']} update steps"
+            + ("" if facts["update_steps"] else " (no update: the model after the rounds is the start model)")
+        )
     last = int(s["rounds"])
     after = proved("policy+value", last)
     out: Results = {
