@@ -209,11 +209,13 @@ class ModuleStore:
         """Module ``module`` as a run with this key finished it, or None (never finished, another key, unreadable)."""
         try:
             saved = json.loads(self._path(module).read_text(encoding="utf-8"))
-            if saved.get("format") == FORMAT and saved.get("key") != self.key and not self.refused:
-                self.refused = True  # said once: every module kept there was finished under the same key
-                diff = key_difference(saved.get("key"), self.key)
-                self.say(f"{self.folder}: modules finished under another key ({diff}); searching them again")
-            if saved.get("format") != FORMAT or saved.get("key") != self.key or saved.get("module") != module:
+            if saved.get("format") != FORMAT or saved.get("module") != module:
+                return None
+            if saved.get("key") != self.key:
+                if not self.refused:  # said once: every module kept there was finished under the same key
+                    diff = key_difference(saved.get("key"), self.key)
+                    self.say(f"{self.folder}: modules finished under another key ({diff}); searching them again")
+                self.refused = True
                 return None
             got = KeptModule({int(i): r for i, r in saved["results"].items()}, saved["memory"], float(saved["wall"]))
         except (OSError, ValueError, TypeError, KeyError, AttributeError):  # never finished, or a torn file
