@@ -62,6 +62,7 @@ def test_the_memory_holds_only_what_precedes_each_lemma(tmp_path) -> None:
     from proofrl.data.tactics import extract_transitions
     from proofrl.eval.library import run_file_rows
     from proofrl.eval.provers import RowsConfig
+    from proofrl.provers.coq import pace
 
     problems, _ = file_problems("coq-stdlib-files:10", seed=0)
     zpower = [p for p in problems if p.module == ZPOWER]
@@ -380,7 +381,11 @@ def test_a_file_whose_header_does_not_load_fails_its_lemmas_not_the_run(tmp_path
 
 
 @requires_coq
-def test_a_killed_file_order_row_resumes_at_the_modules_it_had_not_finished(tmp_path) -> None:
+def _no_pace():
+    raise AssertionError("the pace was taken in a sitting that searched nothing")
+
+
+def test_a_killed_file_order_row_resumes_at_the_modules_it_had_not_finished(tmp_path, monkeypatch) -> None:
     """Each module's search starts from what its file loads, so a file-order row keeps each finished module: a
     rerun with the same key takes a kept module's records as they were and searches only the module whose record
     is gone; under other settings nothing kept is taken."""
@@ -389,6 +394,7 @@ def test_a_killed_file_order_row_resumes_at_the_modules_it_had_not_finished(tmp_
     from proofrl.data.tactics import extract_transitions
     from proofrl.eval.library import run_file_rows
     from proofrl.eval.provers import RowsConfig
+    from proofrl.provers.coq import pace
 
     problems, _ = file_problems("coq-stdlib-files:10", seed=0)
     zpower = [p for p in problems if p.module == ZPOWER][:2]
@@ -412,13 +418,35 @@ def test_a_killed_file_order_row_resumes_at_the_modules_it_had_not_finished(tmp_
     trees = sorted((tmp_path / "f-best-first" / "trees").iterdir())
     for t in trees:
         t.unlink()
-    (again,) = run_file_rows(pool, settings, tmp_path, transitions, progress=False, say=lambda _: None)
+    (sitting,) = first.notes["sittings"]  # one sitting, its pace taken before any search
+    assert sitting["modules"] == 2 and sitting["lemmas"] == 3 and sitting["pace_s"] > 0 and "load" in sitting
+    assert saved["sitting"] == {k: v for k, v in sitting.items() if k not in ("modules", "lemmas")}
+    saved["sitting"] = {**saved["sitting"], "started": "2000-01-01 00:00:00", "pace_s": 9.75}
+    (kept / f"{ZPOWER}.json").write_text(json.dumps(saved))
+    said: list[str] = []
+    (again,) = run_file_rows(pool, settings, tmp_path, transitions, progress=False, say=said.append)
+    assert [(s["started"], s.get("pace_s"), s["modules"], s["lemmas"]) for s in again.notes["sittings"]][0] == (
+        "2000-01-01 00:00:00",
+        9.75,
+        1,
+        2,
+    )
+    assert again.notes["sittings"][1]["modules"] == 1 and again.notes["sittings"][1]["pace_s"] > 0
+    assert any("this sitting's pace" in x and "1 modules to search" in x for x in said)
     assert again.results[0]["wall_s"] == 12345.0 and [r["name"] for r in again.results] == [
         r["name"] for r in first.results
     ]
     assert again.notes["modules_kept"] == {"modules": [ZPOWER], "lemmas": 2, "wall_s": round(saved["wall"], 2)}
     assert again.notes["memory_by_module"][ZPOWER] == first.notes["memory_by_module"][ZPOWER]
     assert len(list((tmp_path / "f-best-first" / "trees").iterdir())) == 1  # only the other module searched
+
+    # every module kept (the row's own file lost): nothing is searched, so no pace is taken
+    for f in (tmp_path / "rows").iterdir():
+        f.unlink()
+    monkeypatch.setattr(pace, "machine_pace", _no_pace)
+    (whole,) = run_file_rows(pool, settings, tmp_path, transitions, progress=False, say=lambda _: None)
+    assert [s["modules"] for s in whole.notes["sittings"]] == [1, 1]
+    monkeypatch.undo()
 
     other_settings = RowsConfig(rows=("f",), seconds=2.0, workers=1, width=2)
     said: list[str] = []

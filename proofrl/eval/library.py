@@ -49,7 +49,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..problems import Problem
-from .row_store import KeptModule, ModuleStore
+from .row_store import KeptModule, ModuleStore, pace_words, sittings
 
 FILES_SPEC = "coq-stdlib-files"
 FILE_ROWS = ("a", "b", "e", "f", "g", "h", "i", "j", "k")
@@ -338,6 +338,7 @@ def _searched_in_order(
     from ..policy.premises import PremisePolicy, unresolved
     from ..policy.sources import MenuPolicy
     from ..progress import progress_bar
+    from ..provers.coq.pace import machine_pace
     from ..search.run import _search_leased, _search_pool, _with_header, tree_files
     from ..search.trace import Tracer
     from .provers import (
@@ -365,17 +366,22 @@ def _searched_in_order(
     files = tree_files([p.key for p in problems])
     lock = threading.Lock()
     memory_sizes: dict[str, dict[str, int]] = {}
-    pool = _search_pool(cfg, s.workers, None)
     kept_modules = ModuleStore(folder / "modules", {"row": name, **key}, say)
-    kept_wall = 0.0
+    mods = list(dict.fromkeys(p.module for p in problems))
+    kept = {m: kept_modules.kept(m) for m in mods}
+    if any(got is None for got in kept.values()):  # the pace before this sitting's provers start
+        now = kept_modules.begin(machine_pace)
+        say(f"{name}: this sitting's pace {pace_words(now)}; {len(mods) - len(kept_modules.taken)} modules to search")
+    pool = _search_pool(cfg, s.workers, None)
+    for got in kept.values():
+        if got is not None:
+            results.update(got.results)
+    kept_wall = sum(got.wall for got in kept.values() if got is not None)
 
     def module(m: str, bar: Any, task: Any) -> None:
-        nonlocal kept_wall
-        if (got := kept_modules.kept(m)) is not None:
+        if (got := kept[m]) is not None:
             with lock:
-                results.update(got.results)
                 memory_sizes[m] = got.memory
-                kept_wall += got.wall
                 if bar is not None:
                     bar.update(task, advance=len(got.results))
             return
@@ -417,7 +423,6 @@ def _searched_in_order(
         kept_modules.save(m, KeptModule(mine, memory_sizes[m], time.monotonic() - m0))
 
     w0 = time.monotonic()
-    mods = list(dict.fromkeys(p.module for p in problems))
     try:
         with DescendantCPU() as cpu, progress_bar(name, disable=not progress) as bar:
             task = bar.add_task(name, total=len(problems))
@@ -440,6 +445,7 @@ def _searched_in_order(
             "lemmas": sum(1 for p in problems if p.module in taken),
             "wall_s": round(kept_wall, 2),
         }
+    row.notes["sittings"] = sittings(problems, kept, kept_modules.sitting)
     if kind in PREMISE_ROWS:  # retrieved names Coq did not know (a lemma of a module nested in its file): failed steps
         row.notes["premise_steps_unresolved"] = sum(r.get("premises_unresolved", 0) for r in res)
     return row

@@ -60,7 +60,7 @@ from ..errors import ConfigError
 from ..policy.sources import AUTOMATION, AUTOMATION_HEADER, HAMMER_TACTICS_HEADER, MenuPolicy, MixedPolicy
 from ..problems import Problem
 from ..provers.coq.backend import CoqBackend
-from .row_store import Row, RowStore, run_key
+from .row_store import Row, RowStore, pace_words, run_key
 
 HAMMER_LIBEXEC = "/usr/libexec/coq-hammer"
 """where Debian's CoqHammer keeps ``htimeout`` (through which it runs CVC4) and ``predict``"""
@@ -746,6 +746,18 @@ def write_report(
             "again: " + "; ".join(f"{name}, finished {k['finished']} at load {k['load_average']}" for name, k in kept),
             "",
         ]
+    for row in rows:  # a wall-second budget is as large as the machine is fast: each sitting's pace
+        if len(row.notes.get("sittings", ())) > 1:
+            text += [
+                f"{row.name} was searched in {len(row.notes['sittings'])} sittings: "
+                + "; ".join(
+                    f"{s['modules']} modules ({s['lemmas']} lemmas) begun {s['started'] or 'at a time not recorded'}, "
+                    f"pace {pace_words(s)}"
+                    for s in row.notes["sittings"]
+                )
+                + ".",
+                "",
+            ]
     if not math.isnan(head["ratio_d_over_a_b"]):
         text += [
             f"(d)'s best / the best of (a) and (b): {head['best_of_d']} / {head['best_of_a_b']} = "

@@ -8,7 +8,10 @@ key keeps a finished row as it was (its numbers, wall and CPU seconds, and the l
 instead of running it again; any difference in the key runs the row again and replaces the file. Most rows are
 whole units: a row killed half-way is run again from its first theorem. The file-order search rows are the
 exception, as each module's search starts afresh from what its file loads: :class:`ModuleStore` keeps each
-finished module, under the row's key, and a killed row resumes at the modules it had not finished.
+finished module, under the row's key, and a killed row resumes at the modules it had not finished. As a
+row's budget is wall seconds, each module also keeps the sitting that searched it: when it began, and the
+machine's pace then (:func:`~proofrl.provers.coq.pace.machine_pace`), so a row searched on several machines
+says how fast each one was.
 """
 
 from __future__ import annotations
@@ -188,6 +191,8 @@ class KeptModule:
     results: dict[int, dict[str, Any]]
     memory: dict[str, int]
     wall: float
+    sitting: dict[str, Any] | None = None
+    """when the sitting that searched it began, and the machine's pace then; None if it was not recorded"""
 
 
 class ModuleStore:
@@ -199,6 +204,13 @@ class ModuleStore:
         self.say = say
         self.taken: list[str] = []
         self.refused = False
+        self.sitting: dict[str, Any] | None = None
+
+    def begin(self, pace: Callable[[], dict[str, Any] | None]) -> dict[str, Any]:
+        """Start this sitting, before its first module is searched: when, and ``pace()`` (the machine's pace, or
+        None where it cannot be measured); every module it saves carries it."""
+        self.sitting = {"started": time.strftime("%Y-%m-%d %H:%M:%S"), **(pace() or {"pace_s": None})}
+        return self.sitting
 
     def _path(self, module: str) -> Path:
         from ..search.run import safe_name
@@ -217,7 +229,8 @@ class ModuleStore:
                     self.say(f"{self.folder}: modules finished under another key ({diff}); searching them again")
                 self.refused = True
                 return None
-            got = KeptModule({int(i): r for i, r in saved["results"].items()}, saved["memory"], float(saved["wall"]))
+            results = {int(i): r for i, r in saved["results"].items()}
+            got = KeptModule(results, saved["memory"], float(saved["wall"]), saved.get("sitting"))
         except (OSError, ValueError, TypeError, KeyError, AttributeError):  # never finished, or a torn file
             return None
         self.taken.append(module)
@@ -234,5 +247,34 @@ class ModuleStore:
             "results": {str(i): r for i, r in done.results.items()},
             "memory": done.memory,
             "wall": done.wall,
+            "sitting": self.sitting,
         }
         _write_whole(self._path(module), payload)
+
+
+def pace_words(sitting: Mapping[str, Any] | None) -> str:
+    """A sitting's pace as the bench prints it: ``1.21 s for the fixed Coq job at load 0.93``, not recorded (a
+    sitting of a version that did not measure it), or unknown (the job did not run)."""
+    if not sitting or "pace_s" not in sitting:
+        return "not recorded"
+    if sitting["pace_s"] is None:
+        return "unknown (the fixed Coq job did not run)"
+    return f"{sitting['pace_s']:.2f} s for the fixed Coq job at load {sitting.get('load', '?')}"
+
+
+def sittings(
+    problems: Sequence[Any], kept: Mapping[str, KeptModule | None], now: Mapping[str, Any] | None
+) -> list[dict[str, Any]]:
+    """The sittings that searched a file-order row's modules, in the order they began (modules kept without a
+    record of theirs first, ``started`` None): each one's start, pace and load, and its modules and lemmas.
+    ``kept``: module -> its kept part, None for those this sitting (``now``) searched."""
+    lemmas: dict[str, int] = {}
+    for p in problems:
+        lemmas[p.module] = lemmas.get(p.module, 0) + 1
+    by: dict[str | None, dict[str, Any]] = {}
+    for m, got in kept.items():
+        sitting = dict(now or {}) if got is None else dict(got.sitting or {})
+        entry = by.setdefault(sitting.get("started"), {"started": None, **sitting, "modules": 0})
+        entry["modules"] += 1
+        entry["lemmas"] = entry.get("lemmas", 0) + lemmas.get(m, 0)
+    return sorted(by.values(), key=lambda e: (e["started"] is not None, e["started"] or ""))
