@@ -62,7 +62,6 @@ def test_the_memory_holds_only_what_precedes_each_lemma(tmp_path) -> None:
     from proofrl.data.tactics import extract_transitions
     from proofrl.eval.library import run_file_rows
     from proofrl.eval.provers import RowsConfig
-    from proofrl.provers.coq import pace
 
     problems, _ = file_problems("coq-stdlib-files:10", seed=0)
     zpower = [p for p in problems if p.module == ZPOWER]
@@ -390,6 +389,7 @@ def test_a_killed_file_order_row_resumes_at_the_modules_it_had_not_finished(tmp_
     rerun with the same key takes a kept module's records as they were and searches only the module whose record
     is gone; under other settings nothing kept is taken."""
     import json
+    import time
 
     from proofrl.data.tactics import extract_transitions
     from proofrl.eval.library import run_file_rows
@@ -403,10 +403,14 @@ def test_a_killed_file_order_row_resumes_at_the_modules_it_had_not_finished(tmp_
     transitions = [t for r in stepped for t in r.transitions]
     settings = RowsConfig(rows=("f",), seconds=3.0, workers=1, width=2)
     pool = [*zpower, other]
+    t0 = time.monotonic()
     (first,) = run_file_rows(pool, settings, tmp_path, transitions, progress=False, say=lambda _: None)
+    assert first.wall <= time.monotonic() - t0  # the sitting's span: its two modules' seconds are not added up
     assert [r["proved"] for r in first.results][:2] == [False, True] and "modules_kept" not in first.notes
     kept = tmp_path / "f-best-first" / "modules"
     assert sorted(f.name for f in kept.iterdir()) == sorted(f"{m}.json" for m in (ZPOWER, other.module))
+    ends = [json.loads(f.read_text())["into_sitting"] for f in kept.iterdir()]
+    assert first.wall == max(ends) and min(ends) < max(ends)  # the modules ran one after the other
 
     # killed before the row ended: no row file, the other module unfinished; Zpower's record marked to be seen
     for f in (tmp_path / "rows").iterdir():
@@ -420,32 +424,41 @@ def test_a_killed_file_order_row_resumes_at_the_modules_it_had_not_finished(tmp_
         t.unlink()
     (sitting,) = first.notes["sittings"]  # one sitting, its pace taken before any search
     assert sitting["modules"] == 2 and sitting["lemmas"] == 3 and sitting["pace_s"] > 0 and "load" in sitting
-    assert saved["sitting"] == {k: v for k, v in sitting.items() if k not in ("modules", "lemmas")}
+    assert saved["sitting"] == {k: v for k, v in sitting.items() if k not in ("modules", "lemmas", "wall_s")}
+    assert first.wall == sitting["wall_s"] >= saved["into_sitting"] >= saved["wall"]  # modules one after another
     saved["sitting"] = {**saved["sitting"], "started": "2000-01-01 00:00:00", "pace_s": 9.75}
+    saved["into_sitting"] = 50.0  # that sitting's span, up to the end of its last kept module
     (kept / f"{ZPOWER}.json").write_text(json.dumps(saved))
     said: list[str] = []
     (again,) = run_file_rows(pool, settings, tmp_path, transitions, progress=False, say=said.append)
-    assert [(s["started"], s.get("pace_s"), s["modules"], s["lemmas"]) for s in again.notes["sittings"]][0] == (
+    before, now = again.notes["sittings"]
+    assert (before["started"], before["pace_s"], before["modules"], before["lemmas"], before["wall_s"]) == (
         "2000-01-01 00:00:00",
         9.75,
         1,
         2,
+        50.0,
     )
-    assert again.notes["sittings"][1]["modules"] == 1 and again.notes["sittings"][1]["pace_s"] > 0
+    assert now["modules"] == 1 and now["pace_s"] > 0 and again.wall == 50.0 + now["wall_s"]
     assert any("this sitting's pace" in x and "1 modules to search" in x for x in said)
     assert again.results[0]["wall_s"] == 12345.0 and [r["name"] for r in again.results] == [
         r["name"] for r in first.results
     ]
-    assert again.notes["modules_kept"] == {"modules": [ZPOWER], "lemmas": 2, "wall_s": round(saved["wall"], 2)}
+    assert again.notes["modules_kept"] == {"modules": [ZPOWER], "lemmas": 2, "wall_s": 50.0}
     assert again.notes["memory_by_module"][ZPOWER] == first.notes["memory_by_module"][ZPOWER]
     assert len(list((tmp_path / "f-best-first" / "trees").iterdir())) == 1  # only the other module searched
 
-    # every module kept (the row's own file lost): nothing is searched, so no pace is taken
+    # every module kept (the row's own file lost): nothing is searched, so no pace is taken; a module kept
+    # without its sitting's record (an older run's) gives its own seconds, said so
     for f in (tmp_path / "rows").iterdir():
         f.unlink()
+    del saved["sitting"], saved["into_sitting"]
+    (kept / f"{ZPOWER}.json").write_text(json.dumps(saved))
     monkeypatch.setattr(pace, "machine_pace", _no_pace)
     (whole,) = run_file_rows(pool, settings, tmp_path, transitions, progress=False, say=lambda _: None)
-    assert [s["modules"] for s in whole.notes["sittings"]] == [1, 1]
+    older, last = whole.notes["sittings"]
+    assert older["started"] is None and older["wall_s"] == round(saved["wall"], 2) and "wall_from" in older
+    assert last == now and whole.wall == older["wall_s"] + now["wall_s"]
     monkeypatch.undo()
 
     other_settings = RowsConfig(rows=("f",), seconds=2.0, workers=1, width=2)

@@ -370,13 +370,12 @@ def _searched_in_order(
     mods = list(dict.fromkeys(p.module for p in problems))
     kept = {m: kept_modules.kept(m) for m in mods}
     if any(got is None for got in kept.values()):  # the pace before this sitting's provers start
-        now = kept_modules.begin(machine_pace)
-        say(f"{name}: this sitting's pace {pace_words(now)}; {len(mods) - len(kept_modules.taken)} modules to search")
+        pace = kept_modules.begin(machine_pace)
+        say(f"{name}: this sitting's pace {pace_words(pace)}; {len(mods) - len(kept_modules.taken)} modules to search")
     pool = _search_pool(cfg, s.workers, None)
     for got in kept.values():
         if got is not None:
             results.update(got.results)
-    kept_wall = sum(got.wall for got in kept.values() if got is not None)
 
     def module(m: str, bar: Any, task: Any) -> None:
         if (got := kept[m]) is not None:
@@ -422,7 +421,6 @@ def _searched_in_order(
             mine = {i: results[i] for i, p in enumerate(problems) if p.module == m}
         kept_modules.save(m, KeptModule(mine, memory_sizes[m], time.monotonic() - m0))
 
-    w0 = time.monotonic()
     try:
         with DescendantCPU() as cpu, progress_bar(name, disable=not progress) as bar:
             task = bar.add_task(name, total=len(problems))
@@ -436,16 +434,17 @@ def _searched_in_order(
     with open(folder / "results.jsonl", "w", encoding="utf-8") as f:
         for r in res:
             f.write(json.dumps(r) + "\n")
-    row = Row(name, res, time.monotonic() - w0 + kept_wall, cpu.seconds)
-    row.notes = {"memory_by_module": memory_sizes, "proofs_by_source": proofs_by_source(res)}
+    now = kept_modules.sitting
+    sat = sittings(problems, kept, now, kept_modules.ends)
+    row = Row(name, res, sum(e["wall_s"] for e in sat), cpu.seconds)  # wall: every sitting's; CPU: this one's
+    row.notes = {"memory_by_module": memory_sizes, "proofs_by_source": proofs_by_source(res), "sittings": sat}
     if kept_modules.taken:
         taken = set(kept_modules.taken)
-        row.notes["modules_kept"] = {  # wall adds their searches' seconds; CPU counts only this sitting's
+        row.notes["modules_kept"] = {
             "modules": kept_modules.taken,
             "lemmas": sum(1 for p in problems if p.module in taken),
-            "wall_s": round(kept_wall, 2),
+            "wall_s": round(sum(e["wall_s"] for e in sat if e["started"] != (now or {}).get("started")), 2),
         }
-    row.notes["sittings"] = sittings(problems, kept, kept_modules.sitting)
     if kind in PREMISE_ROWS:  # retrieved names Coq did not know (a lemma of a module nested in its file): failed steps
         row.notes["premise_steps_unresolved"] = sum(r.get("premises_unresolved", 0) for r in res)
     return row

@@ -752,6 +752,7 @@ def write_report(
                 f"{row.name} was searched in {len(row.notes['sittings'])} sittings: "
                 + "; ".join(
                     f"{s['modules']} modules ({s['lemmas']} lemmas) begun {s['started'] or 'at a time not recorded'}, "
+                    f"{s['wall_s']:,.0f} s of wall{' (its modules added up)' if 'wall_from' in s else ''}, "
                     f"pace {pace_words(s)}"
                     for s in row.notes["sittings"]
                 )

@@ -193,6 +193,9 @@ class KeptModule:
     wall: float
     sitting: dict[str, Any] | None = None
     """when the sitting that searched it began, and the machine's pace then; None if it was not recorded"""
+    into_sitting: float | None = None
+    """seconds from that sitting's start to this module's end (modules run side by side: the sitting's wall is
+    the latest of these, not their sum); None if not recorded"""
 
 
 class ModuleStore:
@@ -205,11 +208,15 @@ class ModuleStore:
         self.taken: list[str] = []
         self.refused = False
         self.sitting: dict[str, Any] | None = None
+        self._began = 0.0
+        self.ends: dict[str, float] = {}
+        """this sitting's modules: seconds from its start to each one's end"""
 
     def begin(self, pace: Callable[[], dict[str, Any] | None]) -> dict[str, Any]:
         """Start this sitting, before its first module is searched: when, and ``pace()`` (the machine's pace, or
         None where it cannot be measured); every module it saves carries it."""
         self.sitting = {"started": time.strftime("%Y-%m-%d %H:%M:%S"), **(pace() or {"pace_s": None})}
+        self._began = time.monotonic()
         return self.sitting
 
     def _path(self, module: str) -> Path:
@@ -230,7 +237,9 @@ class ModuleStore:
                 self.refused = True
                 return None
             results = {int(i): r for i, r in saved["results"].items()}
-            got = KeptModule(results, saved["memory"], float(saved["wall"]), saved.get("sitting"))
+            got = KeptModule(
+                results, saved["memory"], float(saved["wall"]), saved.get("sitting"), saved.get("into_sitting")
+            )
         except (OSError, ValueError, TypeError, KeyError, AttributeError):  # never finished, or a torn file
             return None
         self.taken.append(module)
@@ -239,6 +248,7 @@ class ModuleStore:
     def save(self, module: str, done: KeptModule) -> None:
         """Write ``done``, module ``module``'s part, once its last lemma is recorded."""
         self.folder.mkdir(parents=True, exist_ok=True)
+        self.ends[module] = round(time.monotonic() - self._began, 2)
         payload = {
             "format": FORMAT,
             "key": self.key,
@@ -248,6 +258,7 @@ class ModuleStore:
             "memory": done.memory,
             "wall": done.wall,
             "sitting": self.sitting,
+            "into_sitting": self.ends[module],
         }
         _write_whole(self._path(module), payload)
 
@@ -263,18 +274,39 @@ def pace_words(sitting: Mapping[str, Any] | None) -> str:
 
 
 def sittings(
-    problems: Sequence[Any], kept: Mapping[str, KeptModule | None], now: Mapping[str, Any] | None
+    problems: Sequence[Any],
+    kept: Mapping[str, KeptModule | None],
+    now: Mapping[str, Any] | None,
+    ends: Mapping[str, float],
 ) -> list[dict[str, Any]]:
     """The sittings that searched a file-order row's modules, in the order they began (modules kept without a
-    record of theirs first, ``started`` None): each one's start, pace and load, and its modules and lemmas.
-    ``kept``: module -> its kept part, None for those this sitting (``now``) searched."""
+    record of theirs first, ``started`` None): each one's start, pace and load, its modules and lemmas, and the
+    wall seconds it spent on them (``wall_s``). ``kept``: module -> its kept part, None for those this sitting
+    (``now``) searched, whose ends are ``ends`` (:attr:`ModuleStore.ends`).
+
+    A sitting's wall runs from its start to the end of its last module (for an earlier sitting, the last one
+    kept: what it did after that was lost with it), so a row taken whole from its kept modules has the wall it
+    had. Modules kept without that record give the sum of their own seconds instead, which counts modules searched
+    side by side more than once; ``wall_from`` says so."""
     lemmas: dict[str, int] = {}
     for p in problems:
         lemmas[p.module] = lemmas.get(p.module, 0) + 1
     by: dict[str | None, dict[str, Any]] = {}
+    spans: dict[str | None, list[float | None]] = {}
+    walls: dict[str | None, float] = {}
     for m, got in kept.items():
         sitting = dict(now or {}) if got is None else dict(got.sitting or {})
-        entry = by.setdefault(sitting.get("started"), {"started": None, **sitting, "modules": 0})
+        started = sitting.get("started")
+        entry = by.setdefault(started, {"started": None, **sitting, "modules": 0, "lemmas": 0})
         entry["modules"] += 1
-        entry["lemmas"] = entry.get("lemmas", 0) + lemmas.get(m, 0)
+        entry["lemmas"] += lemmas.get(m, 0)
+        spans.setdefault(started, []).append(ends.get(m) if got is None else got.into_sitting)
+        walls[started] = walls.get(started, 0.0) + (got.wall if got is not None else 0.0)
+    for started, entry in by.items():
+        known = [e for e in spans[started] if e is not None]
+        if len(known) == len(spans[started]):
+            entry["wall_s"] = round(max(known), 2)
+        else:
+            entry["wall_s"] = round(walls[started], 2)
+            entry["wall_from"] = "the sum of its modules' own seconds (the sitting's span was not recorded)"
     return sorted(by.values(), key=lambda e: (e["started"] is not None, e["started"] or ""))
