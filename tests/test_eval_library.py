@@ -459,6 +459,7 @@ def test_a_killed_file_order_row_resumes_at_the_modules_it_had_not_finished(tmp_
     older, last = whole.notes["sittings"]
     assert older["started"] is None and older["wall_s"] == round(saved["wall"], 2) and "wall_from" in older
     assert last == now and whole.wall == older["wall_s"] + now["wall_s"]
+    assert whole.notes["modules_kept"]["wall_s"] == whole.wall  # every sitting's, the unrecorded one too
     monkeypatch.undo()
 
     other_settings = RowsConfig(rows=("f",), seconds=2.0, workers=1, width=2)

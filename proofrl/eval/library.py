@@ -443,7 +443,7 @@ def _searched_in_order(
         row.notes["modules_kept"] = {
             "modules": kept_modules.taken,
             "lemmas": sum(1 for p in problems if p.module in taken),
-            "wall_s": round(sum(e["wall_s"] for e in sat if e["started"] != (now or {}).get("started")), 2),
+            "wall_s": round(sum(e["wall_s"] for e in sat if now is None or e["started"] != now["started"]), 2),
         }
     if kind in PREMISE_ROWS:  # retrieved names Coq did not know (a lemma of a module nested in its file): failed steps
         row.notes["premise_steps_unresolved"] = sum(r.get("premises_unresolved", 0) for r in res)
