@@ -436,7 +436,8 @@ def _searched_in_order(
             f.write(json.dumps(r) + "\n")
     now = kept_modules.sitting
     sat = sittings(problems, kept, now, kept_modules.ends)
-    row = Row(name, res, sum(e["wall_s"] for e in sat), cpu.seconds)  # wall: every sitting's; CPU: this one's
+    wall = round(sum(e["wall_s"] for e in sat), 2)  # every sitting's, at the precision each is kept to
+    row = Row(name, res, wall, cpu.seconds)  # CPU: this sitting's
     row.notes = {"memory_by_module": memory_sizes, "proofs_by_source": proofs_by_source(res), "sittings": sat}
     if kept_modules.taken:
         taken = set(kept_modules.taken)

@@ -5,17 +5,21 @@ a row that spans sittings may have run on several machines. The job (:data:`JOB`
 computes by ``vm_compute`` and by conversion, and proves two goals by ``lia`` and ``nia``: what a search step
 spends its time on (loading a header, reducing, deciding arithmetic). It takes about 1.2 s on a 2-core machine
 at rest; two machines' paces compare rows run on them, and the load average taken with it says how busy the
-machine was. None where ``coqc`` is missing or the job fails (the pace is then unknown, never guessed).
+machine was. None where ``coqc`` is missing or the job fails (the pace is then unknown, never guessed). The job
+runs through :func:`~proofrl.provers.process.run_once`, in the sandbox, as the search's Coq processes do, so its
+pace includes what the sandbox costs them.
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from ..process import run_once
+from .session import coq_library
 
 JOB = """\
 Require Import ZArith Lia.
@@ -35,8 +39,9 @@ def machine_pace(timeout: float = 60.0) -> dict[str, Any] | None:
         (Path(d) / "Pace.v").write_text(JOB, encoding="utf-8")
         t0 = time.perf_counter()
         try:
-            done = subprocess.run(["coqc", "-q", "Pace.v"], cwd=d, capture_output=True, timeout=timeout)
-        except (OSError, subprocess.TimeoutExpired):
+            done = run_once(["coqc", "-q", "Pace.v"], timeout=timeout, cwd=d, readable=coq_library())
+        except OSError:  # no coqc, or no sandbox to run it in
             return None
         wall = time.perf_counter() - t0
-    return {"pace_s": round(wall, 3), "load": load} if done.returncode == 0 else None
+    ok = done.returncode == 0 and not done.timed_out
+    return {"pace_s": round(wall, 3), "load": load} if ok else None
