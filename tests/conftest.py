@@ -16,6 +16,20 @@ requires_coq = pytest.mark.skipif(
 NAT = "Require Import Arith Lia."
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto`` (pyproject.toml's addopts): one worker per CPU this process may use. pytest-xdist's own count is
+    the host's physical cores, which in a container limited to 2 CPUs can be dozens: each test then waits for the
+    CPU its deadlines assume (4 workers on 2 cores put four tests past theirs)."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    try:  # a cgroup v2 quota ("max 100000" when there is none)
+        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()
+        if quota != "max":
+            cpus = min(cpus, max(1, int(quota) // int(period)))
+    except (OSError, ValueError):
+        pass
+    return cpus
+
+
 @pytest.fixture(scope="session")
 def coq():
     """One warm Coq prover for the tests that only need a session (loaded with Arith + Lia)."""
