@@ -237,14 +237,15 @@ def test_a_dependency_list_too_long_for_a_reply_is_judged_by_the_fresh_check(mon
         assert cheat.status is Status.REJECTED, cheat
         assert "forbidden: uses Coq.Arith.Factorial.fact_le, stated after fact_neq_0" in cheat.reasons
         s0 = prover.start(FACT)
-        s1 = prover.step(s0, "pose proof (fact_le 0 n (Nat.le_0_l n)) as K.")
-        end = prover.step(s1.state, "simpl in K; lia.")
+        wait = 60  # a step that ends the proof waits for the fresh coqc: seconds alone, more on a loaded machine
+        s1 = prover.step(s0, "pose proof (fact_le 0 n (Nat.le_0_l n)) as K.", timeout=wait)
+        end = prover.step(s1.state, "simpl in K; lia.", timeout=wait)
         assert end.failure is not None and end.failure.kind is FailureKind.KERNEL
         assert "fact_le, stated after fact_neq_0" in end.failure.message
-        s1 = prover.step(prover.start(FACT), "assert (1 + 1 = 2) by lia.")
-        done = prover.step(s1.state, "apply Nat.neq_0_lt_0, lt_O_fact.")
+        s1 = prover.step(prover.start(FACT), "assert (1 + 1 = 2) by lia.", timeout=wait)
+        done = prover.step(s1.state, "apply Nat.neq_0_lt_0, lt_O_fact.", timeout=wait)
         assert done.ok and done.state.solved, done.failure
-        again = prover.step(s1.state, "apply Nat.neq_0_lt_0, lt_O_fact.")  # the live path replayed
+        again = prover.step(s1.state, "apply Nat.neq_0_lt_0, lt_O_fact.", timeout=wait)  # the live path replayed
         assert again.ok and again.state.solved, again.failure
     finally:
         prover.close()
