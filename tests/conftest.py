@@ -16,6 +16,7 @@ requires_coq = pytest.mark.skipif(
 NAT = "Require Import Arith Lia."
 
 
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: without it (`-p no:xdist`), not an error
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """``-n auto`` (pyproject.toml's addopts): one worker per CPU this process may use. pytest-xdist's own count is
     the host's physical cores, which in a container limited to 2 CPUs can be dozens: each test then waits for the
