@@ -16,19 +16,25 @@ requires_coq = pytest.mark.skipif(
 NAT = "Require Import Arith Lia."
 
 
-@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: without it (`-p no:xdist`), not an error
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """``-n auto`` (pyproject.toml's addopts): one worker per CPU this process may use. pytest-xdist's own count is
-    the host's physical cores, which in a container limited to 2 CPUs can be dozens: each test then waits for the
-    CPU its deadlines assume (4 workers on 2 cores put four tests past theirs)."""
+def usable_cpus(cpu_max: Path = Path("/sys/fs/cgroup/cpu.max")) -> int:
+    """The CPUs this process may run on (its affinity), capped by a cgroup v2 quota (``cpu_max``: "QUOTA PERIOD",
+    "max PERIOD" when there is none; unreadable: no cap)."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    try:  # a cgroup v2 quota ("max 100000" when there is none)
-        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()
+    try:
+        quota, period = cpu_max.read_text().split()
         if quota != "max":
             cpus = min(cpus, max(1, int(quota) // int(period)))
     except (OSError, ValueError):
         pass
     return cpus
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: without it (`-p no:xdist`), not an error
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto`` (pyproject.toml's addopts): one worker per usable CPU. pytest-xdist's own count is the host's
+    physical cores, which in a container limited to 2 CPUs can be dozens: each test then waits for the CPU its
+    deadlines assume (4 workers on 2 cores put four tests past theirs)."""
+    return usable_cpus()
 
 
 @pytest.fixture(scope="session")

@@ -12,6 +12,7 @@ import threading
 import time
 
 import httpx
+import pytest
 from conftest import requires_coq
 from test_server import LOOPING, VALID, InProcess
 from test_server_hardening import HEAD, Served
@@ -40,22 +41,22 @@ def test_an_item_over_the_size_limit_is_refused_before_it_is_cut():
         assert s.pool.stats.started == 1  # only the short item reached a prover
 
 
-def test_cutting_big_items_leaves_the_event_loop_free():
+@pytest.fixture
+def frozen_heap():
+    """The server of an in-process test runs in this process, so a full garbage collection over what earlier tests
+    left here (1 to 3 s for 0.5 to 0.8 million objects, measured late in a loaded run) stops its loop as a blocking
+    call would. Frozen, that heap is no longer scanned; collections of what the test itself allocates still happen
+    and still count."""
+    gc.collect()
+    gc.freeze()
+    yield
+    gc.unfreeze()
+
+
+def test_cutting_big_items_leaves_the_event_loop_free(frozen_heap):
     """Items just under the size limit take a while to cut into sentences (pure Python); /health is answered
     meanwhile, instead of after all of them."""
     big = VALID.replace("Proof.", "Proof. (* " + "x " * 100_000 + "*)")  # 200 KB: about 0.2 s to cut
-    # The server runs in this process, so a full garbage collection over what earlier tests left here (1 to 3 s for
-    # 0.5 to 0.8 million objects, measured late in a loaded run) stops its loop as a blocking cut would. Frozen, that
-    # heap is no longer scanned; collections of what the test itself allocates still happen and still count.
-    gc.collect()
-    gc.freeze()
-    try:
-        _cutting_leaves_the_loop_free(big)
-    finally:
-        gc.unfreeze()
-
-
-def _cutting_leaves_the_loop_free(big: str) -> None:
     t0 = time.monotonic()
     make_job(big, "coq")
     cut = 4 * (time.monotonic() - t0)  # what a request of four such items costs to cut, under this machine's load
