@@ -56,6 +56,9 @@ def test_bench_smoke_reports_and_resumes_with_the_same_numbers(tmp_path, smoke_a
     assert (out / "claims.png").read_bytes()[:4] == b"\x89PNG" and "](claims.png)" in report  # the overview
     summary = json.loads((out / "summary.json").read_text())["claims"][CLAIM]
     assert summary["seeds"] == [0, 1] and summary["theorems"] == 2
+    # the machine's paces, measured once for the sitting and kept with each seed it ran
+    assert lines[0]["machine"] == lines[1]["machine"] and lines[0]["machine"]["coq_pace_s"] > 0
+    assert lines[0]["machine"]["model_pace_s"] > 0 and "Machine paces (2 of 2 seeds timed" in report
     assert f"{CLAIM}:" in first
 
     # a kill during seed 1: its line was cut half-way; the rerun keeps seed 0 and measures seed 1 again, identically

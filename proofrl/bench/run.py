@@ -3,7 +3,7 @@
 Output folder::
 
     results.jsonl       one line per finished (claim, seed): every arm's value per theorem, seconds, CPU
-                        seconds and the load average around it
+                        seconds, the load average around it and the sitting's machine (:func:`machine_facts`)
     CLAIM/seed-S/       what the claim's run wrote (search results, trees)
     CLAIM.png           per claim: each arm's mean with its 95 % interval, and the paired difference
     report.md           the table of claims and one section per claim, verdict line included
@@ -15,6 +15,7 @@ A run killed part-way resumes: a (claim, seed, size) already in ``results.jsonl`
 
 from __future__ import annotations
 
+import functools
 import json
 import textwrap
 from pathlib import Path
@@ -51,6 +52,7 @@ def run_bench(
     out = Path(out)
     runner = Runner(out, ("claim", "seed", "size"), log="results.jsonl", console=console)
     todo = [c for c in chosen if c.implemented]
+    machine = functools.cache(machine_facts)  # once a sitting, when its first seed runs
     assets = None
     if todo:
         settings = assets_mod.AssetsConfig(**assets_mod.SMOKE_ASSETS) if smoke else None
@@ -71,7 +73,7 @@ def run_bench(
 
             def measure(claim: Claim = claim, run: ClaimRun = run) -> dict[str, Any]:
                 console.print(f"{claim.name} seed {run.seed}: {claim.baseline} vs {claim.treatment} on {run.size} …")
-                return {"arms": claim.run(run)}  # type: ignore[misc]
+                return {"arms": claim.run(run), "machine": machine()}  # type: ignore[misc]
 
             key = {"claim": claim.name, "seed": seed, "size": size}
             kept = runner.recorded(key) is not None
@@ -84,6 +86,47 @@ def run_bench(
                 f"({row['seconds']} s, {row['cpu_seconds']} CPU s)"
             )
     return write_report(out, get_claims(None), smoke=smoke, plan=plan)  # every claim: earlier runs' stay in
+
+
+def machine_facts() -> dict[str, Any]:
+    """How fast this machine is now, kept with every seed a sitting runs: Coq's pace (one fixed ``coqc`` job,
+    :func:`proofrl.provers.coq.pace.machine_pace`; None without Coq), the tiny model's (one fixed generation,
+    :func:`proofrl.policy.pace.model_pace`) and the libraries' versions. Claims run in wall-clock budgets across
+    sessions and machines; these say which seeds ran on a slower one."""
+    from ..policy.pace import model_pace
+    from ..provers.coq.pace import machine_pace
+
+    coq = machine_pace()
+    return {"coq_pace_s": coq["pace_s"] if coq else None, **model_pace()}
+
+
+def paces(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The range of the machine paces kept with ``rows`` (:func:`machine_facts`; rows from before they were kept
+    have none), the seeds timed and the transformers versions; None when no row has one."""
+    timed = [r["machine"] for r in rows if r.get("machine")]
+    if not timed:
+        return None
+
+    def span(key: str) -> list[float] | None:
+        values = [m[key] for m in timed if m.get(key) is not None]
+        return [min(values), max(values)] if values else None
+
+    return {
+        "coq_s": span("coq_pace_s"),
+        "model_s": span("model_pace_s"),
+        "timed": len(timed),
+        "of": len(rows),
+        "transformers": sorted({m.get("versions", {}).get("transformers", "-") for m in timed}),
+    }
+
+
+def pace_sentence(p: dict[str, Any] | None) -> str:
+    """The report's sentence on :func:`paces` (empty when none was kept)."""
+    if not p:
+        return ""
+    parts = [f"{what} {v[0]}–{v[1]} s" for what, v in (("Coq", p["coq_s"]), ("the model", p["model_s"])) if v]
+    timed = f"{p['timed']} of {p['of']} seeds timed; transformers {', '.join(p['transformers'])}"
+    return f" Machine paces ({timed}): {', '.join(parts)}."
 
 
 def claim_size(claim: Claim, smoke: bool, plan: BenchPlanConfig | None = None) -> int:
@@ -138,6 +181,7 @@ def write_report(
                 "seconds": sum(r["seconds"] for r in mine),
                 "cpu_seconds": sum(r["cpu_seconds"] for r in mine),
                 "load": [min(r["load_before"] for r in mine), max(r["load_after"] for r in mine)],
+                "paces": paces(mine),
                 "arm_intervals": {arm: str(mean_interval(m)) for arm, m in mats.items()},
                 "plot": plot(claim, c, out).name,
             }
@@ -302,7 +346,7 @@ def report(claims: list[Claim], summary: dict[str, Any]) -> str:
                 + f"; seeds {e['seeds']}; per seed, {claim.baseline}: "
                 f"{e['per_seed'][claim.baseline]}, {claim.treatment}: {e['per_seed'][claim.treatment]}. "
                 f"{e['seconds']:.0f} s ({e['cpu_seconds']:.0f} CPU s of this process and its finished Coq "
-                f"processes), load average {e['load'][0]}–{e['load'][1]}.",
+                f"processes), load average {e['load'][0]}–{e['load'][1]}.{pace_sentence(e.get('paces'))}",
                 "",
                 f"![{claim.name}]({e['plot']})",
             ]
