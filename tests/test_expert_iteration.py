@@ -180,3 +180,32 @@ def test_an_interrupted_run_resumes_exactly(files, tmp_path):
     (sa, wa), (sb, wb) = final_state(tmp_path / "straight"), final_state(tmp_path / "cut")
     assert sa["buffer"] == sb["buffer"] and sa["problems"] == sb["problems"]
     assert all(torch.equal(wa[k], wb[k]) for k in wa)
+
+
+@requires_coq
+def test_a_run_killed_during_its_first_evaluation_evaluates_again_when_resumed(files, tmp_path, monkeypatch):
+    """Round 0's checkpoint is saved before its held-out evaluation; a run killed during that evaluation resumes
+    from round 0 and evaluates it again, whole, instead of going on with the part written before the kill."""
+
+    class Killed(Exception):
+        pass
+
+    out = tmp_path / "run"
+    cfg = config(files, out, "taught", "steps=1", "eval.before=true", "eval.every=0")
+    real = ExpertIteration.evaluate
+
+    def killed_in_round_0(self, worker, round_, pool):
+        (out / "rounds" / "0000" / "eval").mkdir(parents=True, exist_ok=True)
+        (out / "rounds" / "0000" / "eval" / "results.jsonl").write_text("")  # part of it written, then the kill
+        raise Killed
+
+    monkeypatch.setattr(ExpertIteration, "evaluate", killed_in_round_0)
+    with pytest.raises(Killed):
+        ExpertIteration(cfg).run()
+    assert (out / "checkpoints" / "round_0000").is_dir() and not (out / "metrics.jsonl").read_text().strip()
+    monkeypatch.setattr(ExpertIteration, "evaluate", real)
+    ExpertIteration(cfg).run()
+    rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [(r["round"], r.get("eval/theorems")) for r in rows] == [(0, len(HELD)), (1, len(HELD))]
+    for round_ in ("0000", "0001"):
+        assert len((out / "rounds" / round_ / "eval" / "results.jsonl").read_text().splitlines()) == len(HELD)

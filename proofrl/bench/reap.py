@@ -203,6 +203,8 @@ def search_and_learn(run: ClaimRun) -> Results:
         "policy only": proved("policy-only", last),
         "policy + value head": after,
     }
+    if short := {arm: len(v) for arm, v in out.items() if len(v) != len(pool)}:  # never a partial arm kept
+        raise RuntimeError(f"reap seed {run.seed}: arms {short} searched other than the pool's {len(pool)} theorems")
     cached.write_text(json.dumps({"settings": s, "arms": out, "learning": learning}, indent=1))
     return out
 

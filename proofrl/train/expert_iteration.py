@@ -262,6 +262,12 @@ class ExpertIteration:
             "time/eval_s": time.perf_counter() - t,
         }
 
+    def evaluated(self, round_: int) -> bool:
+        """Whether ``round_``'s held-out evaluation is logged. Round 0's checkpoint is saved before its evaluation,
+        so a run killed during that evaluation resumes from round 0 and evaluates again (its results folder starts
+        afresh); testing for the checkpoint alone would skip it and leave a partial one behind."""
+        return any(r.get("round") == round_ and "eval/theorems" in r for r in self.run_dir.rows())
+
     def run(self, *, stop_after: int | None = None) -> dict[str, Any]:
         """All rounds (resuming from the newest checkpoint); ``stop_after``: return after that round (tests)."""
         from ..provers.factory import make_pool
@@ -293,7 +299,7 @@ class ExpertIteration:
         worker = RolloutWorker(cfg, weights)
         pool = make_pool("coq", pool=PoolConfig(workers=cfg.verify.workers), step_timeout=cfg.search.tactic_timeout)
         try:
-            if round_ == 0 and self.data.held_out and cfg.eval.before and ckpt is None:
+            if round_ == 0 and self.data.held_out and cfg.eval.before and not self.evaluated(0):
                 worker.refresh()
                 self.run_dir.log(0, self.evaluate(worker, 0, pool))
             while round_ < cfg.steps:
