@@ -1,4 +1,4 @@
-"""Is a prover installed here? Asked by every command before it starts work, so that a missing proof
+"""Is a prover (or a package) installed here? Asked by every command before it starts work, so that a missing proof
 assistant is one line with the command that installs it, not a traceback minutes later.
 
 :func:`require_backend` raises :class:`~proofrl.errors.BackendUnavailable`; the CLI prints its message as is
@@ -28,3 +28,14 @@ def diagnose_backend(backend: str) -> tuple[bool, str]:
     except BackendUnavailable as e:
         return False, e.why
     return True, ""
+
+
+def installed_version(package: str, missing: str = "-") -> str:
+    """The installed version of the Python distribution ``package``, or ``missing`` where it is not installed (for
+    records that say what a result ran on)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return missing

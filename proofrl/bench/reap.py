@@ -173,9 +173,14 @@ def search_and_learn(run: ClaimRun) -> Results:
     shared = run.shared_dir("reap")
     cached = shared / f"seed-{run.seed}-size-{run.size}-{tag}{run.smoke_suffix}.json"
     pool = run.assets.held_out_pool(run.size)
+
+    def short(arms: Results) -> dict[str, int]:
+        """The arms that hold other than the pool's theorems, with their counts (a run cut short)."""
+        return {arm: len(v) for arm, v in arms.items() if len(v) != len(pool)}
+
     if cached.is_file():  # a run whose arms hold fewer theorems than the pool was cut short: run it again
         arms = json.loads(cached.read_text())["arms"]
-        if all(len(v) == len(pool) for v in arms.values()):
+        if not short(arms):
             return arms
         shutil.rmtree(shared / cached.stem, ignore_errors=True)  # its run folders hold the cut run's settings
     work = shared / cached.stem
@@ -203,8 +208,8 @@ def search_and_learn(run: ClaimRun) -> Results:
         "policy only": proved("policy-only", last),
         "policy + value head": after,
     }
-    if short := {arm: len(v) for arm, v in out.items() if len(v) != len(pool)}:  # never a partial arm kept
-        raise RuntimeError(f"reap seed {run.seed}: arms {short} searched other than the pool's {len(pool)} theorems")
+    if cut := short(out):  # never a partial arm kept
+        raise RuntimeError(f"reap seed {run.seed}: arms {cut} searched other than the pool's {len(pool)} theorems")
     cached.write_text(json.dumps({"settings": s, "arms": out, "learning": learning}, indent=1))
     return out
 

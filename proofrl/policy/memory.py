@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..errors import ConfigError
+from ..preflight import installed_version
 from .sources import Proposal
 
 FORMAT_VERSION = 1
@@ -344,7 +345,7 @@ class ProofMemory:
             "pairs": len(pairs),
             "online": sum(p.online for p in pairs),
             "cap": self.cap,
-            "index": f"bm25s {_bm25s_version()} (lucene, k1=1.5, b=0.75), rebuilt on load",
+            "index": f"bm25s {installed_version('bm25s', '(not installed)')} (lucene, k1=1.5, b=0.75), rebuilt on load",
         }
         _write(folder / MANIFEST, [json.dumps(manifest, indent=2)])
         return folder
@@ -385,15 +386,6 @@ class ProofMemory:
         if n != manifest.get("pairs"):
             raise ConfigError(f"proof memory {folder}: {PAIRS} holds {n} pairs, its manifest says {manifest['pairs']}")
         return mem
-
-
-def _bm25s_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("bm25s")
-    except PackageNotFoundError:
-        return "(not installed)"
 
 
 def _write(path: Path, lines: Iterable[str]) -> None:

@@ -14,57 +14,42 @@ from __future__ import annotations
 
 import statistics
 import time
-from importlib import metadata
 from typing import Any
 
+from ..preflight import installed_version
+
 REPEATS = 5
-ROWS, PROMPT_TOKENS, NEW_TOKENS = 8, 32, 64
+ROWS, PROMPT_TOKENS, NEW_TOKENS, VOCAB = 8, 32, 64, 1024
 
 
 def library_versions() -> dict[str, str]:
     """The installed versions of what a model step runs on (``"-"`` for one that is not installed)."""
-    out = {}
-    for name in ("torch", "transformers", "tokenizers"):
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            out[name] = "-"
-    return out
+    return {name: installed_version(name) for name in ("torch", "transformers", "tokenizers")}
 
 
 def model_pace() -> dict[str, Any]:
     """``{"model_pace_s": median wall seconds of the fixed generation, "versions": library_versions()}``. The
     torch thread count and the global RNG are left as they were."""
     import torch
-    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
+    from transformers import GenerationConfig, LlamaForCausalLM
 
-    config = LlamaConfig(
-        vocab_size=1024,
-        hidden_size=128,
-        intermediate_size=512,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=4,
-        max_position_embeddings=1024,
-        tie_word_embeddings=True,
-        bos_token_id=1,
-        eos_token_id=2,
-        pad_token_id=0,
-    )
+    from .tiny import tiny_config
+
+    config = tiny_config(VOCAB)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(0)
             model = LlamaForCausalLM(config).eval()
-            prompt = torch.randint(5, 1024, (ROWS, PROMPT_TOKENS))
+            prompt = torch.randint(5, VOCAB, (ROWS, PROMPT_TOKENS))  # past the special tokens
             settings = GenerationConfig(
                 do_sample=True,
                 max_new_tokens=NEW_TOKENS,
                 min_new_tokens=NEW_TOKENS,  # every row runs the whole length: the same work on every machine
                 top_k=0,
-                pad_token_id=0,
-                eos_token_id=2,
+                pad_token_id=config.pad_token_id,
+                eos_token_id=config.eos_token_id,
             )
             walls = []
             with torch.no_grad():

@@ -60,6 +60,33 @@ def train_tokenizer(corpus: Iterable[str], vocab_size: int, max_positions: int) 
     return fast
 
 
+def tiny_config(
+    vocab_size: int,
+    *,
+    hidden: int = 128,
+    layers: int = 2,
+    heads: int = 4,
+    max_positions: int = 1024,
+    ids: tuple[int, int, int] = (1, 2, 0),
+) -> LlamaConfig:
+    """The tiny Llama's shape: ``layers`` blocks of width ``hidden`` (MLP 4×), ``heads`` heads, embeddings tied;
+    ``ids``: the BOS, EOS and PAD token ids (:data:`SPECIAL_TOKENS`' order puts PAD at 0, BOS 1, EOS 2)."""
+    bos, eos, pad = ids
+    return LlamaConfig(
+        vocab_size=vocab_size,
+        hidden_size=hidden,
+        intermediate_size=4 * hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=heads,
+        max_position_embeddings=max_positions,
+        tie_word_embeddings=True,  # halves the parameters at this size
+        bos_token_id=bos,
+        eos_token_id=eos,
+        pad_token_id=pad,
+    )
+
+
 def build_tiny_model(
     out_dir: Path,
     corpus: Iterable[str],
@@ -86,18 +113,13 @@ def build_tiny_model(
         i = tokenizer.convert_tokens_to_ids(t)
         assert isinstance(i, int)  # one token in, one id out
         ids[t] = i
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),  # a small corpus can stop BPE short of vocab_size
-        hidden_size=hidden,
-        intermediate_size=4 * hidden,
-        num_hidden_layers=layers,
-        num_attention_heads=heads,
-        num_key_value_heads=heads,
-        max_position_embeddings=max_positions,
-        tie_word_embeddings=True,  # halves the parameters at this size
-        bos_token_id=ids[BOS],
-        eos_token_id=ids[EOS],
-        pad_token_id=ids[PAD],
+    config = tiny_config(
+        len(tokenizer),  # a small corpus can stop BPE short of vocab_size
+        hidden=hidden,
+        layers=layers,
+        heads=heads,
+        max_positions=max_positions,
+        ids=(ids[BOS], ids[EOS], ids[PAD]),
     )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
