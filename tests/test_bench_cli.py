@@ -59,6 +59,7 @@ def test_bench_smoke_reports_and_resumes_with_the_same_numbers(tmp_path, smoke_a
     # the machine's paces, measured once for the sitting and kept with each seed it ran
     assert lines[0]["machine"] == lines[1]["machine"] and lines[0]["machine"]["coq_pace_s"] > 0
     assert lines[0]["machine"]["model_pace_s"] > 0 and "Machine paces (2 of 2 seeds timed" in report
+    assert lines[0]["machine"]["torch_build"]["cpu_capability"] in report  # the CPU kernels the model ran on
     assert f"{CLAIM}:" in first
 
     # a kill during seed 1: its line was cut half-way; the rerun keeps seed 0 and measures seed 1 again, identically

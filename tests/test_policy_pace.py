@@ -14,6 +14,9 @@ def test_the_model_pace_times_a_fixed_generation_and_leaves_torch_as_it_was(monk
     got = pace.model_pace()
     assert 0 < got["model_pace_s"] < 60
     assert got["versions"]["torch"] == torch.__version__ and got["versions"]["transformers"] != "-"
+    # the build as the caller runs it, not the job's one thread
+    build = {"torch": torch.__version__, "cpu_capability": torch.backends.cpu.get_cpu_capability(), "threads": threads}
+    assert got["torch_build"] == build
     assert torch.get_num_threads() == threads and torch.equal(torch.random.get_rng_state(), state)
     monkeypatch.setattr(pace, "NEW_TOKENS", 2)  # less work is a faster pace: the job is what is timed
     assert pace.model_pace()["model_pace_s"] < got["model_pace_s"]
@@ -27,7 +30,13 @@ def test_the_bench_reports_the_range_of_the_seeds_paces_and_says_how_many_were_t
         {"seed": 2, "machine": {"coq_pace_s": None, "model_pace_s": 0.9, "versions": versions}},
     ]
     p = paces(rows)
-    assert p == {"coq_s": [1.2, 1.2], "model_s": [0.5, 0.9], "timed": 2, "of": 3, "transformers": ["5.1"]}
+    want = {"coq_s": [1.2, 1.2], "model_s": [0.5, 0.9], "timed": 2, "of": 3, "transformers": ["5.1"], "cpu": []}
+    assert p == want
     said = " Machine paces (2 of 3 seeds timed; transformers 5.1): Coq 1.2–1.2 s, the model 0.5–0.9 s."
     assert pace_sentence(p) == said
+    build = {"torch": "2", "cpu_capability": "AVX2", "threads": 2}
+    machine = {"coq_pace_s": 1.4, "model_pace_s": 0.6, "versions": versions, "torch_build": build}
+    rows.append({"seed": 3, "machine": machine})
+    assert paces(rows)["cpu"] == ["AVX2"]  # kept since the torch build was
+    assert "transformers 5.1; CPU kernels AVX2):" in pace_sentence(paces(rows))
     assert paces(rows[:1]) is None and pace_sentence(None) == ""

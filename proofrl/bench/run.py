@@ -92,8 +92,8 @@ def run_bench(
 def machine_facts() -> dict[str, Any]:
     """How fast this machine is now, kept with every seed a sitting runs: Coq's pace (one fixed ``coqc`` job,
     :func:`proofrl.provers.coq.pace.machine_pace`; None without Coq), the tiny model's (one fixed generation,
-    :func:`proofrl.policy.pace.model_pace`) and the libraries' versions. Claims run in wall-clock budgets across
-    sessions and machines; these say which seeds ran on a slower one."""
+    :func:`proofrl.policy.pace.model_pace`), the libraries' versions and the torch build. Claims run in
+    wall-clock budgets across sessions and machines; these say which seeds ran on a slower one."""
     from ..policy.pace import model_pace
     from ..provers.coq.pace import machine_pace
 
@@ -103,7 +103,8 @@ def machine_facts() -> dict[str, Any]:
 
 def paces(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The range of the machine paces kept with ``rows`` (:func:`machine_facts`; rows from before they were kept
-    have none), the seeds timed and the transformers versions; None when no row has one."""
+    have none), the seeds timed, the transformers versions and the CPU kernels torch chose (where kept); None when
+    no row has one."""
     timed = [r["machine"] for r in rows if r.get("machine")]
     if not timed:
         return None
@@ -118,6 +119,7 @@ def paces(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
         "timed": len(timed),
         "of": len(rows),
         "transformers": sorted({m.get("versions", {}).get("transformers", "-") for m in timed}),
+        "cpu": sorted({m["torch_build"]["cpu_capability"] for m in timed if m.get("torch_build")}),
     }
 
 
@@ -127,6 +129,8 @@ def pace_sentence(p: dict[str, Any] | None) -> str:
         return ""
     parts = [f"{what} {v[0]}–{v[1]} s" for what, v in (("Coq", p["coq_s"]), ("the model", p["model_s"])) if v]
     timed = f"{p['timed']} of {p['of']} seeds timed; transformers {', '.join(p['transformers'])}"
+    if p.get("cpu"):
+        timed += f"; CPU kernels {', '.join(p['cpu'])}"
     return f" Machine paces ({timed}): {', '.join(parts)}."
 
 

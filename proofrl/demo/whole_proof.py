@@ -26,6 +26,7 @@ import torch
 from ..errors import ConfigError
 from ..eval.evaluate import EvalResult, evaluate, figure, markdown_table, plot_pass_at_k, plot_uplift, uplift_between
 from ..eval.uplift import UpliftRate
+from ..policy.pace import torch_build
 from ..policy.prompts import PromptFormat, get_format
 from ..policy.sft import supervised_finetune
 from ..problems import Problem
@@ -88,11 +89,7 @@ def environment() -> dict[str, Any]:
     (``ATEN_CPU_CAPABILITY`` can lower them) and the torch threads in effect; another of any can round the
     model's floats differently, and the GRPO runs, which feed their own samples back, then drift apart
     (docs/training.md, "What reproduces")."""
-    return {
-        "torch": torch.__version__,
-        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-        "threads": torch.get_num_threads(),
-    }
+    return torch_build()
 
 
 def _plot_rewards(runs: dict[str, list[dict[str, float]]], path: Path) -> Path:

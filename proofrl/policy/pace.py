@@ -6,8 +6,9 @@ is mostly Python and small-tensor overhead, so its speed depends on the machine 
 transformers as much as Coq's pace (:mod:`proofrl.provers.coq.pace`) depends on the machine. The job
 (:func:`model_pace`): a freshly initialised Llama of the tiny model's default shape (seed 0, 2 layers, width 128),
 8 rows sampling 64 new tokens each after a 32-token prompt (no early stop), on one torch thread, timed
-:data:`REPEATS` times after a warm-up; the median is kept, with the libraries' versions beside it, so two runs'
-paces can be compared and a slow one explained.
+:data:`REPEATS` times after a warm-up; the median is kept, with the libraries' versions and the torch build in
+effect (:func:`torch_build`: the CPU kernels torch chose and its thread count) beside it, so two runs' paces can be
+compared and a slow one explained.
 """
 
 from __future__ import annotations
@@ -27,15 +28,29 @@ def library_versions() -> dict[str, str]:
     return {name: installed_version(name) for name in ("torch", "transformers", "tokenizers")}
 
 
+def torch_build() -> dict[str, Any]:
+    """The torch build, the CPU kernels it chose (``ATEN_CPU_CAPABILITY`` can lower them) and the torch threads in
+    effect: another of any runs a model step at another speed, and can round its floats differently."""
+    import torch
+
+    return {
+        "torch": torch.__version__,
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "threads": torch.get_num_threads(),
+    }
+
+
 def model_pace() -> dict[str, Any]:
-    """``{"model_pace_s": median wall seconds of the fixed generation, "versions": library_versions()}``. The
-    torch thread count and the global RNG are left as they were."""
+    """``{"model_pace_s": median wall seconds of the fixed generation, "versions": library_versions(),
+    "torch_build": torch_build()}`` (the build as the caller runs it, before the job's one thread). The torch
+    thread count and the global RNG are left as they were."""
     import torch
     from transformers import GenerationConfig, LlamaForCausalLM
 
     from .tiny import tiny_config
 
     config = tiny_config(VOCAB)
+    build = torch_build()
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -60,4 +75,4 @@ def model_pace() -> dict[str, Any]:
                         walls.append(time.perf_counter() - t0)
     finally:
         torch.set_num_threads(threads)
-    return {"model_pace_s": round(statistics.median(walls), 3), "versions": library_versions()}
+    return {"model_pace_s": round(statistics.median(walls), 3), "versions": library_versions(), "torch_build": build}
