@@ -51,7 +51,7 @@ def model_pace() -> dict[str, Any]:
 
     config = tiny_config(VOCAB)
     build = torch_build()
-    threads = torch.get_num_threads()
+    threads = build["threads"]  # restored after the job's one thread
     torch.set_num_threads(1)
     try:
         with torch.random.fork_rng(devices=[]):
