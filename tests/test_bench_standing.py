@@ -112,6 +112,20 @@ def test_the_standing_of_the_kept_plans_gives_their_verdicts_and_sizes(tmp_path)
     assert json.loads((tmp_path / "standing.json").read_text()) == rows
 
 
+def test_the_twelfth_plans_kept_lines_give_its_two_verdicts_at_48_seeds(tmp_path) -> None:
+    """reap's learning claims at 267 theorems x 48 seeds, from the committed lines alone: both cannot tell, and
+    the analysis asks for theorems (no number of seeds at this pool), as docs/claims.md reports."""
+    _, summary = kept_summary(tmp_path, "claims-plan-12")
+    learn = summary["claims"]["reap-search-and-learn"]["comparison"]
+    value = summary["claims"]["reap-value-head"]["comparison"]
+    for c in (learn, value):
+        assert (c["theorems"], c["seeds"], c["seeds_needed"]) == (267, 48, None)
+        assert c["verdict"] == "cannot tell at this size" and c["difference"]["low"] < 0 < c["difference"]["high"]
+    assert round(learn["difference"]["mean"] * 267 * 48) == 2 and learn["theorems_needed"] == 29442
+    assert round(value["difference"]["mean"] * 267 * 48) == -1 and value["theorems_needed"] == 27339
+    assert round(learn["p_value"], 2) == 0.90 and value["p_value"] == 1.0
+
+
 def test_bench_runs_an_index_plan_by_plan_and_writes_the_standing(tmp_path) -> None:
     """Through the CLI: each plan into OUT/NAME with its report, then OUT/standing.md; a plan that sizes no claim
     runs none (no assets built), and --smoke with an index is one line."""
