@@ -1,6 +1,7 @@
 """Search-and-learn over real Coq with a tiny real model: the recipe's bad keys, a round that solves nothing
-(no update, logged, the loop goes on), and exact resume after an interruption between rounds (same buffer,
-same next round, same weights and logs as an uninterrupted run)."""
+(no update, logged, the loop goes on), exact resume after an interruption between rounds (same buffer,
+same next round, same weights and logs as an uninterrupted run), and other tactic sources beside the model (an
+online memory that learns the rollouts' proofs, keeps them across a resume, and never a held-out one)."""
 
 from __future__ import annotations
 
@@ -96,7 +97,7 @@ def test_a_bad_recipe_key_is_one_line():
     with pytest.raises(
         ConfigError,
         match=r"unknown keys in rollout: \['pases'\]; the expert-iteration loop reads: "
-        r"\['max_tokens', 'model_name', 'passes', 'policy', 'problems_per_step', 'temperature', 'value'\]",
+        r"\['max_tokens', 'model_name', 'passes', 'policy', 'problems_per_step', 'sources', 'temperature', 'value'\]",
     ):
         load_config("reap", ["rollout.pases=4"])
     with pytest.raises(ConfigError, match=r"replay.rehearsal_fraction must be in \[0, 1\), got 1.5"):
@@ -108,7 +109,7 @@ def test_a_bad_recipe_key_is_one_line():
     res = CliRunner().invoke(app, ["train", "--recipe", "reap", "--set", "rollout.pases=4"])  # the real command line
     assert res.exit_code == 2 and res.stderr.strip().splitlines() == [
         "proofrl train: unknown keys in rollout: ['pases']; the expert-iteration loop reads: "
-        "['max_tokens', 'model_name', 'passes', 'policy', 'problems_per_step', 'temperature', 'value']"
+        "['max_tokens', 'model_name', 'passes', 'policy', 'problems_per_step', 'sources', 'temperature', 'value']"
     ]
     res = CliRunner().invoke(app, ["train", "--recipe", "reap", "--show-config", "--set", "steps=5"])
     assert res.exit_code == 0 and "loop: expert-iteration" in res.output and "steps: 5" in res.output
@@ -209,3 +210,46 @@ def test_a_run_killed_during_its_first_evaluation_evaluates_again_when_resumed(f
     assert [(r["round"], r.get("eval/theorems")) for r in rows] == [(0, len(HELD)), (1, len(HELD))]
     for round_ in ("0000", "0001"):
         assert len((out / "rounds" / round_ / "eval" / "results.jsonl").read_text().splitlines()) == len(HELD)
+
+
+def test_rollout_sources_that_name_a_model_or_nothing_known_are_one_line():
+    with pytest.raises(ConfigError, match=r"rollout.sources='auto\+hf:m': hf is a model; the model is rollout.policy"):
+        load_config("reap", ["rollout.sources=auto+hf:m"])
+    with pytest.raises(ConfigError, match=r"unknown tactic policy 'knn' in 'auto\+knn': name its DIR \(knn:DIR\)"):
+        load_config("reap", ["rollout.sources=auto+knn"])
+
+
+@requires_coq
+def test_an_online_memory_learns_the_rollouts_proofs_across_a_resume_and_never_a_held_out_one(files, tmp_path):
+    """The untaught model beside Coq's automation and an online memory that starts empty: the rollouts' proofs
+    go into the memory, each checkpoint keeps them, a run resumed between rounds ends with the memory of one that
+    ran straight, and the held-out theorem (proved in every evaluation) never enters it."""
+    from proofrl.policy.memory import ProofMemory
+
+    ProofMemory().save(tmp_path / "empty")
+    sources = f"rollout.sources=knn-online:{tmp_path / 'empty'}+auto:auto"
+    quick = ("steps=2", "eval.before=true", "eval.every=1", sources)
+
+    def learned(out, round_):
+        return torch.load(out / "checkpoints" / f"round_{round_:04d}" / "state.pt", weights_only=False)["memory"]
+
+    torch.manual_seed(0)
+    straight = ExpertIteration(config(files, tmp_path / "straight", "untaught", *quick)).run()
+    rows = {r["round"]: r for r in straight["rounds"]}
+    assert [rows[r]["eval/proved"] for r in (0, 1, 2)] == [1, 1, 1]  # the automation proves the held-out one
+    assert rows[1]["rollout/solved"] == 2 and rows[1]["memory/learned"] > 0
+    assert rows[2]["memory/learned"] >= rows[1]["memory/learned"]
+    memory = learned(tmp_path / "straight", 2)
+    train = {n for n, _ in TRAIN}
+    assert len(memory) == rows[2]["memory/learned"] and {p["theorem"] for p in memory} <= train
+    saved = (tmp_path / "straight" / "memory" / "pairs.jsonl").read_text().splitlines()
+    assert {json.loads(x)["theorem"] for x in saved} <= train  # the run's memory: the rollouts' proofs only
+    held = (tmp_path / "straight" / "rounds" / "0002" / "eval" / "memory" / "pairs.jsonl").read_text()
+    assert "two_add" in held  # the evaluation's fork learned it, online, and kept it to itself
+
+    torch.manual_seed(0)
+    ExpertIteration(config(files, tmp_path / "cut", "untaught", *quick)).run(stop_after=1)
+    torch.manual_seed(123)
+    ExpertIteration(config(files, tmp_path / "cut", "untaught", *quick)).run()
+    assert learned(tmp_path / "cut", 1) == learned(tmp_path / "straight", 1)
+    assert learned(tmp_path / "cut", 2) == memory

@@ -108,6 +108,24 @@ def test_the_cap_evicts_the_oldest_offline_pairs_never_the_runs_own():
         ProofMemory(cap=0)
 
 
+def test_a_copy_holds_the_same_pairs_and_learns_apart_and_a_fork_is_the_policy_over_one():
+    mem = ProofMemory(cap=3)
+    mem.add("⊢ offline0 = 0", "tac0.", online=False)
+    mem.add("⊢ online0 = 0", "mine0.", theorem="t")
+    twin = mem.copy()
+    assert twin.pairs() == mem.pairs() and twin.cap == 3 and twin.online_count == 1
+    twin.add("⊢ held = 0", "held.", theorem="held")
+    assert len(mem) == 2 and all(p.theorem != "held" for p in mem.pairs())  # what the copy learns is its own
+    for i in range(1, 3):  # the copy's eviction order is the original's: offline first, the online one stays
+        twin.add(f"⊢ online{i} = 0", f"mine{i}.")
+    assert [p.tactic for p in twin.pairs()] == ["mine0.", "held.", "mine1.", "mine2."]
+    policy = KNNPolicy(mem, online=True, neighbours=2, folder="somewhere")
+    fork = policy.fork()
+    assert (fork.online, fork.neighbours, fork.folder) == (True, 2, policy.folder) and fork.memory is not mem
+    fork.record_proof("held", [("⊢ held = 0", "held.")])
+    assert len(fork.memory) == 3 and len(mem) == 2
+
+
 def test_a_large_memory_indexes_recent_pairs_apart_and_never_answers_an_evicted_one():
     mem = ProofMemory(cap=300, exact_below=100)
     for i in range(300):

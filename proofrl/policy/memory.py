@@ -196,6 +196,15 @@ class ProofMemory:
         with self._lock:
             return list(self._pairs.values())
 
+    def copy(self) -> ProofMemory:
+        """Another memory holding the same pairs (online ones still online), in the same order; what either
+        learns after stays its own."""
+        twin = ProofMemory(self.cap, prover=self.prover, exact_below=self.exact_below)
+        with self._lock:
+            for pair in self._pairs.values():
+                twin._put(pair)
+        return twin
+
     def add(self, state: str, tactic: str, *, theorem: str = "", online: bool = True) -> bool:
         """Remember that ``tactic`` was applied at ``state`` (``online``: added by this run, never evicted). A pair
         already held is kept once (and becomes online if this one is). False when nothing was added."""
@@ -468,6 +477,11 @@ class KNNPolicy:
         """A found proof's ``(state text, tactic)`` steps, added to the memory when online (ignored offline)."""
         if self.online:
             self.memory.add_many(steps, theorem=theorem, online=True)
+
+    def fork(self) -> KNNPolicy:
+        """The same policy over a copy of its memory (:meth:`ProofMemory.copy`): what a search with the fork learns
+        online stays in the fork."""
+        return KNNPolicy(self.memory.copy(), online=self.online, neighbours=self.neighbours, folder=self.folder)
 
     def save_memory(self, folder: str | Path) -> dict[str, Any]:
         """The memory as it stands (the pairs it was loaded with and the ones this run added) saved into

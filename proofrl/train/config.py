@@ -30,6 +30,7 @@ from ..data.search_samples import ReplayConfig
 from ..errors import ConfigError
 from ..objectives.grpo import ADV_ESTIMATORS, PPOConfig
 from ..policy.model import LoraConfig
+from ..policy.sources import MODEL_KINDS, spec_parts
 from ..rewards.compose import RewardConfig
 from ..rewards.eva import DIMENSIONS
 from ..schema import Config, one_of
@@ -206,11 +207,28 @@ class RolloutConfig(Config):
     value: str = "in-process"
     """search-and-learn: the value the searches read, ``in-process`` (the published value head) or ``endpoint:URL``
     (reap's value service)"""
+    sources: str = ""
+    """search-and-learn: tactic sources pooled with ``policy`` at every state of every search
+    (:class:`proofrl.policy.sources.MixedPolicy`): a proof memory ``knn:DIR`` or ``knn-online:DIR`` and the
+    automation ``auto[:T,...]``, joined by ``+``; empty: the model alone (reap). An online memory learns every
+    proof the training rollouts find and keeps it across rounds (saved in each checkpoint); each held-out
+    evaluation searches with a copy of it, so no held-out proof reaches training"""
 
     @model_validator(mode="after")
     def _openai_needs_url(self) -> RolloutConfig:
         if self.generator == "openai" and not self.base_url:
             raise ValueError("generator=openai needs base_url (the OpenAI-compatible endpoint serving the policy)")
+        return self
+
+    @model_validator(mode="after")
+    def _sources_are_no_model(self) -> RolloutConfig:
+        if self.sources:
+            kinds = [kind for kind, _ in spec_parts(self.sources)]
+            if models := [k for k in kinds if k in MODEL_KINDS]:
+                raise ConfigError(
+                    f"rollout.sources={self.sources!r}: {models[0]} is a model; the model is rollout.policy, "
+                    "sources are knn:DIR, knn-online:DIR and auto[:T,...]"
+                )
         return self
 
 
@@ -456,7 +474,16 @@ class ExpertIterationConfig(RunConfig):
         "": ("name", "seed", "out", "steps", "keep_checkpoints", "logger", "progress"),
         "model": ("path", "lora", "value_head", "num_bins", "device"),
         "data": ("train", "eval", "limit", "eval_limit", "assets", "transitions"),
-        "rollout": ("problems_per_step", "passes", "temperature", "max_tokens", "policy", "model_name", "value"),
+        "rollout": (
+            "problems_per_step",
+            "passes",
+            "temperature",
+            "max_tokens",
+            "policy",
+            "model_name",
+            "value",
+            "sources",
+        ),
         "verify": ("workers",),
         "algorithm": ("value_coef",),
         "optim": ("lr", "weight_decay", "batch", "epochs"),

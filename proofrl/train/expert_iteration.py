@@ -5,7 +5,10 @@ A round (reap's blog, "RL stage"; the AlphaProof pseudocode's actor / replay buf
 1. **rollout**: draw ``rollout.problems_per_step`` training theorems; the search workers pick up the newest
    published weights and run ``rollout.passes`` AND-OR MCTS passes over the batch (reap: four), each pass with
    its own sampling seed, policy = the LM head, leaf values = the value head (or none: the policy-only
-   baseline, GPT-f style expert iteration);
+   baseline, GPT-f style expert iteration). ``rollout.sources`` pools other tactic sources with the LM head at
+   every state (Tactician's k-NN over a proof memory, online or not; Coq's automation); an online memory learns
+   each proof the rollouts find, so the search learns from its own proofs at once as well as through the
+   weights;
 2. **replay**: every exported tree gives (state, tactic, value target) samples (:mod:`proofrl.data.value_targets`,
    :mod:`proofrl.data.search_samples`) after reap's filters (proof length, root value); the buffer keeps the newest
    ``replay.capacity``;
@@ -16,7 +19,9 @@ A round (reap's blog, "RL stage"; the AlphaProof pseudocode's actor / replay buf
 4. **publish** the weights as ``weights/vNNNN`` (``weights/latest.json`` names the newest), **evaluate** on
    held-out theorems (proved count at the search budget, fixed sampling seed), log to ``metrics.jsonl`` and
    TensorBoard (``tb/``) and checkpoint (``checkpoints/round_NNNN``: weights, optimiser, buffer, sampler, RNG
-   states), so a killed run resumes at the next round with the same buffer.
+   states, the pairs the online memory learned), so a killed run resumes at the next round with the same buffer
+   and memory. The held-out evaluation searches with a fork of the online memory: it learns online within the
+   evaluation (Tactician's protocol) and none of it reaches training.
 
 Rollout, serving and learning are kept apart: a :class:`RolloutWorker` only reads published weights (or calls
 an OpenAI-compatible policy endpoint and a value endpoint), the :class:`Learner` only writes them. One process
@@ -37,6 +42,7 @@ from rich.console import Console
 
 from ..data.search_samples import human_samples, samples_from_tree
 from ..errors import ConfigError
+from ..policy.sources import MixedPolicy
 from ..policy.tactic import NoValue, make_tactic_policy, make_value_fn, tactic_prompt
 from ..problems import load_problems
 from ..provers.pool import PoolConfig
@@ -174,13 +180,39 @@ def publish(learner: Learner, weights_root: Path, version: int) -> Path:
 
 class RolloutWorker:
     """The search side: a tactic policy and a value function, refreshed from ``weights/latest.json`` between
-    rounds (in-process), or endpoints that serve them (``rollout.policy``, ``rollout.value``)."""
+    rounds (in-process), or endpoints that serve them (``rollout.policy``, ``rollout.value``); with
+    ``rollout.sources``, the other tactic sources pooled with the model, built once for the whole run so that an
+    online memory keeps what every round's rollouts taught it."""
 
     def __init__(self, cfg: ExpertIterationConfig, weights_root: Path):
         self.cfg, self.weights_root = cfg, weights_root
         self.version: int | None = None
         self.model: Any = None
         self.value_fn: Any = None
+        self.sources: list[Any] = []
+        if cfg.rollout.sources:
+            built = make_tactic_policy(cfg.rollout.sources)
+            self.sources = list(built.sources) if isinstance(built, MixedPolicy) else [built]
+        self.memory = next((s for s in self.sources if getattr(s, "online", False)), None)
+        """the online proof memory among the sources (None: none)"""
+
+    def learned(self) -> list[dict[str, str]]:
+        """The pairs the online memory learned from this run's rollouts, oldest first (for a checkpoint)."""
+        if self.memory is None:
+            return []
+        return [
+            {"state": p.state, "tactic": p.tactic, "theorem": p.theorem} for p in self.memory.memory.pairs() if p.online
+        ]
+
+    def relearn(self, pairs: list[dict[str, str]]) -> None:
+        """Put a checkpoint's learned pairs back into the online memory, in their order."""
+        if pairs and self.memory is None:
+            raise ConfigError(
+                f"the checkpoint holds {len(pairs)} pairs an online memory learned, and rollout.sources "
+                f"({self.cfg.rollout.sources!r}) has no knn-online:DIR to resume them into"
+            )
+        for p in pairs:
+            self.memory.memory.add(p["state"], p["tactic"], theorem=p["theorem"], online=True)
 
     def refresh(self) -> int | None:
         """Load the newest published weights if they changed; returns the version in use."""
@@ -208,17 +240,24 @@ class RolloutWorker:
         self.version = latest["version"]
         return self.version
 
-    def policy(self, seed: int) -> Any:
+    def policy(self, seed: int, *, held_out: bool = False) -> Any:
+        """The searches' tactic policy: the model, pooled with the sources when there are any. ``held_out``: the
+        online memory is a fork (:meth:`proofrl.policy.memory.KNNPolicy.fork`), so what it learns on held-out
+        theorems stays out of the run's memory."""
         s = self.cfg.rollout
         if s.policy == "in-process":
-            return self.model.tactic_policy(temperature=s.temperature, max_tokens=s.max_tokens, seed=seed)
-        return make_tactic_policy(
-            s.policy,
-            model=s.model_name or None,
-            temperature=s.temperature,
-            max_tokens=s.max_tokens,
-            seed=seed,
-        )
+            model = self.model.tactic_policy(temperature=s.temperature, max_tokens=s.max_tokens, seed=seed)
+        else:
+            model = make_tactic_policy(
+                s.policy,
+                model=s.model_name or None,
+                temperature=s.temperature,
+                max_tokens=s.max_tokens,
+                seed=seed,
+            )
+        if not self.sources:
+            return model
+        return MixedPolicy([model, *(src.fork() if held_out and src is self.memory else src for src in self.sources)])
 
 
 # -- the loop --------------------------------------------------------------------------------------------------
@@ -234,16 +273,22 @@ class ExpertIteration:
         self._data = data
         self.run_dir = RunDir(self.out, step_key="round", loggers=cfg.logger, name=cfg.name)
 
-    def _search(self, worker: RolloutWorker, problems: list[Any], seed: int, out: Path, pool: Any) -> list[Any]:
+    def _search(
+        self, worker: RolloutWorker, problems: list[Any], seed: int, out: Path, pool: Any, *, held_out: bool = False
+    ) -> list[Any]:
+        """Search ``problems``; a training search saves the online memory as it stands into ``memory/`` (the
+        run's learned memory, one folder), a held-out one its fork into ``out``."""
+        learning = worker.memory is not None and not held_out
         return search_many(
             problems,
-            worker.policy(seed),
+            worker.policy(seed, held_out=held_out),
             out_dir=out,
             workers=self.cfg.verify.workers,
             config=self.cfg.search,
             pool=pool,
             progress=self.cfg.progress,
             value_fn=worker.value_fn,
+            memory_out=self.out / "memory" if learning else None,
         )
 
     def evaluate(self, worker: RolloutWorker, round_: int, pool: Any) -> dict[str, float]:
@@ -252,7 +297,7 @@ class ExpertIteration:
             return {}
         t = time.perf_counter()
         results = self._search(
-            worker, held, self.cfg.seed + 99_991, self.out / "rounds" / f"{round_:04d}" / "eval", pool
+            worker, held, self.cfg.seed + 99_991, self.out / "rounds" / f"{round_:04d}" / "eval", pool, held_out=True
         )
         proved = sum(r.status == "proved" for r in results)
         return {
@@ -281,6 +326,8 @@ class ExpertIteration:
         buffer = ReplayBuffer(cfg.replay.capacity)
         sampler = ProblemSampler(len(self.data.train), cfg.seed)
         rng = random.Random(cfg.seed)
+        weights = self.out / "weights"
+        worker = RolloutWorker(cfg, weights)
         round_ = 0
         if ckpt is not None:
             state = load_state(ckpt)
@@ -289,14 +336,13 @@ class ExpertIteration:
             buffer.load_state_dict(state["buffer"])
             sampler.load_state_dict(state["problems"])
             set_rng_state(state["rng"], own=rng)
+            worker.relearn(state.get("memory", []))
             self.console.print(f"reap: resumed from {ckpt.name} (round {round_}, {len(buffer)} replay samples)")
         self.run_dir.start(cfg, resumed_from=round_ if ckpt is not None else None)
         if ckpt is None:
-            self.save_checkpoint(learner, buffer, sampler, rng, 0)  # round 0: the start, RNG included
-        weights = self.out / "weights"
+            self.save_checkpoint(learner, buffer, sampler, rng, 0, worker)  # round 0: the start, RNG included
         weights.mkdir(exist_ok=True)
         publish(learner, weights, round_)
-        worker = RolloutWorker(cfg, weights)
         pool = make_pool("coq", pool=PoolConfig(workers=cfg.verify.workers), step_timeout=cfg.search.tactic_timeout)
         try:
             if round_ == 0 and self.data.held_out and cfg.eval.before and not self.evaluated(0):
@@ -310,7 +356,7 @@ class ExpertIteration:
                     worker.refresh()
                     m.update(self.evaluate(worker, round_, pool))
                 self.run_dir.log(round_, m)
-                self.save_checkpoint(learner, buffer, sampler, rng, round_)
+                self.save_checkpoint(learner, buffer, sampler, rng, round_, worker)
                 if stop_after is not None and round_ >= stop_after:
                     break
             return self.summary()
@@ -349,6 +395,7 @@ class ExpertIteration:
                 found += samples_from_tree(tree, round_, cfg.replay, cfg.model.num_bins)
         added = buffer.add(found)
         m: dict[str, Any] = {
+            **({"memory/learned": worker.memory.memory.online_count} if worker.memory is not None else {}),
             "weights_version": version,
             "rollout/theorems": len(batch),
             "rollout/solved": len(solved),
@@ -372,7 +419,9 @@ class ExpertIteration:
         publish(learner, self.out / "weights", round_)
         return m
 
-    def save_checkpoint(self, learner: Learner, buffer: Any, sampler: Any, rng: random.Random, round_: int) -> Path:
+    def save_checkpoint(
+        self, learner: Learner, buffer: Any, sampler: Any, rng: random.Random, round_: int, worker: RolloutWorker
+    ) -> Path:
         name = f"round_{round_:04d}"
         with self.run_dir.checkpoint(name, self.cfg.keep_checkpoints) as tmp:
             learner.model.save(tmp, head=True)  # the value head too, even when off (then it is untouched)
@@ -383,6 +432,7 @@ class ExpertIteration:
                 optimizer=learner.optimizer.state_dict(),
                 buffer=buffer.state_dict(),
                 problems=sampler.state_dict(),
+                memory=worker.learned(),
             )
         return self.run_dir.checkpoint_dir / name
 
