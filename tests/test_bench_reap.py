@@ -1,6 +1,7 @@
-"""reap's two learning claims (search-and-learn over rounds, value head against policy-only): one run per seed
-serves both, the arms are paired on the same held-out theorems, and each seed records whether its model learned
-(training theorems the rollouts solved, update steps)."""
+"""reap's learning claims (search-and-learn over rounds, value head against policy-only, and search-and-learn
+beside the library-learning prover's sources): one run per seed serves the first two, the arms are paired on the
+same held-out theorems, and each seed records whether its model learned (training theorems the rollouts solved,
+update steps) and, with the sources, what the online memory learned."""
 
 import json
 
@@ -11,6 +12,7 @@ from proofrl.bench.reap import SEARCH_AND_LEARN, learning_facts, search_and_lear
 from proofrl.cli import app
 
 NAMES = ["reap-search-and-learn", "reap-value-head"]
+LIBRARY = "reap-search-and-learn-library"
 
 
 def test_learning_facts_count_solves_and_update_steps_per_round():
@@ -37,12 +39,13 @@ def test_the_smoke_size_cuts_budgets_but_keeps_the_rounds():
 
 @requires_coq
 def test_the_reap_learning_claims_at_smoke_size_pair_the_arms_and_record_learning(tmp_path):
+    names = [*NAMES, LIBRARY]
     r = CliRunner().invoke(
-        app, ["bench", "--smoke", *(x for n in NAMES for x in ("--claim", n)), "--seeds", "1", "--out", str(tmp_path)]
+        app, ["bench", "--smoke", *(x for n in names for x in ("--claim", n)), "--seeds", "1", "--out", str(tmp_path)]
     )
     assert r.exit_code == 0, r.output
     lines = {x["claim"]: x for x in map(json.loads, (tmp_path / "results.jsonl").read_text().splitlines())}
-    assert set(lines) == set(NAMES)
+    assert set(lines) == set(names)
     arms = lines["reap-search-and-learn"]["arms"]
     assert arms == lines["reap-value-head"]["arms"]  # one run serves both claims
     last = f"round {SEARCH_AND_LEARN['rounds']}"
@@ -53,7 +56,9 @@ def test_the_reap_learning_claims_at_smoke_size_pair_the_arms_and_record_learnin
     said = " ".join(r.output.split())  # the console wraps its lines
     assert "policy+value: rollouts solved" in said and "policy-only: rollouts solved" in said
 
-    (cached,) = (tmp_path / "reap-shared").glob("seed-0-size-2-*-smoke.json")
+    cached, library = sorted(
+        (tmp_path / "reap-shared").glob("seed-0-size-2-*-smoke.json"), key=lambda f: "sources" in f.read_text()
+    )
     kept = json.loads(cached.read_text())
     assert kept["arms"] == arms and kept["settings"] == search_and_learn_settings(True, 2)
     smoke = kept["settings"]
@@ -67,6 +72,19 @@ def test_the_reap_learning_claims_at_smoke_size_pair_the_arms_and_record_learnin
             json.loads(x) for x in (cached.parent / cached.stem / arm / "metrics.jsonl").read_text().splitlines()
         ]
         assert facts == learning_facts(metrics)  # what the loop logged, not a recount
+
+    # beside the library's sources: its own run (other settings, other cache), the two rounds of one arm, paired
+    lib = json.loads(library.read_text())
+    assert lib["settings"] == search_and_learn_settings(True, 2, library=True) and set(lib["learning"]) == {
+        "policy+value"
+    }
+    assert lines[LIBRARY]["arms"] == lib["arms"] and set(lib["arms"]) == {"round 0", last}
+    assert all(set(v) == held_out for v in lib["arms"].values())
+    work = library.parent / library.stem / "policy+value"
+    config = (work / "config.yaml").read_text()
+    assert "knn-online:" in config and "+auto" in config  # the sources reached the loop
+    memory = (tmp_path / "reap-shared" / "memory-smoke" / "pairs.jsonl").read_text().splitlines()
+    assert memory and not {json.loads(x)["theorem"] for x in memory} & held_out  # the start: training proofs only
 
 
 def test_the_reap_recipe_s_own_cap_does_not_cut_a_larger_planned_pool(tmp_path):
