@@ -83,7 +83,7 @@ def test_the_reap_learning_claims_at_smoke_size_pair_the_arms_and_record_learnin
     work = library.parent / library.stem / "policy+value"
     config = (work / "config.yaml").read_text()
     assert "knn-online:" in config and "+auto" in config  # the sources reached the loop
-    memory = (tmp_path / "reap-shared" / "memory-smoke" / "pairs.jsonl").read_text().splitlines()
+    memory = (tmp_path / "tactic-assets" / "memory" / "pairs.jsonl").read_text().splitlines()
     assert memory and not {json.loads(x)["theorem"] for x in memory} & held_out  # the start: training proofs only
 
 

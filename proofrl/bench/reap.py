@@ -119,7 +119,8 @@ def learning_facts(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 LIBRARY_SOURCES = {"memory": "knn-online: the assets' training transitions", "automation": "auto"}
 """the library-learning prover's sources beside the model (``rollout.sources``): an online proof memory that
-starts from the training split's human proofs (the held-out modules are not in it) and Coq's automation menu
+starts from the training split's human proofs (:meth:`proofrl.data.assets.TacticAssets.memory_dir`; the held-out
+modules are not in it; each run learns into its own copy, never into that folder) and Coq's automation menu
 (:func:`proofrl.policy.sources.automation_menu`, every tactic of it)"""
 
 
@@ -133,17 +134,6 @@ def search_and_learn_settings(smoke: bool, eval_theorems: int, *, library: bool 
         | {"eval_theorems": eval_theorems}
         | ({"sources": dict(LIBRARY_SOURCES)} if library else {})
     )
-
-
-def library_memory(run: ClaimRun) -> Path:
-    """The proof memory :data:`LIBRARY_SOURCES` starts from: the assets' training transitions, built once into
-    ``reap-shared/memory`` (each run loads it and learns into its own copy, never into this folder)."""
-    from ..policy.memory import ProofMemory
-
-    folder = run.shared_dir("reap") / f"memory{run.smoke_suffix}"
-    if not (folder / "manifest.json").is_file():
-        ProofMemory.from_transitions([run.assets.train_transitions]).save(folder)
-    return folder
 
 
 def search_and_learn_overrides(run: ClaimRun, s: dict[str, Any], work: Path, arm: str, head: str) -> list[str]:
@@ -172,8 +162,13 @@ def search_and_learn_overrides(run: ClaimRun, s: dict[str, Any], work: Path, arm
         f"search.tactic_timeout={s['tactic_timeout']}",
         f"search.seconds={s['seconds']}",
         *(["optim.epochs=1", "replay.max_samples=32"] if run.smoke else []),
-        *([f"rollout.sources=knn-online:{library_memory(run)}+{s['sources']['automation']}"] if "sources" in s else []),
+        *([f"rollout.sources={library_sources(run, s)}"] if "sources" in s else []),
     ]
+
+
+def library_sources(run: ClaimRun, s: dict[str, Any]) -> str:
+    """``rollout.sources`` for :data:`LIBRARY_SOURCES`: the assets' memory, online, and the automation."""
+    return f"knn-online:{run.assets.memory_dir()}+{s['sources']['automation']}"
 
 
 def search_and_learn(run: ClaimRun) -> Results:

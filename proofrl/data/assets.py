@@ -78,16 +78,20 @@ class TacticAssets:
                 rest.append(p)
         return held + rest[: n - len(held)]
 
-    def memory_policy_spec(self) -> str:
-        """``knn:MEMORY+hf:MODEL``: k-NN proposals over the training transitions (a proof memory,
-        :mod:`proofrl.policy.memory`, built once in ``folder/memory``) beside the tiny model. The memory holds the
-        training modules' proofs only, so a held-out theorem's own proof is never in it."""
+    def memory_dir(self) -> Path:
+        """A proof memory (:mod:`proofrl.policy.memory`) of the training transitions, built once in
+        ``folder/memory``. It holds the training modules' proofs only, so a held-out theorem's own proof is never
+        in it."""
         from ..policy.memory import MANIFEST, ProofMemory
 
         memory = self.folder / "memory"
         if not (memory / MANIFEST).is_file():
             ProofMemory.from_transitions([self.train_transitions]).save(memory)
-        return f"knn:{memory}+{self.policy_spec}"
+        return memory
+
+    def memory_policy_spec(self) -> str:
+        """``knn:MEMORY+hf:MODEL``: k-NN proposals over :meth:`memory_dir` beside the tiny model."""
+        return f"knn:{self.memory_dir()}+{self.policy_spec}"
 
 
 @dataclass(frozen=True)
