@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import shutil
 from pathlib import Path
 
@@ -135,6 +136,34 @@ def test_the_twelfth_plans_kept_lines_give_its_two_verdicts_at_48_seeds(tmp_path
     assert round(learn["difference"]["mean"] * 267 * 48) == 2 and learn["theorems_needed"] == 29442
     assert round(value["difference"]["mean"] * 267 * 48) == -1 and value["theorems_needed"] == 27339
     assert round(learn["p_value"], 2) == 0.90 and value["p_value"] == 1.0
+
+
+def test_the_thirteenth_plans_kept_lines_give_its_two_verdicts_at_29_seeds(tmp_path) -> None:
+    """PPO epochs and passN at 78 theorems x 29 seeds, from the committed lines alone: both cannot tell; PPO epochs'
+    analysis asks about 930 theorems at 29 seeds and, with no seed spread and no theorems' part, about 346 seeds at
+    the pool's 78; passN's arms differ on two theorem-seeds, one each way (no size), as docs/claims.md reports."""
+    from proofrl.bench.stats import Z_80, Z_975, variance_components
+
+    _, summary = kept_summary(tmp_path, "claims-plan-13")
+    lines = [json.loads(x) for x in (tmp_path / "claims-plan-13" / "results.jsonl").read_text().splitlines()]
+    assert sorted((r["claim"], r["seed"]) for r in lines) == sorted(
+        (c, s) for c in ("unlikely-passN", "unlikely-ppo-epochs") for s in range(250, 279)
+    )
+    epochs, passn = (summary["claims"][c]["comparison"] for c in ("unlikely-ppo-epochs", "unlikely-passN"))
+    for c in (epochs, passn):
+        assert (c["theorems"], c["seeds"], c["seeds_needed"]) == (78, 29, None)
+        assert c["verdict"] == "cannot tell at this size" and c["difference"]["low"] < 0 < c["difference"]["high"]
+        assert c["p_value"] == 1.0
+    assert round(epochs["difference"]["mean"] * 78 * 29) == 2 and epochs["theorems_needed"] == 930
+    assert passn["difference"]["mean"] == 0.0 and passn["theorems_needed"] is None
+    runs = [r["arms"] for r in lines if r["claim"] == "unlikely-ppo-epochs"]
+    d = np.array([[a["2 epochs"][t] - a["1 epoch"][t] for t in sorted(a["1 epoch"])] for a in runs])
+    var_s, var_t, var_e = variance_components(d)
+    assert (np.count_nonzero(d), var_s, var_t) == (6, 0.0, 0.0)
+    assert math.ceil((var_e / 78) / (d.mean() / (Z_975 + Z_80)) ** 2) == 346  # seeds at the pool's 78
+    runs = [r["arms"] for r in lines if r["claim"] == "unlikely-passN"]
+    d = np.array([[a["GRPO + unlikeliness"][t] - a["GRPO"][t] for t in sorted(a["GRPO"])] for a in runs])
+    assert sorted(d[d != 0]) == [-1.0, 1.0]
 
 
 def test_bench_runs_an_index_plan_by_plan_and_writes_the_standing(tmp_path) -> None:
