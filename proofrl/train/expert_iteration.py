@@ -193,7 +193,7 @@ class RolloutWorker:
         if cfg.rollout.sources:
             built = make_tactic_policy(cfg.rollout.sources)
             self.sources = list(built.sources) if isinstance(built, MixedPolicy) else [built]
-        self.memory = next((s for s in self.sources if getattr(s, "online", False)), None)
+        self.memory: Any = next((s for s in self.sources if getattr(s, "online", False)), None)
         """the online proof memory among the sources (None: none)"""
 
     def learned(self) -> list[dict[str, str]]:
@@ -206,7 +206,9 @@ class RolloutWorker:
 
     def relearn(self, pairs: list[dict[str, str]]) -> None:
         """Put a checkpoint's learned pairs back into the online memory, in their order."""
-        if pairs and self.memory is None:
+        if not pairs:
+            return
+        if self.memory is None:
             raise ConfigError(
                 f"the checkpoint holds {len(pairs)} pairs an online memory learned, and rollout.sources "
                 f"({self.cfg.rollout.sources!r}) has no knn-online:DIR to resume them into"
