@@ -112,8 +112,10 @@ def test_a_copy_holds_the_same_pairs_and_learns_apart_and_a_fork_is_the_policy_o
     mem = ProofMemory(cap=3)
     mem.add("⊢ offline0 = 0", "tac0.", online=False)
     mem.add("⊢ online0 = 0", "mine0.", theorem="t")
+    near = mem.neighbours("⊢ online0 = 0", 2)  # the index is built now
     twin = mem.copy()
     assert twin.pairs() == mem.pairs() and twin.cap == 3 and twin.online_count == 1
+    assert twin.neighbours("⊢ online0 = 0", 2) == near and twin.stats.rebuilds == 0  # answers without a rebuild
     twin.add("⊢ held = 0", "held.", theorem="held")
     assert len(mem) == 2 and all(p.theorem != "held" for p in mem.pairs())  # what the copy learns is its own
     for i in range(1, 3):  # the copy's eviction order is the original's: offline first, the online one stays

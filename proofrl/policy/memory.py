@@ -197,12 +197,15 @@ class ProofMemory:
             return list(self._pairs.values())
 
     def copy(self) -> ProofMemory:
-        """Another memory holding the same pairs (online ones still online), in the same order; what either
-        learns after stays its own."""
+        """Another memory holding the same pairs (online ones still online), in the same order, answering as this
+        one does; what either learns after stays its own. The pairs keep their ids, so the twin shares the built
+        indexes (never changed once built, only replaced) and neither tokenizes nor indexes anything again."""
         twin = ProofMemory(self.cap, prover=self.prover, exact_below=self.exact_below)
         with self._lock:
-            for pair in self._pairs.values():
-                twin._put(pair)
+            twin._pairs, twin._terms, twin._key = dict(self._pairs), dict(self._terms), dict(self._key)
+            twin._offline, twin._recent_ids = deque(self._offline), list(self._recent_ids)
+            twin._next, twin._evicted_since, twin._stale = self._next, self._evicted_since, self._stale
+            twin._main, twin._recent = self._main, self._recent
         return twin
 
     def add(self, state: str, tactic: str, *, theorem: str = "", online: bool = True) -> bool:
