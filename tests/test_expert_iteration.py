@@ -223,7 +223,8 @@ def test_rollout_sources_that_name_a_model_or_nothing_known_are_one_line():
 def test_an_online_memory_learns_the_rollouts_proofs_across_a_resume_and_never_a_held_out_one(files, tmp_path):
     """The untaught model beside Coq's automation and an online memory that starts empty: the rollouts' proofs
     go into the memory, each checkpoint keeps them, a run resumed between rounds ends with the memory of one that
-    ran straight, and the held-out theorem (proved in every evaluation) never enters it."""
+    ran straight (resuming it without an online memory to put them back into is refused), and the held-out theorem
+    (proved in every evaluation) never enters it."""
     from proofrl.policy.memory import ProofMemory
 
     ProofMemory().save(tmp_path / "empty")
@@ -249,6 +250,9 @@ def test_an_online_memory_learns_the_rollouts_proofs_across_a_resume_and_never_a
 
     torch.manual_seed(0)
     ExpertIteration(config(files, tmp_path / "cut", "untaught", *quick)).run(stop_after=1)
+    without = ("steps=2", "eval.before=true", "eval.every=1", "rollout.sources=auto:auto")
+    with pytest.raises(ConfigError, match="pairs an online memory learned.*has no knn-online"):
+        ExpertIteration(config(files, tmp_path / "cut", "untaught", *without)).run()  # they would be lost
     torch.manual_seed(123)
     ExpertIteration(config(files, tmp_path / "cut", "untaught", *quick)).run()
     assert learned(tmp_path / "cut", 1) == learned(tmp_path / "straight", 1)
