@@ -166,6 +166,20 @@ def test_the_thirteenth_plans_kept_lines_give_its_two_verdicts_at_29_seeds(tmp_p
     assert sorted(d[d != 0]) == [-1.0, 1.0]
 
 
+def test_the_fourteenth_pilots_kept_lines_give_its_verdict_and_the_seeds_it_asks(tmp_path) -> None:
+    """Search-and-learn beside the library's sources at 267 theorems x 6 seeds, from the committed lines alone:
+    cannot tell, -0.6 points, p = 0.14, and seeds (about 84), not theorems, would tell, as docs/claims.md reports."""
+    _, summary = kept_summary(tmp_path, "claims-pilot-14")
+    lines = [json.loads(x) for x in (tmp_path / "claims-pilot-14" / "results.jsonl").read_text().splitlines()]
+    assert sorted((r["claim"], r["seed"]) for r in lines) == [
+        ("reap-search-and-learn-library", s) for s in range(300, 306)
+    ]
+    c = summary["claims"]["reap-search-and-learn-library"]["comparison"]
+    assert (c["theorems"], c["seeds"]) == (267, 6) and c["verdict"] == "cannot tell at this size"
+    assert round(c["difference"]["mean"] * 1000) == -6 and round(c["p_value"], 2) == 0.14
+    assert c["theorems_needed"] is None and c["seeds_needed"] == 84
+
+
 def test_bench_runs_an_index_plan_by_plan_and_writes_the_standing(tmp_path) -> None:
     """Through the CLI: each plan into OUT/NAME with its report, then OUT/standing.md; a plan that sizes no claim
     runs none (no assets built), and --smoke with an index is one line."""
