@@ -126,17 +126,40 @@ class Timings:
             setattr(self, k, getattr(self, k) + getattr(other, k))
 
 
+@dataclass(frozen=True)
+class Trained:
+    """The runs' policies as a variant's training left them, beside what they were measured on."""
+
+    policy: BatchedMLP
+    """the trained policies"""
+    initial: BatchedMLP
+    """π_0, the same for every variant"""
+    env: ToyEnv
+    eval_states: torch.Tensor
+    """(S, E, D) the fixed held-out states"""
+
+
 @dataclass
 class VariantResult:
-    """What a variant's runs leave behind: its records (one per run and step or evaluation) and timings."""
+    """What a variant's runs leave behind: its records (one per run and step or evaluation) and timings, and the
+    trained policies (not part of any record)."""
 
     variant: Variant
     records: list[dict[str, Any]] = field(default_factory=list)
     timings: Timings = field(default_factory=Timings)
+    trained: Trained | None = None
 
 
 def _mean_per_run(x: torch.Tensor) -> list[float]:
     return x.reshape(x.shape[0], -1).to(torch.float64).mean(-1).tolist()
+
+
+@torch.no_grad()
+def exact_pass_at_k(policy: BatchedMLP, env: ToyEnv, states: torch.Tensor, tau: float, k: int) -> torch.Tensor:
+    """pass@k at threshold τ of each state, exact from π: 1 − (1 − p)^k where p is the probability π puts on the
+    actions correct at τ. ``(S, E, D) -> (S, E)`` float64."""
+    probs = policy(states).exp()
+    return pass_at_k_exact((probs * env.correct(states, tau)).sum(-1), k)
 
 
 @torch.no_grad()
@@ -279,6 +302,7 @@ def run_variant(variant: Variant, cfg: ToyConfig, *, on_step: Callable[[], None]
             do_eval(step, reward)
         if on_step is not None:
             on_step()
+    result.trained = Trained(policy, initial, env, eval_states)
     return result
 
 
