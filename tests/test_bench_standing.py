@@ -210,3 +210,35 @@ def test_bench_runs_an_index_plan_by_plan_and_writes_the_standing(tmp_path) -> N
     }
     smoke = CliRunner().invoke(app, ["bench", "--smoke", "--plan", str(index), "--out", str(out)])
     assert smoke.exit_code != 0 and "give a plan file, not an index" in smoke.output
+
+
+def test_the_toy_claims_kept_lines_give_the_pilots_sizes_and_the_plans_two_verdicts(tmp_path) -> None:
+    """Rewarding the Unlikely's toy claims, from the committed lines alone: the fifteenth pilot (256 states x 6
+    seeds) holds A.4 and asks 84 seeds for A.3; the fifteenth plan holds A.4 at 6 new seeds (+22.2 points) and the
+    sixteenth A.3 at the 84 (-2.4 points), as docs/claims.md reports."""
+    _, pilot = kept_summary(tmp_path, "claims-pilot-15")
+    a3, a4 = (
+        pilot["claims"][c]["comparison"] for c in ("unlikely-toy-grpo-pass32", "unlikely-toy-unlikeliness-pass32")
+    )
+    assert a3["verdict"] == "cannot tell at this size" and (a3["theorems_needed"], a3["seeds_needed"]) == (None, 84)
+    assert a4["verdict"] == "holds" and a4["theorems_needed"] == 5
+    plans = {n: kept_summary(tmp_path, n)[1]["claims"] for n in ("claims-plan-15", "claims-plan-16")}
+    a4 = plans["claims-plan-15"]["unlikely-toy-unlikeliness-pass32"]
+    a3 = plans["claims-plan-16"]["unlikely-toy-grpo-pass32"]
+    assert (a4["seeds"], a3["seeds"]) == (list(range(410, 416)), list(range(420, 504)))
+    assert a4["comparison"]["verdict"] == a3["comparison"]["verdict"] == "holds"
+    assert round(a4["comparison"]["difference"]["mean"] * 1000) == 222
+    assert round(a3["comparison"]["difference"]["mean"] * 1000) == -24 and a3["comparison"]["difference"]["high"] < 0
+
+
+def test_a_toy_seed_measures_the_same_values_twice(tmp_path) -> None:
+    """The same seed, run twice in two folders, gives the same value on every state (on one machine: under other
+    CPU kernels the toy's GRPO samples differently, docs/claims.md)."""
+    from proofrl.bench.claim import ClaimRun
+    from proofrl.bench.unlikely_toy import toy_pass_at_32
+
+    a, b = (
+        toy_pass_at_32(ClaimRun(seed=410, size=16, out=tmp_path / d / "c" / "seed-410", workers=1, assets=None))
+        for d in ("one", "two")
+    )
+    assert a == b and not (tmp_path / "one" / "unlikely-toy-shared").samefile(tmp_path / "two" / "unlikely-toy-shared")
