@@ -110,7 +110,7 @@ def test_the_standing_of_the_kept_plans_gives_their_verdicts_and_sizes(tmp_path)
     proving = rows["leanlistener-proving"]
     assert proving["from"] == "claims-plan-6" and "9459 theorems would tell" in proving["would_tell"]
     text = (tmp_path / "standing.md").read_text()
-    assert "**3 of 22 claims have a verdict: 2 hold, 1 does not hold.**" in text and (tmp_path / "claims.png").is_file()
+    assert "**3 of 23 claims have a verdict: 2 hold, 1 does not hold.**" in text and (tmp_path / "claims.png").is_file()
     assert json.loads((tmp_path / "standing.json").read_text()) == rows
 
 

@@ -8,7 +8,8 @@ import torch
 
 from proofrl.bench.claim import ClaimRun
 from proofrl.bench.claims import CLAIMS
-from proofrl.bench.unlikely_toy import INITIAL, toy_pass_at_32
+from proofrl.bench.unlikely_toy import INITIAL, toy_pass_at_32, toy_uplift_slope
+from proofrl.toy import experiment
 from proofrl.toy.env import BatchedMLP, ToyEnv
 from proofrl.toy.experiment import VARIANTS, ToyConfig, exact_pass_at_k, run_variant
 
@@ -44,13 +45,46 @@ def test_the_toy_claims_measure_three_arms_on_the_same_states_once_per_seed(tmp_
     assert all(0.0 <= x <= 1.0 for v in out.values() for x in v.values())
     # the arms are trained, and trained differently: the reward is the one difference between them
     assert out["GRPO"] != out[INITIAL] and out["GRPO + unlikeliness"] != out["GRPO"]
-    cached = tmp_path / "unlikely-toy-shared" / "seed-5-size-3-smoke.json"
-    assert json.loads(cached.read_text()) == out
-    cached.write_text(json.dumps({"kept": {"state-0000": 0.5}}))  # a second claim reads the seed's run, not a new one
-    assert toy_pass_at_32(run) == {"kept": {"state-0000": 0.5}}
+    cached = tmp_path / "unlikely-toy-shared" / "seed-5-size-3-smoke-toy.json"
+    assert json.loads(cached.read_text())["pass@32"] == out
+    kept = {"pass@32": {"kept": {"state-0000": 0.5}}, "uplift slope": {"kept": {"state-0000": -1.0}}}
+    cached.write_text(json.dumps(kept))  # a second claim reads the seed's run, not a new one
+    assert toy_pass_at_32(run) == kept["pass@32"] and toy_uplift_slope(run) == kept["uplift slope"]
+
+
+def test_the_uplift_slope_is_measured_on_the_states_with_two_distinct_correct_actions(tmp_path, monkeypatch):
+    """The toy's uplift groups, scored by hand with ``rank_slope``: the claim keeps exactly the states whose π_0 draw
+    holds two distinct correct actions, with the slope of each variant's trained policy."""
+    from proofrl.bench import unlikely_toy
+    from proofrl.bench.unlikely import rank_slope
+
+    trained: list = []
+    real = experiment.run_variant
+
+    def spy(variant, cfg):
+        r = real(variant, cfg)
+        trained.append(r.trained)
+        return r
+
+    monkeypatch.setattr(experiment, "run_variant", spy)
+    run = ClaimRun(seed=6, size=24, out=tmp_path / "c" / "seed-6", workers=1, assets=None, smoke=True)
+    got = unlikely_toy.toy_uplift_slope(run)
+    assert list(got) == ["GRPO", "GRPO + unlikeliness"] and len(trained) == 2
+    g = trained[0].uplift_groups
+    assert torch.equal(g.actions, trained[1].uplift_groups.actions)  # both variants scored on the same π_0 draw
+    want_states = {f"state-{i:04d}" for i in range(24) if len(set(g.actions[0, i][g.correct[0, i]].tolist())) >= 2}
+    assert want_states and set(got["GRPO"]) == set(got["GRPO + unlikeliness"]) == want_states
+    for arm, t in zip(got, trained, strict=True):
+        with torch.no_grad():
+            new = t.policy(t.eval_states).gather(-1, g.actions)[0]
+        for name, value in got[arm].items():
+            i = int(name.split("-")[1])
+            assert value == pytest.approx(rank_slope(g.init_logps[0, i], new[i], g.correct[0, i]))
 
 
 def test_the_toy_claims_name_their_arms_and_directions():
     a3, a4 = CLAIMS["unlikely-toy-grpo-pass32"], CLAIMS["unlikely-toy-unlikeliness-pass32"]
     assert (a3.arms, a3.direction, a3.unit) == ((INITIAL, "GRPO"), -1, "states")
     assert (a4.arms, a4.direction, a4.unit) == (("GRPO", "GRPO + unlikeliness"), 1, "states")
+    uplift = CLAIMS["unlikely-toy-uplift-rank"]
+    assert (uplift.arms, uplift.direction, uplift.run) == (("GRPO", "GRPO + unlikeliness"), 1, toy_uplift_slope)

@@ -137,6 +137,8 @@ class Trained:
     env: ToyEnv
     eval_states: torch.Tensor
     """(S, E, D) the fixed held-out states"""
+    uplift_groups: UpliftGroups
+    """the groups drawn once from π_0 on those states, the same for every variant"""
 
 
 @dataclass
@@ -302,7 +304,7 @@ def run_variant(variant: Variant, cfg: ToyConfig, *, on_step: Callable[[], None]
             do_eval(step, reward)
         if on_step is not None:
             on_step()
-    result.trained = Trained(policy, initial, env, eval_states)
+    result.trained = Trained(policy, initial, env, eval_states, uplift_groups)
     return result
 
 
