@@ -242,3 +242,18 @@ def test_a_toy_seed_measures_the_same_values_twice(tmp_path) -> None:
         for d in ("one", "two")
     )
     assert a == b and not (tmp_path / "one" / "unlikely-toy-shared").samefile(tmp_path / "two" / "unlikely-toy-shared")
+
+
+def test_the_toy_uplift_claims_kept_lines_give_three_times_cannot_tell_and_the_sizes_asked(tmp_path) -> None:
+    """The toy's uplift over rank, from the committed lines alone: the seventeenth pilot asks about 16,042 states,
+    the seventeenth plan at 16,014 of them asks about 283 seeds, and the eighteenth at 373 seeds still cannot tell
+    (-0.003 [-0.010, 0.004]), as docs/claims.md reports."""
+    got = {
+        n: kept_summary(tmp_path, n)[1]["claims"]["unlikely-toy-uplift-rank"]["comparison"]
+        for n in ("claims-pilot-17", "claims-plan-17", "claims-plan-18")
+    }
+    assert {c["verdict"] for c in got.values()} == {"cannot tell at this size"}
+    sizes = [(c["theorems"], c["seeds"], c["theorems_needed"], c["seeds_needed"]) for c in got.values()]
+    assert sizes == [(256, 6, 16042, None), (16014, 6, None, 283), (232, 373, None, 2235)]
+    last = got["claims-plan-18"]["difference"]
+    assert round(last["mean"] * 1000) == -3 and last["low"] < 0 < last["high"]
