@@ -78,7 +78,9 @@ def _toy_run(run: ClaimRun) -> dict[str, Results]:
                 slopes[arm][f"state-{i:04d}"] = slope
     out = {"pass@32": passes, "uplift slope": slopes}
     shared.mkdir(parents=True, exist_ok=True)
-    cached.write_text(json.dumps(out))
+    tmp = cached.with_name(cached.name + ".tmp")  # a run killed while writing leaves no half-written cache
+    tmp.write_text(json.dumps(out))
+    tmp.replace(cached)
     return out
 
 
