@@ -1,5 +1,5 @@
-"""Rewarding the Unlikely's toy claims (App. A.3, A.4): the exact pass@k on a policy worked by hand, and the claims'
-run at smoke size (the toy's real GRPO, one run per seed for both claims)."""
+"""Rewarding the Unlikely's toy claims (§3.5, App. A.3, A.4): the exact pass@k on a policy worked by hand, and the
+claims' run at smoke size (the toy's real GRPO, one run per seed for all three claims)."""
 
 import json
 
