@@ -244,16 +244,19 @@ def test_a_toy_seed_measures_the_same_values_twice(tmp_path) -> None:
     assert a == b and not (tmp_path / "one" / "unlikely-toy-shared").samefile(tmp_path / "two" / "unlikely-toy-shared")
 
 
-def test_the_toy_uplift_claims_kept_lines_give_three_times_cannot_tell_and_the_sizes_asked(tmp_path) -> None:
+def test_the_toy_uplift_claims_kept_lines_give_four_times_cannot_tell_and_the_sizes_asked(tmp_path) -> None:
     """The toy's uplift over rank, from the committed lines alone: the seventeenth pilot asks about 16,042 states,
-    the seventeenth plan at 16,014 of them asks about 283 seeds, and the eighteenth at 373 seeds still cannot tell
-    (-0.003 [-0.010, 0.004]), as docs/claims.md reports."""
+    the seventeenth plan at 16,014 of them asks about 283 seeds, the eighteenth at 373 seeds still cannot tell
+    (-0.003 [-0.010, 0.004]) and asks about 2,235, and the nineteenth at 2,800 seeds (143 states left) cannot tell
+    (-0.0025 [-0.0054, 0.0005]) and asks about 5,025, as docs/claims.md reports."""
     got = {
         n: kept_summary(tmp_path, n)[1]["claims"]["unlikely-toy-uplift-rank"]["comparison"]
-        for n in ("claims-pilot-17", "claims-plan-17", "claims-plan-18")
+        for n in ("claims-pilot-17", "claims-plan-17", "claims-plan-18", "claims-plan-19")
     }
     assert {c["verdict"] for c in got.values()} == {"cannot tell at this size"}
     sizes = [(c["theorems"], c["seeds"], c["theorems_needed"], c["seeds_needed"]) for c in got.values()]
-    assert sizes == [(256, 6, 16042, None), (16014, 6, None, 283), (232, 373, None, 2235)]
-    last = got["claims-plan-18"]["difference"]
-    assert round(last["mean"] * 1000) == -3 and last["low"] < 0 < last["high"]
+    assert sizes == [(256, 6, 16042, None), (16014, 6, None, 283), (232, 373, None, 2235), (143, 2800, None, 5025)]
+    d18, d19 = got["claims-plan-18"]["difference"], got["claims-plan-19"]["difference"]
+    assert round(d18["mean"] * 1000) == -3 and d18["low"] < 0 < d18["high"]
+    assert round(d19["mean"] * 10000) == -25 and round(d19["low"] * 10000) == -54 and round(d19["high"] * 10000) == 5
+    assert got["claims-plan-19"]["p_value"] < 0.05  # the states' permutation test rejects 0; the seeds' spread does not
