@@ -260,3 +260,15 @@ def test_the_toy_uplift_claims_kept_lines_give_four_times_cannot_tell_and_the_si
     assert round(d18["mean"] * 1000) == -3 and d18["low"] < 0 < d18["high"]
     assert round(d19["mean"] * 10000) == -25 and round(d19["low"] * 10000) == -54 and round(d19["high"] * 10000) == 5
     assert got["claims-plan-19"]["p_value"] < 0.05  # the states' permutation test rejects 0; the seeds' spread does not
+
+
+def test_the_twentieth_pilots_kept_lines_give_the_whole_proof_uplift_cannot_tell_and_137_seeds(tmp_path) -> None:
+    """The whole-proof uplift over rank, from the committed lines alone: 78 of the 490 training theorems count, GRPO's
+    slope is below 0, the reward's difference +0.023 [-0.066, 0.106] cannot tell and asks about 137 seeds; pass@32 of
+    the same runs asks about 377 theorems, as docs/claims.md reports."""
+    claims = kept_summary(tmp_path, "claims-pilot-20")[1]["claims"]
+    up, passn = (claims[n]["comparison"] for n in ("unlikely-uplift-rank", "unlikely-passN"))
+    assert up["verdict"] == passn["verdict"] == "cannot tell at this size"
+    assert (up["theorems"], up["seeds"], up["theorems_needed"], up["seeds_needed"]) == (78, 6, None, 137)
+    assert (passn["theorems"], passn["seeds"], passn["theorems_needed"], passn["seeds_needed"]) == (48, 6, 377, None)
+    assert up["a"]["high"] < 0 and round(up["difference"]["mean"], 3) == 0.023
