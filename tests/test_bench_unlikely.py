@@ -8,7 +8,7 @@ import pytest
 from conftest import requires_coq
 from typer.testing import CliRunner
 
-from proofrl.bench.unlikely import distinct_correct, rank_slope
+from proofrl.bench.unlikely import CLAIMS, UNLIKELY, UPLIFT, distinct_correct, rank_slope
 from proofrl.cli import app
 from proofrl.policy.generation import Completion
 from proofrl.problems import Problem
@@ -22,6 +22,18 @@ INIT = [-1.0, -2.0, -3.0, -4.0]
 def lifted(*up: bool) -> list[float]:
     """The trained model's log-probs: sample i raised by 0.5 where ``up[i]``, else lowered by 0.5."""
     return [x + (0.5 if u else -0.5) for x, u in zip(INIT, up, strict=True)]
+
+
+def test_the_settings_a_report_prints_never_repeat_the_size_a_plan_may_change() -> None:
+    """The report writes "Size N a seed; settings: ..."; a plan that sets another size must not leave the default
+    size in the settings beside it (the pass@N and PPO-epochs claims are sized in held-out theorems, the uplift
+    claim in training theorems; the uplift claim still names the shared run's held-out count, which it does not
+    size)."""
+    got = {c.name: c.settings for c in CLAIMS}
+    assert "eval_problems" not in got["unlikely-passN"] and "eval_problems" not in got["unlikely-ppo-epochs"]
+    assert "uplift_train_theorems" not in got["unlikely-uplift-rank"]
+    assert got["unlikely-uplift-rank"]["eval_problems"] == UNLIKELY["eval_problems"]
+    assert got["unlikely-uplift-rank"]["uplift_group_size"] == UPLIFT["group_size"]
 
 
 @pytest.mark.parametrize(
