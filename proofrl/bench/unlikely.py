@@ -27,6 +27,10 @@ UPLIFT = {"train_theorems": 160, "group_size": 16, "seed": 11}
 """the uplift groups: G = 16 samples of the SFT model π_0 (the recipe's rollout temperature and length) on a fixed
 draw of 160 training theorems, the same samples for every seed"""
 
+HELD_OUT_CLAIM_SETTINGS = {k: v for k, v in UNLIKELY.items() if k != "eval_problems"}
+"""what the pass@N and PPO-epochs claims report beside their size: the run's settings less the held-out count, which
+is their size (a plan may set another)"""
+
 ARMS = (("GRPO", "grpo"), ("GRPO + unlikeliness", "grpo-unlikeliness"))
 """claim arm → the demo's GRPO run of that name"""
 
@@ -298,7 +302,7 @@ CLAIMS: list[Claim] = [
         run=unlikeliness_pass_at_n,
         size=UNLIKELY["eval_problems"],
         smoke_size=SMOKE["eval_problems"],
-        settings={k: v for k, v in UNLIKELY.items() if k != "eval_problems"},  # the size, reported beside them
+        settings=dict(HELD_OUT_CLAIM_SETTINGS),
     ),
     Claim(
         "unlikely-uplift-rank",
@@ -325,6 +329,6 @@ CLAIMS: list[Claim] = [
         run=ppo_epochs,
         size=UNLIKELY["eval_problems"],
         smoke_size=SMOKE["eval_problems"],
-        settings={k: v for k, v in UNLIKELY.items() if k != "eval_problems"} | {"ppo_epochs": [1, 2]},
+        settings=HELD_OUT_CLAIM_SETTINGS | {"ppo_epochs": [1, 2]},
     ),
 ]
